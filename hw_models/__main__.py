@@ -1,0 +1,3 @@
+from hw_models.cli import main
+
+main()

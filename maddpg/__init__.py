@@ -1,0 +1,1 @@
+"""maddpg: HLS-style MADDPG kernels, MPE environments, trainer and accelerator model (imports ``noc`` only)."""

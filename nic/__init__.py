@@ -1,0 +1,1 @@
+"""nic: the network interface and the collectives it runs (imports ``noc`` only)."""
