@@ -14,7 +14,7 @@ import sys
 import typer
 
 from hw_models import __version__
-from hw_models.cli import config_cmd, topology_cmd
+from hw_models.cli import config_cmd, demo_cmd, topology_cmd
 from noc.errors import HwModelsError
 
 app = typer.Typer(
@@ -43,6 +43,7 @@ def _root(
 
 app.add_typer(topology_cmd.app, name="topology")
 app.add_typer(config_cmd.app, name="config")
+app.command(name="demo")(demo_cmd.demo)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,14 @@
+# The two commands of the README's quick start. Each sets the machine up first
+# (.venv, the project with its dev extra, Icarus Verilog) and then does its job.
+.PHONY: demo test setup
+
+setup:
+	@bash .ci/setup.sh
+
+# The main job.
+demo: setup
+	.venv/bin/hw-models demo
+
+# The whole test suite (pytest's own exit status: "no tests collected" fails too).
+test: setup
+	.venv/bin/python -m pytest

@@ -1,0 +1,24 @@
+"""``hw-models config``: show a fully resolved experiment config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+app = typer.Typer(help="Read and check experiment configs (TOML).", no_args_is_help=True)
+
+
+@app.command()
+def show(
+    file: Optional[Path] = typer.Argument(None, help="TOML config file (omit to see the defaults)."),
+    preset: Optional[str] = typer.Option(None, help="A named preset instead of a file: isca2021."),
+) -> None:
+    """Print the config with every default filled in, as TOML."""
+    import tomli_w
+
+    from hw_models.config import load_experiment
+
+    cfg = load_experiment(file, preset)
+    typer.echo(tomli_w.dumps(cfg.model_dump(mode="json")), nl=False)

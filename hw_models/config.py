@@ -1,0 +1,86 @@
+"""Experiment configuration: TOML files (or a named preset) into validated pydantic models.
+
+Every key carries its unit in its name. Unknown keys and out-of-range values are
+:class:`noc.errors.ConfigError`\\ s naming file, key, value and what is allowed.
+``hw-models config show FILE`` prints the fully resolved config.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from hw_models.units import parse_sizes_bytes
+from noc.config import StrictModel, read_toml, validate
+from noc.errors import ConfigError
+from noc.topology import parse_spec
+
+PRESETS = ("isca2021",)
+
+
+class NetworkConfig(StrictModel):
+    """The network: topology spec and link parameters."""
+
+    topology: str = Field("torus:4x4", description="Topology spec (torus:4x4, mesh:8x8:c4, fattree:k8:l2, ...).")
+    nis_per_node: int = Field(1, ge=1, le=64, description="NIs per node on direct networks (MultiTree kary - 1).")
+    link_bytes_per_cycle: float = Field(16.0, gt=0, description="Bytes a link carries per cycle, per direction.")
+    link_latency_cycles: int = Field(1, ge=1, le=100_000, description="Cycles from a link's input to its output.")
+    routing: Literal["auto", "dor", "nca", "shortest"] = "auto"
+    clock_ghz: float = Field(1.0, gt=0, le=100, description="Clock used to turn cycles into seconds and GB/s.")
+
+    @field_validator("topology")
+    @classmethod
+    def _spec_parses(cls, v: str) -> str:
+        parse_spec(v)  # raises SpecError with the accepted forms
+        return v
+
+
+class AllreduceConfig(StrictModel):
+    """Which all-reduces to run."""
+
+    algorithms: list[Literal["ring", "bidir_ring", "ring2d", "dbtree", "halving_doubling", "multitree"]] = Field(
+        default_factory=lambda: ["ring", "ring2d", "dbtree", "multitree"], min_length=1
+    )
+    sizes: str = Field("32KiB..4MiB", description="All-reduce sizes in bytes: '32KiB..64MiB' (doubling) or a list '1MiB,4MiB'.")
+    element_bytes: int = Field(4, ge=1, le=16, description="Bytes per element (fp32 = 4).")
+
+    @field_validator("sizes")
+    @classmethod
+    def _sizes_parse(cls, v: str) -> str:
+        parse_sizes_bytes(v)
+        return v
+
+    @property
+    def sizes_bytes(self) -> list[int]:
+        return parse_sizes_bytes(self.sizes)
+
+
+class RunConfig(StrictModel):
+    seed: int = Field(1, ge=0, description="Seed of every random choice.")
+    out_dir: str = Field("results", description="Directory for CSV, PNG and traces.")
+
+
+class ExperimentConfig(StrictModel):
+    network: NetworkConfig = NetworkConfig()
+    allreduce: AllreduceConfig = AllreduceConfig()
+    run: RunConfig = RunConfig()
+
+
+def preset_path(name: str) -> Path:
+    if name not in PRESETS:
+        raise ConfigError(f"preset {name!r} is unknown; available: {', '.join(PRESETS)}")
+    return Path(str(resources.files("hw_models") / "presets" / f"{name}.toml"))
+
+
+def load_experiment(path: str | Path | None = None, preset: str | None = None) -> ExperimentConfig:
+    """Load ``path`` (a TOML file), or a named preset, or the defaults."""
+    if path is not None and preset is not None:
+        raise ConfigError("give a config file or a preset, not both")
+    if preset is not None:
+        path = preset_path(preset)
+    if path is None:
+        return ExperimentConfig()
+    return validate(read_toml(path), ExperimentConfig, source=str(path))

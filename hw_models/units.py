@@ -1,0 +1,53 @@
+"""Sizes with units: ``16MiB``, ``32KiB..64MiB`` (doubling ranges), ``4096`` (bytes)."""
+
+from __future__ import annotations
+
+import re
+
+from noc.errors import ConfigError
+
+_UNITS = {"": 1, "b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "kb": 10**3, "mb": 10**6, "gb": 10**9}
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmg]i?b|b)?\s*$", re.IGNORECASE)
+
+
+def parse_size_bytes(text: str | int) -> int:
+    """``'16MiB'`` → 16777216. Integers (or digit strings) are bytes."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        value = text
+    else:
+        m = _SIZE_RE.match(str(text))
+        if not m:
+            raise ConfigError(f"size {text!r} is not a size; use e.g. 4096, 32KiB, 16MiB, 1GiB")
+        value = int(m.group(1)) * _UNITS[(m.group(2) or "").lower()]
+    if value <= 0:
+        raise ConfigError(f"size {text!r} must be positive")
+    return value
+
+
+def parse_sizes_bytes(text: str) -> list[int]:
+    """``'32KiB..64MiB'`` → every power-of-two multiple from 32 KiB to 64 MiB; ``'1MiB,4MiB'`` → a list."""
+    out: list[int] = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if ".." in part:
+            lo_s, hi_s = part.split("..", 1)
+            lo, hi = parse_size_bytes(lo_s), parse_size_bytes(hi_s)
+            if hi < lo:
+                raise ConfigError(f"size range {part!r} runs backwards ({lo} > {hi} bytes)")
+            s = lo
+            while s <= hi:
+                out.append(s)
+                s *= 2
+        elif part:
+            out.append(parse_size_bytes(part))
+    if not out:
+        raise ConfigError(f"sizes {text!r} name no size")
+    return out
+
+
+def format_size_bytes(n: int) -> str:
+    """16777216 → '16MiB' (exact binary multiples only, else bytes)."""
+    for unit, mult in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n % mult == 0:
+            return f"{n // mult}{unit}"
+    return f"{n}B"

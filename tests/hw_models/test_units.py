@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+import pytest
+
+from hw_models.units import format_size_bytes, parse_size_bytes, parse_sizes_bytes
+from noc.errors import ConfigError
+
+
+def test_sizes_parse_with_binary_and_decimal_units():
+    assert parse_size_bytes("16MiB") == 16 * 1024 * 1024
+    assert parse_size_bytes("32 KiB") == 32768
+    assert parse_size_bytes("1GB") == 10**9
+    assert parse_size_bytes(4096) == 4096 and parse_size_bytes("4096") == 4096
+
+
+def test_ranges_double_and_lists_keep_order():
+    sizes = parse_sizes_bytes("32KiB..64MiB")
+    assert sizes[0] == 32 * 1024 and sizes[-1] == 64 * 2**20 and len(sizes) == 12
+    assert all(b == 2 * a for a, b in zip(sizes, sizes[1:]))
+    assert parse_sizes_bytes("1MiB,4KiB") == [2**20, 4096]
+    assert format_size_bytes(64 * 2**20) == "64MiB" and format_size_bytes(1000) == "1000B"
+
+
+@pytest.mark.parametrize("bad", ["", "abc", "0", "-1KiB", "4..2", "1XB"])
+def test_bad_sizes_are_config_errors(bad):
+    with pytest.raises(ConfigError):
+        parse_sizes_bytes(bad)
