@@ -1,0 +1,395 @@
+"""Cycle model of the co-designed NIC scheduler — exactly docs/nic_scheduler.md.
+
+The state of one scheduler is two int64 arrays, ``tab[DEPTH, N_COLS]`` (the table) and
+``regs[N_REGS]``; inputs and outputs are int64 vectors laid out by the index constants
+below. Two Numba functions implement the contract:
+
+* :func:`sched_outputs` — the outputs during a cycle (a function of state only);
+* :func:`sched_edge` — the state after the rising edge, given the cycle's inputs.
+
+Both are ``@njit`` so a network co-simulation kernel can call them for every node, and
+:class:`SchedulerModel` steps them one cycle at a time from Python with named signals
+(the model-vs-RTL regression drives it that way).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from noc.errors import ConfigError
+
+# ---- op codes ------------------------------------------------------------------------
+OP_REDUCE, OP_GATHER, OP_RECV = 0, 1, 2
+STATE_IDLE, STATE_RUN, STATE_DONE = 0, 1, 2
+
+# ---- table columns -------------------------------------------------------------------
+C_VALID, C_OP, C_FLOW, C_PEER, C_STEP, C_LEN, C_DEP_OP, C_DEP_COUNT, C_COUNT, C_ISSUED = range(10)
+N_COLS = 10
+
+# ---- registers -----------------------------------------------------------------------
+(R_STATE, R_ACTIVE_STEP, R_NI_BUSY, R_ERR, R_ERR_COUNT, R_ERR_SRC, R_ERR_FLOW, R_ERR_SEEN,
+ R_RD_VALID, R_RD_ENTRY_VALID, R_RD_ISSUED, R_RD_OP, R_RD_FLOW, R_RD_PEER, R_RD_STEP, R_RD_LEN,
+ R_RD_DEP_OP, R_RD_DEP_COUNT, R_RD_COUNT) = range(19)
+N_REGS = 19
+
+# ---- parameter vector ----------------------------------------------------------------
+(P_DEPTH, P_NIS, P_FLOW_W, P_NODE_W, P_STEP_W, P_LEN_W, P_CNT_W, P_ERR_W, P_ADDR_W) = range(9)
+N_PARAMS = 9
+
+# ---- inputs (header; then recv_flow[NIS], recv_op[NIS], recv_src[NIS]) ---------------
+(I_RST, I_CLEAR, I_LOAD_VALID, I_LOAD_ADDR, I_LOAD_OP, I_LOAD_FLOW, I_LOAD_PEER, I_LOAD_STEP,
+ I_LOAD_LEN, I_LOAD_DEP_OP, I_LOAD_DEP_COUNT, I_RD_EN, I_RD_ADDR, I_START, I_SEND_READY,
+ I_NI_DONE, I_RECV_VALID) = range(17)
+N_IN_HEADER = 17
+
+# ---- outputs -------------------------------------------------------------------------
+(O_SEND_VALID, O_SEND_ENTRY, O_SEND_OP, O_SEND_FLOW, O_SEND_PEER, O_SEND_LEN, O_SEND_STEP,
+ O_SEND_NI, O_STEP, O_NI_BUSY, O_RUNNING, O_DONE, O_ERR, O_ERR_COUNT, O_ERR_SRC, O_ERR_FLOW,
+ O_RD_VALID, O_RD_ENTRY_VALID, O_RD_ISSUED, O_RD_OP, O_RD_FLOW, O_RD_PEER, O_RD_STEP, O_RD_LEN,
+ O_RD_DEP_OP, O_RD_DEP_COUNT, O_RD_COUNT) = range(27)
+N_OUTS = 27
+
+OUTPUT_NAMES = (
+    "send_valid", "send_entry", "send_op", "send_flow", "send_peer", "send_len", "send_step",
+    "send_ni", "step", "ni_busy", "running", "done", "err", "err_count", "err_src", "err_flow",
+    "rd_valid", "rd_entry_valid", "rd_issued", "rd_op", "rd_flow", "rd_peer", "rd_step", "rd_len",
+    "rd_dep_op", "rd_dep_count", "rd_count",
+)
+SCALAR_INPUT_NAMES = (
+    "rst", "clear", "load_valid", "load_addr", "load_op", "load_flow", "load_peer", "load_step",
+    "load_len", "load_dep_op", "load_dep_count", "rd_en", "rd_addr", "start", "send_ready",
+    "ni_done", "recv_valid",
+)
+
+
+@dataclass(frozen=True)
+class SchedulerParams:
+    """The scheduler's parameters (docs/nic_scheduler.md, "Parameters")."""
+
+    depth: int = 64
+    nis: int = 1
+    flow_w: int = 8
+    node_w: int = 8
+    step_w: int = 8
+    len_w: int = 24
+    cnt_w: int = 4
+    err_w: int = 16
+
+    _RANGES = {
+        "depth": (1, 4096), "nis": (1, 16), "flow_w": (1, 16), "node_w": (1, 16), "step_w": (1, 16),
+        "len_w": (1, 32), "cnt_w": (1, 8), "err_w": (1, 32),
+    }
+
+    def __post_init__(self) -> None:
+        for name, (lo, hi) in self._RANGES.items():
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
+                raise ConfigError(f"scheduler parameter {name.upper()} = {v!r} is out of range; allowed {lo}..{hi}")
+
+    @property
+    def addr_w(self) -> int:
+        return max(1, int(self.depth - 1).bit_length())
+
+    @property
+    def ni_w(self) -> int:
+        return max(1, int(self.nis - 1).bit_length())
+
+    def vector(self) -> np.ndarray:
+        return np.array(
+            [self.depth, self.nis, self.flow_w, self.node_w, self.step_w, self.len_w, self.cnt_w, self.err_w,
+             self.addr_w],
+            dtype=np.int64,
+        )
+
+    def verilog_parameters(self) -> dict[str, int]:
+        return {"DEPTH": self.depth, "NIS": self.nis, "FLOW_W": self.flow_w, "NODE_W": self.node_w,
+                "STEP_W": self.step_w, "LEN_W": self.len_w, "CNT_W": self.cnt_w, "ERR_W": self.err_w}
+
+
+def new_state(params: SchedulerParams) -> tuple[np.ndarray, np.ndarray]:
+    """Reset state: an empty table and zero registers."""
+    return np.zeros((params.depth, N_COLS), dtype=np.int64), np.zeros(N_REGS, dtype=np.int64)
+
+
+def new_inputs(params: SchedulerParams) -> np.ndarray:
+    return np.zeros(N_IN_HEADER + 3 * params.nis, dtype=np.int64)
+
+
+# --------------------------------------------------------------------------------------
+# The contract
+# --------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _mask(v, w):
+    return v & ((np.int64(1) << w) - 1)
+
+
+@njit(cache=True)
+def sched_outputs(tab, regs, params, out):
+    """Fill ``out`` with the outputs during the current cycle (state only)."""
+    depth = params[P_DEPTH]
+    nis = params[P_NIS]
+    for k in range(out.shape[0]):
+        out[k] = 0
+    running = regs[R_STATE] == STATE_RUN
+    busy = regs[R_NI_BUSY]
+    free_ni = -1
+    for i in range(nis):
+        if (busy >> i) & 1 == 0:
+            free_ni = i
+            break
+    if running and free_ni >= 0:
+        act = regs[R_ACTIVE_STEP]
+        for i in range(depth):
+            if (tab[i, C_VALID] == 1 and tab[i, C_ISSUED] == 0 and tab[i, C_STEP] == act
+                    and tab[i, C_COUNT] >= tab[i, C_DEP_COUNT] and tab[i, C_OP] != OP_RECV):
+                out[O_SEND_VALID] = 1
+                out[O_SEND_ENTRY] = i
+                out[O_SEND_OP] = tab[i, C_OP]
+                out[O_SEND_FLOW] = tab[i, C_FLOW]
+                out[O_SEND_PEER] = tab[i, C_PEER]
+                out[O_SEND_LEN] = tab[i, C_LEN]
+                out[O_SEND_STEP] = tab[i, C_STEP]
+                out[O_SEND_NI] = free_ni
+                break
+    out[O_STEP] = regs[R_ACTIVE_STEP]
+    out[O_NI_BUSY] = busy
+    out[O_RUNNING] = 1 if running else 0
+    out[O_DONE] = 1 if regs[R_STATE] == STATE_DONE else 0
+    out[O_ERR] = regs[R_ERR]
+    out[O_ERR_COUNT] = regs[R_ERR_COUNT]
+    out[O_ERR_SRC] = regs[R_ERR_SRC]
+    out[O_ERR_FLOW] = regs[R_ERR_FLOW]
+    out[O_RD_VALID] = regs[R_RD_VALID]
+    out[O_RD_ENTRY_VALID] = regs[R_RD_ENTRY_VALID]
+    out[O_RD_ISSUED] = regs[R_RD_ISSUED]
+    out[O_RD_OP] = regs[R_RD_OP]
+    out[O_RD_FLOW] = regs[R_RD_FLOW]
+    out[O_RD_PEER] = regs[R_RD_PEER]
+    out[O_RD_STEP] = regs[R_RD_STEP]
+    out[O_RD_LEN] = regs[R_RD_LEN]
+    out[O_RD_DEP_OP] = regs[R_RD_DEP_OP]
+    out[O_RD_DEP_COUNT] = regs[R_RD_DEP_COUNT]
+    out[O_RD_COUNT] = regs[R_RD_COUNT]
+
+
+@njit(cache=True)
+def sched_edge(tab, regs, params, inp, out):
+    """Advance the state across one rising edge. ``out`` must hold this cycle's outputs."""
+    depth = params[P_DEPTH]
+    nis = params[P_NIS]
+    if inp[I_RST] != 0 or inp[I_CLEAR] != 0:
+        for i in range(depth):
+            for c in range(N_COLS):
+                tab[i, c] = 0
+        for r in range(N_REGS):
+            regs[r] = 0
+        return
+
+    errors = 0
+    # Values during the cycle that the run-state update needs (before any change).
+    state = regs[R_STATE]
+    act = regs[R_ACTIVE_STEP]
+    busy_before = regs[R_NI_BUSY]
+    first_pending = -1
+    active_pending = False
+    for i in range(depth):
+        if tab[i, C_VALID] == 1 and tab[i, C_ISSUED] == 0:
+            if first_pending < 0:
+                first_pending = i
+            if tab[i, C_STEP] == act:
+                active_pending = True
+    next_step = tab[first_pending, C_STEP] if first_pending >= 0 else 0
+
+    # 8. read port (samples the table before this edge's updates)
+    regs[R_RD_VALID] = 1 if inp[I_RD_EN] != 0 else 0
+    if inp[I_RD_EN] != 0:
+        a = _mask(inp[I_RD_ADDR], params[P_ADDR_W])
+        if a < depth:
+            regs[R_RD_ENTRY_VALID] = tab[a, C_VALID]
+            regs[R_RD_ISSUED] = tab[a, C_ISSUED]
+            regs[R_RD_OP] = tab[a, C_OP]
+            regs[R_RD_FLOW] = tab[a, C_FLOW]
+            regs[R_RD_PEER] = tab[a, C_PEER]
+            regs[R_RD_STEP] = tab[a, C_STEP]
+            regs[R_RD_LEN] = tab[a, C_LEN]
+            regs[R_RD_DEP_OP] = tab[a, C_DEP_OP]
+            regs[R_RD_DEP_COUNT] = tab[a, C_DEP_COUNT]
+            regs[R_RD_COUNT] = tab[a, C_COUNT]
+        else:
+            for r in range(R_RD_ENTRY_VALID, N_REGS):
+                regs[r] = 0
+
+    # 2. RECV entries retire (eligible = RUN, pending, active step, deps arrived)
+    if state == STATE_RUN:
+        for i in range(depth):
+            if (tab[i, C_VALID] == 1 and tab[i, C_ISSUED] == 0 and tab[i, C_STEP] == act
+                    and tab[i, C_COUNT] >= tab[i, C_DEP_COUNT] and tab[i, C_OP] == OP_RECV):
+                tab[i, C_ISSUED] = 1
+
+    # 1. send handshake
+    busy = busy_before
+    if out[O_SEND_VALID] == 1 and inp[I_SEND_READY] != 0:
+        tab[out[O_SEND_ENTRY], C_ISSUED] = 1
+        busy |= np.int64(1) << out[O_SEND_NI]
+
+    # 3. NI completion
+    done_mask = inp[I_NI_DONE]
+    for i in range(nis):
+        if (done_mask >> i) & 1:
+            if (busy_before >> i) & 1:
+                busy &= ~(np.int64(1) << i)
+            else:
+                errors += 1
+    regs[R_NI_BUSY] = busy
+
+    # 4. receives
+    rv = inp[I_RECV_VALID]
+    fw = params[P_FLOW_W]
+    any_recv = False
+    for p in range(nis):
+        if (rv >> p) & 1:
+            any_recv = True
+    if any_recv:
+        base_flow = N_IN_HEADER
+        base_op = N_IN_HEADER + nis
+        base_src = N_IN_HEADER + 2 * nis
+        for p in range(nis):
+            if (rv >> p) & 1 == 0:
+                continue
+            f = _mask(inp[base_flow + p], fw)
+            o = inp[base_op + p] & 1
+            needed = False
+            for i in range(depth):
+                if tab[i, C_VALID] == 1 and tab[i, C_FLOW] == f and tab[i, C_DEP_OP] == o:
+                    prior = 0
+                    for q in range(p):
+                        if (rv >> q) & 1 and _mask(inp[base_flow + q], fw) == f and (inp[base_op + q] & 1) == o:
+                            prior += 1
+                    if tab[i, C_COUNT] + prior < tab[i, C_DEP_COUNT]:
+                        needed = True
+                        break
+            if not needed:
+                errors += 1
+                if regs[R_ERR_SEEN] == 0:
+                    regs[R_ERR_SEEN] = 1
+                    regs[R_ERR_SRC] = _mask(inp[base_src + p], params[P_NODE_W])
+                    regs[R_ERR_FLOW] = f
+        for i in range(depth):
+            if tab[i, C_VALID] == 1:
+                m = 0
+                for p in range(nis):
+                    if ((rv >> p) & 1 and _mask(inp[base_flow + p], fw) == tab[i, C_FLOW]
+                            and (inp[base_op + p] & 1) == tab[i, C_DEP_OP]):
+                        m += 1
+                if m > 0:
+                    c = tab[i, C_COUNT] + m
+                    tab[i, C_COUNT] = c if c < tab[i, C_DEP_COUNT] else tab[i, C_DEP_COUNT]
+
+    # 5. load
+    if inp[I_LOAD_VALID] != 0:
+        a = _mask(inp[I_LOAD_ADDR], params[P_ADDR_W])
+        op = _mask(inp[I_LOAD_OP], 2)
+        if a >= depth or op == 3:
+            errors += 1
+        else:
+            tab[a, C_VALID] = 1
+            tab[a, C_OP] = op
+            tab[a, C_FLOW] = _mask(inp[I_LOAD_FLOW], fw)
+            tab[a, C_PEER] = _mask(inp[I_LOAD_PEER], params[P_NODE_W])
+            tab[a, C_STEP] = _mask(inp[I_LOAD_STEP], params[P_STEP_W])
+            tab[a, C_LEN] = _mask(inp[I_LOAD_LEN], params[P_LEN_W])
+            tab[a, C_DEP_OP] = inp[I_LOAD_DEP_OP] & 1
+            tab[a, C_DEP_COUNT] = _mask(inp[I_LOAD_DEP_COUNT], params[P_CNT_W])
+            tab[a, C_COUNT] = 0
+            tab[a, C_ISSUED] = 0
+
+    # 6. errors
+    if errors > 0:
+        regs[R_ERR] = 1
+        err_max = (np.int64(1) << params[P_ERR_W]) - 1
+        e = regs[R_ERR_COUNT] + errors
+        regs[R_ERR_COUNT] = e if e < err_max else err_max
+
+    # 7. run state
+    if state == STATE_IDLE or state == STATE_DONE:
+        if inp[I_START] != 0:
+            regs[R_STATE] = STATE_RUN
+            regs[R_ACTIVE_STEP] = next_step
+    elif state == STATE_RUN:
+        if not active_pending and busy_before == 0:
+            if first_pending >= 0:
+                regs[R_ACTIVE_STEP] = next_step
+            else:
+                regs[R_STATE] = STATE_DONE
+
+
+# --------------------------------------------------------------------------------------
+# Python stepping
+# --------------------------------------------------------------------------------------
+
+
+class SchedulerModel:
+    """One scheduler stepped a cycle at a time with named signals.
+
+    >>> m = SchedulerModel(SchedulerParams(depth=4, nis=1))
+    >>> outs = m.outputs()          # outputs during the current cycle
+    >>> m.tick(load_valid=1, load_addr=0, load_op=0, load_step=0)   # the rising edge
+    """
+
+    def __init__(self, params: SchedulerParams) -> None:
+        self.params = params
+        self._p = params.vector()
+        self.tab, self.regs = new_state(params)
+        self._inp = new_inputs(params)
+        self._out = np.zeros(N_OUTS, dtype=np.int64)
+        self.cycle = 0
+        self._index = {n: i for i, n in enumerate(SCALAR_INPUT_NAMES)}
+
+    def outputs(self) -> dict[str, int]:
+        sched_outputs(self.tab, self.regs, self._p, self._out)
+        return {name: int(v) for name, v in zip(OUTPUT_NAMES, self._out)}
+
+    def tick(self, recv: list[tuple[int, int, int]] | None = None, **inputs: int) -> dict[str, int]:
+        """Apply one cycle's inputs at the rising edge; return the outputs that held during it.
+
+        ``recv[p]`` is receive port p's message this cycle: ``None`` or ``(flow, op, src)``.
+        Other inputs are named as in docs/nic_scheduler.md; unnamed inputs are 0.
+        """
+        inp = self._inp
+        inp[:] = 0
+        for name, value in inputs.items():
+            if name not in self._index:
+                raise ConfigError(f"unknown scheduler input {name!r}; inputs are {', '.join(SCALAR_INPUT_NAMES)} and recv")
+            inp[self._index[name]] = int(value)
+        nis = self.params.nis
+        if recv:
+            mask = 0
+            for p, item in enumerate(recv):
+                if p >= nis:
+                    raise ConfigError(f"{len(recv)} receives in one cycle but NIS = {nis}")
+                if item is None:
+                    continue
+                flow, op, src = item
+                mask |= 1 << p
+                inp[N_IN_HEADER + p] = flow
+                inp[N_IN_HEADER + nis + p] = op
+                inp[N_IN_HEADER + 2 * nis + p] = src
+            inp[I_RECV_VALID] = mask
+        sched_outputs(self.tab, self.regs, self._p, self._out)
+        held = {name: int(v) for name, v in zip(OUTPUT_NAMES, self._out)}
+        sched_edge(self.tab, self.regs, self._p, inp, self._out)
+        self.cycle += 1
+        return held
+
+    def load_table(self, entries: np.ndarray) -> int:
+        """Load ``entries`` (rows of op, flow, peer, step, len, dep_op, dep_count) one per cycle; return cycles used."""
+        for addr, row in enumerate(np.asarray(entries, dtype=np.int64)):
+            op, flow, peer, step, length, dep_op, dep_count = (int(x) for x in row)
+            self.tick(load_valid=1, load_addr=addr, load_op=op, load_flow=flow, load_peer=peer, load_step=step,
+                      load_len=length, load_dep_op=dep_op, load_dep_count=dep_count)
+        return len(entries)

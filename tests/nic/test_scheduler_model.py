@@ -1,0 +1,231 @@
+"""The scheduler cycle model against docs/nic_scheduler.md.
+
+Hand-derived cycle traces pin the timing; randomised runs check the contract's
+invariants (dependencies before sends, lockstep, each entry once, done at the end).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nic.scheduler import OP_GATHER, OP_RECV, OP_REDUCE, SchedulerModel, SchedulerParams
+from noc.errors import ConfigError
+
+
+def make(depth=8, nis=1, **kw) -> SchedulerModel:
+    return SchedulerModel(SchedulerParams(depth=depth, nis=nis, **kw))
+
+
+def test_single_send_trace_cycle_by_cycle():
+    m = make()
+    m.load_table([[OP_REDUCE, 3, 5, 0, 100, 0, 0]])  # cycle 0: load
+    o = m.tick(start=1)  # cycle 1: start sampled at the edge
+    assert o["running"] == 0 and o["send_valid"] == 0
+    o = m.tick(send_ready=0)  # cycle 2: running, offered, not taken
+    assert o["running"] == 1 and o["send_valid"] == 1
+    assert (o["send_entry"], o["send_flow"], o["send_peer"], o["send_len"], o["send_op"], o["send_ni"]) == (0, 3, 5, 100, 0, 0)
+    o = m.tick(send_ready=1)  # cycle 3: handshake
+    assert o["send_valid"] == 1
+    o = m.tick()  # cycle 4: NI busy, nothing offered
+    assert o["send_valid"] == 0 and o["ni_busy"] == 1 and o["done"] == 0
+    o = m.tick(ni_done=1)  # cycle 5: NI finishes
+    assert o["ni_busy"] == 1
+    o = m.tick()  # cycle 6: NI idle, step over -> DONE at this edge
+    assert o["ni_busy"] == 0 and o["done"] == 0
+    o = m.tick()
+    assert o["done"] == 1 and o["running"] == 0 and o["err"] == 0
+
+
+def test_dependencies_gate_the_send_until_the_cycle_after_the_last_arrival():
+    m = make(nis=2)
+    m.load_table([[OP_REDUCE, 7, 1, 0, 8, OP_REDUCE, 2]])
+    m.tick(start=1)
+    assert m.tick()["send_valid"] == 0
+    m.tick(recv=[(7, OP_REDUCE, 4)])  # first child
+    assert m.tick()["send_valid"] == 0
+    m.tick(recv=[(7, OP_REDUCE, 5)])  # second child arrives in this cycle...
+    assert m.outputs()["send_valid"] == 1  # ...and the send is offered in the next one
+    assert m.outputs()["err"] == 0
+
+
+def test_early_arrivals_before_start_are_kept():
+    m = make()
+    m.load_table([[OP_GATHER, 2, 9, 0, 4, OP_GATHER, 1]])
+    m.tick(recv=[(2, OP_GATHER, 0)])
+    m.tick(start=1)
+    assert m.outputs()["send_valid"] == 1
+
+
+def test_lockstep_waits_for_every_ni_before_the_next_step():
+    m = make(nis=2)
+    m.load_table([
+        [OP_REDUCE, 0, 1, 0, 4, 0, 0],
+        [OP_REDUCE, 1, 2, 0, 4, 0, 0],
+        [OP_REDUCE, 2, 3, 1, 4, 0, 0],
+    ])
+    m.tick(start=1)
+    o = m.tick(send_ready=1)
+    assert (o["send_entry"], o["send_ni"]) == (0, 0)
+    o = m.tick(send_ready=1)
+    assert (o["send_entry"], o["send_ni"]) == (1, 1)
+    # Step 1's entry is ready but both NIs are busy, and then one NI still is.
+    assert m.tick(ni_done=0b01)["send_valid"] == 0
+    assert m.tick()["send_valid"] == 0
+    assert m.tick(ni_done=0b10)["send_valid"] == 0
+    o = m.tick()  # all NIs idle now; the step advances at this edge
+    assert o["step"] == 0 and o["send_valid"] == 0
+    o = m.outputs()
+    assert o["step"] == 1 and o["send_valid"] == 1 and o["send_entry"] == 2
+
+
+def test_ties_go_to_the_lowest_table_address_and_steps_without_entries_are_skipped():
+    m = make(nis=1)
+    m.load_table([
+        [OP_REDUCE, 0, 1, 2, 4, 0, 1],  # waits for flow 0
+        [OP_REDUCE, 1, 2, 2, 4, 0, 0],
+        [OP_REDUCE, 2, 3, 2, 4, 0, 0],
+    ])
+    m.tick(start=1)
+    o = m.outputs()
+    assert o["step"] == 2 and o["send_entry"] == 1  # entry 0 not ready; lowest ready wins
+    m.tick(recv=[(0, OP_REDUCE, 7)])
+    assert m.outputs()["send_entry"] == 0  # now entry 0 is ready and lowest
+
+
+def test_recv_entries_retire_without_an_ni_and_done_follows():
+    m = make()
+    m.load_table([[OP_RECV, 4, 0, 0, 0, OP_GATHER, 1]])
+    m.tick(start=1)
+    assert m.tick()["send_valid"] == 0
+    m.tick(recv=[(4, OP_GATHER, 3)])
+    m.tick()  # retires at this edge
+    m.tick()  # step over -> DONE
+    assert m.outputs()["done"] == 1
+
+
+def test_unexpected_messages_raise_the_error_and_count():
+    m = make(nis=2)
+    m.load_table([[OP_REDUCE, 1, 0, 0, 4, OP_REDUCE, 1]])
+    # Two messages for a flow that needs one, in the same cycle: the second is unexpected.
+    m.tick(recv=[(1, OP_REDUCE, 5), (1, OP_REDUCE, 6)])
+    o = m.outputs()
+    assert o["err"] == 1 and o["err_count"] == 1 and (o["err_src"], o["err_flow"]) == (6, 1)
+    m.tick(recv=[(9, OP_GATHER, 3)])  # a flow nobody waits for
+    o = m.outputs()
+    assert o["err_count"] == 2 and (o["err_src"], o["err_flow"]) == (6, 1)  # first one is kept
+    m.tick(ni_done=1)  # spurious done
+    assert m.outputs()["err_count"] == 3
+    m.tick(clear=1)
+    assert m.outputs()["err"] == 0 and m.outputs()["err_count"] == 0
+
+
+def test_error_counter_saturates():
+    m = make(err_w=2)
+    for _ in range(5):
+        m.tick(recv=[(1, 0, 0)])
+    assert m.outputs()["err_count"] == 3
+
+
+def test_bad_loads_are_errors_and_write_nothing():
+    m = make(depth=5)  # ADDR_W = 3, so address 6 is representable but out of the table
+    m.tick(load_valid=1, load_addr=6, load_op=0)
+    m.tick(load_valid=1, load_addr=1, load_op=3)
+    assert m.outputs()["err_count"] == 2
+    assert not m.tab[:, 0].any()
+
+
+def test_read_back_returns_the_entry_as_loaded_and_its_state():
+    m = make(cnt_w=3)
+    rows = [[OP_GATHER, 5, 6, 2, 77, OP_REDUCE, 3], [OP_REDUCE, 1, 2, 3, 9, OP_GATHER, 0]]
+    m.load_table(rows)
+    m.tick(recv=[(5, OP_REDUCE, 1)])
+    m.tick(rd_en=1, rd_addr=0)
+    o = m.outputs()
+    assert o["rd_valid"] == 1 and o["rd_entry_valid"] == 1 and o["rd_issued"] == 0
+    assert [o[k] for k in ("rd_op", "rd_flow", "rd_peer", "rd_step", "rd_len", "rd_dep_op", "rd_dep_count")] == rows[0]
+    assert o["rd_count"] == 1
+    m.tick()
+    assert m.outputs()["rd_valid"] == 0 and m.outputs()["rd_flow"] == 5  # held
+
+
+def test_fields_are_truncated_to_their_widths():
+    m = make(flow_w=3, node_w=2)
+    m.tick(load_valid=1, load_addr=0, load_op=0, load_flow=13, load_peer=7)
+    assert m.tab[0, 2] == 13 & 7 and m.tab[0, 3] == 7 & 3
+
+
+@pytest.mark.parametrize("bad", [dict(depth=0), dict(nis=17), dict(cnt_w=9), dict(flow_w=True)])
+def test_bad_parameters_are_rejected_by_name(bad):
+    name = next(iter(bad)).upper()
+    with pytest.raises(ConfigError, match=name):
+        SchedulerParams(**bad)
+
+
+# ---- randomised: the contract's invariants under a reactive environment -------------
+
+
+def _random_table(rng, depth, nflows):
+    n = int(rng.integers(1, depth + 1))
+    steps = np.sort(rng.integers(0, 6, size=n))
+    rows = []
+    for s in steps:
+        op = int(rng.choice([OP_REDUCE, OP_GATHER, OP_RECV], p=[0.45, 0.45, 0.1]))
+        rows.append([op, int(rng.integers(0, nflows)), int(rng.integers(0, 16)), int(s), int(rng.integers(1, 50)),
+                     int(rng.integers(0, 2)), int(rng.integers(0, 3))])
+    return rows
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_tables_keep_the_contract_invariants(seed):
+    rng = np.random.default_rng(seed)
+    nis = int(rng.integers(1, 4))
+    m = make(depth=12, nis=nis)
+    rows = _random_table(rng, 12, nflows=4)
+    m.load_table(rows)
+    # Deliver exactly the messages each entry needs, at random times.
+    pending_msgs = []
+    for flow in range(4):
+        for op in (0, 1):
+            need = max([r[6] for r in rows if r[1] == flow and r[5] == op], default=0)
+            pending_msgs += [(flow, op)] * need
+    rng.shuffle(pending_msgs)
+    arrived = {}
+    issued_at = {}
+    busy_until = {}
+    m.tick(start=1)
+    for cyc in range(2000):
+        o = m.outputs()
+        if o["done"]:
+            break
+        before = dict(arrived)  # messages whose edge has passed
+        recv = []
+        for _ in range(nis):
+            if pending_msgs and rng.random() < 0.3:
+                f, op = pending_msgs.pop()
+                recv.append((f, op, 1))
+                arrived[(f, op)] = arrived.get((f, op), 0) + 1
+        ready = int(rng.random() < 0.7)
+        done_mask = 0
+        for ni, t in list(busy_until.items()):
+            if cyc >= t:
+                done_mask |= 1 << ni
+                del busy_until[ni]
+        if o["send_valid"]:
+            e = o["send_entry"]
+            r = rows[e]
+            # dependency arrived before (counts update at the edge, so strictly earlier cycles)
+            assert before.get((r[1], r[5]), 0) >= r[6]
+            # lockstep: every entry of an earlier step has issued
+            assert all(m.tab[i, 9] == 1 for i in range(len(rows)) if rows[i][3] < r[3])
+            assert e not in issued_at
+            if ready:
+                issued_at[e] = cyc
+                busy_until[o["send_ni"]] = cyc + 1 + int(rng.integers(0, 5))
+        m.tick(recv=recv, send_ready=ready, ni_done=done_mask)
+    else:
+        pytest.fail("scheduler never finished")
+    sends = [i for i, r in enumerate(rows) if r[0] != OP_RECV]
+    assert sorted(issued_at) == sends
+    assert m.outputs()["err"] == 0
+    assert m.tab[: len(rows), 9].all()  # every entry issued or retired
