@@ -1,0 +1,62 @@
+"""Resumable result store: one JSON line per finished run, appended and flushed at once.
+
+An interrupted sweep keeps every run that finished; a torn last line (the process died
+mid-write) is ignored on reading. ``done_keys()`` tells a resumed sweep what to skip.
+CSV exports are written to a temporary file and renamed, so they are whole or absent.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from pathlib import Path
+from typing import Iterable
+
+
+class ResultStore:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def records(self) -> list[dict]:
+        if not self.path.exists():
+            return []
+        out = []
+        with self.path.open() as f:
+            for line in f:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError:
+                    continue  # a torn line from an interrupted write
+        return out
+
+    def done_keys(self) -> set[str]:
+        return {r["key"] for r in self.records() if "key" in r}
+
+    def append(self, key: str, record: dict) -> None:
+        line = json.dumps({"key": key, **record}, sort_keys=True)
+        with self.path.open("a") as f:
+            f.write(line + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def write_csv_atomic(path: str | Path, rows: Iterable[dict]) -> Path:
+    rows = list(rows)
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    with tmp.open("w", newline="") as f:
+        if rows:
+            fields = list(rows[0].keys())
+            for r in rows[1:]:
+                fields += [k for k in r if k not in fields]
+            w = csv.DictWriter(f, fieldnames=fields)
+            w.writeheader()
+            w.writerows(rows)
+    os.replace(tmp, out)
+    return out

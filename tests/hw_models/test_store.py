@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+import csv
+
+from hw_models.store import ResultStore, write_csv_atomic
+
+
+def test_store_keeps_finished_runs_and_ignores_a_torn_line(tmp_path):
+    s = ResultStore(tmp_path / "r.jsonl")
+    s.append("a", {"x": 1})
+    s.append("b", {"x": 2})
+    with (tmp_path / "r.jsonl").open("a") as f:
+        f.write('{"key": "c", "x"')  # the process died mid-write
+    assert s.done_keys() == {"a", "b"}
+    assert [r["x"] for r in s.records()] == [1, 2]
+
+
+def test_csv_is_written_whole(tmp_path):
+    p = write_csv_atomic(tmp_path / "o.csv", [{"a": 1, "b": 2}, {"a": 3, "c": 4}])
+    rows = list(csv.DictReader(p.open()))
+    assert rows == [{"a": "1", "b": "2", "c": ""}, {"a": "3", "b": "", "c": "4"}]
+    assert not (tmp_path / "o.csv.tmp").exists()
