@@ -1,0 +1,148 @@
+// One entry of the NIC scheduler's table (docs/nic_scheduler.md, "The table entry").
+//
+// Holds the entry's fields and state (valid, issued, count) and does the per-entry part
+// of every edge: load (overrides everything), issue (send handshake or RECV retirement)
+// and the associative receive match, counting matching messages and saturating at
+// dep_count. Every output is a function of this entry's registers and the broadcast inputs
+// of the cycle (`needs`) or of registers only (everything else).
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+module nic_sched_entry #(
+    // receive ports (NIs of the node)
+    parameter NIS = 1,
+    // bits of a flow id
+    parameter FLOW_W = 8,
+    // bits of a node id
+    parameter NODE_W = 8,
+    // bits of a step number
+    parameter STEP_W = 8,
+    // bits of a message length
+    parameter LEN_W = 24,
+    // bits of a dependency count
+    parameter CNT_W = 4,
+    // bits of a per-port "earlier ports with the same message" count
+    parameter PRIOR_W = 5
+) (
+    input  wire                  clk,
+    // synchronous reset or clear: the entry becomes invalid with zero fields and state
+    input  wire                  rst,
+
+    // load this entry (address decoded and op checked by the parent)
+    input  wire                  load_we,
+    input  wire [1:0]            load_op,
+    input  wire [FLOW_W-1:0]     load_flow,
+    input  wire [NODE_W-1:0]     load_peer,
+    input  wire [STEP_W-1:0]     load_step,
+    input  wire [LEN_W-1:0]      load_len,
+    input  wire                  load_dep_op,
+    input  wire [CNT_W-1:0]      load_dep_count,
+
+    // scheduler state during the cycle
+    input  wire                  running,
+    input  wire [STEP_W-1:0]     active_step,
+    // the send handshake takes this entry
+    input  wire                  send_take,
+
+    // receive ports, broadcast to every entry
+    input  wire [NIS-1:0]        recv_valid,
+    input  wire [NIS*FLOW_W-1:0] recv_flow,
+    input  wire [NIS-1:0]        recv_op,
+    // per port p: number of ports q < p with a valid message of the same flow and op
+    input  wire [NIS*PRIOR_W-1:0] recv_prior,
+
+    // needs[p]: this entry still needs port p's message (contract step 4)
+    output reg  [NIS-1:0]        needs,
+    // pending: valid and not issued
+    output wire                  pending,
+    // pending in the active step
+    output wire                  pending_now,
+    // eligible to send (REDUCE or GATHER) during this cycle
+    output wire                  elig_send,
+
+    output reg                   e_valid,
+    output reg                   e_issued,
+    output reg  [1:0]            e_op,
+    output reg  [FLOW_W-1:0]     e_flow,
+    output reg  [NODE_W-1:0]     e_peer,
+    output reg  [STEP_W-1:0]     e_step,
+    output reg  [LEN_W-1:0]      e_len,
+    output reg                   e_dep_op,
+    output reg  [CNT_W-1:0]      e_dep_count,
+    output reg  [CNT_W-1:0]      e_count
+);
+
+localparam [1:0] OP_RECV = 2'd2;
+// wide enough for count + NIS (at most 16) matching messages without overflow
+localparam SUM_W = CNT_W + 6;
+
+assign pending = e_valid && !e_issued;
+assign pending_now = pending && (e_step == active_step);
+
+wire eligible = running && pending_now && (e_count >= e_dep_count);
+assign elig_send = eligible && (e_op != OP_RECV);
+wire retire = eligible && (e_op == OP_RECV);
+
+// associative match of every receive port against this entry
+reg [NIS-1:0]   match;
+reg [SUM_W-1:0] n_match;
+reg [SUM_W-1:0] sum;
+
+always @* begin : match_logic
+    integer p;
+    n_match = {SUM_W{1'b0}};
+    for (p = 0; p < NIS; p = p + 1) begin
+        match[p] = e_valid && recv_valid[p]
+            && (recv_flow[p*FLOW_W +: FLOW_W] == e_flow) && (recv_op[p] == e_dep_op);
+        needs[p] = match[p] && (({{(SUM_W-CNT_W){1'b0}}, e_count}
+            + {{(SUM_W-PRIOR_W){1'b0}}, recv_prior[p*PRIOR_W +: PRIOR_W]})
+            < {{(SUM_W-CNT_W){1'b0}}, e_dep_count});
+        n_match = n_match + {{(SUM_W-1){1'b0}}, match[p]};
+    end
+    sum = {{(SUM_W-CNT_W){1'b0}}, e_count} + n_match;
+end
+
+always @(posedge clk) begin
+    if (rst) begin
+        e_valid <= 1'b0;
+        e_issued <= 1'b0;
+        e_op <= 2'd0;
+        e_flow <= {FLOW_W{1'b0}};
+        e_peer <= {NODE_W{1'b0}};
+        e_step <= {STEP_W{1'b0}};
+        e_len <= {LEN_W{1'b0}};
+        e_dep_op <= 1'b0;
+        e_dep_count <= {CNT_W{1'b0}};
+        e_count <= {CNT_W{1'b0}};
+    end else if (load_we) begin
+        // a load overrides whatever the other updates did to this entry this cycle
+        e_valid <= 1'b1;
+        e_issued <= 1'b0;
+        e_op <= load_op;
+        e_flow <= load_flow;
+        e_peer <= load_peer;
+        e_step <= load_step;
+        e_len <= load_len;
+        e_dep_op <= load_dep_op;
+        e_dep_count <= load_dep_count;
+        e_count <= {CNT_W{1'b0}};
+    end else begin
+        if (send_take || retire) begin
+            e_issued <= 1'b1;
+        end
+        if (|match) begin
+            // count saturates at dep_count
+            if (sum > {{(SUM_W-CNT_W){1'b0}}, e_dep_count}) begin
+                e_count <= e_dep_count;
+            end else begin
+                e_count <= sum[CNT_W-1:0];
+            end
+        end
+    end
+end
+
+endmodule
+
+`resetall
