@@ -402,3 +402,127 @@ def pin_values(inp: dict, params: SchedulerParams) -> dict[str, int]:
         src |= (int(s) & ((1 << params.node_w) - 1)) << (port * params.node_w)
     pins.update(recv_valid=valid, recv_flow=flow, recv_op=op, recv_src=src)
     return pins
+
+
+# --------------------------------------------------------------------------------------
+# Node tables of tree all-reduces (MultiTree-shaped)
+# --------------------------------------------------------------------------------------
+
+
+def node_adjacency(topology) -> list[list[int]]:
+    """Neighbour nodes of every node of a direct topology (routers linked by a link)."""
+    ne = topology.num_endpoints
+    adj: list[set[int]] = [set() for _ in range(topology.num_nodes)]
+    for s, d in zip(topology.link_src.tolist(), topology.link_dst.tolist()):
+        if s >= ne and d >= ne and s != d:
+            adj[s - ne].add(d - ne)
+    return [sorted(a) for a in adj]
+
+
+def tree_tables(adj: Sequence[Sequence[int]], *, length: int = 256) -> list[np.ndarray]:
+    """Per-node scheduler tables of an all-reduce over one BFS spanning tree per root.
+
+    Tree ``t`` is rooted at node ``t`` and carries flow ``t``; each node explores its
+    neighbours in an order rotated by ``t`` so that trees differ, like MultiTree's. Reduce:
+    a node sends REDUCE to its parent once all its children's REDUCE messages arrived, at
+    step ``H - depth`` (``H``: the deepest tree); gather: the root, then every node, sends
+    GATHER to each child once it has the final value (step ``H + depth``); a leaf retires
+    a RECV entry when the final value arrives. Rows are
+    [op, flow, peer, step, len, dep_op, dep_count], sorted by step.
+
+    This is the fallback while ``nic.nic_table`` (MultiTree from ``nic.collectives``) is
+    unavailable; :func:`multitree_node_tables` prefers the real one.
+    """
+    n = len(adj)
+    parents, depths = [], []
+    for t in range(n):
+        parent = [-1] * n
+        depth = [-1] * n
+        depth[t] = 0
+        frontier = [t]
+        while frontier:
+            nxt = []
+            for v in frontier:
+                nb = list(adj[v])
+                k = (t + v) % len(nb) if nb else 0
+                for u in nb[k:] + nb[:k]:
+                    if depth[u] < 0:
+                        depth[u] = depth[v] + 1
+                        parent[u] = v
+                        nxt.append(u)
+            frontier = nxt
+        if min(depth) < 0:
+            raise StimulusError("topology is not connected")
+        parents.append(parent)
+        depths.append(depth)
+    height = max(max(d) for d in depths)
+    rows: list[list[list[int]]] = [[] for _ in range(n)]
+    for t in range(n):
+        parent, depth = parents[t], depths[t]
+        children = [[] for _ in range(n)]
+        for v in range(n):
+            if parent[v] >= 0:
+                children[parent[v]].append(v)
+        for v in range(n):
+            kids = children[v]
+            if v != t:
+                rows[v].append([OP_REDUCE, t, parent[v], height - depth[v], length, OP_REDUCE, len(kids)])
+                for c in kids:
+                    rows[v].append([OP_GATHER, t, c, height + depth[v], length, OP_GATHER, 1])
+                if not kids:
+                    rows[v].append([OP_RECV, t, 0, height + depth[v], 0, OP_GATHER, 1])
+            else:
+                for c in kids:
+                    rows[v].append([OP_GATHER, t, c, height + depth[v], length, OP_REDUCE, len(kids)])
+    out = []
+    for r in rows:
+        a = np.asarray(r, dtype=np.int64).reshape(-1, 7)
+        out.append(a[np.argsort(a[:, 3], kind="stable")])
+    return out
+
+
+def multitree_node_tables(spec: str) -> tuple[list[np.ndarray], int, str]:
+    """Node tables of MultiTree on topology ``spec``; (tables, NIs per node, where they came from).
+
+    Uses ``nic.nic_table.node_tables`` over ``nic.collectives``' MultiTree when those
+    exist, else :func:`tree_tables` over the topology's BFS trees.
+    """
+    from noc.topology import parse_spec
+
+    topo = parse_spec(spec)
+    try:
+        from nic.nic_table import node_tables  # noqa: PLC0415
+        from nic import collectives  # noqa: PLC0415
+
+        builder = getattr(collectives, "multitree", None)
+        if builder is not None:
+            return [np.asarray(t, dtype=np.int64) for t in node_tables(builder(topo))], topo.nis_per_node, "nic.collectives.multitree"
+    except ImportError:
+        pass
+    return tree_tables(node_adjacency(topo)), topo.nis_per_node, "hw_models.rtl.stimulus.tree_tables"
+
+
+def params_for_tables(tables: Sequence[np.ndarray], nis: int, **kw) -> SchedulerParams:
+    """The smallest power-of-two DEPTH (and wide-enough fields) that holds every table."""
+    rows = np.concatenate([np.asarray(t).reshape(-1, 7) for t in tables]) if tables else np.zeros((0, 7), np.int64)
+    n = max((len(t) for t in tables), default=1)
+    depth = 1 << max(0, (n - 1).bit_length())
+
+    def bits(col: int, lo: int) -> int:
+        return max(lo, int(rows[:, col].max()).bit_length()) if len(rows) else lo
+
+    return SchedulerParams(depth=max(depth, 1), nis=nis, flow_w=bits(1, kw.get("flow_w", 8)),
+                           node_w=max(bits(2, kw.get("node_w", 8)), 1), step_w=bits(3, kw.get("step_w", 8)),
+                           len_w=bits(4, kw.get("len_w", 24)), cnt_w=bits(6, kw.get("cnt_w", 4)), err_w=kw.get("err_w", 16))
+
+
+def table_episodes(tables: Sequence[np.ndarray], name: str, seed: int = 0, *, prep: str = "clear") -> list[Episode]:
+    """One episode per node table; environment knobs random from ``seed`` + node."""
+    eps = []
+    for node, rows in enumerate(tables):
+        ep = random_episode(seed * 100_003 + node, _NO_PARAMS, rows=rows, prep=prep, errors=False, name=f"{name}/node{node}")
+        eps.append(ep)
+    return eps
+
+
+_NO_PARAMS = SchedulerParams(depth=4096, nis=16, flow_w=16, node_w=16, step_w=16, len_w=32, cnt_w=8, err_w=32)

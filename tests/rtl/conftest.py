@@ -1,0 +1,31 @@
+"""Shared set-up of the RTL tests: simulators, the HDL parameter matrix, builds.
+
+Each (simulator, parameter set) is built once per session (``hw_models.rtl.regress.build``
+caches it; build directories live in sim_build/, gitignored) and reused by every test.
+Icarus is a system package: without it its half of the tests is skipped with the reason.
+``WAVES=1`` builds with tracing and dumps FST (Icarus) / VCD (Verilator) next to each
+run's results (``hw-models rtl regress --waves`` does the same).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from hw_models.toolchain import have_icarus
+from nic.scheduler import SchedulerParams
+
+#: The HDL parameter matrix: name -> parameters.
+HDL_PARAMS = {
+    # a 4x4 node's MultiTree table, one NI
+    "d64n1": SchedulerParams(depth=64, nis=1),
+    # a 4x4 node's MultiTree table, four NIs (torus:4x4:c4)
+    "d64n4": SchedulerParams(depth=64, nis=4),
+    # small, non-power-of-two table, odd NI count, narrow fields (saturating counter, masking)
+    "d6n3narrow": SchedulerParams(depth=6, nis=3, flow_w=3, node_w=3, step_w=4, len_w=6, cnt_w=2, err_w=3),
+}
+
+SIMS = [
+    "verilator",
+    pytest.param("icarus", marks=pytest.mark.skipif(not have_icarus(), reason="Icarus Verilog (iverilog) is not installed: "
+                                                      "sudo apt-get install -y iverilog")),
+]

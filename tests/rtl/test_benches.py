@@ -1,0 +1,52 @@
+"""The cocotb benches (tests/rtl/nic_scheduler_bench.py) on both simulators and the HDL matrix.
+
+All benches of one (simulator, parameter set) run in one simulator launch on one build
+(the first test of the pair pays for it); each pytest test reports one bench's outcome.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from conftest import HDL_PARAMS, SIMS
+from hw_models.rtl.regress import build, run_job
+
+BENCHES = ["reset", "load_and_read_back", "single_flow", "multitree_tables", "random_dependencies",
+           "backpressure_and_gaps", "simultaneous_receives", "full_table", "unexpected_messages", "back_to_back"]
+
+_RUNS: dict[tuple[str, str], dict[str, str | None]] = {}
+
+
+def _bench_outcomes(sim: str, tag: str, tmp_root: Path) -> dict[str, str | None]:
+    """Run every bench once for (sim, tag); bench name -> None (passed) or the failure text."""
+    key = (sim, tag)
+    if key not in _RUNS:
+        params = HDL_PARAMS[tag]
+        b = build(sim, params)
+        work = tmp_root / f"bench-{sim}-{tag}"
+        run_job(b, {"sim": sim, "params": params.__dict__.copy()}, work_dir=work,
+                test_module="nic_scheduler_bench", log_name="bench.log", expect_result=False)
+        outcomes: dict[str, str | None] = {}
+        for case in ET.parse(work / "results.xml").getroot().iter("testcase"):
+            fail = case.find("failure")
+            if fail is None:
+                fail = case.find("error")
+            outcomes[case.get("name")] = None if fail is None else (fail.get("message") or "") + (fail.text or "")
+        outcomes["_log"] = str(work / "bench.log")
+        _RUNS[key] = outcomes
+    return _RUNS[key]
+
+
+@pytest.mark.parametrize("tag", list(HDL_PARAMS))
+@pytest.mark.parametrize("sim", SIMS)
+@pytest.mark.parametrize("bench", BENCHES)
+def test_bench(bench, sim, tag, tmp_path_factory):
+    params = HDL_PARAMS[tag]
+    if bench == "multitree_tables" and params.depth < 64:
+        pytest.skip("a 4x4 MultiTree node table needs DEPTH >= 64")
+    outcomes = _bench_outcomes(sim, tag, tmp_path_factory.getbasetemp())
+    assert bench in outcomes, f"bench {bench} did not run; log: {outcomes['_log']}"
+    assert outcomes[bench] is None, f"{bench} failed on {sim} {tag}: {outcomes[bench]} (log: {outcomes['_log']})"
