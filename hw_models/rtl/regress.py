@@ -11,6 +11,7 @@ bench/rtl_speed.py.
 from __future__ import annotations
 
 import hashlib
+import logging
 import json
 import os
 import tempfile
@@ -73,6 +74,7 @@ def build(sim: str, params: SchedulerParams, *, waves: bool | None = None, build
         bdir = root / f"{sim}-{_params_tag(params)}{'-waves' if waves else ''}"
         bdir.mkdir(parents=True, exist_ok=True)
         runner = get_runner(sim)
+        runner.log.setLevel(logging.ERROR)  # "Skipping compilation of ..." is the normal case here
         try:
             runner.build(
                 sources=rtl_sources(),

