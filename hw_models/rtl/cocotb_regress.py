@@ -80,6 +80,7 @@ async def lockstep(dut, params: SchedulerParams, source, *, sim: str, fault: Fau
     Clock(dut.clk, 10, unit="ns").start()
     falling = FallingEdge(dut.clk)
     await falling
+    await falling  # a whole cycle of rst, whatever the clock's first level
     pins.drive(pin_values({}, params))
     t0 = time.perf_counter()
     mismatch = None
