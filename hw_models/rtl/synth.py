@@ -45,8 +45,11 @@ def _count(stat: dict) -> tuple[int, int, int]:
 
 def synth_one(params: SchedulerParams, *, work_dir: Path | None = None) -> SynthRow:
     """Synthesise one configuration; returns its cell, flip-flop and LUT counts."""
+    if work_dir is None:
+        with tempfile.TemporaryDirectory(prefix="hwm-synth-") as tmp:
+            return synth_one(params, work_dir=Path(tmp))
     cmd = yosys_command()
-    work = Path(work_dir or tempfile.mkdtemp(prefix="hwm-synth-"))
+    work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
     names = []
     for src in rtl_sources():

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HDL_PARAMS, SIMS
+from rtl_matrix import HDL_PARAMS, SIMS
 from hw_models.rtl.regress import build, run_job
 
 BENCHES = ["reset", "load_and_read_back", "single_flow", "multitree_tables", "random_dependencies",

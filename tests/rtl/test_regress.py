@@ -13,7 +13,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import HDL_PARAMS, SIMS
+from rtl_matrix import HDL_PARAMS, SIMS
 from hw_models.rtl.lockstep import Fault, ModelStepper, run_model
 from hw_models.rtl.regress import random_episodes, regress, replay
 from hw_models.rtl.stimulus import (Environment, multitree_node_tables, params_for_tables, random_episode,

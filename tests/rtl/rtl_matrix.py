@@ -1,4 +1,4 @@
-"""Shared set-up of the RTL tests: simulators, the HDL parameter matrix, builds.
+"""The RTL tests' simulators and HDL parameter matrix (imported by tests/rtl/test_*.py).
 
 Each (simulator, parameter set) is built once per session (``hw_models.rtl.regress.build``
 caches it; build directories live in sim_build/, gitignored) and reused by every test.
