@@ -1,0 +1,222 @@
+"""The ``Schedule`` value: an all-reduce as the transfers a co-designed NIC would make.
+
+Every algorithm here is a set of **flows**. A flow owns one equal part of the vector
+(flow ``f`` of ``F`` covers elements ``[f*M//F, (f+1)*M//F)`` of an ``M``-element vector)
+and moves it over a tree: REDUCE transfers carry partial sums towards the flow's root,
+GATHER transfers carry the final sum away from it. A transfer is ``(step, src, dst, flow,
+op)``; its chunk follows from the flow and the vector length, so one schedule serves
+every size.
+
+Dependencies are implied, exactly as the NIC scheduler counts them
+(docs/nic_scheduler.md): a node's REDUCE of flow ``f`` waits for every REDUCE of ``f``
+that arrives at the node (its children in that tree); its GATHER of ``f`` waits for the
+GATHER of ``f`` arriving at the node, or, at the root (which receives no GATHER), for every
+REDUCE of ``f`` arriving there. Steps are 0-based and a transfer may only depend on
+transfers of earlier steps; :func:`nic.collectives.verify` checks all of that on data.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from nic.scheduler import OP_GATHER, OP_REDUCE
+from noc.errors import HwModelsError
+
+OP_NAMES = {OP_REDUCE: "reduce", OP_GATHER: "gather"}
+
+
+class ScheduleError(HwModelsError):
+    """A schedule that is malformed (bad ids, steps, ops) or not a correct all-reduce."""
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    """One row of a node's schedule table, as a co-designed NIC holds it."""
+
+    op: int  # OP_REDUCE (send my partial sum up) or OP_GATHER (send the final value down)
+    flow: int  # the flow (tree) id
+    peer: int  # destination node
+    step: int
+    children: tuple[int, ...]  # nodes whose messages of this flow must arrive first
+    dep_op: int  # the op of those messages
+    offset: int  # chunk, in elements
+    length: int
+
+    @property
+    def op_name(self) -> str:
+        return OP_NAMES[self.op]
+
+
+@dataclass(frozen=True, eq=False)
+class Schedule:
+    """An all-reduce over ``num_nodes`` nodes as flat, step-ordered transfer arrays."""
+
+    algorithm: str
+    topology: str
+    num_nodes: int
+    nis_per_node: int
+    num_flows: int
+    step: np.ndarray  # int32[T]
+    src: np.ndarray  # int32[T] node
+    dst: np.ndarray  # int32[T] node
+    flow: np.ndarray  # int32[T]
+    op: np.ndarray  # int8[T]: OP_REDUCE | OP_GATHER
+    params: dict = field(default_factory=dict)
+
+    # ---- construction ------------------------------------------------------------
+    @classmethod
+    def from_transfers(cls, algorithm: str, topology: str, num_nodes: int, nis_per_node: int,
+                       num_flows: int, transfers, params: dict | None = None) -> "Schedule":
+        """Build from an iterable (or ``int[T, 5]`` array) of ``(step, src, dst, flow, op)``.
+
+        Transfers are put in canonical order (step, src, flow, op, dst) and checked for
+        ranges; correctness as an all-reduce is :func:`nic.collectives.verify`'s job.
+        """
+        arr = np.asarray(list(transfers) if not isinstance(transfers, np.ndarray) else transfers, dtype=np.int64)
+        arr = arr.reshape(-1, 5)
+        _check_ranges(arr, num_nodes, num_flows)
+        order = np.lexsort((arr[:, 2], arr[:, 4], arr[:, 3], arr[:, 1], arr[:, 0]))
+        arr = arr[order]
+        return cls(algorithm=algorithm, topology=topology, num_nodes=int(num_nodes),
+                   nis_per_node=int(nis_per_node), num_flows=int(num_flows),
+                   step=arr[:, 0].astype(np.int32), src=arr[:, 1].astype(np.int32),
+                   dst=arr[:, 2].astype(np.int32), flow=arr[:, 3].astype(np.int32),
+                   op=arr[:, 4].astype(np.int8), params=dict(params or {}))
+
+    # ---- sizes -------------------------------------------------------------------
+    @property
+    def num_transfers(self) -> int:
+        return int(self.step.shape[0])
+
+    @property
+    def num_steps(self) -> int:
+        return int(self.step.max()) + 1 if self.num_transfers else 0
+
+    def chunk(self, flow: int, num_elements: int) -> tuple[int, int]:
+        """(offset, length) in elements of ``flow``'s part of an ``num_elements`` vector."""
+        lo = flow * num_elements // self.num_flows
+        hi = (flow + 1) * num_elements // self.num_flows
+        return lo, hi - lo
+
+    def chunk_bounds(self, num_elements: int) -> np.ndarray:
+        """int64[F+1]: flow ``f`` covers elements ``[b[f], b[f+1])``."""
+        f = np.arange(self.num_flows + 1, dtype=np.int64)
+        return f * num_elements // self.num_flows
+
+    def transfer_elements(self, num_elements: int) -> np.ndarray:
+        """int64[T]: elements each transfer carries for an ``num_elements`` vector."""
+        return np.diff(self.chunk_bounds(num_elements))[self.flow]
+
+    # ---- views -------------------------------------------------------------------
+    def transfers(self, num_elements: int | None = None) -> list[dict]:
+        """The flat view: one dict per transfer (step, src, dst, flow, op, offset, length)."""
+        n = self.num_flows if num_elements is None else num_elements
+        bounds = self.chunk_bounds(n)
+        return [
+            {"step": int(s), "src": int(a), "dst": int(b), "flow": int(f), "op": OP_NAMES[int(o)],
+             "offset": int(bounds[f]), "length": int(bounds[f + 1] - bounds[f])}
+            for s, a, b, f, o in zip(self.step, self.src, self.dst, self.flow, self.op)
+        ]
+
+    def node_table(self, node: int, num_elements: int | None = None) -> list[TableEntry]:
+        """Node ``node``'s entries in step order, with the children each one waits for."""
+        n = self.num_flows if num_elements is None else num_elements
+        bounds = self.chunk_bounds(n)
+        arrivals = self._arrivals_by_flow(node)
+        out = []
+        for i in np.nonzero(self.src == node)[0]:
+            f, o = int(self.flow[i]), int(self.op[i])
+            reduce_from, gather_from = arrivals.get(f, ((), ()))
+            if o == OP_REDUCE or not gather_from:
+                children, dep_op = reduce_from, OP_REDUCE
+            else:
+                children, dep_op = gather_from, OP_GATHER
+            out.append(TableEntry(op=o, flow=f, peer=int(self.dst[i]), step=int(self.step[i]),
+                                  children=tuple(children), dep_op=dep_op,
+                                  offset=int(bounds[f]), length=int(bounds[f + 1] - bounds[f])))
+        return out
+
+    def _arrivals_by_flow(self, node: int) -> dict[int, tuple[tuple[int, ...], tuple[int, ...]]]:
+        res: dict[int, tuple[list[int], list[int]]] = {}
+        for i in np.nonzero(self.dst == node)[0]:
+            red, gat = res.setdefault(int(self.flow[i]), ([], []))
+            (red if self.op[i] == OP_REDUCE else gat).append(int(self.src[i]))
+        return {f: (tuple(r), tuple(g)) for f, (r, g) in res.items()}
+
+    def steps_summary(self) -> list[dict]:
+        """Per step: transfers, and how many of them reduce / gather."""
+        rows = []
+        for s in range(self.num_steps):
+            m = self.step == s
+            rows.append({"step": s, "transfers": int(m.sum()),
+                         "reduce": int((m & (self.op == OP_REDUCE)).sum()),
+                         "gather": int((m & (self.op == OP_GATHER)).sum())})
+        return rows
+
+    # ---- serialisation -----------------------------------------------------------
+    def to_dict(self) -> dict:
+        return {
+            "format": "hw-models.schedule/1",
+            "algorithm": self.algorithm, "topology": self.topology, "num_nodes": self.num_nodes,
+            "nis_per_node": self.nis_per_node, "num_flows": self.num_flows, "params": self.params,
+            "transfers": np.stack([self.step, self.src, self.dst, self.flow, self.op.astype(np.int32)],
+                                  axis=1).tolist(),
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), separators=(",", ":"))
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Schedule":
+        if d.get("format") != "hw-models.schedule/1":
+            raise ScheduleError(f"not a hw-models schedule (format={d.get('format')!r}, expected 'hw-models.schedule/1')")
+        try:
+            return cls.from_transfers(d["algorithm"], d["topology"], d["num_nodes"], d["nis_per_node"],
+                                      d["num_flows"], np.asarray(d["transfers"], dtype=np.int64).reshape(-1, 5),
+                                      d.get("params", {}))
+        except KeyError as exc:
+            raise ScheduleError(f"schedule JSON is missing key {exc.args[0]!r}") from None
+
+    @classmethod
+    def from_json(cls, text: str) -> "Schedule":
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ScheduleError(f"schedule JSON does not parse: {exc}") from None
+        return cls.from_dict(d)
+
+    def _key(self) -> tuple:
+        return (self.algorithm, self.topology, self.num_nodes, self.nis_per_node, self.num_flows,
+                self.step.tobytes(), self.src.tobytes(), self.dst.tobytes(), self.flow.tobytes(),
+                self.op.tobytes())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Schedule) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (f"Schedule({self.algorithm!r} on {self.topology!r}: {self.num_nodes} nodes, "
+                f"{self.num_flows} flows, {self.num_steps} steps, {self.num_transfers} transfers)")
+
+
+def _check_ranges(arr: np.ndarray, num_nodes: int, num_flows: int) -> None:
+    if num_nodes < 1 or num_flows < 1:
+        raise ScheduleError(f"a schedule needs num_nodes >= 1 and num_flows >= 1 (got {num_nodes}, {num_flows})")
+    names = ("step", "src", "dst", "flow", "op")
+    limits = (None, num_nodes, num_nodes, num_flows, 2)
+    for col, (name, hi) in enumerate(zip(names, limits)):
+        v = arr[:, col]
+        bad = np.nonzero((v < 0) | ((v >= hi) if hi is not None else False))[0]
+        if len(bad):
+            i = int(bad[0])
+            allowed = f"0..{hi - 1}" if hi is not None else ">= 0"
+            raise ScheduleError(f"transfer {i} {tuple(int(x) for x in arr[i])}: {name}={int(v[i])} out of range ({allowed})")
+    self_sends = np.nonzero(arr[:, 1] == arr[:, 2])[0]
+    if len(self_sends):
+        i = int(self_sends[0])
+        raise ScheduleError(f"transfer {i} {tuple(int(x) for x in arr[i])}: src == dst")
