@@ -11,11 +11,11 @@ import typer
 from noc.errors import HwModelsError
 
 
-def resolve_topology(spec: str, nis: Optional[int]):
-    """The topology of ``spec``, with ``nis`` NIs per node when given (concentration)."""
+def resolve_topology(spec: str, nis: Optional[int], **link_kwargs):
+    """The topology of ``spec`` (with ``link_kwargs``), with ``nis`` NIs per node when given."""
     from noc.topology import parse_spec, with_concentration
 
-    t = parse_spec(spec)
+    t = parse_spec(spec, **link_kwargs)
     if nis is None or nis == t.nis_per_node:
         return t
     if nis < 1:
@@ -23,7 +23,7 @@ def resolve_topology(spec: str, nis: Optional[int]):
     if not t.is_direct:
         raise HwModelsError(f"--nis {nis}: {t.name} is a switched network with one NI per endpoint; "
                             "more NIs per node need a direct network (torus, mesh, ring, hypercube, full)")
-    return with_concentration(t, nis)
+    return parse_spec(with_concentration(t, nis).name, **link_kwargs)
 
 
 def schedule(

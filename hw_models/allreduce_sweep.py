@@ -1,0 +1,115 @@
+"""The all-reduce comparison: algorithms x sizes x NIC designs on one topology, resumable.
+
+Each finished run is appended to a JSONL ResultStore under a key that names everything
+that determines it, so an interrupted sweep resumes where it stopped and a changed
+parameter never reuses a stale result. :func:`table_rows` adds speedup over ring and the
+share of the bandwidth bound; :func:`plot_bandwidth` draws bus bandwidth against size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from hw_models.store import ResultStore
+from nic.allreduce import NicConfig, simulate_allreduce
+from nic.collectives import build
+from nic.result import AllreduceResult
+from noc.topology import Topology
+
+
+@dataclass(frozen=True)
+class Job:
+    algorithm: str
+    size_bytes: int
+    nic: str  # design
+    model: str
+
+
+def run_key(topology: Topology, job: Job, nic: NicConfig, network, seed: int) -> str:
+    """Everything that determines a run, hashed into a short stable key."""
+    net = network.model_dump(mode="json") if hasattr(network, "model_dump") else None
+    blob = json.dumps({"topology": topology.to_dict(), "job": job.__dict__, "nic": nic.model_dump(mode="json"),
+                       "network": net, "seed": seed}, sort_keys=True)
+    return f"{topology.name}|{job.algorithm}|{job.nic}|{job.model}|{job.size_bytes}|" + hashlib.sha1(blob.encode()).hexdigest()[:12]
+
+
+def run_sweep(topology: Topology, jobs: Iterable[Job], *, nic: NicConfig, network=None, store: ResultStore | None,
+              seed: int = 0, on_result: Callable[[Job, AllreduceResult, bool], None] | None = None,
+              schedule_options: dict | None = None) -> list[AllreduceResult]:
+    """Run ``jobs`` (skipping those already in ``store``); ``on_result(job, result, reused)`` after each."""
+    done = {r["key"]: r for r in store.records()} if store is not None else {}
+    schedules: dict[str, object] = {}
+    out = []
+    for job in jobs:
+        cfg = nic.model_copy(update={"design": job.nic})
+        key = run_key(topology, job, cfg, network, seed)
+        if key in done:
+            rec = {k: v for k, v in done[key].items() if k != "key"}
+            res = AllreduceResult.from_json(json.dumps(rec))
+            reused = True
+        else:
+            if job.algorithm not in schedules:
+                schedules[job.algorithm] = build(topology, job.algorithm, **(schedule_options or {}).get(job.algorithm, {}))
+            res = simulate_allreduce(topology, schedules[job.algorithm], cfg, network, job.size_bytes,
+                                     model=job.model, seed=seed)
+            if store is not None:
+                store.append(key, json.loads(res.to_json()))
+            reused = False
+        out.append(res)
+        if on_result is not None:
+            on_result(job, res, reused)
+    return out
+
+
+def table_rows(results: list[AllreduceResult]) -> list[dict]:
+    """CSV/table rows with speedup over ring (same size, NIC and model) and % of the bound."""
+    ring = {(r.size_bytes, r.nic, r.model): r.total_cycles for r in results if r.algorithm == "ring"}
+    rows = []
+    for r in results:
+        row = r.row()
+        base = ring.get((r.size_bytes, r.nic, r.model))
+        row["speedup_vs_ring"] = round(base / r.total_cycles, 4) if base and r.total_cycles > 0 else ""
+        row["bound_percent"] = round(100 * r.bound_fraction, 2)
+        rows.append(row)
+    return rows
+
+
+def plot_bandwidth(results: list[AllreduceResult], path: str | Path, title: str) -> Path:
+    """PNG: bus bandwidth (GB/s) against size, one line per algorithm (and NIC, model)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lines: dict[str, list[tuple[int, float]]] = {}
+    for r in results:
+        label = r.algorithm if len({(x.nic, x.model) for x in results}) == 1 else f"{r.algorithm} ({r.nic}, {r.model})"
+        lines.setdefault(label, []).append((r.size_bytes, r.busbw_gbps))
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for label, pts in lines.items():
+        pts.sort()
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+    if results:
+        bound = {}
+        for r in results:
+            secs = r.bound_cycles / (r.clock_ghz * 1e9)
+            bound[r.size_bytes] = r.size_bytes / secs / 1e9 * 2 * (r.num_nodes - 1) / r.num_nodes if secs > 0 else 0
+        xs = sorted(bound)
+        ax.plot(xs, [bound[x] for x in xs], "k--", label="bandwidth bound")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("all-reduce size (bytes)")
+    ax.set_ylabel("bus bandwidth (GB/s)")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    tmp.replace(out)
+    return out

@@ -1,0 +1,243 @@
+"""All-reduce simulation: a Schedule run by NICs over a network, into an AllreduceResult.
+
+``simulate_allreduce(topology, schedule, nic, network, size_bytes, model=...)``:
+
+* ``model="message"`` — the fast message-level model (``nic.message_sim`` over
+  ``noc.message``): each transfer holds its route's links for its serialisation time,
+  pipelined across hops, sharing links max-min fairly (with step priority for the
+  co-designed NIC);
+* ``model="flit"`` — the flit-level co-simulation (``nic.flit_cosim``): the NIC scheduler
+  cycle model of every node over the flit-level network of ``noc``.
+
+Two NIC designs (:class:`NicConfig`): the **co-designed** NIC (schedule tables, strict
+lockstep, step priority in the routers, bulk flow control: one head flit per transfer)
+and the **baseline** NIC (sends as soon as its data is ready, per-packet flow control:
+a head flit per ``packet_bytes`` of payload, no priority).
+
+The result is checked: the schedule is executed on exact integers by the functional
+verifier, and the simulated times are checked to honour every dependency (no transfer
+starts before the messages it waits for arrived), so the timed run performed that
+verified reduction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+import numpy as np
+from pydantic import Field
+
+from nic.collectives import Schedule, bounds, verify
+from nic.message_sim import POLICY_BASELINE, POLICY_CODESIGNED, simulate_transfers
+from nic.result import AllreduceResult
+from nic.scheduler import OP_GATHER, OP_REDUCE
+from noc.config import StrictModel
+from noc.errors import ConfigError, HwModelsError
+from noc.message import path_latency_cycles
+from noc.routing import RouteTable, route
+from noc.topology import Topology
+
+MODELS = ("message", "flit")
+
+
+class NicConfig(StrictModel):
+    """The network interface: which design, how it packetises, the clock."""
+
+    design: Literal["codesigned", "baseline"] = Field(
+        "codesigned", description="codesigned: tables, lockstep, step priority, bulk transfers; baseline: "
+                                  "send when ready, per-packet flow control, no priority.")
+    flow_control: Literal["default", "bulk", "packet"] = Field(
+        "default", description="bulk: one head flit per transfer; packet: one per packet_bytes. default: the design's own.")
+    packet_bytes: int = Field(256, ge=16, le=1 << 20, description="Payload bytes per packet in per-packet mode (256 B = 16 flits of 16 B).")
+    flit_bytes: int = Field(16, ge=1, le=1024, description="Bytes per flit (the head flit's size).")
+    element_bytes: int = Field(4, ge=1, le=16, description="Bytes per vector element (fp32 = 4).")
+    issue_delay_cycles: int = Field(1, ge=0, le=1000, description="Cycles from a message's arrival to a send it unblocks.")
+    clock_ghz: float = Field(1.0, gt=0, le=100, description="Cycles to seconds and GB/s.")
+
+    @property
+    def bulk(self) -> bool:
+        if self.flow_control == "default":
+            return self.design == "codesigned"
+        return self.flow_control == "bulk"
+
+    @property
+    def policy(self) -> int:
+        return POLICY_CODESIGNED if self.design == "codesigned" else POLICY_BASELINE
+
+    def wire_bytes(self, payload_bytes: np.ndarray) -> np.ndarray:
+        """Bytes on the wire: payload plus head flits."""
+        payload = np.asarray(payload_bytes, dtype=np.float64)
+        heads = 1.0 if self.bulk else np.maximum(1.0, np.ceil(payload / self.packet_bytes))
+        return payload + heads * self.flit_bytes
+
+
+def router_delay_cycles(network) -> int:
+    """Per-router head delay of a network config (pipeline stages), 0 for ``None``."""
+    if network is None:
+        return 0
+    names = ("routing_delay_cycles", "vc_alloc_delay_cycles", "sw_alloc_delay_cycles", "st_delay_cycles")
+    return int(sum(int(getattr(network, n, 0)) for n in names))
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A schedule laid out for the simulators: one row per transfer, schedule order."""
+
+    src_node: np.ndarray
+    dst_node: np.ndarray
+    step: np.ndarray
+    payload_bytes: np.ndarray  # int64
+    wire_bytes: np.ndarray  # float64
+    src_ep: np.ndarray  # NI (endpoint) the transfer leaves from
+    dst_ep: np.ndarray  # NI it arrives at
+    dep_ptr: np.ndarray  # CSR: transfers each one waits for
+    dep_idx: np.ndarray
+
+
+def dependencies(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
+    """CSR (ptr[T+1], idx) of the transfers each transfer waits for (docs/collectives.md rule)."""
+    arrivals: dict[tuple[int, int, int], list[int]] = {}
+    for j, (d, f, o) in enumerate(zip(schedule.dst.tolist(), schedule.flow.tolist(), schedule.op.tolist())):
+        arrivals.setdefault((d, f, o), []).append(j)
+    ptr = [0]
+    idx: list[int] = []
+    for v, f, o in zip(schedule.src.tolist(), schedule.flow.tolist(), schedule.op.tolist()):
+        deps = arrivals.get((v, f, OP_REDUCE), []) if o == OP_REDUCE else \
+            (arrivals.get((v, f, OP_GATHER)) or arrivals.get((v, f, OP_REDUCE), []))
+        idx.extend(deps)
+        ptr.append(len(idx))
+    return np.asarray(ptr, dtype=np.int64), np.asarray(idx, dtype=np.int64)
+
+
+def _ni_slots(step: np.ndarray, node: np.ndarray, nis: int) -> np.ndarray:
+    """k-th transfer of (step, node), in schedule order -> NI k mod nis (spreads a step over the NIs)."""
+    key = step.astype(np.int64) * (int(node.max()) + 1 if node.size else 1) + node
+    order = np.argsort(key, kind="stable")
+    sk = key[order]
+    first = np.r_[0, np.nonzero(np.diff(sk))[0] + 1]
+    rank = np.arange(len(sk)) - np.repeat(first, np.diff(np.r_[first, len(sk)]))
+    out = np.empty(len(sk), dtype=np.int64)
+    out[order] = rank % nis
+    return out
+
+
+def prepare(topology: Topology, schedule: Schedule, nic: NicConfig, size_bytes: int) -> Prepared:
+    if schedule.num_nodes != topology.num_nodes:
+        raise HwModelsError(f"schedule {schedule.algorithm!r} has {schedule.num_nodes} nodes but "
+                            f"{topology.name} has {topology.num_nodes}")
+    if size_bytes < nic.element_bytes * schedule.num_flows:
+        raise ConfigError(f"size {size_bytes} B is smaller than one {nic.element_bytes}-byte element per flow "
+                          f"({schedule.num_flows} flows): at least {nic.element_bytes * schedule.num_flows} B")
+    elems = size_bytes // nic.element_bytes
+    payload = schedule.transfer_elements(elems) * nic.element_bytes
+    nis = topology.nis_per_node
+    ep = topology.node_endpoints
+    src_ep = ep[schedule.src, _ni_slots(schedule.step, schedule.src, nis)]
+    dst_ep = ep[schedule.dst, _ni_slots(schedule.step, schedule.dst, nis)]
+    ptr, idx = dependencies(schedule)
+    return Prepared(schedule.src.astype(np.int64), schedule.dst.astype(np.int64), schedule.step.astype(np.int64),
+                    payload.astype(np.int64), nic.wire_bytes(payload), src_ep.astype(np.int64),
+                    dst_ep.astype(np.int64), ptr, idx)
+
+
+@lru_cache(maxsize=64)
+def _verified(schedule: Schedule) -> bool:
+    verify(schedule)
+    return True
+
+
+def check_times(prep: Prepared, start: np.ndarray, arrive: np.ndarray, issue_delay: float = 0.0) -> None:
+    """Raise unless every transfer arrived and started after each transfer it waits for arrived."""
+    if not np.isfinite(arrive).all():
+        bad = int(np.nonzero(~np.isfinite(arrive))[0][0])
+        raise RuntimeError(f"simulation lost transfer {bad}: it never arrived")
+    owner = np.repeat(np.arange(len(start)), np.diff(prep.dep_ptr))
+    late = start[owner] + 1e-6 < arrive[prep.dep_idx] + issue_delay
+    if late.any():
+        k = int(np.nonzero(late)[0][0])
+        raise RuntimeError(f"simulation broke a dependency: transfer {int(owner[k])} started at "
+                           f"{start[owner[k]]:.1f} before transfer {int(prep.dep_idx[k])} arrived at "
+                           f"{arrive[prep.dep_idx[k]]:.1f}")
+
+
+def _idle_fraction(prep: Prepared, start: np.ndarray, sent: np.ndarray, num_nodes: int, total: float) -> tuple[float, ...]:
+    out = []
+    for v in range(num_nodes):
+        m = prep.src_node == v
+        iv = sorted(zip(start[m].tolist(), sent[m].tolist()))
+        busy, cur_s, cur_e = 0.0, None, None
+        for s, e in iv:
+            if cur_e is None or s > cur_e:
+                if cur_e is not None:
+                    busy += cur_e - cur_s
+                cur_s, cur_e = s, e
+            else:
+                cur_e = max(cur_e, e)
+        if cur_e is not None:
+            busy += cur_e - cur_s
+        out.append(round(1.0 - busy / total, 6) if total > 0 else 0.0)
+    return tuple(out)
+
+
+def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | None = None, network=None,
+                       size_bytes: int = 1 << 20, *, model: str = "message", routes: RouteTable | None = None,
+                       seed: int = 0) -> AllreduceResult:
+    """Simulate one all-reduce of ``size_bytes``; see the module docstring."""
+    nic = NicConfig() if nic is None else nic
+    if model not in MODELS:
+        raise ConfigError(f"model {model!r} is unknown; choose one of {', '.join(MODELS)}")
+    prep = prepare(topology, schedule, nic, int(size_bytes))
+    verified = _verified(schedule)
+    if model == "flit":
+        from nic.flit_cosim import run_flit  # noqa: PLC0415 (needs the flit-level network)
+
+        timing = run_flit(topology, schedule, prep, nic, network, seed=seed)
+        start, sent, arrive = timing.start_cycles, timing.sent_cycles, timing.arrive_cycles
+        link_bytes = timing.link_bytes
+        extra = dict(timing.extra)
+    else:
+        routes = route(topology, getattr(network, "routing", "auto")) if routes is None else routes
+        lat = path_latency_cycles(topology, routes, router_delay_cycles(network))
+        links = routes.links[prep.src_ep, prep.dst_ep]
+        length = routes.length[prep.src_ep, prep.dst_ep].astype(np.int64)
+        times = simulate_transfers(
+            src_node=prep.src_node, step=prep.step, wire_bytes=prep.wire_bytes, dep_ptr=prep.dep_ptr,
+            dep_idx=prep.dep_idx, path_links=links, path_len=length, path_latency_cycles=lat[prep.src_ep, prep.dst_ep],
+            link_bytes_per_cycle=topology.link_bytes_per_cycle, num_nodes=topology.num_nodes,
+            nis_per_node=topology.nis_per_node, policy=nic.policy, issue_delay_cycles=float(nic.issue_delay_cycles),
+        )
+        start, sent, arrive = times.start_cycles, times.sent_cycles, times.arrive_cycles
+        valid = links >= 0
+        link_bytes = np.bincount(links[valid], weights=np.repeat(prep.wire_bytes, valid.sum(axis=1)),
+                                 minlength=topology.num_links)
+        extra = {}
+    check_times(prep, start, arrive)
+    total = float(arrive.max()) if arrive.size else 0.0
+    step_end = np.full(schedule.num_steps, 0.0)
+    np.maximum.at(step_end, prep.step, arrive)
+    router = topology.is_router_link
+    util = link_bytes / topology.link_bytes_per_cycle / total if total > 0 else np.zeros(topology.num_links)
+    b = bounds(topology, int(size_bytes))
+    extra.update({"flow_control": "bulk" if nic.bulk else "packet", "packet_bytes": nic.packet_bytes,
+                  "router_delay_cycles": router_delay_cycles(network), "schedule_steps": schedule.num_steps})
+    return AllreduceResult(
+        topology=topology.name, algorithm=schedule.algorithm, nic=nic.design, model=model,
+        size_bytes=int(size_bytes), num_nodes=topology.num_nodes, nis_per_node=topology.nis_per_node,
+        total_cycles=total, clock_ghz=nic.clock_ghz, bound_cycles=float(b.bandwidth_cycles), verified=verified,
+        step_end_cycles=tuple(float(x) for x in step_end),
+        node_idle_fraction=_idle_fraction(prep, start, sent, topology.num_nodes, total),
+        link_utilisation_mean=float(util[router].mean()) if router.any() else 0.0,
+        link_utilisation_max=float(util[router].max()) if router.any() else 0.0,
+        seed=seed, extra=extra,
+    )
+
+
+def ring_allreduce_cycles(n: int, size_bytes: float, link_bytes_per_cycle: float, alpha_cycles: float) -> float:
+    """The textbook ring all-reduce time 2(N-1)(alpha + M/(N B)), in cycles."""
+    return 2 * (n - 1) * (alpha_cycles + size_bytes / (n * link_bytes_per_cycle))
+
+
+__all__ = ["MODELS", "NicConfig", "Prepared", "check_times", "dependencies", "prepare", "ring_allreduce_cycles",
+           "router_delay_cycles", "simulate_allreduce"]
