@@ -85,14 +85,19 @@ def plot_bandwidth(results: list[AllreduceResult], path: str | Path, title: str)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    lines: dict[str, list[tuple[int, float]]] = {}
+    lines: dict[tuple[str, str, str], list[tuple[int, float]]] = {}
     for r in results:
-        label = r.algorithm if len({(x.nic, x.model) for x in results}) == 1 else f"{r.algorithm} ({r.nic}, {r.model})"
-        lines.setdefault(label, []).append((r.size_bytes, r.busbw_gbps))
-    fig, ax = plt.subplots(figsize=(8, 5))
-    for label, pts in lines.items():
+        lines.setdefault((r.algorithm, r.nic, r.model), []).append((r.size_bytes, r.busbw_gbps))
+    algos = list(dict.fromkeys(k[0] for k in lines))
+    variants = list(dict.fromkeys(k[1:] for k in lines))
+    styles = ["-", "--", ":", "-."]
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    fig, ax = plt.subplots(figsize=(9, 5))
+    for (algo, nic, model), pts in lines.items():
         pts.sort()
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+        label = algo if len(variants) == 1 else f"{algo} ({nic}, {model})"
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3, label=label,
+                color=colours[algos.index(algo) % len(colours)], linestyle=styles[variants.index((nic, model)) % len(styles)])
     if results:
         bound = {}
         for r in results:
@@ -105,7 +110,8 @@ def plot_bandwidth(results: list[AllreduceResult], path: str | Path, title: str)
     ax.set_ylabel("bus bandwidth (GB/s)")
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend()
+    ax.set_ylim(bottom=0)
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".tmp.png")

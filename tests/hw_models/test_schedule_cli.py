@@ -48,3 +48,40 @@ def test_json_output_round_trips(tmp_path, capsys):
 def test_bad_input_is_a_one_line_error(argv, msg, capsys):
     code, _, err = run(["schedule", *argv], capsys)
     assert code == 2 and msg in err and len(err.strip().splitlines()) == 1
+
+
+# ---- hw-models allreduce and the demo ---------------------------------------------------
+
+def test_allreduce_writes_table_csv_png_and_resumes(tmp_path, capsys):
+    argv = ["allreduce", "-t", "torus:4x4", "--nis", "4", "-a", "multitree", "--sizes", "64KiB,1MiB",
+            "--out", str(tmp_path)]
+    code, out, _ = run(argv, capsys)
+    assert code in (0, None)
+    assert "multitree" in out and "ring" in out and "seed 1" in out and "(0 reused" in out
+    csv = (tmp_path / "torus_4x4_c4_message.csv").read_text().splitlines()
+    assert len(csv) == 1 + 4 and "speedup_vs_ring" in csv[0]
+    assert (tmp_path / "torus_4x4_c4_message.png").stat().st_size > 1000
+    code, out, _ = run(argv, capsys)  # everything is in the store now
+    assert code in (0, None) and "(4 reused" in out
+
+
+def test_allreduce_resumes_after_a_torn_store_line(tmp_path, capsys):
+    argv = ["allreduce", "-t", "torus:4x4", "-a", "ring", "--sizes", "64KiB,128KiB", "--out", str(tmp_path)]
+    run(argv, capsys)
+    store = tmp_path / "torus_4x4_message.jsonl"
+    lines = store.read_text().splitlines()
+    store.write_text(lines[0] + "\n" + lines[1][: len(lines[1]) // 2])  # killed mid-write
+    code, out, _ = run(argv, capsys)
+    assert code in (0, None) and "(1 reused" in out
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["--nic", "fancy"], "--nic 'fancy'"),
+    (["--model", "spice"], "--model 'spice'"),
+    (["--sizes", "1MiB..1KiB"], "runs backwards"),
+    (["-a", "ring,warp"], "unknown algorithm 'warp'"),
+    (["--preset", "nope"], "preset 'nope' is unknown"),
+])
+def test_allreduce_bad_input(argv, msg, capsys, tmp_path):
+    code, _, err = run(["allreduce", "--out", str(tmp_path), *argv], capsys)
+    assert code == 2 and msg in err
