@@ -405,101 +405,22 @@ def pin_values(inp: dict, params: SchedulerParams) -> dict[str, int]:
 
 
 # --------------------------------------------------------------------------------------
-# Node tables of tree all-reduces (MultiTree-shaped)
+# Node tables of MultiTree all-reduces
 # --------------------------------------------------------------------------------------
 
 
-def node_adjacency(topology) -> list[list[int]]:
-    """Neighbour nodes of every node of a direct topology (routers linked by a link)."""
-    ne = topology.num_endpoints
-    adj: list[set[int]] = [set() for _ in range(topology.num_nodes)]
-    for s, d in zip(topology.link_src.tolist(), topology.link_dst.tolist()):
-        if s >= ne and d >= ne and s != d:
-            adj[s - ne].add(d - ne)
-    return [sorted(a) for a in adj]
-
-
-def tree_tables(adj: Sequence[Sequence[int]], *, length: int = 256) -> list[np.ndarray]:
-    """Per-node scheduler tables of an all-reduce over one BFS spanning tree per root.
-
-    Tree ``t`` is rooted at node ``t`` and carries flow ``t``; each node explores its
-    neighbours in an order rotated by ``t`` so that trees differ, like MultiTree's. Reduce:
-    a node sends REDUCE to its parent once all its children's REDUCE messages arrived, at
-    step ``H - depth`` (``H``: the deepest tree); gather: the root, then every node, sends
-    GATHER to each child once it has the final value (step ``H + depth``); a leaf retires
-    a RECV entry when the final value arrives. Rows are
-    [op, flow, peer, step, len, dep_op, dep_count], sorted by step.
-
-    This is the fallback while ``nic.nic_table`` (MultiTree from ``nic.collectives``) is
-    unavailable; :func:`multitree_node_tables` prefers the real one.
-    """
-    n = len(adj)
-    parents, depths = [], []
-    for t in range(n):
-        parent = [-1] * n
-        depth = [-1] * n
-        depth[t] = 0
-        frontier = [t]
-        while frontier:
-            nxt = []
-            for v in frontier:
-                nb = list(adj[v])
-                k = (t + v) % len(nb) if nb else 0
-                for u in nb[k:] + nb[:k]:
-                    if depth[u] < 0:
-                        depth[u] = depth[v] + 1
-                        parent[u] = v
-                        nxt.append(u)
-            frontier = nxt
-        if min(depth) < 0:
-            raise StimulusError("topology is not connected")
-        parents.append(parent)
-        depths.append(depth)
-    height = max(max(d) for d in depths)
-    rows: list[list[list[int]]] = [[] for _ in range(n)]
-    for t in range(n):
-        parent, depth = parents[t], depths[t]
-        children = [[] for _ in range(n)]
-        for v in range(n):
-            if parent[v] >= 0:
-                children[parent[v]].append(v)
-        for v in range(n):
-            kids = children[v]
-            if v != t:
-                rows[v].append([OP_REDUCE, t, parent[v], height - depth[v], length, OP_REDUCE, len(kids)])
-                for c in kids:
-                    rows[v].append([OP_GATHER, t, c, height + depth[v], length, OP_GATHER, 1])
-                if not kids:
-                    rows[v].append([OP_RECV, t, 0, height + depth[v], 0, OP_GATHER, 1])
-            else:
-                for c in kids:
-                    rows[v].append([OP_GATHER, t, c, height + depth[v], length, OP_REDUCE, len(kids)])
-    out = []
-    for r in rows:
-        a = np.asarray(r, dtype=np.int64).reshape(-1, 7)
-        out.append(a[np.argsort(a[:, 3], kind="stable")])
-    return out
-
-
 def multitree_node_tables(spec: str) -> tuple[list[np.ndarray], int, str]:
-    """Node tables of MultiTree on topology ``spec``; (tables, NIs per node, where they came from).
+    """Node tables of MultiTree on topology ``spec``: (tables, NIs per node, their source).
 
-    Uses ``nic.nic_table.node_tables`` over ``nic.collectives``' MultiTree when those
-    exist, else :func:`tree_tables` over the topology's BFS trees.
+    The tables are ``nic.nic_table.node_tables`` of ``nic.collectives.multitree``: exactly
+    what the co-designed NIC of each node loads in the all-reduce simulations.
     """
-    from noc.topology import parse_spec
+    from nic.collectives import multitree  # noqa: PLC0415
+    from nic.nic_table import node_tables  # noqa: PLC0415
+    from noc.topology import parse_spec  # noqa: PLC0415
 
     topo = parse_spec(spec)
-    try:
-        from nic.nic_table import node_tables  # noqa: PLC0415
-        from nic import collectives  # noqa: PLC0415
-
-        builder = getattr(collectives, "multitree", None)
-        if builder is not None:
-            return [np.asarray(t, dtype=np.int64) for t in node_tables(builder(topo))], topo.nis_per_node, "nic.collectives.multitree"
-    except ImportError:
-        pass
-    return tree_tables(node_adjacency(topo)), topo.nis_per_node, "hw_models.rtl.stimulus.tree_tables"
+    return node_tables(multitree(topo)), topo.nis_per_node, "nic.collectives.multitree"
 
 
 def params_for_tables(tables: Sequence[np.ndarray], nis: int, **kw) -> SchedulerParams:

@@ -114,8 +114,8 @@ async def multitree_tables(dut):
     """Every node table of a tree all-reduce on a 4x4 torus (c4 when NIS = 4), back to back."""
     job, p = _job()
     tables, nis, _src = multitree_node_tables("torus:4x4:c4" if p.nis == 4 else "torus:4x4")
-    if max(len(t) for t in tables) > p.depth or p.flow_w < 4 or p.node_w < 4:
-        return
+    assert max(len(t) for t in tables) <= p.depth and p.flow_w >= 4 and p.node_w >= 4, \
+        f"the 4x4 MultiTree tables ({max(len(t) for t in tables)} rows, 16 flows/nodes) do not fit {p}"
     eps = [random_episode(100 + n, p, rows=t, prep="clear", errors=False, name=f"torus4x4/node{n}")
            for n, t in enumerate(tables)]
     r, outs, _ = await _run(dut, p, Environment(p, eps), job["sim"], record=False)
