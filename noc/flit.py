@@ -1,0 +1,577 @@
+"""Flit-level network simulator: input-queued virtual-channel routers in one Numba kernel.
+
+The fidelity reference of ``noc`` (docs/noc.md). Every directed link of a
+:class:`~noc.topology.Topology` is a channel carrying one flit per cycle after
+``latency_cycles``; a link into a router ends in an input port with ``num_vcs`` virtual
+channels of ``vc_depth_flits`` flits. Per router and cycle, as in the textbook/BookSim
+router:
+
+* **route computation** — the head flit's output link comes from its source route
+  (``noc.routing``: DOR with dateline VC classes on tori, NCA on fat-trees), ready
+  ``routing_delay_cycles`` after the head reaches the front of its VC;
+* **VC allocation** — each free output VC of the route's VC class goes to one waiting
+  head (most urgent priority first, round-robin among equals); usable
+  ``vc_alloc_delay_cycles`` later. Wormhole needs a free VC; virtual cut-through also
+  needs room for the whole packet downstream;
+* **switch allocation** — separable, input first: each input port picks one of its VCs
+  with a flit ready and a downstream credit, each output port grants one requesting input
+  (priority first, then round-robin; ``islip`` moves the pointers only on a granted
+  request, ``round_robin`` on every pick);
+* **switch and link traversal** — a granted flit is written into the downstream buffer
+  ``sw_alloc_delay_cycles + st_delay_cycles + link latency`` cycles later;
+* **credits** — the slot a flit leaves is credited upstream ``credit_delay_cycles``
+  later. An output VC is released when its tail flit is granted (it may be reallocated
+  before the tail's credit returns).
+
+NIs inject one flit per cycle from an unbounded source queue (packets wait there, in
+order) and eject one per cycle into a sink. Packets carry a priority (lower = more
+urgent: the NIC puts the schedule step there) and a tag; the tail's ejection is logged.
+
+The kernel API (all ``@njit``, so a co-simulation loop in another package can drive it):
+``new_state(net, max_packets)``, ``enqueue_packet(net, st, src, dst, num_flits, priority,
+tag, now)``, ``step(net, st, now)`` (one cycle), ``pop_ejected(st)``, ``in_flight(st)``.
+``build_network(topology, config)`` makes ``net``; :func:`run_packets` runs a packet list.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Literal
+
+import numpy as np
+from numba import njit
+from pydantic import Field
+
+from noc.config import StrictModel
+from noc.errors import ConfigError, DeadlockError
+from noc.routing import route
+from noc.topology import Topology
+
+
+class FlitNetworkConfig(StrictModel):
+    """Router and flow-control parameters of the flit-level network (cycles, flits)."""
+
+    num_vcs: int = Field(2, ge=1, le=64, description="Virtual channels per input port.")
+    vc_depth_flits: int = Field(8, ge=1, le=1 << 16, description="Buffer depth of each VC, in flits.")
+    routing_delay_cycles: int = Field(0, ge=0, le=64, description="Route computation delay of a head flit.")
+    vc_alloc_delay_cycles: int = Field(1, ge=0, le=64, description="VC allocation delay.")
+    sw_alloc_delay_cycles: int = Field(1, ge=0, le=64, description="Switch allocation delay.")
+    st_delay_cycles: int = Field(0, ge=0, le=64, description="Switch traversal delay (added to the link latency).")
+    credit_delay_cycles: int = Field(1, ge=1, le=64, description="Cycles from a flit leaving a buffer until the upstream router can use its credit.")
+    flow_control: Literal["wormhole", "vct"] = Field("wormhole", description="wormhole, or virtual cut-through (whole packet must fit).")
+    allocator: Literal["round_robin", "islip"] = Field("round_robin", description="Arbiter pointer policy of the separable allocators.")
+    routing: Literal["auto", "dor", "nca", "shortest"] = Field("auto", description="Routing algorithm (noc.routing).")
+    dateline: bool = Field(True, description="Dateline VC classes on tori (without them a torus can deadlock).")
+    watchdog_cycles: int = Field(10_000, ge=10, description="Stop with a deadlock error after this many cycles without a flit moving.")
+    debug: bool = Field(False, description="Check invariants (credits within 0..depth, flit order) every cycle.")
+
+    @property
+    def router_delay_cycles(self) -> int:
+        """Extra cycles a head spends in a router at zero load (beyond the link latency)."""
+        return self.routing_delay_cycles + self.vc_alloc_delay_cycles + self.sw_alloc_delay_cycles + self.st_delay_cycles
+
+
+Net = namedtuple("Net", [
+    "num_links", "num_endpoints", "num_routers", "V", "D", "vcs_per_class",
+    "link_dst_router", "link_src_router", "link_latency", "is_eject", "is_inject", "inject_link", "eject_link",
+    "rin_off", "rin_links", "rout_off", "rout_links",
+    "route_links", "route_class", "route_len",
+    "rc_delay", "va_delay", "sa_delay", "st_delay", "credit_delay", "vct", "islip", "watchdog", "debug",
+    "ring", "cring",
+])
+
+State = namedtuple("State", [
+    # VC buffers at the downstream end of each link: FIFO of (packet, flit seq, hop, arrival cycle)
+    "buf_pkt", "buf_seq", "buf_hop", "buf_time", "buf_head", "buf_count",
+    # per (link, vc): state of the packet at the front
+    "vc_state", "vc_ready", "vc_out", "vc_outvc",
+    "owner", "credit",
+    # link and credit pipelines (rings indexed by cycle)
+    "lp_pkt", "lp_seq", "lp_hop", "lp_vc", "cp_vc",
+    # arbiter pointers (per link) and the VC each input port requests in switch allocation
+    "sa_in_ptr", "sa_out_ptr", "va_ptr", "req_vc",
+    # packets (slots, recycled)
+    "p_src", "p_dst", "p_flits", "p_prio", "p_tag", "p_created", "p_injected", "p_sent", "p_ejected_flits",
+    "p_head_out", "p_next", "free_slots", "free_top",
+    # NI source queues: linked lists of packet slots per endpoint; injection VC of the front packet
+    "q_head", "q_tail", "q_vc",
+    # ejection log (ring), counters
+    "ej_tag", "ej_cycle", "ej_inj", "ej_r", "ej_w",
+    "link_flits", "counters",
+    # activity: links with a flit (credit) arriving per ring slot; flits buffered per router
+    "arr_links", "arr_n", "cr_links", "cr_n", "r_flits", "req_in", "vc_cls", "va_wait",
+])
+
+# vc_state values
+_EMPTY, _ROUTING, _WAIT_VA, _ACTIVE = 0, 1, 2, 3
+# counters
+C_IN_FLIGHT, C_IDLE, C_MOVED, C_INJECTED_FLITS, C_EJECTED_FLITS, C_PACKETS_DONE, C_ERR = range(7)
+
+
+def build_network(topology: Topology, config: FlitNetworkConfig | None = None) -> Net:
+    """The static arrays of the network: link roles, router ports, source routes, parameters."""
+    cfg = FlitNetworkConfig() if config is None else config
+    routes = route(topology, cfg.routing, dateline=cfg.dateline)
+    classes = routes.num_vc_classes
+    if cfg.num_vcs < classes or cfg.num_vcs % classes:
+        raise ConfigError(f"num_vcs = {cfg.num_vcs}: {routes.algorithm} routing on {topology.name} uses {classes} VC classes; "
+                          f"num_vcs must be a multiple of {classes} (or set dateline = false)")
+    e = topology.num_endpoints
+    src, dst = topology.link_src.astype(np.int64), topology.link_dst.astype(np.int64)
+    nl = topology.num_links
+    is_eject = dst < e
+    is_inject = src < e
+    dst_router = np.where(is_eject, -1, dst - e)
+    src_router = np.where(is_inject, -1, src - e)
+
+    def csr(keys, n):
+        order = np.argsort(keys, kind="stable")
+        valid = keys[order] >= 0
+        order = order[valid]
+        off = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(keys[order], minlength=n), out=off[1:])
+        return off, order.astype(np.int64)
+
+    rin_off, rin_links = csr(dst_router, topology.num_routers)
+    rout_off, rout_links = csr(src_router, topology.num_routers)
+    maxlat = int(topology.link_latency_cycles.max()) if nl else 1
+    return Net(
+        num_links=nl, num_endpoints=e, num_routers=topology.num_routers, V=cfg.num_vcs, D=cfg.vc_depth_flits,
+        vcs_per_class=cfg.num_vcs // classes,
+        link_dst_router=dst_router, link_src_router=src_router,
+        link_latency=topology.link_latency_cycles.astype(np.int64), is_eject=is_eject, is_inject=is_inject,
+        inject_link=topology.inject_link.astype(np.int64), eject_link=topology.eject_link.astype(np.int64),
+        rin_off=rin_off, rin_links=rin_links, rout_off=rout_off, rout_links=rout_links,
+        route_links=routes.links.astype(np.int64), route_class=routes.vc_class.astype(np.int64),
+        route_len=routes.length.astype(np.int64),
+        rc_delay=cfg.routing_delay_cycles, va_delay=cfg.vc_alloc_delay_cycles, sa_delay=cfg.sw_alloc_delay_cycles,
+        st_delay=cfg.st_delay_cycles, credit_delay=cfg.credit_delay_cycles, vct=cfg.flow_control == "vct",
+        islip=cfg.allocator == "islip", watchdog=cfg.watchdog_cycles, debug=cfg.debug,
+        ring=maxlat + cfg.sw_alloc_delay_cycles + cfg.st_delay_cycles + 1, cring=cfg.credit_delay_cycles + 1,
+    )
+
+
+@njit(cache=True)
+def new_state(net, max_packets):
+    nl, V, D = net.num_links, net.V, net.D
+    e = net.num_endpoints
+    credit = np.full((nl, V), D, np.int64)
+    for l in range(nl):
+        if net.is_eject[l]:
+            for v in range(V):
+                credit[l, v] = 1 << 40  # the NI sink always has room
+    free_slots = np.empty(max_packets, np.int64)
+    for i in range(max_packets):
+        free_slots[i] = max_packets - 1 - i
+    return State(
+        np.full((nl, V, D), -1, np.int64), np.zeros((nl, V, D), np.int64), np.zeros((nl, V, D), np.int64),
+        np.zeros((nl, V, D), np.int64), np.zeros((nl, V), np.int64), np.zeros((nl, V), np.int64),
+        np.zeros((nl, V), np.int64), np.zeros((nl, V), np.int64), np.full((nl, V), -1, np.int64),
+        np.full((nl, V), -1, np.int64),
+        np.full((nl, V), -1, np.int64), credit,
+        np.full((nl, net.ring), -1, np.int64), np.zeros((nl, net.ring), np.int64), np.zeros((nl, net.ring), np.int64),
+        np.zeros((nl, net.ring), np.int64), np.full((nl, net.cring), -1, np.int64),
+        np.zeros(nl, np.int64), np.zeros(nl, np.int64), np.zeros(nl, np.int64), np.full(nl, -1, np.int64),
+        np.zeros(max_packets, np.int64), np.zeros(max_packets, np.int64), np.zeros(max_packets, np.int64),
+        np.zeros(max_packets, np.int64), np.zeros(max_packets, np.int64), np.zeros(max_packets, np.int64),
+        np.zeros(max_packets, np.int64), np.zeros(max_packets, np.int64), np.zeros(max_packets, np.int64),
+        np.full(max_packets, -1, np.int64), np.full(max_packets, -1, np.int64), free_slots, np.array([max_packets], np.int64),
+        np.full(e, -1, np.int64), np.full(e, -1, np.int64), np.full(e, -1, np.int64),
+        np.zeros(max_packets + 1, np.int64), np.zeros(max_packets + 1, np.int64), np.zeros(max_packets + 1, np.int64),
+        np.zeros(1, np.int64), np.zeros(1, np.int64),
+        np.zeros(nl, np.int64), np.zeros(8, np.int64),
+        np.zeros((net.ring, nl), np.int64), np.zeros(net.ring, np.int64),
+        np.zeros((net.cring, nl), np.int64), np.zeros(net.cring, np.int64),
+        np.zeros(max(net.num_routers, 1), np.int64), np.zeros(nl, np.int64),
+        np.zeros((nl, V), np.int64), np.zeros(nl * V, np.int64),
+    )
+
+
+@njit(cache=True, inline="always")
+def enqueue_packet(net, st, src, dst, num_flits, priority, tag, now):
+    """Queue a packet at NI ``src`` for NI ``dst``; False when no packet slot is free."""
+    if st.free_top[0] == 0:
+        return False
+    st.free_top[0] -= 1
+    p = st.free_slots[st.free_top[0]]
+    st.p_src[p] = src
+    st.p_dst[p] = dst
+    st.p_flits[p] = num_flits
+    st.p_prio[p] = priority
+    st.p_tag[p] = tag
+    st.p_created[p] = now
+    st.p_injected[p] = -1
+    st.p_sent[p] = 0
+    st.p_ejected_flits[p] = 0
+    st.p_next[p] = -1
+    if st.q_tail[src] < 0:
+        st.q_head[src] = p
+    else:
+        st.p_next[st.q_tail[src]] = p
+    st.q_tail[src] = p
+    st.counters[C_IN_FLIGHT] += num_flits
+    return True
+
+
+@njit(cache=True, inline="always")
+def pop_ejected(st):
+    """(tag, cycle) of the next packet whose tail was ejected, or (-1, -1)."""
+    r = st.ej_r[0]
+    if r == st.ej_w[0]:
+        return -1, -1
+    n = st.ej_tag.shape[0]
+    st.ej_r[0] = (r + 1) % n
+    return st.ej_tag[r], st.ej_cycle[r]
+
+
+@njit(cache=True, inline="always")
+def in_flight(st):
+    """Flits queued or in the network."""
+    return st.counters[C_IN_FLIGHT]
+
+
+@njit(cache=True)
+def queued_packets(st, src):
+    """Packets waiting in NI ``src``'s source queue (the one being injected included)."""
+    n = 0
+    p = st.q_head[src]
+    while p >= 0:
+        n += 1
+        p = st.p_next[p]
+    return n
+
+
+@njit(cache=True, inline="always")
+def _push_flit(st, l, v, pkt, seq, hop, t, D):
+    c = st.buf_count[l, v]
+    if c >= D:
+        return False
+    i = (st.buf_head[l, v] + c) % D
+    st.buf_pkt[l, v, i] = pkt
+    st.buf_seq[l, v, i] = seq
+    st.buf_hop[l, v, i] = hop
+    st.buf_time[l, v, i] = t
+    st.buf_count[l, v] = c + 1
+    return True
+
+
+@njit(cache=True, inline="always")
+def _send(net, st, l, v, pkt, seq, hop, now, extra):
+    """Put a flit on link ``l`` (VC ``v``) now; it arrives ``extra + latency`` cycles later."""
+    slot = (now + extra + net.link_latency[l]) % net.ring
+    st.arr_links[slot, st.arr_n[slot]] = l
+    st.arr_n[slot] += 1
+    st.lp_pkt[l, slot] = pkt
+    st.lp_seq[l, slot] = seq
+    st.lp_hop[l, slot] = hop
+    st.lp_vc[l, slot] = v
+    st.credit[l, v] -= 1
+    st.link_flits[l] += 1
+    st.counters[C_MOVED] += 1
+
+
+@njit(cache=True, inline="always")
+def _better(prio_a, idx_a, prio_b, idx_b, ptr, n):
+    """Is candidate a preferred over b? Lower priority value, then round-robin from ptr."""
+    if prio_a != prio_b:
+        return prio_a < prio_b
+    return (idx_a - ptr) % n < (idx_b - ptr) % n
+
+
+@njit(cache=True)
+def step(net, st, now):
+    """Advance the network by one cycle (``now`` is the current cycle)."""
+    nl, V, D = net.num_links, net.V, net.D
+    moved_before = st.counters[C_MOVED]
+    # ---- 1. link arrivals
+    slot = now % net.ring
+    for a in range(st.arr_n[slot]):
+        l = st.arr_links[slot, a]
+        pkt = st.lp_pkt[l, slot]
+        st.lp_pkt[l, slot] = -1
+        v = st.lp_vc[l, slot]
+        seq = st.lp_seq[l, slot]
+        if net.is_eject[l]:
+            st.credit[l, v] += 1
+            st.p_ejected_flits[pkt] += 1
+            st.counters[C_EJECTED_FLITS] += 1
+            st.counters[C_IN_FLIGHT] -= 1
+            if net.debug and seq != st.p_ejected_flits[pkt] - 1:
+                st.counters[C_ERR] += 1  # out of order
+            if seq == st.p_flits[pkt] - 1:
+                n = st.ej_tag.shape[0]
+                w = st.ej_w[0]
+                st.ej_tag[w] = st.p_tag[pkt]
+                st.ej_cycle[w] = now
+                st.ej_inj[w] = st.p_injected[pkt]
+                st.ej_w[0] = (w + 1) % n
+                st.counters[C_PACKETS_DONE] += 1
+                st.free_slots[st.free_top[0]] = pkt
+                st.free_top[0] += 1
+        else:
+            if _push_flit(st, l, v, pkt, seq, st.lp_hop[l, slot], now, D):
+                st.r_flits[net.link_dst_router[l]] += 1
+            else:
+                st.counters[C_ERR] += 1  # buffer overflow: credits broken
+    st.arr_n[slot] = 0
+    # ---- 2. credit arrivals
+    cslot = now % net.cring
+    for a in range(st.cr_n[cslot]):
+        l = st.cr_links[cslot, a]
+        v = st.cp_vc[l, cslot]
+        st.cp_vc[l, cslot] = -1
+        st.credit[l, v] += 1
+    st.cr_n[cslot] = 0
+    # ---- 3. route computation and VC allocation, per router
+    for r in range(net.num_routers):
+        if st.r_flits[r] == 0:
+            continue
+        nw = 0
+        for k in range(net.rin_off[r], net.rin_off[r + 1]):
+            li = net.rin_links[k]
+            for v in range(V):
+                if st.buf_count[li, v] == 0:
+                    continue
+                if st.vc_state[li, v] == _EMPTY:
+                    i = st.buf_head[li, v]
+                    pkt = st.buf_pkt[li, v, i]
+                    hop = st.buf_hop[li, v, i]
+                    st.vc_out[li, v] = net.route_links[st.p_src[pkt], st.p_dst[pkt], hop + 1]
+                    st.vc_cls[li, v] = net.route_class[st.p_src[pkt], st.p_dst[pkt], hop + 1]
+                    t0 = st.buf_time[li, v, i]
+                    if t0 < now:
+                        t0 = now
+                    st.vc_ready[li, v] = t0 + net.rc_delay
+                    st.vc_state[li, v] = _ROUTING
+                if st.vc_state[li, v] == _ROUTING and st.vc_ready[li, v] <= now:
+                    st.vc_state[li, v] = _WAIT_VA
+                if st.vc_state[li, v] == _WAIT_VA:
+                    st.va_wait[nw] = (k - net.rin_off[r]) * V + v
+                    nw += 1
+        # each free output VC of a wanted (output, class) goes to the best waiting head
+        n_in = (net.rin_off[r + 1] - net.rin_off[r]) * V
+        for a in range(nw):
+            ia = st.va_wait[a]
+            la = net.rin_links[net.rin_off[r] + ia // V]
+            va = ia % V
+            if st.vc_state[la, va] != _WAIT_VA:
+                continue
+            lo = st.vc_out[la, va]
+            cls = st.vc_cls[la, va]
+            for ov in range(cls * net.vcs_per_class, (cls + 1) * net.vcs_per_class):
+                if st.owner[lo, ov] >= 0:
+                    continue
+                best = -1
+                best_prio = 0
+                for b in range(a, nw):
+                    ib = st.va_wait[b]
+                    li = net.rin_links[net.rin_off[r] + ib // V]
+                    v = ib % V
+                    if st.vc_state[li, v] != _WAIT_VA or st.vc_out[li, v] != lo or st.vc_cls[li, v] != cls:
+                        continue
+                    pkt = st.buf_pkt[li, v, st.buf_head[li, v]]
+                    if net.vct and st.credit[lo, ov] < st.p_flits[pkt]:
+                        continue
+                    if best < 0 or _better(st.p_prio[pkt], ib, best_prio, best, st.va_ptr[lo], n_in):
+                        best = ib
+                        best_prio = st.p_prio[pkt]
+                if best >= 0:
+                    li = net.rin_links[net.rin_off[r] + best // V]
+                    v = best % V
+                    st.owner[lo, ov] = li * V + v
+                    st.vc_outvc[li, v] = ov
+                    st.vc_state[li, v] = _ACTIVE
+                    st.vc_ready[li, v] = now + net.va_delay
+                    st.va_ptr[lo] = (best + 1) % n_in
+    # ---- 4. switch allocation (separable, input first) and traversal
+    for r in range(net.num_routers):
+        if st.r_flits[r] == 0:
+            continue
+        n_in = net.rin_off[r + 1] - net.rin_off[r]
+        # stage 1: each input port picks one VC with a ready flit and a downstream credit
+        n_req = 0
+        for k in range(net.rin_off[r], net.rin_off[r + 1]):
+            li = net.rin_links[k]
+            best = -1
+            best_prio = 0
+            for v in range(V):
+                if st.vc_state[li, v] != _ACTIVE or st.buf_count[li, v] == 0 or st.vc_ready[li, v] > now:
+                    continue
+                i = st.buf_head[li, v]
+                if st.buf_time[li, v, i] > now:
+                    continue
+                if st.credit[st.vc_out[li, v], st.vc_outvc[li, v]] <= 0:
+                    continue
+                pkt = st.buf_pkt[li, v, i]
+                if best < 0 or _better(st.p_prio[pkt], v, best_prio, best, st.sa_in_ptr[li], V):
+                    best = v
+                    best_prio = st.p_prio[pkt]
+            st.req_vc[li] = best
+            if best >= 0:
+                st.req_in[n_req] = k
+                n_req += 1
+        # stage 2: each requested output port grants one of the inputs requesting it
+        for a in range(n_req):
+            ka = st.req_in[a]
+            la = net.rin_links[ka]
+            if st.req_vc[la] < 0:
+                continue  # already granted (or lost) this cycle
+            lo = st.vc_out[la, st.req_vc[la]]
+            best = -1
+            best_prio = 0
+            for b in range(a, n_req):
+                k2 = st.req_in[b]
+                li = net.rin_links[k2]
+                v = st.req_vc[li]
+                if v < 0 or st.vc_out[li, v] != lo:
+                    continue
+                pkt = st.buf_pkt[li, v, st.buf_head[li, v]]
+                idx = k2 - net.rin_off[r]
+                if best < 0 or _better(st.p_prio[pkt], idx, best_prio, best, st.sa_out_ptr[lo], n_in):
+                    best = idx
+                    best_prio = st.p_prio[pkt]
+            li = net.rin_links[net.rin_off[r] + best]
+            v = st.req_vc[li]
+            for b in range(a, n_req):  # the losers for this output are done for the cycle
+                lb = net.rin_links[st.req_in[b]]
+                vb = st.req_vc[lb]
+                if vb >= 0 and st.vc_out[lb, vb] == lo and lb != li:
+                    st.req_vc[lb] = -2 - vb
+            st.req_vc[li] = -2 - v  # granted
+            st.sa_out_ptr[lo] = (best + 1) % n_in
+            st.sa_in_ptr[li] = (v + 1) % V
+            i = st.buf_head[li, v]
+            pkt = st.buf_pkt[li, v, i]
+            seq = st.buf_seq[li, v, i]
+            hop = st.buf_hop[li, v, i]
+            st.buf_pkt[li, v, i] = -1
+            st.buf_head[li, v] = (i + 1) % D
+            st.buf_count[li, v] -= 1
+            st.r_flits[r] -= 1
+            cs = (now + net.credit_delay) % net.cring
+            st.cp_vc[li, cs] = v  # the freed slot, credited upstream
+            st.cr_links[cs, st.cr_n[cs]] = li
+            st.cr_n[cs] += 1
+            ov = st.vc_outvc[li, v]
+            _send(net, st, lo, ov, pkt, seq, hop + 1, now, net.sa_delay + net.st_delay)
+            if seq == st.p_flits[pkt] - 1:  # tail: release the output VC; the next packet moves up
+                st.owner[lo, ov] = -1
+                st.vc_state[li, v] = _EMPTY
+                st.vc_outvc[li, v] = -1
+        if not net.islip:  # round robin: input pointers move past every pick, granted or not
+            for a in range(n_req):
+                li = net.rin_links[st.req_in[a]]
+                vb = st.req_vc[li]
+                st.sa_in_ptr[li] = ((-2 - vb if vb < -1 else vb) + 1) % V
+    # ---- 5. NI injection: the front packet of each source queue, one flit per cycle
+    for ep in range(net.num_endpoints):
+        pkt = st.q_head[ep]
+        if pkt < 0:
+            continue
+        l = net.inject_link[ep]
+        v = st.q_vc[ep]
+        if v < 0:  # allocate a VC of the route's first class on the injection link
+            cls = net.route_class[st.p_src[pkt], st.p_dst[pkt], 0]
+            for c in range(cls * net.vcs_per_class, (cls + 1) * net.vcs_per_class):
+                if st.owner[l, c] < 0 and (not net.vct or st.credit[l, c] >= st.p_flits[pkt]):
+                    v = c
+                    st.owner[l, c] = -2 - ep
+                    st.q_vc[ep] = c
+                    break
+            if v < 0:
+                continue
+        if st.credit[l, v] <= 0:
+            continue
+        seq = st.p_sent[pkt]
+        if seq == 0:
+            st.p_injected[pkt] = now
+        _send(net, st, l, v, pkt, seq, 0, now, 0)
+        st.counters[C_INJECTED_FLITS] += 1
+        st.p_sent[pkt] = seq + 1
+        if seq + 1 == st.p_flits[pkt]:
+            st.owner[l, v] = -1
+            st.q_vc[ep] = -1
+            st.q_head[ep] = st.p_next[pkt]
+            if st.q_head[ep] < 0:
+                st.q_tail[ep] = -1
+    # ---- 6. invariants and watchdog
+    if net.debug:
+        for l in range(nl):
+            if not net.is_eject[l]:
+                for v in range(V):
+                    if st.credit[l, v] < 0 or st.credit[l, v] > D:
+                        st.counters[C_ERR] += 1
+    if st.counters[C_MOVED] == moved_before and st.counters[C_IN_FLIGHT] > 0:
+        st.counters[C_IDLE] += 1
+    else:
+        st.counters[C_IDLE] = 0
+
+
+@njit(cache=True, inline="always")
+def stuck(net, st):
+    """True when no flit has moved for ``watchdog_cycles`` while flits are in flight."""
+    return st.counters[C_IDLE] >= net.watchdog
+
+
+@njit(cache=True)
+def _run_packets(net, st, inject_cycle, src, dst, nflits, prio, max_cycles):
+    n = inject_cycle.shape[0]
+    injected = np.full(n, -1, np.int64)
+    ejected = np.full(n, -1, np.int64)
+    nxt = 0
+    done = 0
+    now = 0
+    while done < n and now < max_cycles:
+        while nxt < n and inject_cycle[nxt] <= now:
+            if not enqueue_packet(net, st, src[nxt], dst[nxt], nflits[nxt], prio[nxt], nxt, now):
+                break
+            nxt += 1
+        step(net, st, now)
+        while True:
+            tag, cyc = pop_ejected(st)
+            if tag < 0:
+                break
+            ejected[tag] = cyc
+            injected[tag] = st.ej_inj[(st.ej_r[0] - 1) % st.ej_inj.shape[0]]
+            done += 1
+        if stuck(net, st):
+            return injected, ejected, now, 1
+        now += 1
+    return injected, ejected, now, 0
+
+
+def describe_stuck(net: Net, st: State, topology: Topology, limit: int = 8) -> str:
+    """The channels holding flits, for a deadlock report: 'link a->b VC v (n flits, waiting for ...)'."""
+    parts = []
+    states = {0: "empty", 1: "routing", 2: "waiting for an output VC", 3: "waiting for credits"}
+    for l, v in zip(*np.nonzero(st.buf_count > 0)):
+        s, d = int(topology.link_src[l]), int(topology.link_dst[l])
+        parts.append(f"link {s}->{d} VC {v} ({int(st.buf_count[l, v])} flits, {states[int(st.vc_state[l, v])]})")
+        if len(parts) >= limit:
+            break
+    total = int(np.count_nonzero(st.buf_count > 0))
+    more = f" and {total - len(parts)} more" if total > len(parts) else ""
+    return "; ".join(parts) + more
+
+
+def run_packets(topology: Topology, config: FlitNetworkConfig | None, packets: np.ndarray, *,
+                max_cycles: int = 10_000_000, net: Net | None = None):
+    """Run a packet list ``int[P, 4 or 5]`` of (inject cycle, src NI, dst NI, flits[, priority]),
+    sorted by inject cycle. Returns (first-flit injection cycle, tail ejection cycle, state)."""
+    cfg = FlitNetworkConfig() if config is None else config
+    net = build_network(topology, cfg) if net is None else net
+    pk = np.asarray(packets, dtype=np.int64).reshape(len(packets), -1)
+    if len(pk) and np.any(np.diff(pk[:, 0]) < 0):
+        raise ConfigError("packets must be sorted by injection cycle")
+    if len(pk) and (pk[:, 3].min() < 1 or (cfg.flow_control == "vct" and pk[:, 3].max() > cfg.vc_depth_flits)):
+        raise ConfigError(f"packet sizes must be >= 1 flit (and <= vc_depth_flits = {cfg.vc_depth_flits} under vct)")
+    prio = pk[:, 4] if pk.shape[1] > 4 else np.zeros(len(pk), np.int64)
+    st = new_state(net, max(len(pk), 1))
+    inj, ej, now, dead = _run_packets(net, st, pk[:, 0].copy(), pk[:, 1].copy(), pk[:, 2].copy(), pk[:, 3].copy(),
+                                      prio.copy(), max_cycles)
+    if dead:
+        raise DeadlockError(f"no flit moved for {cfg.watchdog_cycles} cycles at cycle {now} with "
+                            f"{int(st.counters[C_IN_FLIGHT])} flits in flight: {describe_stuck(net, st, topology)}")
+    if st.counters[C_ERR]:
+        raise AssertionError(f"flit-level invariant violated {int(st.counters[C_ERR])} times (credits or flit order)")
+    return inj, ej, st
