@@ -544,7 +544,9 @@ def describe_stuck(net: Net, st: State, topology: Topology, limit: int = 8) -> s
     """The channels holding flits, for a deadlock report: 'link a->b VC v (n flits, waiting for ...)'."""
     parts = []
     states = {0: "empty", 1: "routing", 2: "waiting for an output VC", 3: "waiting for credits"}
-    for l, v in zip(*np.nonzero(st.buf_count > 0)):
+    held = list(zip(*np.nonzero(st.buf_count > 0)))
+    held.sort(key=lambda lv: (not bool(topology.is_router_link[lv[0]]), int(lv[0]), int(lv[1])))  # the cycle first
+    for l, v in held:
         s, d = int(topology.link_src[l]), int(topology.link_dst[l])
         parts.append(f"link {s}->{d} VC {v} ({int(st.buf_count[l, v])} flits, {states[int(st.vc_state[l, v])]})")
         if len(parts) >= limit:
@@ -571,7 +573,7 @@ def run_packets(topology: Topology, config: FlitNetworkConfig | None, packets: n
                                       prio.copy(), max_cycles)
     if dead:
         raise DeadlockError(f"no flit moved for {cfg.watchdog_cycles} cycles at cycle {now} with "
-                            f"{int(st.counters[C_IN_FLIGHT])} flits in flight: {describe_stuck(net, st, topology)}")
+                            f"{int(st.counters[C_IN_FLIGHT])} flits queued or in flight; stuck: {describe_stuck(net, st, topology)}")
     if st.counters[C_ERR]:
         raise AssertionError(f"flit-level invariant violated {int(st.counters[C_ERR])} times (credits or flit order)")
     return inj, ej, st

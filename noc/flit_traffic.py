@@ -229,7 +229,7 @@ def run_traffic(topology: Topology, network: FlitNetworkConfig | None, traffic: 
         traffic.measure_cycles, traffic.drain_limit_cycles, traffic.seed, hops, topology.is_router_link)
     if status == 2:
         raise DeadlockError(f"deadlock: no flit moved for {cfg.watchdog_cycles} cycles at cycle {cycles} with "
-                            f"{int(st.counters[C_IN_FLIGHT])} flits in flight; stuck: {describe_stuck(net, st, topology)}")
+                            f"{int(st.counters[C_IN_FLIGHT])} flits queued or in flight; stuck: {describe_stuck(net, st, topology)}")
     if st.counters[C_ERR]:
         raise AssertionError(f"flit-level invariant violated {int(st.counters[C_ERR])} times")
     ok = ej >= 0

@@ -1,0 +1,145 @@
+"""noc.flit and noc.flit_traffic: exact zero-load latency, conservation, invariants,
+saturation against the bisection bound, deadlock detection, priorities, determinism."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from noc.errors import ConfigError, DeadlockError
+from noc.flit import C_ERR, FlitNetworkConfig, build_network, new_state, run_packets, step
+from noc.flit_traffic import TrafficConfig, destinations, run_traffic
+from noc.routing import route
+from noc.topology import parse_spec
+
+
+def zero_load_cycles(topology, cfg: FlitNetworkConfig, src: int, dst: int, flits: int) -> int:
+    """Head: injection link, then per router the pipeline plus the next link; tail: + flits - 1."""
+    path = route(topology, cfg.routing, dateline=cfg.dateline).path(src, dst)
+    lat = topology.link_latency_cycles[path]
+    per_router = cfg.routing_delay_cycles + cfg.vc_alloc_delay_cycles + cfg.sw_alloc_delay_cycles + cfg.st_delay_cycles
+    return int(lat.sum()) + (len(path) - 1) * per_router + flits - 1
+
+
+PIPELINES = [
+    dict(),
+    dict(routing_delay_cycles=1, vc_alloc_delay_cycles=1, sw_alloc_delay_cycles=1, st_delay_cycles=1),
+    dict(routing_delay_cycles=0, vc_alloc_delay_cycles=0, sw_alloc_delay_cycles=0, st_delay_cycles=0),
+    dict(routing_delay_cycles=2, vc_alloc_delay_cycles=0, sw_alloc_delay_cycles=2, credit_delay_cycles=3, num_vcs=4),
+]
+
+
+@pytest.mark.parametrize("spec", ["torus:4x4", "mesh:3x3", "fattree:k4:l2", "bigraph:2x4", "ring:6:c2", "hypercube:d3"])
+@pytest.mark.parametrize("pipe", range(len(PIPELINES)))
+def test_zero_load_latency_is_exact(spec, pipe):
+    t = parse_spec(spec)
+    if spec == "ring:6:c2":
+        t = t.with_links(latency_cycles=3)
+    cfg = FlitNetworkConfig(vc_depth_flits=32, debug=True, **PIPELINES[pipe])
+    rng = np.random.default_rng(pipe)
+    e = t.num_endpoints
+    for _ in range(6):  # one packet at a time: nothing else in the network
+        s, d = rng.choice(e, size=2, replace=False)
+        flits = int(rng.integers(1, 20))
+        inj, ej, _ = run_packets(t, cfg, np.array([[0, s, d, flits]]))
+        assert ej[0] - inj[0] == zero_load_cycles(t, cfg, int(s), int(d), flits)
+
+
+def test_conservation_and_order_under_load():
+    t = parse_spec("torus:4x4")
+    cfg = FlitNetworkConfig(num_vcs=4, vc_depth_flits=4, debug=True)
+    rng = np.random.default_rng(7)
+    n = 3000
+    times = np.sort(rng.integers(0, 1500, n))
+    src = rng.integers(0, 16, n)
+    dst = (src + rng.integers(1, 16, n)) % 16
+    flits = rng.integers(1, 12, n)
+    inj, ej, st = run_packets(t, cfg, np.stack([times, src, dst, flits], axis=1))
+    assert (ej >= 0).all() and (ej >= inj).all() and (inj >= times).all()
+    assert int(st.counters[C_ERR]) == 0  # debug mode: no out-of-order flit, no credit out of range
+    assert int(st.counters[4]) == int(flits.sum())  # every flit ejected exactly once
+    assert int(st.link_flits[t.inject_link].sum()) == int(flits.sum())
+
+
+def test_debug_mode_catches_a_credit_out_of_range():
+    t = parse_spec("mesh:2x2")
+    cfg = FlitNetworkConfig(debug=True)
+    net = build_network(t, cfg)
+    st = new_state(net, 4)
+    link = int(np.nonzero(t.is_router_link)[0][0])
+    st.credit[link, 0] = cfg.vc_depth_flits + 1  # corrupt one credit counter
+    step(net, st, 0)
+    assert st.counters[C_ERR] > 0
+
+
+@pytest.mark.parametrize("spec,bound", [("mesh:8x8", 4 / 8), ("torus:8x8", 8 / 8)])
+def test_saturation_throughput_is_below_the_bisection_bound(spec, bound):
+    t = parse_spec(spec)
+    cfg = FlitNetworkConfig(num_vcs=4, vc_depth_flits=8)
+    r = run_traffic(t, cfg, TrafficConfig(rate_packets=1.0, packet_flits=[1], warmup_cycles=500, measure_cycles=1500,
+                                          drain_limit_cycles=500))
+    assert not r.stable  # offered 1 flit/NI/cycle is past saturation
+    assert r.accepted_flits <= bound
+    assert r.accepted_flits >= 0.35 * bound  # documented in docs/validation.md
+
+
+def test_a_torus_without_dateline_deadlocks_and_the_watchdog_says_where():
+    t = parse_spec("torus:4x4")
+    cfg = FlitNetworkConfig(dateline=False, num_vcs=1, vc_depth_flits=2, watchdog_cycles=300)
+    heavy = TrafficConfig(rate_packets=0.5, packet_flits=[8], warmup_cycles=100, measure_cycles=1000,
+                          drain_limit_cycles=200000)
+    with pytest.raises(DeadlockError, match=r"no flit moved for 300 cycles.*stuck: link (1[6-9]|2\d|3[01])->\d+ VC 0"):
+        run_traffic(t, cfg, heavy)  # the report starts with router-to-router links (vertices 16..31)
+    # the same load with the dateline VC classes drains completely
+    r = run_traffic(t, cfg.model_copy(update={"dateline": True, "num_vcs": 2}), heavy)
+    assert r.packets > 0 and not np.isnan(r.latency_avg)
+
+
+def test_urgent_packets_win_the_switch():
+    t = parse_spec("torus:4x4")
+    cfg = FlitNetworkConfig(num_vcs=4, vc_depth_flits=8)  # 2 VCs per dateline class
+    # NI 1 and NI 4 both send 40 flits to NI 5 (they share only the ejection link)
+    pk = np.array([[0, 1, 5, 40, 5], [0, 4, 5, 40, 0]])
+    inj, ej, _ = run_packets(t, cfg, pk)
+    assert ej[1] - inj[1] == zero_load_cycles(t, cfg, 4, 5, 40)  # the urgent one is never delayed
+    assert ej[0] >= ej[1] + 40 - 1
+    same = run_packets(t, cfg, pk * np.array([1, 1, 1, 1, 0]))[1]  # equal priority: they share the link
+    assert min(same) > ej[1] + 30 and max(same) <= ej[0]
+
+
+def test_same_seed_same_result():
+    t = parse_spec("mesh:4x4")
+    tr = TrafficConfig(rate_packets=0.2, packet_flits=[1, 4], warmup_cycles=200, measure_cycles=800, seed=3)
+    a, b = run_traffic(t, None, tr), run_traffic(t, None, tr)
+    assert a.row() == b.row()
+    c = run_traffic(t, None, tr.model_copy(update={"seed": 4}))
+    assert c.row() != a.row()
+
+
+def test_low_load_latency_and_hops_match_the_zero_load_average():
+    t = parse_spec("torus:4x4")
+    cfg = FlitNetworkConfig()
+    r = run_traffic(t, cfg, TrafficConfig(rate_packets=0.01, warmup_cycles=200, measure_cycles=4000))
+    assert r.stable and r.accepted_flits == pytest.approx(0.01, rel=0.15)
+    # 1-flit packets: 1 (injection link) + (hops + 1) routers x (VA + SA + link) = 1 + 3 (hops + 1)
+    assert r.latency_avg == pytest.approx(1 + 3 * (r.hops_avg + 1), rel=0.02)
+
+
+def test_patterns():
+    t = parse_spec("torus:4x4")
+    assert destinations("bitcomp", t).tolist() == [15 - i for i in range(16)]
+    assert destinations("transpose", t)[1] == 4  # (x=1, y=0) -> (x=0, y=1)
+    assert destinations("tornado", t)[0] == 1 + 4  # +1 in each dimension of a 4-ary torus
+    assert sorted(destinations("bitrev", t).tolist()) == list(range(16))
+    with pytest.raises(ConfigError, match="power-of-two"):
+        destinations("bitcomp", parse_spec("mesh:3x3"))
+
+
+def test_bad_configs_are_clear_errors():
+    with pytest.raises(ConfigError, match="num_vcs must be a multiple of 2"):
+        build_network(parse_spec("torus:4x4"), FlitNetworkConfig(num_vcs=1))
+    with pytest.raises(ConfigError, match="fit a VC"):
+        run_traffic(parse_spec("mesh:2x2"), FlitNetworkConfig(flow_control="vct", vc_depth_flits=4),
+                    TrafficConfig(packet_flits=[8]))
+    with pytest.raises(ConfigError, match="sorted by injection cycle"):
+        run_packets(parse_spec("mesh:2x2"), None, np.array([[5, 0, 1, 1], [0, 1, 0, 1]]))
