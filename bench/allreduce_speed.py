@@ -24,9 +24,7 @@ from noc.topology import parse_spec  # noqa: E402
 
 
 def network_config(model: str):
-    if model != "flit":
-        return None
-    from noc.flitsim import FlitNetworkConfig  # noqa: PLC0415
+    from noc.flit import FlitNetworkConfig  # noqa: PLC0415
 
     return FlitNetworkConfig()
 

@@ -38,6 +38,11 @@ def _arrival_counts(schedule: Schedule) -> dict[tuple[int, int, int], int]:
 def node_tables(schedule: Schedule, num_elements: int | None = None) -> list[np.ndarray]:
     """int64[rows, 7] per node. ``len`` is the chunk length in elements of an
     ``num_elements`` vector (default: 256 elements per flow)."""
+    return node_tables_with_transfers(schedule, num_elements)[0]
+
+
+def node_tables_with_transfers(schedule: Schedule, num_elements: int | None = None):
+    """(tables, transfers): the tables, and per node the transfer index of each row (-1 for RECV)."""
     m = 256 * schedule.num_flows if num_elements is None else int(num_elements)
     lengths = schedule.transfer_elements(m)
     arrivals = _arrival_counts(schedule)
@@ -52,15 +57,17 @@ def node_tables(schedule: Schedule, num_elements: int | None = None) -> list[np.
             dep_op, dep_count = OP_REDUCE, n_red
         else:
             dep_op, dep_count = OP_GATHER, n_gat
-        rows[v].append([o, f, int(schedule.dst[i]), int(schedule.step[i]), int(lengths[i]), dep_op, dep_count])
+        rows[v].append([o, f, int(schedule.dst[i]), int(schedule.step[i]), int(lengths[i]), dep_op, dep_count, i])
     for (d, f, o), n in sorted(arrivals.items()):
         if o == OP_GATHER and (d, f) not in forwards:
-            rows[d].append([OP_RECV, f, 0, last, 0, OP_GATHER, n])
-    out = []
+            rows[d].append([OP_RECV, f, 0, last, 0, OP_GATHER, n, -1])
+    tables, transfers = [], []
     for r in rows:
-        a = np.asarray(r, dtype=np.int64).reshape(-1, 7)
-        out.append(a[np.argsort(a[:, 3], kind="stable")])
-    return out
+        a = np.asarray(r, dtype=np.int64).reshape(-1, 8)
+        a = a[np.argsort(a[:, 3], kind="stable")]
+        tables.append(np.ascontiguousarray(a[:, :7]))
+        transfers.append(np.ascontiguousarray(a[:, 7]))
+    return tables, transfers
 
 
 def check_representable(schedule: Schedule) -> None:

@@ -56,7 +56,7 @@ def allreduce(
     run_seed = cfg.run.seed if seed is None else seed
     out_dir = out or Path(cfg.run.out_dir) / "allreduce"
     nic_cfg = NicConfig(element_bytes=cfg.allreduce.element_bytes, clock_ghz=net.clock_ghz)
-    network = _network_config(cfg) if model == "flit" else None
+    network = _network_config(cfg)  # the message model takes its router delay from it too
     stem = f"{t.name.replace(':', '_')}_{model}"
     store = ResultStore(out_dir / f"{stem}.jsonl")
     if fresh and store.path.exists():
@@ -99,7 +99,7 @@ def allreduce(
 
 def _network_config(cfg):
     """The flit-level network config of an experiment (defaults when the config has none)."""
-    from noc.flitsim import FlitNetworkConfig  # noqa: PLC0415
+    from noc.flit import FlitNetworkConfig  # noqa: PLC0415
 
     router = getattr(cfg, "router", None)
     return router if isinstance(router, FlitNetworkConfig) else FlitNetworkConfig()
