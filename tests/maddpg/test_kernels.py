@@ -1,0 +1,259 @@
+"""maddpg.kernels: gradients vs finite differences and vs plain numpy, Adam vs closed form,
+fixed-point rounding and saturation, loop nests."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from maddpg import kernels as K
+from maddpg.kernels_mlp import MLP
+
+
+# ---- an independent plain-numpy reference (float64) --------------------------------------
+
+
+def ref_forward(params_w, params_b, x):
+    hs = [x]
+    for layer, (w, b) in enumerate(zip(params_w, params_b)):
+        z = hs[-1] @ w + b
+        if layer < len(params_w) - 1:
+            z = np.maximum(z, 0.0)
+        hs.append(z)
+    return hs
+
+
+def ref_backward(params_w, hs, dout):
+    dws, dbs = [None] * len(params_w), [None] * len(params_w)
+    g = dout
+    for layer in range(len(params_w) - 1, -1, -1):
+        dws[layer] = hs[layer].T @ g
+        dbs[layer] = g.sum(axis=0)
+        g = g @ params_w[layer].T
+        if layer > 0:
+            g = g * (hs[layer] > 0)
+    return dws, dbs, g
+
+
+def _net(rng, sizes, tile_b=4):
+    net = MLP(sizes, K.Tiling(tile_b=tile_b))
+    net.init_glorot(rng)
+    for b in net.b:
+        b[...] = rng.normal(0, 0.3, b.shape)
+    return net
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    batch=st.integers(1, 17),
+    sizes=st.lists(st.integers(1, 9), min_size=2, max_size=4),
+    tile_b=st.integers(1, 8),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_mlp_matches_numpy_reference(batch, sizes, tile_b, seed):
+    rng = np.random.default_rng(seed)
+    net = _net(rng, sizes, tile_b)
+    x = rng.normal(size=(batch, sizes[0])).astype(np.float32)
+    dout = rng.normal(size=(batch, sizes[-1])).astype(np.float32)
+    y = net.forward(x).copy()
+    dx = net.backward(dout, weights=True, inputs=True).copy()
+    w64 = [w.astype(np.float64) for w in net.W]
+    b64 = [b.astype(np.float64) for b in net.b]
+    hs = ref_forward(w64, b64, x.astype(np.float64))
+    np.testing.assert_allclose(y, hs[-1], rtol=1e-4, atol=1e-4)
+    dws, dbs, dx_ref = ref_backward(w64, hs, dout.astype(np.float64))
+    for layer in range(len(net.W)):
+        np.testing.assert_allclose(net.dW[layer], dws[layer], rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(net.db[layer], dbs[layer], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(dx, dx_ref, rtol=1e-4, atol=1e-4)
+
+
+def _loss64(net_w, net_b, x, c):
+    return float((ref_forward(net_w, net_b, x)[-1] * c).sum())
+
+
+@settings(max_examples=10, deadline=None)
+@given(batch=st.integers(1, 6), sizes=st.lists(st.integers(1, 6), min_size=2, max_size=4), seed=st.integers(0, 2**31 - 1))
+def test_gradients_match_central_differences(batch, sizes, seed):
+    """Kernel gradients of L = sum(c * net(x)) vs central differences of the float64 loss."""
+    rng = np.random.default_rng(seed)
+    net = _net(rng, sizes)
+    x = rng.normal(size=(batch, sizes[0])).astype(np.float32)
+    c = rng.normal(size=(batch, sizes[-1])).astype(np.float32)
+    net.forward(x)
+    dx = net.backward(c, weights=True, inputs=True).copy()
+    w64 = [w.astype(np.float64) for w in net.W]
+    b64 = [b.astype(np.float64) for b in net.b]
+    x64, c64 = x.astype(np.float64), c.astype(np.float64)
+    h = 1e-6
+
+    def check(arr, grad):
+        for idx in np.ndindex(arr.shape):
+            old = arr[idx]
+            arr[idx] = old + h
+            up = _loss64(w64, b64, x64, c64)
+            arr[idx] = old - h
+            dn = _loss64(w64, b64, x64, c64)
+            arr[idx] = old
+            fd = (up - dn) / (2 * h)
+            # a ReLU kink inside +-h makes the difference meaningless; skip those points
+            assert abs(grad[idx] - fd) < 1e-3 * (1 + abs(fd)) or _near_kink(w64, b64, x64, h), (idx, grad[idx], fd)
+
+    for layer in range(len(net.W)):
+        check(w64[layer], net.dW[layer])
+        check(b64[layer], net.db[layer])
+    check(x64, dx)
+
+
+def _near_kink(w64, b64, x64, h):
+    hs = ref_forward(w64, b64, x64)
+    pre = [hs[i] @ w64[i] + b64[i] for i in range(len(w64) - 1)]
+    return any((np.abs(p) < 1e-4).any() for p in pre)
+
+
+def test_relu_forward_backward():
+    x = np.array([[-1.0, 0.0, 2.0], [3.0, -0.5, 0.25]], np.float32)
+    y = np.empty_like(x)
+    K.relu_forward(x, y, 1)
+    np.testing.assert_array_equal(y, np.maximum(x, 0))
+    dy = np.ones_like(x) * 7
+    dx = np.empty_like(x)
+    K.relu_backward(y, dy, dx, 2)
+    np.testing.assert_array_equal(dx, np.where(x > 0, 7.0, 0.0))
+
+
+# ---- Adam, clipping, soft update -------------------------------------------------------
+
+
+def test_adam_matches_closed_form_for_a_few_steps():
+    rng = np.random.default_rng(0)
+    n = 11
+    p = rng.normal(size=n).astype(np.float32)
+    m = np.zeros(n, np.float32)
+    v = np.zeros(n, np.float32)
+    seg = np.array([0, 4, n], np.int64)
+    grads = [rng.normal(size=n).astype(np.float32) * 0.1 for _ in range(4)]
+    lr, b1, b2, eps = 1e-2, 0.9, 0.999, 1e-8
+    p_ref = p.astype(np.float64).copy()
+    for t, g in enumerate(grads, start=1):
+        K.adam_clip(p, g.copy(), m, v, seg, t, lr, b1, b2, eps, 0.0, 0, 0)
+        # closed form: m_t and v_t as explicit sums over the history
+        m_t = sum((1 - b1) * b1 ** (t - k) * grads[k - 1].astype(np.float64) for k in range(1, t + 1))
+        v_t = sum((1 - b2) * b2 ** (t - k) * grads[k - 1].astype(np.float64) ** 2 for k in range(1, t + 1))
+        p_ref -= lr * (m_t / (1 - b1**t)) / (np.sqrt(v_t / (1 - b2**t)) + eps)
+        np.testing.assert_allclose(m, m_t, rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(v, v_t, rtol=1e-5, atol=1e-9)
+        np.testing.assert_allclose(p, p_ref, rtol=1e-5, atol=1e-6)
+    # the first Adam step moves every parameter by lr * sign(g) (|m_hat| / sqrt(v_hat) = 1)
+    p0 = np.zeros(3, np.float32)
+    K.adam_clip(p0, np.array([0.5, -2.0, 3.0], np.float32), np.zeros(3, np.float32), np.zeros(3, np.float32),
+                np.array([0, 3], np.int64), 1, 0.01, 0.9, 0.999, 0.0, 0.0, 0, 0)
+    np.testing.assert_allclose(p0, [-0.01, 0.01, -0.01], rtol=1e-5)
+
+
+def test_gradient_clipping_is_per_tensor():
+    g = np.array([3.0, 4.0, 0.1, 0.1], np.float32)  # tensor 0 has norm 5, tensor 1 norm 0.14
+    seg = np.array([0, 2, 4], np.int64)
+    n = 4
+    K.adam_clip(np.zeros(n, np.float32), g, np.zeros(n, np.float32), np.zeros(n, np.float32), seg, 1,
+                1e-2, 0.9, 0.999, 1e-8, 0.5, 0, 0)
+    np.testing.assert_allclose(g[:2], [0.3, 0.4], rtol=1e-6)
+    np.testing.assert_array_equal(g[2:], np.float32([0.1, 0.1]))
+
+
+def test_soft_update():
+    t = np.array([1.0, 2.0], np.float32)
+    s = np.array([3.0, -2.0], np.float32)
+    K.soft_update(t, s, 0.01)
+    np.testing.assert_allclose(t, [1.02, 1.96], rtol=1e-6)
+
+
+# ---- Gumbel-softmax ----------------------------------------------------------------------
+
+
+def test_gumbel_softmax_value_and_gradient():
+    rng = np.random.default_rng(3)
+    logits = rng.normal(size=(5, 4)).astype(np.float32)
+    u = rng.uniform(0.01, 0.99, size=(5, 4)).astype(np.float32)
+    out = np.empty_like(logits)
+    K.gumbel_softmax(logits, u, out, 1.0, 2)
+    z = logits.astype(np.float64) - np.log(-np.log(u.astype(np.float64)))
+    ref = np.exp(z - z.max(1, keepdims=True))
+    ref /= ref.sum(1, keepdims=True)
+    np.testing.assert_allclose(out, ref, rtol=1e-5)
+    # noise 0 (u = e^-1) is a plain softmax
+    K.gumbel_softmax(logits, np.full_like(u, math.exp(-1)), out, 1.0, 2)
+    sm = np.exp(logits - logits.max(1, keepdims=True))
+    np.testing.assert_allclose(out, sm / sm.sum(1, keepdims=True), rtol=1e-5)
+    # backward vs central differences of sum(c * gumbel_softmax(logits))
+    K.gumbel_softmax(logits, u, out, 0.7, 2)
+    c = rng.normal(size=out.shape).astype(np.float32)
+    dl = np.empty_like(out)
+    K.gumbel_softmax_backward(out, c, dl, 0.7, 2)
+
+    def f(lg):
+        zz = (lg - np.log(-np.log(u.astype(np.float64)))) / 0.7
+        e = np.exp(zz - zz.max(1, keepdims=True))
+        return float((c * e / e.sum(1, keepdims=True)).sum())
+
+    l64 = logits.astype(np.float64)
+    for idx in np.ndindex(l64.shape):
+        old = l64[idx]
+        l64[idx] = old + 1e-6
+        up = f(l64)
+        l64[idx] = old - 1e-6
+        dn = f(l64)
+        l64[idx] = old
+        assert abs(dl[idx] - (up - dn) / 2e-6) < 1e-4
+
+
+# ---- fixed point -----------------------------------------------------------------------
+
+
+def test_fixed_point_rounding_and_saturation_exact():
+    # Q3.4 in 8 bits: step 1/16, range [-128/16, 127/16] = [-8, 7.9375]
+    x = np.array([0.03125, 0.09375, -0.03125, 1.0 / 3.0, 100.0, -100.0, 7.9375, -8.0, 0.0], np.float32)
+    out = np.empty_like(x)
+    K.quantize(x, out, 4, 8)
+    # ties to even: 0.5 -> 0, 1.5 -> 2, -0.5 -> -0; 1/3*16 = 5.33 -> 5
+    np.testing.assert_array_equal(out, np.float32([0.0, 0.125, -0.0, 5 / 16, 7.9375, -8.0, 7.9375, -8.0, 0.0]))
+    # q_bits = 0 is float: unchanged
+    K.quantize(x, out, 4, 0)
+    np.testing.assert_array_equal(out, x)
+
+
+def test_fixed_point_forward_is_quantised_and_saturates():
+    x = np.array([[1.0, 2.0]], np.float32)
+    w = np.array([[3.0], [0.3]], np.float32)
+    b = np.array([0.01], np.float32)
+    y = np.empty((1, 1), np.float32)
+    K.dense_forward(x, w, b, y, False, 1, 2, 6)  # Q3.2: step 0.25, max 31/4 = 7.75
+    assert y[0, 0] == np.float32(3.5)  # 3.61 -> 3.5
+    w[0, 0] = 10.0
+    K.dense_forward(x, w, b, y, False, 1, 2, 6)
+    assert y[0, 0] == np.float32(7.75)  # saturated
+    net = MLP([3, 4, 2], q_frac=8, q_bits=16)
+    net.init_glorot(np.random.default_rng(0))
+    assert np.all(net.params * 256 == np.rint(net.params * 256))
+
+
+# ---- loop nests ------------------------------------------------------------------------
+
+
+def test_loop_nests_describe_the_kernels():
+    t = K.Tiling(tile_b=32, unroll=4)
+    nest = K.dense_forward_nest(100, 18, 64, t)
+    assert [lp.name for lp in nest.loops] == ["batch", "in", "out"]
+    assert nest.loops[0].tiles == 4 and nest.loops[0].parallel and nest.loops[2].unroll == 4
+    assert nest.macs == nest.iterations == 100 * 18 * 64
+    net = MLP([18, 64, 64, 5], t)
+    nests = net.loop_nests(1024)
+    fwd = sum(n.macs for n in nests if n.kernel == "dense_forward")
+    assert fwd == 1024 * (18 * 64 + 64 * 64 + 64 * 5)
+    assert nests[0].as_dict()["loops"][0]["trip"] == 1024
+    with pytest.raises(ValueError):
+        K.Tiling(tile_b=0)
