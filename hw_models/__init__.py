@@ -1,5 +1,7 @@
 """hw_models: workloads, training-iteration simulator, sweeps, reports and the ``hw-models`` CLI."""
 
+import noc  # noqa: F401,E402  (first: it points numba's cache at a source-keyed directory)
+
 from importlib.metadata import PackageNotFoundError, version
 
 try:

@@ -200,18 +200,24 @@ def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | 
     else:
         routes = route(topology, getattr(network, "routing", "auto")) if routes is None else routes
         lat = path_latency_cycles(topology, routes, router_delay_cycles(network))
-        links = routes.links[prep.src_ep, prep.dst_ep]
+        links = routes.links[prep.src_ep, prep.dst_ep].astype(np.int64)
         length = routes.length[prep.src_ep, prep.dst_ep].astype(np.int64)
+        # The sending NI is whichever of the node's NIs is free (the NI count limits a node's
+        # concurrent sends), so the injection hop is a private link per transfer at the NI's
+        # bandwidth rather than one particular NI's link.
+        nl = topology.num_links
+        ni_bw = topology.link_bytes_per_cycle[links[:, 0]]
+        links[:, 0] = nl + np.arange(len(links))
+        capacity = np.concatenate([topology.link_bytes_per_cycle, ni_bw])
         times = simulate_transfers(
             src_node=prep.src_node, step=prep.step, wire_bytes=prep.wire_bytes, dep_ptr=prep.dep_ptr,
             dep_idx=prep.dep_idx, path_links=links, path_len=length, path_latency_cycles=lat[prep.src_ep, prep.dst_ep],
-            link_bytes_per_cycle=topology.link_bytes_per_cycle, num_nodes=topology.num_nodes,
+            link_bytes_per_cycle=capacity, num_nodes=topology.num_nodes,
             nis_per_node=topology.nis_per_node, policy=nic.policy, issue_delay_cycles=float(nic.issue_delay_cycles),
         )
         start, sent, arrive = times.start_cycles, times.sent_cycles, times.arrive_cycles
-        valid = links >= 0
-        link_bytes = np.bincount(links[valid], weights=np.repeat(prep.wire_bytes, valid.sum(axis=1)),
-                                 minlength=topology.num_links)
+        valid = (links >= 0) & (links < nl)
+        link_bytes = np.bincount(links[valid], weights=np.repeat(prep.wire_bytes, valid.sum(axis=1)), minlength=nl)
         extra = {}
     check_times(prep, start, arrive)
     total = float(arrive.max()) if arrive.size else 0.0

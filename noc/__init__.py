@@ -3,6 +3,10 @@
 ``noc`` imports nothing else of ours (see shared/ARCHITECTURE.md).
 """
 
-from noc.errors import ConfigError, DeadlockError, HwModelsError, SpecError
+from noc.numba_cache import configure as _configure_numba_cache
+
+_configure_numba_cache()  # before anything imports numba
+
+from noc.errors import ConfigError  # noqa: E402, DeadlockError, HwModelsError, SpecError
 
 __all__ = ["ConfigError", "DeadlockError", "HwModelsError", "SpecError"]

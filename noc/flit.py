@@ -472,11 +472,14 @@ def step(net, st, now):
         v = st.q_vc[ep]
         if v < 0:  # allocate a VC of the route's first class on the injection link
             cls = net.route_class[st.p_src[pkt], st.p_dst[pkt], 0]
-            for c in range(cls * net.vcs_per_class, (cls + 1) * net.vcs_per_class):
+            vpc = net.vcs_per_class
+            for k in range(vpc):  # round-robin, so back-to-back packets use different VCs
+                c = cls * vpc + (st.va_ptr[l] + k) % vpc
                 if st.owner[l, c] < 0 and (not net.vct or st.credit[l, c] >= st.p_flits[pkt]):
                     v = c
                     st.owner[l, c] = -2 - ep
                     st.q_vc[ep] = c
+                    st.va_ptr[l] = (c - cls * vpc + 1) % vpc
                     break
             if v < 0:
                 continue

@@ -1,0 +1,81 @@
+"""Flit-level all-reduce co-simulation: checked results, NIC behaviour, and the calibration
+of the message-level model against it (docs/allreduce.md, "Calibration")."""
+
+from __future__ import annotations
+
+import pytest
+
+from nic.allreduce import NicConfig, simulate_allreduce
+from nic.collectives import Schedule, build
+from nic.scheduler import OP_REDUCE
+from noc.errors import ConfigError
+from noc.flit import FlitNetworkConfig
+from noc.topology import parse_spec
+
+NET = FlitNetworkConfig(num_vcs=4, vc_depth_flits=32)
+SIZE = 256 * 1024
+
+# (topology, algorithm, NIC) where the fluid message model is known to miss the flit-level
+# behaviour by more than 5 %: VC allocation turnaround and head-of-line blocking when
+# several long messages share links (measured residuals in docs/allreduce.md).
+KNOWN_RESIDUALS = {
+    ("torus:4x4:c4", "halving_doubling", "codesigned"),
+    ("torus:4x4", "dbtree", "baseline"), ("mesh:4x4", "dbtree", "baseline"), ("fattree:k4:l2", "dbtree", "baseline"),
+    ("torus:4x4", "halving_doubling", "baseline"), ("torus:4x4:c4", "halving_doubling", "baseline"),
+    ("torus:4x4:c4", "multitree", "baseline"), ("mesh:4x4", "multitree", "baseline"),
+    ("fattree:k4:l2", "multitree", "baseline"), ("fattree:k4:l2", "bidir_ring", "baseline"),
+}
+
+CASES = []
+for spec in ("torus:4x4", "torus:4x4:c4", "mesh:4x4", "fattree:k4:l2"):
+    for algorithm in ("ring", "bidir_ring", "ring2d", "dbtree", "halving_doubling", "multitree"):
+        if algorithm == "ring2d" and spec.startswith("fattree"):
+            continue  # ring2d is for 2D grids
+        for design in ("codesigned", "baseline"):
+            marks = [pytest.mark.xfail(strict=True, reason="known residual > 5 %, see docs/allreduce.md")] \
+                if (spec, algorithm, design) in KNOWN_RESIDUALS else []
+            CASES.append(pytest.param(spec, algorithm, design, marks=marks, id=f"{spec}-{algorithm}-{design}"))
+
+
+@pytest.mark.parametrize("spec,algorithm,design", CASES)
+def test_message_model_is_within_5_percent_of_flit_level(spec, algorithm, design):
+    t = parse_spec(spec)
+    s = build(t, algorithm)
+    nic = NicConfig(design=design)
+    flit = simulate_allreduce(t, s, nic, NET, SIZE, model="flit")
+    msg = simulate_allreduce(t, s, nic, NET, SIZE, model="message")
+    assert flit.verified and msg.verified
+    assert msg.total_cycles == pytest.approx(flit.total_cycles, rel=0.05)
+
+
+def test_single_transfer_times_are_exact():
+    t = parse_spec("ring:4")
+    s = Schedule.from_transfers("one", "ring:4", 4, 1, 1, [(0, 0, 1, 0, OP_REDUCE)])
+    from nic.allreduce import prepare
+    from nic.flit_cosim import run_flit
+
+    for design, bulk_flits, start in (("codesigned", 1 + 4096, 1), ("baseline", 256 * 17, 0)):
+        nic = NicConfig(design=design)
+        timing = run_flit(t, s, prepare(t, s, nic, 1 << 16), nic, NET)
+        # the co-designed scheduler offers its first send one cycle after start; the NI
+        # then injects one flit per cycle; the tail arrives after 1 + 2 x 3 cycles (1 hop)
+        assert timing.start_cycles[0] == start
+        assert timing.arrive_cycles[0] == start + bulk_flits - 1 + 1 + 2 * 3
+
+
+def test_codesigned_multitree_beats_ring_and_the_baseline_at_flit_level():
+    t = parse_spec("torus:4x4:c4")
+    ring = simulate_allreduce(t, build(t, "ring"), NicConfig(), NET, SIZE, model="flit")
+    mt = build(t, "multitree")
+    co = simulate_allreduce(t, mt, NicConfig(), NET, SIZE, model="flit")
+    base = simulate_allreduce(t, mt, NicConfig(design="baseline"), NET, SIZE, model="flit")
+    assert co.total_cycles < ring.total_cycles / 2.5
+    assert co.total_cycles < base.total_cycles
+    assert co.total_cycles >= co.bound_cycles
+    assert 0 < co.link_utilisation_mean <= co.link_utilisation_max <= 1
+
+
+def test_flit_level_needs_links_one_flit_wide():
+    t = parse_spec("torus:4x4").with_links(bytes_per_cycle=32)
+    with pytest.raises(ConfigError, match="one 16-byte flit per link per cycle"):
+        simulate_allreduce(t, build(t, "ring"), NicConfig(), NET, SIZE, model="flit")
