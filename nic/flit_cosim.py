@@ -98,6 +98,10 @@ def _cosim(net, st, codesigned, tabs, regs, row_tid, params, nis, node_eps, ep_n
 
     inp = np.zeros(N_IN_HEADER + 3 * nis, np.int64)
     out = np.zeros(N_OUTS, np.int64)
+    depth = tabs.shape[1]
+    quiet = np.zeros(n_nodes, np.bool_)  # co-designed: state unchanged by an input-free edge
+    regs_before = np.zeros(regs.shape[1], np.int64)
+    next_check = np.zeros(n_nodes, np.int64)  # baseline: when a node's NIs must look again
     arrived = 0
     now = 0
     errors = 0
@@ -105,6 +109,14 @@ def _cosim(net, st, codesigned, tabs, regs, row_tid, params, nis, node_eps, ep_n
         # ---- NICs
         for v in range(n_nodes):
             if codesigned:
+                has_input = now == 0 or ni_done_next[v] != 0
+                if not has_input:
+                    for p in range(nis):
+                        if pend_n[v, p] > 0:
+                            has_input = True
+                            break
+                if quiet[v] and not has_input:
+                    continue  # same state, no inputs: the same (idle) outputs and no change
                 sched_outputs(tabs[v], regs[v], params, out)
                 inp[:] = 0
                 if now == 0:
@@ -127,15 +139,31 @@ def _cosim(net, st, codesigned, tabs, regs, row_tid, params, nis, node_eps, ep_n
                     inp[I_SEND_READY] = 1
                     launch = row_tid[v, out[O_SEND_ENTRY]]
                     ni = out[O_SEND_NI]
+                regs_before[:] = regs[v]
+                issued_before = 0
+                for i in range(depth):
+                    issued_before += tabs[v, i, C_ISSUED]
                 sched_edge(tabs[v], regs[v], params, inp, out)
                 if out[O_ERR] != 0:
                     errors += 1
+                issued_after = 0
+                for i in range(depth):
+                    issued_after += tabs[v, i, C_ISSUED]
+                same = issued_after == issued_before
+                for i in range(regs_before.shape[0]):
+                    if regs_before[i] != regs[v, i]:
+                        same = False
+                        break
+                quiet[v] = same and not has_input and launch < 0
                 if launch >= 0:
                     ep = node_eps[v, ni]
                     ni_t[ep] = launch
                     ni_left[ep] = t_payload[launch]
                     start[launch] = now
             else:
+                if next_check[v] > now:
+                    continue  # nothing this node waits for has happened since its last scan
+                earliest = max_cycles
                 for p in range(nis):
                     ep = node_eps[v, p]
                     if ni_t[ep] >= 0:
@@ -147,11 +175,15 @@ def _cosim(net, st, codesigned, tabs, regs, row_tid, params, nis, node_eps, ep_n
                             if j == node_first[v]:
                                 node_first[v] += 1
                             continue
-                        if deps_left[t] == 0 and ready_at[t] <= now:
-                            start[t] = now
-                            ni_t[ep] = t
-                            ni_left[ep] = t_payload[t]
-                            break
+                        if deps_left[t] == 0:
+                            if ready_at[t] <= now:
+                                start[t] = now
+                                ni_t[ep] = t
+                                ni_left[ep] = t_payload[t]
+                                break
+                            if ready_at[t] < earliest:
+                                earliest = ready_at[t]
+                next_check[v] = earliest  # an arrival or a freed NI wakes it earlier
             ni_done_next[v] = 0
         # ---- packetisers: one packet at a time into the NI's source queue
         for ep in range(e):
@@ -162,6 +194,7 @@ def _cosim(net, st, codesigned, tabs, regs, row_tid, params, nis, node_eps, ep_n
                 sent[t] = now
                 ni_t[ep] = -1
                 ni_done_next[ep_node[ep]] |= 1 << ep_port[ep]
+                next_check[ep_node[ep]] = now + 1
                 continue
             if bulk:
                 size = ni_left[ep]
@@ -195,6 +228,8 @@ def _cosim(net, st, codesigned, tabs, regs, row_tid, params, nis, node_eps, ep_n
                         deps_left[w] -= 1
                         if deps_left[w] == 0:
                             ready_at[w] = cyc + issue_delay
+                            if ready_at[w] < next_check[t_src[w]]:
+                                next_check[t_src[w]] = ready_at[w]
         if stuck(net, st):
             return now, arrived, -2
         now += 1
