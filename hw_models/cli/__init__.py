@@ -16,6 +16,7 @@ import typer
 from hw_models import __version__
 from hw_models.cli import config_cmd, demo_cmd, topology_cmd
 from hw_models.cli import allreduce_cmd, rtl_cmd, schedule_cmd
+from hw_models.cli import noc_cmd
 from noc.errors import HwModelsError
 
 app = typer.Typer(
@@ -45,6 +46,7 @@ def _root(
 app.add_typer(topology_cmd.app, name="topology")
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(rtl_cmd.app, name="rtl")
+app.add_typer(noc_cmd.app, name="noc")
 app.command(name="schedule")(schedule_cmd.schedule)
 app.command(name="allreduce")(allreduce_cmd.allreduce)
 app.command(name="demo")(demo_cmd.demo)

@@ -1,0 +1,258 @@
+"""``hw-models noc``: synthetic-traffic runs and load–latency sweeps of the flit-level network.
+
+    hw-models noc run CONFIG [--rate 0.1] [--pattern uniform] [--seed 1] [--out DIR]
+    hw-models noc sweep-load CONFIG [--pattern uniform] [--seed 1] [--out DIR]
+
+CONFIG is a TOML file (docs/noc_example.toml; every key is documented in docs/noc.md):
+top-level ``topology``, ``link_latency_cycles`` and ``out_dir``, then the sections
+``[router]`` (:class:`noc.flit.FlitNetworkConfig`), ``[traffic]``
+(:class:`noc.flit_traffic.TrafficConfig`) and ``[sweep]``
+(:class:`noc.flitsim_sweep.SweepConfig`). Both commands print a table and write CSV and PNG
+into the output directory (files are written whole or not at all).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from pydantic import Field, field_validator
+
+app = typer.Typer(help="Flit-level network: synthetic traffic runs and load-latency sweeps.", no_args_is_help=True)
+
+
+@functools.cache
+def experiment_model():
+    """The TOML schema (built on first use: it imports the numba kernels' modules)."""
+    from noc.config import StrictModel
+    from noc.flit import FlitNetworkConfig
+    from noc.flit_traffic import TrafficConfig
+    from noc.flitsim_sweep import SweepConfig
+    from noc.topology import parse_spec
+
+    class NocExperimentConfig(StrictModel):
+        """A flit-level network experiment: topology, router, traffic and sweep."""
+
+        topology: str = Field("mesh:8x8", description="Topology spec (mesh:8x8, torus:8x8, fattree:k4:l2, ...).")
+        link_latency_cycles: Optional[int] = Field(None, ge=1, le=100_000,
+                                                   description="Latency of every link (default: the topology's).")
+        out_dir: str = Field("results/noc", description="Directory for CSV and PNG files.")
+        router: FlitNetworkConfig = FlitNetworkConfig()
+        traffic: TrafficConfig = TrafficConfig()
+        sweep: SweepConfig = SweepConfig()
+
+        @field_validator("topology")
+        @classmethod
+        def _spec_parses(cls, v: str) -> str:
+            parse_spec(v)  # raises SpecError with the accepted forms
+            return v
+
+    return NocExperimentConfig
+
+
+def load_experiment(config: Path, pattern: Optional[str] = None, seed: Optional[int] = None, rate: Optional[float] = None):
+    """Read and validate CONFIG (flags override ``[traffic]`` keys); returns (config, topology)."""
+    from noc.config import read_toml, validate
+    from noc.topology import parse_spec
+
+    data = read_toml(config)
+    overrides = {k: v for k, v in (("pattern", pattern), ("seed", seed), ("rate_packets", rate)) if v is not None}
+    source = str(config)
+    if overrides:
+        traffic = data.get("traffic", {})
+        if isinstance(traffic, dict):  # otherwise validation reports the bad section
+            data = {**data, "traffic": {**traffic, **overrides}}
+        source += " (with flags)"
+    cfg = validate(data, experiment_model(), source=source)
+    t = parse_spec(cfg.topology)
+    if cfg.link_latency_cycles is not None:
+        t = t.with_links(latency_cycles=cfg.link_latency_cycles)
+    return cfg, t
+
+
+def _stem(cfg) -> str:
+    return f"{cfg.topology.replace(':', '_')}_{cfg.traffic.pattern}"
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(width=None if sys.stdout.isatty() else 120)
+
+
+def _save_png(fig, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
+    os.replace(tmp, path)
+    return path
+
+
+def _fmt(x: float, digits: int = 2) -> str:
+    return "-" if x != x else f"{x:,.{digits}f}"  # nan -> '-'
+
+
+@app.command()
+def run(
+    config: Path = typer.Argument(..., help="Experiment TOML (see docs/noc_example.toml)."),
+    rate: Optional[float] = typer.Option(None, "--rate", help="Offered load in packets/NI/cycle (default: the config's traffic.rate_packets)."),
+    pattern: Optional[str] = typer.Option(None, "--pattern", help="Traffic pattern (default: the config's)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed (default: the config's traffic.seed)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory (default: the config's out_dir)."),
+) -> None:
+    """One load point: warm-up, measurement, drain. Prints latency, throughput, hops, link use; writes CSV and PNG."""
+    import numpy as np
+    from rich.table import Table
+
+    from hw_models.store import write_csv_atomic
+    from noc.flit_traffic import run_traffic
+    from noc.flitsim_sweep import bisection_bound_flits, zero_load_latency_cycles
+
+    cfg, t = load_experiment(config, pattern, seed, rate)
+    console = _console()
+    tr = cfg.traffic
+    with console.status(f"simulating {t.name}, {tr.pattern} at {tr.rate_packets:g} packets/NI/cycle ..."):
+        stats = run_traffic(t, cfg.router, tr)
+    analytic = zero_load_latency_cycles(t, cfg.router, tr)
+    router_links = np.nonzero(t.is_router_link)[0]
+    util = stats.link_utilisation
+    table = Table(title=f"{t.name}, {tr.pattern}, {tr.rate_packets:g} packets/NI/cycle "
+                        f"({stats.offered_flits:.4g} flits/NI/cycle), seed {tr.seed}", show_header=False)
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    rows = [
+        ("verdict", "stable" if stats.stable else "SATURATED / UNSTABLE (measured packets not drained)"),
+        ("offered (flits/NI/cycle)", _fmt(stats.offered_flits, 4)),
+        ("accepted (flits/NI/cycle)", _fmt(stats.accepted_flits, 4)),
+        ("uniform bisection bound (flits/NI/cycle)", _fmt(bisection_bound_flits(t), 4)),
+        ("packet latency avg / p50 / p99 (cycles)", f"{_fmt(stats.latency_avg)} / {_fmt(stats.latency_p50, 0)} / {_fmt(stats.latency_p99, 0)}"),
+        ("network latency avg (cycles)", _fmt(stats.network_latency_avg)),
+        ("zero-load latency, analytic (cycles)", _fmt(analytic)),
+        ("hops avg (router to router)", _fmt(stats.hops_avg, 3)),
+        ("measured packets delivered", f"{stats.packets:,}"),
+        ("router-link utilisation mean / max", f"{_fmt(float(util[router_links].mean()) if router_links.size else 0.0, 3)} / "
+                                               f"{_fmt(float(util[router_links].max()) if router_links.size else 0.0, 3)}"),
+        ("simulated cycles", f"{stats.cycles:,}"),
+    ]
+    for k, v in rows:
+        table.add_row(k, v)
+    console.print(table)
+
+    out_dir = out or Path(cfg.out_dir)
+    stem = f"run_{_stem(cfg)}_{tr.rate_packets:g}"
+    row = {"topology": t.name, "pattern": tr.pattern, "rate_packets": tr.rate_packets, "seed": tr.seed, **stats.row(),
+           "zero_load_latency_analytic": round(analytic, 3)}
+    csv_path = write_csv_atomic(out_dir / f"{stem}.csv", [row])
+    link_rows = [{"link": int(l), "src": int(t.link_src[l]), "dst": int(t.link_dst[l]), "router_link": bool(t.is_router_link[l]),
+                  "utilisation": round(float(util[l]), 5)} for l in range(t.num_links)]
+    links_path = write_csv_atomic(out_dir / f"{stem}_links.csv", link_rows)
+    png_path = _plot_links(t, util, out_dir / f"{stem}_links.png", f"{t.name} {tr.pattern} @ {stats.offered_flits:.3g} flits/NI/cycle")
+    console.print(f"wrote {csv_path}, {links_path} and {png_path}")
+
+
+def _plot_links(t, util, path: Path, title: str) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    links = np.nonzero(t.is_router_link)[0]
+    u = np.sort(util[links])[::-1] if links.size else np.zeros(0)
+    fig, ax = plt.subplots(figsize=(8, 4))
+    ax.bar(np.arange(u.size), u, width=1.0)
+    ax.set_xlabel("router-to-router links, most used first")
+    ax.set_ylabel("utilisation (flits/cycle)")
+    ax.set_ylim(0, 1.05)
+    ax.set_title(f"link utilisation: {title}")
+    try:
+        return _save_png(fig, path)
+    finally:
+        plt.close(fig)
+
+
+@app.command(name="sweep-load")
+def sweep_load_cmd(
+    config: Path = typer.Argument(..., help="Experiment TOML (see docs/noc_example.toml)."),
+    pattern: Optional[str] = typer.Option(None, "--pattern", help="Traffic pattern (default: the config's)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed (default: the config's traffic.seed)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory (default: the config's out_dir)."),
+) -> None:
+    """Offered load from near zero to saturation: zero-load latency, saturation throughput; table, CSV and PNG."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from hw_models.store import write_csv_atomic
+    from noc.flitsim_sweep import sweep_load
+
+    cfg, t = load_experiment(config, pattern, seed)
+    console = _console()
+    tr = cfg.traffic
+    console.print(f"load sweep on {t.name} ({t.num_endpoints} NIs), {tr.pattern} traffic, packets of "
+                  f"{tr.packet_flits} flits, {cfg.router.num_vcs} VCs x {cfg.router.vc_depth_flits} flits, "
+                  f"{cfg.router.flow_control}, {cfg.router.allocator}; seed {tr.seed}")
+    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console) as progress:
+        task = progress.add_task("load points", total=cfg.sweep.max_points)
+
+        def on_point(i, load, stats, saturated):
+            progress.update(task, completed=i, description=f"{load:.4f} flits/NI/cycle: "
+                            f"{'saturated' if saturated else _fmt(stats.latency_avg, 1) + ' cycles'}")
+
+        res = sweep_load(t, cfg.router, tr, cfg.sweep, on_point=on_point)
+        progress.update(task, total=len(res.points), completed=len(res.points))
+    table = Table(title=f"load-latency: {t.name}, {tr.pattern}")
+    for col in ("offered", "accepted", "lat avg", "p50", "p99", "net lat", "hops", "max link", "verdict"):
+        table.add_column(col, justify="right")
+    for p in res.points:
+        s = p.stats
+        u = s.link_utilisation[t.is_router_link] if s.link_utilisation.size else s.link_utilisation
+        table.add_row(f"{p.offered_flits:.4f}", _fmt(s.accepted_flits, 4), _fmt(s.latency_avg, 1), _fmt(s.latency_p50, 0),
+                      _fmt(s.latency_p99, 0), _fmt(s.network_latency_avg, 1), _fmt(s.hops_avg, 2),
+                      _fmt(float(u.max()) if u.size else 0.0, 3),
+                      "saturated" if p.saturated else "ok")
+    console.print(table)
+    console.print(f"zero-load latency {res.zero_load_latency_cycles:.2f} cycles measured at {res.points[0].offered_flits:.4g} "
+                  f"flits/NI/cycle (analytic {res.zero_load_latency_analytic_cycles:.2f}); saturation throughput "
+                  f"{res.saturation_offered_flits:.4f} flits/NI/cycle offered (first saturated "
+                  f"{_fmt(res.first_saturated_flits, 4)}), peak accepted {res.peak_accepted_flits:.4f}; "
+                  f"uniform bisection bound {res.bound_flits:.4f} "
+                  f"({100 * res.saturation_offered_flits / res.bound_flits:.0f} % of it)")
+    out_dir = out or Path(cfg.out_dir)
+    stem = f"sweep_{_stem(cfg)}"
+    csv_path = write_csv_atomic(out_dir / f"{stem}.csv", res.rows)
+    png_path = _plot_sweep(res, out_dir / f"{stem}.png", f"{t.name}, {tr.pattern} traffic")
+    console.print(f"wrote {csv_path} and {png_path}")
+
+
+def _plot_sweep(res, path: Path, title: str) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x = [p.offered_flits for p in res.points]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    ax1.plot(x, [p.stats.latency_avg for p in res.points], "o-", label="average")
+    ax1.plot(x, [p.stats.latency_p99 for p in res.points], "s--", label="p99", alpha=0.7)
+    ax1.axhline(res.zero_load_latency_analytic_cycles, color="k", linestyle=":", label="zero-load (analytic)")
+    ax1.axvline(res.saturation_offered_flits, color="r", linestyle=":", label="saturation")
+    ax1.set_yscale("log")
+    ax1.set_xlabel("offered load (flits/NI/cycle)")
+    ax1.set_ylabel("packet latency (cycles)")
+    ax1.legend()
+    ax2.plot(x, [p.stats.accepted_flits for p in res.points], "o-", label="accepted")
+    ax2.plot(x, x, "k:", label="offered")
+    ax2.axhline(res.bound_flits, color="g", linestyle="--", label="uniform bisection bound")
+    ax2.set_xlabel("offered load (flits/NI/cycle)")
+    ax2.set_ylabel("accepted throughput (flits/NI/cycle)")
+    ax2.legend()
+    fig.suptitle(title)
+    try:
+        return _save_png(fig, path)
+    finally:
+        plt.close(fig)

@@ -1,0 +1,172 @@
+"""Load–latency sweeps of the flit-level network: from near-zero load to saturation.
+
+One point is one :func:`noc.flit_traffic.run_traffic` run (warm-up, measurement window,
+drain of the measured packets). :func:`sweep_load` runs, in this order:
+
+1. a point at near-zero load (``start_flits``, default 1/50 of the bound below): its average
+   latency is the measured **zero-load latency**, reported next to the analytic value
+   :func:`zero_load_latency_cycles` (hops x per-hop delay + serialisation, averaged over the
+   pattern's source/destination pairs and the packet-size distribution);
+2. points at ``step_flits``, 2 x ``step_flits``, ... (default step: 1/8 of the bound) until
+   one is **saturated** — its drain did not finish (``stable`` is False: BookSim's
+   "unstable"), or its average latency exceeds ``latency_limit_factor`` x the zero-load
+   latency — or the offered load reaches one packet per NI per cycle;
+3. ``refine_steps`` bisections between the last unsaturated and the first saturated load.
+
+The **saturation throughput** is the highest offered load that was not saturated (within the
+bisection's resolution); the peak accepted throughput of any point is reported next to it.
+Loads are in flits per NI per cycle; ``bound_flits`` is the uniform-traffic bisection bound
+``min(1, 4 B / E)`` (B = bisection links one way, E = NIs: 4/k on a k x k mesh, 8/k on a
+k x k torus), which scales the default steps for every pattern but is a bound only for
+uniform traffic.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+from pydantic import Field
+
+from noc.config import StrictModel
+from noc.errors import ConfigError
+from noc.flit import FlitNetworkConfig
+from noc.flit_traffic import RunStats, TrafficConfig, destinations, run_traffic
+from noc.routing import route
+from noc.topology import Topology
+
+
+class SweepConfig(StrictModel):
+    """How :func:`sweep_load` chooses its load points (loads in flits per NI per cycle)."""
+
+    start_flits: float | None = Field(None, gt=0, le=1, description="Near-zero load of the first point (default: bound / 50).")
+    step_flits: float | None = Field(None, gt=0, le=1, description="Load step of the coarse sweep (default: bound / 8).")
+    max_points: int = Field(24, ge=2, le=200, description="At most this many points in all.")
+    refine_steps: int = Field(3, ge=0, le=10, description="Bisections between the last good and the first saturated load.")
+    latency_limit_factor: float = Field(6.0, gt=1, description="A point whose average latency exceeds this x the zero-load latency is saturated.")
+
+
+def bisection_bound_flits(topology: Topology) -> float:
+    """Uniform-traffic throughput bound in flits/NI/cycle: min(1, 4 x bisection links / NIs)."""
+    b = int(topology.summary()["bisection_links"])
+    e = topology.num_endpoints
+    return min(1.0, 4.0 * b / e) if b > 0 else 1.0
+
+
+def zero_load_latency_cycles(topology: Topology, network: FlitNetworkConfig, traffic: TrafficConfig) -> float:
+    """Analytic average zero-load packet latency (tail ejection - creation), in cycles.
+
+    Per packet: the sum of the link latencies on its path (injection and ejection links
+    included), plus the router pipeline (routing + VC alloc + switch alloc + switch traversal
+    delays) at each router, plus ``flits - 1`` cycles of serialisation; averaged over the
+    pattern's pairs and the packet-size distribution."""
+    routes = route(topology, network.routing, dateline=network.dateline)
+    e = topology.num_endpoints
+    lat = topology.link_latency_cycles.astype(np.float64)
+    h = routes.links.shape[2]
+    mask = np.arange(h)[None, None, :] < routes.length[:, :, None]
+    link_sum = np.where(mask, lat[np.clip(routes.links, 0, None)], 0.0).sum(axis=2)
+    per_pair = link_sum + (routes.length - 1) * network.router_delay_cycles
+    dst = destinations(traffic.pattern, topology)
+    off_diag = ~np.eye(e, dtype=bool)
+    uniform = float(per_pair[off_diag].mean()) if e > 1 else 0.0
+    if traffic.pattern == "uniform":
+        head = uniform
+    elif traffic.pattern == "hotspot":
+        to0 = float(per_pair[1:, 0].mean()) if e > 1 else 0.0
+        # a source's hotspot packet to itself (NI 0) is skipped, like the generator does
+        f = traffic.hotspot_fraction
+        head = ((1 - f) * uniform * e + f * to0 * (e - 1)) / ((1 - f) * e + f * (e - 1))
+    else:
+        src = np.arange(e)
+        moving = dst != src  # packets to oneself are not sent
+        head = float(per_pair[src[moving], dst[moving]].mean()) if moving.any() else 0.0
+    return head + traffic.mean_packet_flits - 1
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    offered_flits: float
+    stats: RunStats
+    saturated: bool
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    points: list[SweepPoint]  # in offered-load order
+    zero_load_latency_cycles: float  # measured at the first (near-zero) load
+    zero_load_latency_analytic_cycles: float
+    saturation_offered_flits: float  # highest unsaturated offered load
+    peak_accepted_flits: float  # highest accepted throughput of any point
+    bound_flits: float  # uniform bisection bound
+    first_saturated_flits: float = math.nan  # lowest saturated offered load (nan: never saturated)
+    rows: list[dict] = field(default_factory=list)
+
+
+def sweep_load(topology: Topology, network: FlitNetworkConfig, traffic: TrafficConfig, sweep: SweepConfig | None = None,
+               on_point: Callable[[int, float, RunStats, bool], None] | None = None) -> SweepResult:
+    """Sweep the offered load of ``traffic`` (its ``rate_packets`` is ignored) from near zero
+    to saturation on ``topology``. Deterministic for a given ``traffic.seed``."""
+    sw = SweepConfig() if sweep is None else sweep
+    bound = bisection_bound_flits(topology)
+    mean = traffic.mean_packet_flits
+    max_flits = mean  # one packet per NI per cycle
+    start = sw.start_flits if sw.start_flits is not None else bound / 50
+    step = sw.step_flits if sw.step_flits is not None else bound / 8
+    if start >= max_flits:
+        raise ConfigError(f"sweep.start_flits = {start}: must be below {max_flits} flits/NI/cycle (1 packet/NI/cycle)")
+    analytic = zero_load_latency_cycles(topology, network, traffic)
+    done: dict[float, SweepPoint] = {}
+    zero_load = math.nan
+
+    def run(load: float) -> SweepPoint:
+        nonlocal zero_load
+        stats = run_traffic(topology, network, traffic.model_copy(update={"rate_packets": min(1.0, load / mean)}))
+        if math.isnan(zero_load):
+            zero_load = stats.latency_avg
+        sat = (not stats.stable) or not (stats.latency_avg <= sw.latency_limit_factor * zero_load)
+        pt = SweepPoint(load, stats, sat)
+        done[load] = pt
+        if on_point is not None:
+            on_point(len(done), load, stats, sat)
+        return pt
+
+    first = run(start)
+    good, bad = (None, start) if first.saturated else (start, None)
+    k = 1
+    while bad is None and len(done) < sw.max_points:
+        load = min(k * step, max_flits)
+        k += 1
+        if load <= start:
+            continue
+        if run(load).saturated:
+            bad = load
+        else:
+            good = load
+        if load >= max_flits:
+            break
+    for _ in range(sw.refine_steps):
+        if good is None or bad is None or len(done) >= sw.max_points:
+            break
+        mid = round((good + bad) / 2, 6)
+        if mid in done:
+            break
+        if run(mid).saturated:
+            bad = mid
+        else:
+            good = mid
+    points = [done[x] for x in sorted(done)]
+    accepted = [p.stats.accepted_flits for p in points if not math.isnan(p.stats.accepted_flits)]
+    rows = []
+    for p in points:
+        r = {"offered_flits": round(p.offered_flits, 6), **{k2: v for k2, v in p.stats.row().items() if k2 != "offered_flits"},
+             "saturated": p.saturated}
+        rows.append(r)
+    return SweepResult(
+        points=points, zero_load_latency_cycles=float(zero_load), zero_load_latency_analytic_cycles=analytic,
+        saturation_offered_flits=float(good) if good is not None else 0.0,
+        peak_accepted_flits=max(accepted) if accepted else math.nan, bound_flits=bound,
+        first_saturated_flits=float(bad) if bad is not None else math.nan, rows=rows,
+    )
