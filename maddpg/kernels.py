@@ -413,3 +413,59 @@ def gumbel_softmax_backward(out, dout, dlogits, temperature, tile_b):
                 dot += dout[bb, a] * out[bb, a]
             for a in range(n_act):
                 dlogits[bb, a] = out[bb, a] * (dout[bb, a] - dot) * inv_t
+
+
+# ---------------------------------------------------------------------------------------
+# Data movement and small fused loss kernels
+# ---------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def gather_rows(src, idx, dst):
+    """``dst[k, :] = src[idx[k], :]`` (the replay-buffer DMA of one sampled batch)."""
+    n = src.shape[1]
+    for k in range(idx.shape[0]):
+        r = idx[k]
+        for j in range(n):
+            dst[k, j] = src[r, j]
+
+
+@njit(cache=True)
+def put_columns(src, dst, col0):
+    """``dst[:, col0:col0 + w] = src`` (building a critic's concatenated input)."""
+    w = src.shape[1]
+    for k in range(src.shape[0]):
+        for j in range(w):
+            dst[k, col0 + j] = src[k, j]
+
+
+@njit(cache=True)
+def take_columns(src, col0, dst):
+    """``dst = src[:, col0:col0 + w]`` into a contiguous buffer."""
+    w = dst.shape[1]
+    for k in range(dst.shape[0]):
+        for j in range(w):
+            dst[k, j] = src[k, col0 + j]
+
+
+@njit(cache=True)
+def td_loss_grad(q, q_next, rew, done, gamma, dq):
+    """Critic loss ``mean((q - y)^2)`` with ``y = r + gamma (1 - done) q_next``: writes
+    ``dq = 2 (q - y) / B`` and returns the loss."""
+    n = q.shape[0]
+    loss = 0.0
+    for k in range(n):
+        y = rew[k] + np.float32(gamma) * (np.float32(1.0) - done[k]) * q_next[k, 0]
+        d = q[k, 0] - y
+        loss += np.float64(d) * d
+        dq[k, 0] = np.float32(2.0) * d / np.float32(n)
+    return loss / n
+
+
+@njit(cache=True)
+def add_l2_grad(dlogits, logits, coef):
+    """``dlogits += coef * 2 * logits / logits.size`` — the gradient of ``coef * mean(logits^2)``."""
+    scale = np.float32(2.0 * coef / (logits.shape[0] * logits.shape[1]))
+    for k in range(logits.shape[0]):
+        for a in range(logits.shape[1]):
+            dlogits[k, a] += scale * logits[k, a]
