@@ -1,0 +1,122 @@
+"""noc.flitsim_sweep and ``hw-models noc``: analytic zero-load latency, the load sweep's
+zero-load and saturation findings, determinism, and the CLI's files and errors."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+import numpy as np
+import pytest
+
+from noc.flit import FlitNetworkConfig, run_packets
+from noc.flit_traffic import TrafficConfig
+from noc.flitsim_sweep import SweepConfig, bisection_bound_flits, sweep_load, zero_load_latency_cycles
+from noc.topology import parse_spec
+
+FAST = dict(warmup_cycles=300, measure_cycles=1500, drain_limit_cycles=3000)
+
+
+def test_bisection_bounds_are_the_textbook_ones():
+    assert bisection_bound_flits(parse_spec("mesh:8x8")) == pytest.approx(4 / 8)
+    assert bisection_bound_flits(parse_spec("torus:8x8")) == pytest.approx(8 / 8)
+    assert bisection_bound_flits(parse_spec("mesh:4x4")) == pytest.approx(4 / 4)
+    assert bisection_bound_flits(parse_spec("torus:4x4")) == 1.0  # 8/4 = 2, capped by the NI link
+
+
+@pytest.mark.parametrize("spec,pattern", [("torus:4x4", "bitcomp"), ("mesh:3x3", "neighbor"), ("ring:6:c2", "tornado")])
+@pytest.mark.parametrize("pipe", [dict(), dict(routing_delay_cycles=2, vc_alloc_delay_cycles=0, st_delay_cycles=1)])
+def test_analytic_zero_load_latency_equals_the_simulated_one_for_fixed_patterns(spec, pattern, pipe):
+    t = parse_spec(spec)
+    cfg = FlitNetworkConfig(vc_depth_flits=16, **pipe)
+    tr = TrafficConfig(pattern=pattern, packet_flits=[3])
+    from noc.flit_traffic import destinations
+
+    dst = destinations(pattern, t)
+    pairs = [(s, int(d)) for s, d in enumerate(dst) if d != s]
+    lat = []
+    for s, d in pairs:  # one packet alone in the network at a time
+        inj, ej, _ = run_packets(t, cfg, np.array([[0, s, d, 3]]))
+        lat.append(ej[0] - 0)  # created at cycle 0, injected at once
+    assert float(np.mean(lat)) == pytest.approx(zero_load_latency_cycles(t, cfg, tr), abs=1e-9)
+
+
+def test_analytic_uniform_average_matches_the_low_load_measurement():
+    t = parse_spec("mesh:4x4")
+    cfg = FlitNetworkConfig()
+    tr = TrafficConfig(rate_packets=0.005, packet_flits=[1, 5], warmup_cycles=200, measure_cycles=20000, seed=2)
+    res = sweep_load(t, cfg, tr, SweepConfig(start_flits=0.015, step_flits=0.5, max_points=2, refine_steps=0))
+    analytic = zero_load_latency_cycles(t, cfg, tr)
+    assert analytic == pytest.approx(1 + 3 * (2.5 * 16 / 15 + 1) + 2, rel=1e-9)  # avg hops of a 4x4 mesh: 8/3
+    assert res.zero_load_latency_cycles == pytest.approx(analytic, rel=0.03)  # only sampling and rare queueing
+
+
+@pytest.mark.parametrize("spec,low,high", [("mesh:4x4", 0.6, 1.0), ("torus:4x4", 0.5, 1.0)])
+def test_sweep_finds_saturation_below_the_bisection_bound(spec, low, high):
+    t = parse_spec(spec)
+    cfg = FlitNetworkConfig(num_vcs=4)
+    res = sweep_load(t, cfg, TrafficConfig(**FAST), SweepConfig(refine_steps=2))
+    offered = [p.offered_flits for p in res.points]
+    assert offered == sorted(offered) and offered[0] == pytest.approx(res.bound_flits / 50)
+    assert res.points[-1].saturated or any(p.saturated for p in res.points)
+    assert not math.isnan(res.first_saturated_flits) and res.saturation_offered_flits < res.first_saturated_flits
+    # documented in docs/validation.md: the fraction of the bound that DOR reaches
+    assert low * res.bound_flits <= res.saturation_offered_flits <= high * res.bound_flits
+    assert res.peak_accepted_flits <= res.bound_flits * 1.02  # sampling noise only
+    good = [p for p in res.points if not p.saturated]
+    assert all(p.stats.accepted_flits == pytest.approx(p.offered_flits, rel=0.15, abs=0.01) for p in good)
+
+
+def test_sweep_is_deterministic():
+    t = parse_spec("mesh:3x3")
+    tr = TrafficConfig(packet_flits=[1, 4], packet_weights=[0.75, 0.25], **FAST)
+    sw = SweepConfig(max_points=5, refine_steps=1)
+    a, b = sweep_load(t, FlitNetworkConfig(), tr, sw), sweep_load(t, FlitNetworkConfig(), tr, sw)
+    assert a.rows == b.rows and len(a.rows) >= 2
+
+
+def test_noc_cli_run_and_sweep_write_csv_and_png(tmp_path):
+    from typer.testing import CliRunner
+
+    from hw_models.cli import app
+
+    cfg = tmp_path / "noc.toml"
+    cfg.write_text('topology = "mesh:3x3"\n[router]\nnum_vcs = 2\n'
+                   '[traffic]\nwarmup_cycles = 200\nmeasure_cycles = 800\ndrain_limit_cycles = 2000\n'
+                   '[sweep]\nmax_points = 4\nrefine_steps = 0\n')
+    out = tmp_path / "out"
+    r = CliRunner().invoke(app, ["noc", "run", str(cfg), "--rate", "0.05", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "stable" in r.output
+    rows = list(csv.DictReader((out / "run_mesh_3x3_uniform_0.05.csv").open()))
+    assert len(rows) == 1 and float(rows[0]["accepted_flits"]) > 0
+    links = list(csv.DictReader((out / "run_mesh_3x3_uniform_0.05_links.csv").open()))
+    assert len(links) == parse_spec("mesh:3x3").num_links
+    assert (out / "run_mesh_3x3_uniform_0.05_links.png").read_bytes()[:4] == b"\x89PNG"
+    r = CliRunner().invoke(app, ["noc", "sweep-load", str(cfg), "--out", str(out), "--pattern", "neighbor"])
+    assert r.exit_code == 0, r.output
+    assert "zero-load latency" in r.output and "saturation throughput" in r.output
+    rows = list(csv.DictReader((out / "sweep_mesh_3x3_neighbor.csv").open()))
+    assert 2 <= len(rows) <= 4
+    assert (out / "sweep_mesh_3x3_neighbor.png").read_bytes()[:4] == b"\x89PNG"
+    assert not list(out.glob("*.tmp"))
+
+
+@pytest.mark.parametrize("body,flags,message", [
+    ('[router]\nnum_vc = 2\n', [], "unknown key 'router.num_vc' (allowed: allocator"),
+    ('[traffic]\nrate_packets = 2.0\n', [], "key 'traffic.rate_packets' = 2.0"),
+    ('topology = "torus:4x4"\n[router]\nnum_vcs = 3\n', [], "num_vcs must be a multiple of 2"),
+    ('topology = "mesh:3x3"\n', ["--pattern", "bitcomp"], "power-of-two"),
+    ('topology = "blob:3"\n', [], "blob:3"),
+])
+def test_noc_cli_bad_config_is_one_line_and_exit_2(tmp_path, capsys, body, flags, message):
+    from hw_models.cli import main
+
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text(body)
+    with pytest.raises(SystemExit) as exc:
+        main(["noc", "run", str(cfg), "--out", str(tmp_path / "out"), *flags])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()  # nothing half-written
