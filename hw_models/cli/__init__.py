@@ -46,6 +46,7 @@ def _root(
 app.add_typer(topology_cmd.app, name="topology")
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(rtl_cmd.app, name="rtl")
+app.add_typer(__import__("hw_models.cli.maddpg_cmd", fromlist=["app"]).app, name="maddpg")
 app.add_typer(noc_cmd.app, name="noc")
 app.command(name="schedule")(schedule_cmd.schedule)
 app.command(name="allreduce")(allreduce_cmd.allreduce)

@@ -1,0 +1,163 @@
+"""Time per MADDPG update (every agent: critic step, actor step, soft target updates; batch
+1024) with our Numba kernels vs PyTorch on the CPU, identical shapes and hyperparameters, in
+the same run. Shapes are simple_spread's: N agents, observation 4 + 2N + 4(N - 1), 5 actions,
+critics over all observations and actions, two 64-unit ReLU layers.
+
+    .venv/bin/python bench/maddpg_speed.py [--agents 3 6 12] [--repeats 20] [--batch 1024]
+
+PyTorch is the optional ``bench`` extra (``pip install -e '.[bench]'``); without it the
+PyTorch column is skipped with a message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+
+import numpy as np
+
+from maddpg.trainer import MADDPG, make_config
+
+ACT = 5
+REPLAY = 20_000
+
+
+def spread_obs_dim(n: int) -> int:
+    return 4 + 2 * n + 4 * (n - 1)
+
+
+class _ShapeOnlyEnv:
+    """Dimensions only: the bench fills the replay directly and never steps an environment."""
+
+    def __init__(self, n: int) -> None:
+        self.n_agents = n
+        self.obs_dims = [spread_obs_dim(n)] * n
+        self.act_dims = [ACT] * n
+
+
+def _fill(rp, rng: np.random.Generator) -> None:
+    for j in range(len(rp.obs)):
+        rp.obs[j][:REPLAY] = rng.normal(size=rp.obs[j][:REPLAY].shape)
+        rp.next_obs[j][:REPLAY] = rng.normal(size=rp.obs[j][:REPLAY].shape)
+        a = rng.random((REPLAY, ACT))
+        rp.act[j][:REPLAY] = a / a.sum(1, keepdims=True)
+    rp.rew[:, :REPLAY] = rng.normal(size=(len(rp.obs), REPLAY))
+    rp.size = rp.pos = REPLAY
+
+
+def time_ours(n: int, batch: int, repeats: int) -> float:
+    cfg = make_config(env="simple_spread", n_agents=n, seed=0, batch_size=batch, buffer_size=REPLAY)
+    t = MADDPG(cfg, lambda *a: _ShapeOnlyEnv(n))
+    _fill(t.replay, np.random.default_rng(0))
+    t.update()  # warm-up (compilation, workspaces)
+    best = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        t.update()
+        best.append(time.perf_counter() - t0)
+    return float(np.median(best))
+
+
+def time_torch(n: int, batch: int, repeats: int) -> float:
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    od = spread_obs_dim(n)
+    c_in = n * (od + ACT)
+
+    def mlp(i, o):
+        return nn.Sequential(nn.Linear(i, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, o))
+
+    actors = [mlp(od, ACT) for _ in range(n)]
+    critics = [mlp(c_in, 1) for _ in range(n)]
+    actors_t = [mlp(od, ACT) for _ in range(n)]
+    critics_t = [mlp(c_in, 1) for _ in range(n)]
+    for a, b in zip(actors_t + critics_t, actors + critics):
+        a.load_state_dict(b.state_dict())
+    a_opt = [torch.optim.Adam(a.parameters(), lr=1e-2, eps=1e-8) for a in actors]
+    c_opt = [torch.optim.Adam(c.parameters(), lr=1e-2, eps=1e-8) for c in critics]
+    g = torch.Generator().manual_seed(0)
+    obs = torch.randn(n, REPLAY, od, generator=g)
+    nobs = torch.randn(n, REPLAY, od, generator=g)
+    act = torch.softmax(torch.randn(n, REPLAY, ACT, generator=g), -1)
+    rew = torch.randn(n, REPLAY, generator=g)
+    done = torch.zeros(REPLAY)
+
+    def gumbel(logits):
+        u = torch.rand(logits.shape, generator=g).clamp_(1e-10, 1 - 2**-24)
+        return torch.softmax(logits - torch.log(-torch.log(u)), -1)
+
+    def clip_per_tensor(params):
+        for p in params:
+            torch.nn.utils.clip_grad_norm_([p], 0.5)
+
+    def update():
+        for i in range(n):
+            idx = torch.randint(0, REPLAY, (batch,), generator=g)
+            o = [obs[j, idx] for j in range(n)]
+            no = [nobs[j, idx] for j in range(n)]
+            a = [act[j, idx] for j in range(n)]
+            with torch.no_grad():
+                ta = [gumbel(actors_t[j](no[j])) for j in range(n)]
+                q_next = critics_t[i](torch.cat(no + ta, 1)).squeeze(1)
+                y = rew[i, idx] + 0.95 * (1 - done[idx]) * q_next
+            q = critics[i](torch.cat(o + a, 1)).squeeze(1)
+            loss = ((q - y) ** 2).mean()
+            c_opt[i].zero_grad()
+            loss.backward()
+            clip_per_tensor(critics[i].parameters())
+            c_opt[i].step()
+            logits = actors[i](o[i])
+            a2 = list(a)
+            a2[i] = gumbel(logits)
+            p_loss = -critics[i](torch.cat(o + a2, 1)).mean() + 1e-3 * (logits**2).mean()
+            a_opt[i].zero_grad()
+            p_loss.backward()
+            clip_per_tensor(actors[i].parameters())
+            a_opt[i].step()
+            with torch.no_grad():
+                for tn, sn in ((actors_t[i], actors[i]), (critics_t[i], critics[i])):
+                    for tp, sp in zip(tn.parameters(), sn.parameters()):
+                        tp.mul_(0.99).add_(sp, alpha=0.01)
+
+    update()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        update()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--agents", type=int, nargs="+", default=[3, 6, 12])
+    ap.add_argument("--batch", type=int, default=1024)
+    ap.add_argument("--repeats", type=int, default=20)
+    args = ap.parse_args()
+    try:
+        import torch
+
+        torch_info = f"torch {torch.__version__}, {torch.get_num_threads()} threads"
+    except ImportError:
+        torch = None
+        torch_info = "PyTorch not installed: skipping the PyTorch column (pip install -e '.[bench]')"
+    import numba
+
+    print(f"# MADDPG update time, batch {args.batch}, median of {args.repeats}; {platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} CPUs, numba {numba.__version__} ({numba.get_num_threads()} threads); {torch_info}")
+    print(f"{'agents':>6} {'ours ms':>9} {'torch ms':>9} {'speed-up':>9}")
+    for n in args.agents:
+        ours = time_ours(n, args.batch, args.repeats)
+        if torch is not None:
+            tt = time_torch(n, args.batch, args.repeats)
+            print(f"{n:>6} {ours * 1e3:>9.2f} {tt * 1e3:>9.2f} {tt / ours:>8.2f}x", flush=True)
+        else:
+            print(f"{n:>6} {ours * 1e3:>9.2f} {'-':>9} {'-':>9}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

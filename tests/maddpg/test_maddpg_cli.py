@@ -1,0 +1,73 @@
+"""hw-models maddpg train: outputs, seed line, resume, Ctrl-C keeps the checkpoint, errors exit 2."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from hw_models.cli import app, main
+from hw_models.cli import maddpg_cmd
+from maddpg_standin_env import make_standin
+
+ARGS = ["maddpg", "train", "--env", "simple", "--agents", "1", "--seed", "3", "--batch-size", "16",
+        "--learning-starts", "50", "--random-episodes", "5"]
+
+
+@pytest.fixture(autouse=True)
+def _standin(monkeypatch):
+    monkeypatch.setattr(maddpg_cmd, "_env_factory", lambda: make_standin)
+
+
+def _rewards(path):
+    with open(path) as f:
+        return [float(r["reward"]) for r in csv.DictReader(f)]
+
+
+def test_train_writes_outputs_and_resume_matches_a_straight_run(tmp_path):
+    r = CliRunner().invoke(app, [*ARGS, "--episodes", "12", "--out", str(tmp_path / "a"), "--checkpoint-every", "4"])
+    assert r.exit_code == 0, r.output
+    assert "seed 3" in r.output
+    for name in ("rewards.csv", "learning_curve.png", "checkpoint.npz"):
+        assert (tmp_path / "a" / name).stat().st_size > 0
+    straight = _rewards(tmp_path / "a" / "rewards.csv")
+    assert len(straight) == 12
+    b = tmp_path / "b"
+    assert CliRunner().invoke(app, [*ARGS, "--episodes", "6", "--out", str(b), "--checkpoint-every", "3"]).exit_code == 0
+    r = CliRunner().invoke(app, [*ARGS, "--episodes", "12", "--out", str(b), "--checkpoint-every", "3", "--resume"])
+    assert r.exit_code == 0, r.output
+    assert "resumed" in r.output
+    assert _rewards(b / "rewards.csv") == straight
+    a_ck, b_ck = np.load(tmp_path / "a" / "checkpoint.npz"), np.load(b / "checkpoint.npz")
+    np.testing.assert_array_equal(a_ck["agent0/actor"], b_ck["agent0/actor"])
+
+
+def test_ctrl_c_keeps_the_last_checkpoint(tmp_path, monkeypatch):
+    from maddpg.trainer import MADDPG
+
+    real = MADDPG.run_episode
+
+    def run_episode(self):
+        if self.episode == 7:
+            raise KeyboardInterrupt
+        return real(self)
+
+    monkeypatch.setattr(MADDPG, "run_episode", run_episode)
+    r = CliRunner().invoke(app, [*ARGS, "--episodes", "20", "--out", str(tmp_path), "--checkpoint-every", "5"])
+    assert r.exit_code == 130, r.output
+    assert "episode 5" in r.output and "--resume" in r.output
+    from maddpg.trainer import make_config
+
+    t = MADDPG(make_config(env="simple", n_agents=1, seed=3, batch_size=16, learning_starts=50), make_standin)
+    t.load(tmp_path / "checkpoint.npz")
+    assert t.episode == 5
+
+
+def test_bad_resume_is_a_one_line_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([*ARGS, "--episodes", "3", "--out", str(tmp_path), "--resume"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "no checkpoint" in err and err.count("\n") == 1
