@@ -4,10 +4,10 @@
     hw-models noc sweep-load CONFIG [--pattern uniform] [--seed 1] [--out DIR]
 
 CONFIG is a TOML file (docs/noc_example.toml; every key is documented in docs/noc.md):
-top-level ``topology``, ``link_latency_cycles`` and ``out_dir``, then the sections
-``[router]`` (:class:`noc.flit.FlitNetworkConfig`), ``[traffic]``
-(:class:`noc.flit_traffic.TrafficConfig`) and ``[sweep]``
-(:class:`noc.flitsim_sweep.SweepConfig`). Both commands print a table and write CSV and PNG
+``[network]`` (:class:`hw_models.config.NetworkConfig`, as in every hw-models config:
+topology, link latency, NIs per node), ``[router]`` (:class:`noc.flit.FlitNetworkConfig`),
+``[traffic]`` (:class:`noc.flit_traffic.TrafficConfig`), ``[sweep]``
+(:class:`noc.flitsim_sweep.SweepConfig`) and a top-level ``out_dir``. Both commands print a table and write CSV and PNG
 into the output directory (files are written whole or not at all).
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from pydantic import Field, field_validator
+from pydantic import Field
 
 app = typer.Typer(help="Flit-level network: synthetic traffic runs and load-latency sweeps.", no_args_is_help=True)
 
@@ -28,36 +28,33 @@ app = typer.Typer(help="Flit-level network: synthetic traffic runs and load-late
 @functools.cache
 def experiment_model():
     """The TOML schema (built on first use: it imports the numba kernels' modules)."""
+    from hw_models.config import NetworkConfig
     from noc.config import StrictModel
     from noc.flit import FlitNetworkConfig
     from noc.flit_traffic import TrafficConfig
     from noc.flitsim_sweep import SweepConfig
-    from noc.topology import parse_spec
 
     class NocExperimentConfig(StrictModel):
-        """A flit-level network experiment: topology, router, traffic and sweep."""
+        """A flit-level network experiment: network (as in every hw-models config), router, traffic, sweep."""
 
-        topology: str = Field("mesh:8x8", description="Topology spec (mesh:8x8, torus:8x8, fattree:k4:l2, ...).")
-        link_latency_cycles: Optional[int] = Field(None, ge=1, le=100_000,
-                                                   description="Latency of every link (default: the topology's).")
-        out_dir: str = Field("results/noc", description="Directory for CSV and PNG files.")
+        network: NetworkConfig = NetworkConfig()
         router: FlitNetworkConfig = FlitNetworkConfig()
         traffic: TrafficConfig = TrafficConfig()
         sweep: SweepConfig = SweepConfig()
-
-        @field_validator("topology")
-        @classmethod
-        def _spec_parses(cls, v: str) -> str:
-            parse_spec(v)  # raises SpecError with the accepted forms
-            return v
+        out_dir: str = Field("results/noc", description="Directory for CSV and PNG files.")
 
     return NocExperimentConfig
 
 
 def load_experiment(config: Path, pattern: Optional[str] = None, seed: Optional[int] = None, rate: Optional[float] = None):
-    """Read and validate CONFIG (flags override ``[traffic]`` keys); returns (config, topology)."""
+    """Read and validate CONFIG (flags override ``[traffic]`` keys); returns (config, topology).
+
+    The routing is ``router.routing``, or ``network.routing`` when the router's is "auto";
+    two different explicit choices are an error. ``network.link_bytes_per_cycle`` and
+    ``clock_ghz`` do not change the flit-level model (a link carries one flit per cycle)."""
+    from hw_models.cli.schedule_cmd import resolve_topology
     from noc.config import read_toml, validate
-    from noc.topology import parse_spec
+    from noc.errors import ConfigError
 
     data = read_toml(config)
     overrides = {k: v for k, v in (("pattern", pattern), ("seed", seed), ("rate_packets", rate)) if v is not None}
@@ -68,14 +65,19 @@ def load_experiment(config: Path, pattern: Optional[str] = None, seed: Optional[
             data = {**data, "traffic": {**traffic, **overrides}}
         source += " (with flags)"
     cfg = validate(data, experiment_model(), source=source)
-    t = parse_spec(cfg.topology)
-    if cfg.link_latency_cycles is not None:
-        t = t.with_links(latency_cycles=cfg.link_latency_cycles)
+    net, router = cfg.network, cfg.router
+    if router.routing == "auto" and net.routing != "auto":
+        cfg = cfg.model_copy(update={"router": router.model_copy(update={"routing": net.routing})})
+    elif router.routing != "auto" and net.routing not in ("auto", router.routing):
+        raise ConfigError(f"{config}: network.routing = {net.routing!r} and router.routing = {router.routing!r} "
+                          "disagree; set one of them")
+    t = resolve_topology(net.topology, net.nis_per_node if net.nis_per_node > 1 else None,
+                         link_latency_cycles=net.link_latency_cycles, link_bytes_per_cycle=net.link_bytes_per_cycle)
     return cfg, t
 
 
 def _stem(cfg) -> str:
-    return f"{cfg.topology.replace(':', '_')}_{cfg.traffic.pattern}"
+    return f"{cfg.network.topology.replace(':', '_')}_{cfg.traffic.pattern}"
 
 
 def _console():

@@ -81,7 +81,7 @@ def test_noc_cli_run_and_sweep_write_csv_and_png(tmp_path):
     from hw_models.cli import app
 
     cfg = tmp_path / "noc.toml"
-    cfg.write_text('topology = "mesh:3x3"\n[router]\nnum_vcs = 2\n'
+    cfg.write_text('[network]\ntopology = "mesh:3x3"\n[router]\nnum_vcs = 2\n'
                    '[traffic]\nwarmup_cycles = 200\nmeasure_cycles = 800\ndrain_limit_cycles = 2000\n'
                    '[sweep]\nmax_points = 4\nrefine_steps = 0\n')
     out = tmp_path / "out"
@@ -105,9 +105,11 @@ def test_noc_cli_run_and_sweep_write_csv_and_png(tmp_path):
 @pytest.mark.parametrize("body,flags,message", [
     ('[router]\nnum_vc = 2\n', [], "unknown key 'router.num_vc' (allowed: allocator"),
     ('[traffic]\nrate_packets = 2.0\n', [], "key 'traffic.rate_packets' = 2.0"),
-    ('topology = "torus:4x4"\n[router]\nnum_vcs = 3\n', [], "num_vcs must be a multiple of 2"),
-    ('topology = "mesh:3x3"\n', ["--pattern", "bitcomp"], "power-of-two"),
-    ('topology = "blob:3"\n', [], "blob:3"),
+    ('[network]\ntopology = "torus:4x4"\n[router]\nnum_vcs = 3\n', [], "num_vcs must be a multiple of 2"),
+    ('[network]\ntopology = "mesh:3x3"\n', ["--pattern", "bitcomp"], "power-of-two"),
+    ('[network]\ntopology = "blob:3"\n', [], "blob:3"),
+    ('[network]\nrouting = "nca"\n[router]\nrouting = "dor"\n', [], "disagree"),
+    ('topology = "mesh:3x3"\n', [], "unknown key 'topology'"),
 ])
 def test_noc_cli_bad_config_is_one_line_and_exit_2(tmp_path, capsys, body, flags, message):
     from hw_models.cli import main
