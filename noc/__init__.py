@@ -7,6 +7,6 @@ from noc.numba_cache import configure as _configure_numba_cache
 
 _configure_numba_cache()  # before anything imports numba
 
-from noc.errors import ConfigError  # noqa: E402, DeadlockError, HwModelsError, SpecError
+from noc.errors import ConfigError, DeadlockError, HwModelsError, SpecError  # noqa: E402
 
 __all__ = ["ConfigError", "DeadlockError", "HwModelsError", "SpecError"]
