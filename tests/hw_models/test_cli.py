@@ -9,15 +9,8 @@ import sys
 import pytest
 
 from hw_models import __version__
-from hw_models.cli import main
 from noc.topology import Topology, parse_spec
-
-
-def run(argv, capsys):
-    with pytest.raises(SystemExit) as info:
-        main(argv)
-    out = capsys.readouterr()
-    return info.value.code, out.out, out.err
+from cli_run import run
 
 
 def test_version_and_help(capsys):

@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from hw_models.cli import main
 from nic.collectives import Schedule, multitree
 from noc.topology import parse_spec
-
-
-def run(argv, capsys):
-    with pytest.raises(SystemExit) as info:
-        main(argv)
-    out = capsys.readouterr()
-    return info.value.code, out.out, out.err
+from cli_run import run
 
 
 def test_summary_compares_algorithms_with_bounds(capsys):
