@@ -73,6 +73,15 @@ def load_experiment(config: Path, pattern: Optional[str] = None, seed: Optional[
                           "disagree; set one of them")
     t = resolve_topology(net.topology, net.nis_per_node if net.nis_per_node > 1 else None,
                          link_latency_cycles=net.link_latency_cycles, link_bytes_per_cycle=net.link_bytes_per_cycle)
+    # fail before any progress bar: the pattern must suit the topology, the routing the VCs
+    from noc.flit import build_network
+    from noc.flit_traffic import destinations
+
+    destinations(cfg.traffic.pattern, t)
+    build_network(t, cfg.router)
+    if cfg.router.flow_control == "vct" and max(cfg.traffic.packet_flits) > cfg.router.vc_depth_flits:
+        raise ConfigError(f"{config}: traffic.packet_flits up to {max(cfg.traffic.packet_flits)} flits do not fit a VC "
+                          f"(router.vc_depth_flits = {cfg.router.vc_depth_flits}) under virtual cut-through")
     return cfg, t
 
 

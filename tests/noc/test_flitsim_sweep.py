@@ -110,15 +110,19 @@ def test_noc_cli_run_and_sweep_write_csv_and_png(tmp_path):
     ('[network]\ntopology = "blob:3"\n', [], "blob:3"),
     ('[network]\nrouting = "nca"\n[router]\nrouting = "dor"\n', [], "disagree"),
     ('topology = "mesh:3x3"\n', [], "unknown key 'topology'"),
+    ('[router]\nflow_control = "vct"\nvc_depth_flits = 4\n[traffic]\npacket_flits = [2, 8]\n', [], "do not fit a VC"),
 ])
-def test_noc_cli_bad_config_is_one_line_and_exit_2(tmp_path, capsys, body, flags, message):
+@pytest.mark.parametrize("command", ["run", "sweep-load"])
+def test_noc_cli_bad_config_is_one_line_and_exit_2(tmp_path, capsys, body, flags, message, command):
     from hw_models.cli import main
 
     cfg = tmp_path / "bad.toml"
     cfg.write_text(body)
     with pytest.raises(SystemExit) as exc:
-        main(["noc", "run", str(cfg), "--out", str(tmp_path / "out"), *flags])
+        main(["noc", command, str(cfg), "--out", str(tmp_path / "out"), *flags])
     assert exc.value.code == 2
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
+    err = captured.err
     assert err.startswith("error: ") and message in err and err.count("\n") == 1
+    assert captured.out == ""  # refused before any progress bar or table
     assert not (tmp_path / "out").exists()  # nothing half-written
