@@ -217,6 +217,9 @@ def quantize(x, out, q_frac, q_bits):
 # ---------------------------------------------------------------------------------------
 
 
+NARROW_OUT = 8  # below this output width the forward pass switches from axpy to dot-product order
+
+
 @njit(cache=True, parallel=True, fastmath=True)
 def dense_forward(x, w, b, y, relu, tile_b, q_frac, q_bits):
     """``y[b, o] = act(sum_i x[b, i] * w[i, o] + b[o])``; ``act`` is ReLU if ``relu`` else identity."""
@@ -227,12 +230,21 @@ def dense_forward(x, w, b, y, relu, tile_b, q_frac, q_bits):
     for t in prange(n_tiles):
         b_end = min((t + 1) * tile_b, n_batch)
         for bb in range(t * tile_b, b_end):
-            for o in range(n_out):
-                y[bb, o] = b[o]
-            for i in range(n_in):
-                xi = x[bb, i]
+            if n_out >= NARROW_OUT:
+                # wide layer: broadcast x[b, i], stream the contiguous row w[i, :] (axpy)
                 for o in range(n_out):
-                    y[bb, o] += xi * w[i, o]
+                    y[bb, o] = b[o]
+                for i in range(n_in):
+                    xi = x[bb, i]
+                    for o in range(n_out):
+                        y[bb, o] += xi * w[i, o]
+            else:
+                # narrow layer (a critic's 1-wide head): a dot product per output
+                for o in range(n_out):
+                    acc = b[o]
+                    for i in range(n_in):
+                        acc += x[bb, i] * w[i, o]
+                    y[bb, o] = acc
             for o in range(n_out):
                 v = y[bb, o]
                 if relu and v < 0:
@@ -277,12 +289,19 @@ def dense_backward_weights(x, dy, dw, db, q_frac, q_bits):
     n_out = dy.shape[1]
     for i in prange(n_in + 1):
         if i < n_in:
-            for o in range(n_out):
-                dw[i, o] = 0.0
-            for bb in range(n_batch):
-                xi = x[bb, i]
+            if n_out >= NARROW_OUT:
                 for o in range(n_out):
-                    dw[i, o] += xi * dy[bb, o]
+                    dw[i, o] = 0.0
+                for bb in range(n_batch):
+                    xi = x[bb, i]
+                    for o in range(n_out):
+                        dw[i, o] += xi * dy[bb, o]
+            else:
+                for o in range(n_out):
+                    acc = np.float32(0.0)
+                    for bb in range(n_batch):
+                        acc += x[bb, i] * dy[bb, o]
+                    dw[i, o] = acc
             for o in range(n_out):
                 dw[i, o] = q_round(dw[i, o], q_frac, q_bits)
         else:  # one extra "row" computes the bias gradient
@@ -469,3 +488,9 @@ def add_l2_grad(dlogits, logits, coef):
     for k in range(logits.shape[0]):
         for a in range(logits.shape[1]):
             dlogits[k, a] += scale * logits[k, a]
+
+
+# Serial builds of the same definitions, for a batch that fits one tile (acting on one
+# observation): a parallel launch costs more than the work there. Same loop nest, same results.
+dense_forward_serial = njit(cache=True, fastmath=True)(dense_forward.py_func)
+gumbel_softmax_serial = njit(cache=True)(gumbel_softmax.py_func)

@@ -71,8 +71,9 @@ class MLP:
         self._x = x
         h = x
         last = len(self.W) - 1
+        kernel = K.dense_forward if x.shape[0] > self.tiling.tile_b else K.dense_forward_serial
         for layer, (w, b) in enumerate(zip(self.W, self.b)):
-            K.dense_forward(h, w, b, ws.acts[layer], layer < last, self.tiling.tile_b, self.q_frac, self.q_bits)
+            kernel(h, w, b, ws.acts[layer], layer < last, self.tiling.tile_b, self.q_frac, self.q_bits)
             h = ws.acts[layer]
         return h
 

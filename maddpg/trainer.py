@@ -166,7 +166,7 @@ class MADDPG:
         out = []
         for j, ag in enumerate(self.agents):
             logits = ag.actor.forward(np.ascontiguousarray(obs[j], np.float32).reshape(1, -1))
-            K.gumbel_softmax(logits, self._uniform(self.a1_u[j]), self.a1_out[j], self.cfg.temperature, 1)
+            K.gumbel_softmax_serial(logits, self._uniform(self.a1_u[j]), self.a1_out[j], self.cfg.temperature, 1)
             out.append(self.a1_out[j][0].copy())
         return out
 
