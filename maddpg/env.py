@@ -1,115 +1,162 @@
 """The real MPE environments (``mpe2``, PettingZoo parallel API) behind one small interface.
 
-``make_env(name, n_agents, seed, max_cycles=25)`` returns an :class:`MpeEnv` with
-``n_agents``, ``agent_names``, ``obs_dims``, ``act_dims``, ``reset(seed)`` and
-``step(actions) -> (obs, rewards, done)``; observations are float32 arrays in agent order.
+``make_env(name, n_agents, seed, max_cycles)`` returns an :class:`MpeEnv` whose
+``reset`` / ``step`` speak lists indexed by agent (the order of ``agent_names``), which is
+what the MADDPG trainer consumes::
 
-Actions are float32 vectors of length ``act_dim`` (5: no-op, and the four directions), as
-a Gumbel-softmax actor produces them. As in openai/maddpg, the vector is not sampled to a
-discrete move: it is applied as a force, through mpe2's ``continuous_actions=True`` mode
-(``u_x = a[2] - a[1]``, ``u_y = a[4] - a[3]``, times the agent's sensitivity). Values are
-clipped to mpe2's action box [0, 1].
+    env = make_env("simple_spread", 3, seed=0)
+    obs = env.reset(seed=7)                 # list of float32 [obs_dims[i]]
+    obs, rewards, done = env.step(actions)  # actions: list of float32 [act_dims[i]]
 
-Scenarios and what ``n_agents`` means (all agents, learners and opponents alike):
+Action mapping (the "discrete action as a vector" of openai/maddpg)
+------------------------------------------------------------------
+openai/maddpg's actors emit a Gumbel-softmax sample over the five moves and the original
+multiagent-particle-envs feed that *vector* (not its argmax) to the physics:
+``u = sensitivity * (a[1] - a[2], a[3] - a[4])``. mpe2 with ``continuous_actions=True``
+does the same linear map, ``u = sensitivity * (a[2] - a[1], a[4] - a[3])``, with the same
+sensitivity (5, or the agent's ``accel``). We therefore run mpe2 in continuous mode and pass
+the vector as given. The only difference to openai is the *label* of each index: mpe2 keeps
+its documented order ``[no_action, move_left, move_right, move_down, move_up]`` in both its
+discrete and continuous modes, openai's index 1 pushes +x. That is a relabelling of the
+action indices (and the scenarios' initial states are symmetric under x -> -x, y -> -y), so
+learning is unaffected; a one-hot vector means exactly mpe2's discrete action of that index.
+mpe2 clips each component to [0, 1] (its Box action space); probability vectors are
+already inside it.
 
-* ``simple_spread`` — n cooperating agents cover n landmarks (n >= 1);
-* ``simple`` — one agent goes to a landmark (n = 1);
-* ``simple_adversary`` — 1 adversary and n - 1 good agents (n >= 2);
-* ``simple_tag`` — n - 1 chasers and 1 runner (n >= 2).
+Agent counts: simple_spread has ``n_agents`` agents and as many landmarks; simple has
+exactly 1 agent; simple_adversary has 1 adversary and ``n_agents - 1`` good agents (mpe2's
+``N = n_agents - 1``); simple_tag has 1 good agent (the prey) and ``n_agents - 1``
+adversaries with mpe2's 2 obstacles (openai/maddpg's default is 3 adversaries + 1 prey).
+Rewards are mpe2's (simple_spread: ``local_ratio = 0.5`` mix of the shared landmark
+reward and the agent's own collision penalty).
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 import numpy as np
 
-from noc.errors import HwModelsError
+from noc.errors import ConfigError
 
-SCENARIOS = ("simple_spread", "simple", "simple_adversary", "simple_tag")
-
-
-class EnvError(HwModelsError):
-    """An unknown scenario or an impossible agent count."""
+__all__ = ["EnvError", "MpeEnv", "SCENARIOS", "make_env"]
 
 
-def _scenario(name: str) -> str:
-    key = name.strip().lower()
-    if key.endswith("_v3"):
-        key = key[:-3]
-    if key not in SCENARIOS:
-        raise EnvError(f"unknown MPE scenario {name!r}; choose one of {', '.join(SCENARIOS)} (optionally with _v3)")
-    return key
+class EnvError(ConfigError):
+    """An unknown MPE scenario, an agent count it cannot have, or malformed actions."""
 
 
-def _parallel_env(name: str, n_agents: int, max_cycles: int):
-    if not isinstance(n_agents, int) or isinstance(n_agents, bool):
-        raise EnvError(f"n_agents must be an integer, got {n_agents!r}")
-    if max_cycles < 1:
-        raise EnvError(f"max_cycles must be >= 1, got {max_cycles}")
-    kw = dict(max_cycles=max_cycles, continuous_actions=True)
-    if name == "simple_spread":
-        if n_agents < 1:
-            raise EnvError(f"simple_spread needs n_agents >= 1, got {n_agents}")
-        from mpe2 import simple_spread_v3
+# scenario -> (mpe2 module, smallest n_agents, largest n_agents or None, kwargs builder)
+def _spread_kwargs(n: int) -> dict[str, Any]:
+    return {"N": n}
 
-        return simple_spread_v3.parallel_env(N=n_agents, **kw)
-    if name == "simple":
-        if n_agents != 1:
-            raise EnvError(f"simple has exactly 1 agent, got n_agents = {n_agents}")
-        from mpe2 import simple_v3
 
-        return simple_v3.parallel_env(**kw)
-    if name == "simple_adversary":
-        if n_agents < 2:
-            raise EnvError(f"simple_adversary needs n_agents >= 2 (1 adversary + good agents), got {n_agents}")
-        from mpe2 import simple_adversary_v3
+def _simple_kwargs(n: int) -> dict[str, Any]:
+    return {}
 
-        return simple_adversary_v3.parallel_env(N=n_agents - 1, **kw)
-    if n_agents < 2:
-        raise EnvError(f"simple_tag needs n_agents >= 2 (chasers + 1 runner), got {n_agents}")
-    from mpe2 import simple_tag_v3
 
-    return simple_tag_v3.parallel_env(num_good=1, num_adversaries=n_agents - 1, num_obstacles=2, **kw)
+def _adversary_kwargs(n: int) -> dict[str, Any]:
+    return {"N": n - 1}
+
+
+def _tag_kwargs(n: int) -> dict[str, Any]:
+    return {"num_good": 1, "num_adversaries": n - 1}
+
+
+SCENARIOS: dict[str, tuple[str, int, int | None, Any]] = {
+    "simple_spread": ("mpe2.simple_spread_v3", 1, None, _spread_kwargs),
+    "simple_adversary": ("mpe2.simple_adversary_v3", 2, None, _adversary_kwargs),
+    "simple_tag": ("mpe2.simple_tag_v3", 2, None, _tag_kwargs),
+    "simple": ("mpe2.simple_v3", 1, 1, _simple_kwargs),
+}
+
+
+def _canonical_name(name: str) -> str:
+    base = name[:-3] if isinstance(name, str) and name.endswith("_v3") else name
+    if base not in SCENARIOS:
+        allowed = ", ".join(f"{k} (or {k}_v3)" for k in SCENARIOS)
+        raise EnvError(f"env: unknown MPE scenario {name!r}; allowed: {allowed}")
+    return base
+
+
+def _check_agents(name: str, n_agents: Any) -> int:
+    _, lo, hi, _ = SCENARIOS[name]
+    allowed = f"exactly {lo}" if hi == lo else (f"{lo}..{hi}" if hi is not None else f"an integer >= {lo}")
+    if isinstance(n_agents, bool) or not isinstance(n_agents, (int, np.integer)):
+        raise EnvError(f"n_agents: {n_agents!r} is not an integer; {name} allows {allowed}")
+    n = int(n_agents)
+    if n < lo or (hi is not None and n > hi):
+        raise EnvError(f"n_agents: {n} agents is impossible for {name}; allowed: {allowed}")
+    return n
 
 
 class MpeEnv:
-    """One mpe2 scenario, seeded, with list-in/list-out steps in a fixed agent order."""
+    """One mpe2 scenario through the PettingZoo parallel API, lists in ``agent_names`` order."""
 
     def __init__(self, name: str, n_agents: int, seed: int, max_cycles: int = 25) -> None:
-        self.name = _scenario(name)
-        self._env = _parallel_env(self.name, n_agents, max_cycles)
-        self.seed = int(seed)
+        self.name = _canonical_name(name)
+        n = _check_agents(self.name, n_agents)
+        if isinstance(max_cycles, bool) or not isinstance(max_cycles, (int, np.integer)) or max_cycles < 1:
+            raise EnvError(f"max_cycles: {max_cycles!r} is not allowed; allowed: an integer >= 1")
+        module, _, _, kwargs = SCENARIOS[self.name]
         self.max_cycles = int(max_cycles)
-        self.agent_names = list(self._env.possible_agents)
-        self.n_agents = len(self.agent_names)
-        self.obs_dims = [int(self._env.observation_space(a).shape[0]) for a in self.agent_names]
-        self.act_dims = [int(self._env.action_space(a).shape[0]) for a in self.agent_names]
-        self._t = 0
+        self._env = importlib.import_module(module).parallel_env(
+            max_cycles=self.max_cycles, continuous_actions=True, **kwargs(n)
+        )
+        self.agent_names: list[str] = list(self._env.possible_agents)
+        assert len(self.agent_names) == n, (self.agent_names, n)
+        self.n_agents = n
+        self.obs_dims: list[int] = [int(self._env.observation_space(a).shape[0]) for a in self.agent_names]
+        self.act_dims: list[int] = [int(self._env.action_space(a).shape[0]) for a in self.agent_names]
+        self._next_seed: int | None = int(seed)
+        self._steps = 0
+        self._done = True
+
+    @property
+    def world(self) -> Any:
+        """mpe2's ``World`` (agents, landmarks, physics constants); for tests and ports."""
+        return self._env.unwrapped.world
 
     def reset(self, seed: int | None = None) -> list[np.ndarray]:
-        obs, _ = self._env.reset(seed=self.seed if seed is None else int(seed))
-        self._t = 0
+        """Start an episode. ``seed=None`` continues the env's stream (the first reset uses the
+        ``make_env`` seed); the same seed always gives the same initial observations."""
+        if seed is None:
+            seed = self._next_seed
+        self._next_seed = None
+        obs, _ = self._env.reset(seed=None if seed is None else int(seed))
+        self._steps = 0
+        self._done = False
         return [np.asarray(obs[a], dtype=np.float32) for a in self.agent_names]
 
-    def step(self, actions) -> tuple[list[np.ndarray], list[float], bool]:
+    def step(self, actions: list[np.ndarray]) -> tuple[list[np.ndarray], list[float], bool]:
+        """Apply one action vector per agent; ``done`` once ``max_cycles`` steps were taken."""
+        if self._done:
+            raise EnvError("step: the episode is over (or was never started); call reset() first")
         if len(actions) != self.n_agents:
-            raise EnvError(f"{self.name}: {len(actions)} actions for {self.n_agents} agents")
-        act = {}
-        for a, u, d in zip(self.agent_names, actions, self.act_dims):
-            u = np.asarray(u, dtype=np.float32).reshape(-1)
-            if u.shape[0] != d:
-                raise EnvError(f"{self.name}: agent {a} takes {d} action values, got {u.shape[0]}")
-            act[a] = np.clip(u, 0.0, 1.0)
+            raise EnvError(f"actions: got {len(actions)} action vectors; allowed: exactly {self.n_agents}")
+        act: dict[str, np.ndarray] = {}
+        for i, (a, name) in enumerate(zip(actions, self.agent_names)):
+            v = np.array(a, dtype=np.float32).reshape(-1)
+            if v.shape[0] != self.act_dims[i]:
+                raise EnvError(
+                    f"actions[{i}]: length {v.shape[0]}; allowed: a vector of length {self.act_dims[i]}"
+                )
+            act[name] = np.clip(v, 0.0, 1.0)  # mpe2's own wrapper would clip too, with a warning
         obs, rew, term, trunc, _ = self._env.step(act)
-        self._t += 1
-        done = self._t >= self.max_cycles or any(term.values()) or any(trunc.values()) or not self._env.agents
-        zero = [np.zeros(d, np.float32) for d in self.obs_dims]
-        return ([np.asarray(obs[a], dtype=np.float32) if a in obs else zero[i] for i, a in enumerate(self.agent_names)],
-                [float(rew.get(a, 0.0)) for a in self.agent_names], bool(done))
+        self._steps += 1
+        done = self._steps >= self.max_cycles or any(term.values()) or any(trunc.values())
+        self._done = done
+        return (
+            [np.asarray(obs[a], dtype=np.float32) for a in self.agent_names],
+            [float(rew[a]) for a in self.agent_names],
+            bool(done),
+        )
 
     def close(self) -> None:
         self._env.close()
 
 
 def make_env(name: str, n_agents: int, seed: int, max_cycles: int = 25) -> MpeEnv:
-    """The mpe2 scenario ``name`` with ``n_agents`` agents, seeded (see the module docstring)."""
+    """An mpe2 scenario (simple_spread, simple_adversary, simple_tag, simple; ``_v3`` optional)."""
     return MpeEnv(name, n_agents, seed, max_cycles)
