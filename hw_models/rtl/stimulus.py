@@ -20,7 +20,7 @@ Every random choice comes from ``numpy.random.default_rng`` seeded by the episod
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -200,7 +200,7 @@ class _EpisodeRun:
 
     # ---- the script: what the episode does, phase by phase ---------------------------
     def script(self) -> Iterator[dict]:
-        ep, p, rng = self.ep, self.params, self.rng
+        ep, rng = self.ep, self.rng
         if ep.prep == "rst":
             yield {"rst": 1}
         elif ep.prep == "clear":

@@ -7,7 +7,7 @@ import pytest
 
 from nic.allreduce import NicConfig, check_times, dependencies, prepare, ring_allreduce_cycles, simulate_allreduce
 from nic.collectives import build
-from nic.scheduler import OP_GATHER, OP_REDUCE
+from nic.scheduler import OP_REDUCE
 from noc.config import validate
 from noc.errors import ConfigError
 from noc.topology import parse_spec

@@ -15,8 +15,7 @@ import cocotb
 import numpy as np
 
 from hw_models.rtl.cocotb_regress import load_job, lockstep
-from hw_models.rtl.stimulus import (Environment, Episode, TraceSource, expected_messages, multitree_node_tables,
-                                    random_episode, random_table)
+from hw_models.rtl.stimulus import Environment, TraceSource, multitree_node_tables, random_episode, random_table
 from nic.scheduler import OP_GATHER, OP_RECV, OP_REDUCE, OUTPUT_NAMES
 
 
