@@ -4,8 +4,9 @@ B mpe2 environments (through maddpg.env, as the trainer sees them) run in lock-s
 one port of B environments: the port starts from mpe2's world state, both get the same
 action vectors every step, and observations (float32) and rewards (float64) must be
 identical at every step. Episodes mix soft probability vectors, one-hot vectors and
-out-of-range vectors (clipped by both), and crowded starts so contact forces and
-collision penalties are exercised, not only free flight.
+out-of-range vectors (clipped by both), crowded starts so contact forces and collision
+penalties are exercised, and grazing starts (neighbours within a few contact margins of
+touching) so both branches of the soft contact's logaddexp are, not only free flight.
 """
 
 from __future__ import annotations
@@ -44,18 +45,26 @@ def _lockstep(name, port_cls, n, B, episodes, seed, crowd_every=0):
         kind = ("soft", "onehot", "wild")[ep % 3]
         ref_obs = [e.reset(seed=int(seed * 100_003 + ep * B + b)) for b, e in enumerate(envs)]
         crowded = crowd_every and ep % crowd_every == 0
+        grazing = crowd_every and ep % (2 * crowd_every) == 1
         for b, e in enumerate(envs):
             if crowded:  # squeeze the agents into a small box, give them speed
                 for a in e.world.agents:
                     a.state.p_pos = a.state.p_pos * 0.2
                     a.state.p_vel = rng.uniform(-1, 1, 2)
+            elif grazing:  # agents in a row, neighbours within a few contact margins of touching
+                x0 = rng.uniform(-1, 0)
+                gaps = 0.3 + rng.uniform(-0.03, 0.01, len(e.world.agents))
+                for k, a in enumerate(e.world.agents):
+                    a.state.p_pos = np.array([x0 + gaps[:k].sum(), rng.uniform(-1e-3, 1e-3)])
             p, v, lm = _world_state(e)
             port.pos[b], port.vel[b], port.lm[b] = p, v, lm
         port.t[:] = 0
-        if not crowded:
+        if not (crowded or grazing):
             np.testing.assert_array_equal(port.observe(), np.array(ref_obs))
         for t in range(25):
             acts = _random_actions(rng, B, n, kind)
+            if grazing:
+                acts *= np.float32(0.05)  # drift slowly, stay in the soft-contact zone
             obs, rew = port.step(acts)
             d = np.linalg.norm(port.pos[:, :, None] - port.pos[:, None], axis=-1)
             collisions += int(np.sum(d < 0.3) - d.size // n)  # touching pairs (x2), self excluded
