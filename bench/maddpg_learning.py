@@ -19,40 +19,10 @@ import numpy as np
 from maddpg.trainer import MADDPG, make_config, random_policy_return
 
 
-class _Mpe2Parallel:
-    """Fallback used only while ``maddpg.env`` is absent: mpe2's parallel API with the same
-    interface; an action vector becomes the discrete action ``argmax`` (for a Gumbel-softmax
-    sample, that is a sample of the actor's categorical policy)."""
-
-    def __init__(self, name: str, n_agents: int, seed: int, max_cycles: int) -> None:
-        import importlib
-
-        mod = importlib.import_module(f"mpe2.{name}_v3")
-        kw = {"N": n_agents} if name == "simple_spread" else {}
-        self._env = mod.parallel_env(max_cycles=max_cycles, continuous_actions=False, **kw)
-        self._env.reset(seed=seed)
-        self._names = list(self._env.possible_agents)
-        self.n_agents = len(self._names)
-        self.obs_dims = [int(self._env.observation_space(a).shape[0]) for a in self._names]
-        self.act_dims = [int(self._env.action_space(a).n) for a in self._names]
-
-    def reset(self, seed=None):
-        obs, _ = self._env.reset(seed=seed)
-        return [np.asarray(obs[a], np.float32) for a in self._names]
-
-    def step(self, actions):
-        obs, rew, term, trunc, _ = self._env.step({a: int(np.argmax(u)) for a, u in zip(self._names, actions)})
-        done = not self._env.agents or any(term.values()) or any(trunc.values())
-        return ([np.asarray(obs[a], np.float32) for a in self._names], [float(rew[a]) for a in self._names], done)
-
-
 def env_factory():
-    try:
-        from maddpg.env import make_env
+    from maddpg.env import make_env
 
-        return (lambda name, n, seed, max_cycles: make_env(name, n, seed, max_cycles=max_cycles)), "maddpg.env"
-    except ImportError:
-        return _Mpe2Parallel, "bench fallback adapter (maddpg.env not present)"
+    return lambda name, n, seed, max_cycles: make_env(name, n, seed, max_cycles=max_cycles)
 
 
 def main() -> None:
@@ -66,13 +36,13 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("results/maddpg_learning"))
     ap.add_argument("--resume", action="store_true")
     args = ap.parse_args()
-    factory, source = env_factory()
+    factory = env_factory()
     cfg = make_config(env=args.env, n_agents=args.agents, seed=args.seed)
     t = MADDPG(cfg, factory)
     ck = args.out / "checkpoint.npz"
     if args.resume:
         t.load(ck)
-    print(f"# MADDPG {args.env}, {t.n} agents, seed {args.seed}, openai/maddpg defaults; env: {source}", flush=True)
+    print(f"# MADDPG {args.env}, {t.n} agents, seed {args.seed}, openai/maddpg defaults; env: maddpg.env (mpe2)", flush=True)
     rnd = random_policy_return(factory(args.env, args.agents, args.seed + 1, cfg.max_cycles), args.random_episodes,
                                args.seed + 1, cfg.max_cycles)
     print(f"# random policy: mean episode reward {rnd:.2f} over {args.random_episodes} episodes", flush=True)

@@ -491,6 +491,11 @@ def add_l2_grad(dlogits, logits, coef):
 
 
 # Serial builds of the same definitions, for a batch that fits one tile (acting on one
-# observation): a parallel launch costs more than the work there. Same loop nest, same results.
+# observation, small batches): there is only one tile to run, and a parallel launch costs
+# more than the work. Same loop nest, same results.
 dense_forward_serial = njit(cache=True, fastmath=True)(dense_forward.py_func)
+dense_backward_weights_serial = njit(cache=True, fastmath=True)(dense_backward_weights.py_func)
+dense_backward_input_serial = njit(cache=True, fastmath=True)(dense_backward_input.py_func)
+relu_backward_serial = njit(cache=True, fastmath=True)(relu_backward.py_func)
 gumbel_softmax_serial = njit(cache=True)(gumbel_softmax.py_func)
+gumbel_softmax_backward_serial = njit(cache=True, fastmath=True)(gumbel_softmax_backward.py_func)

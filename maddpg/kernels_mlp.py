@@ -86,18 +86,22 @@ class MLP:
         assert x is not None, "backward before forward"
         ws = self.workspace(x.shape[0])
         tb = self.tiling.tile_b
+        par = x.shape[0] > tb  # one tile: the serial builds
+        bw = K.dense_backward_weights if par else K.dense_backward_weights_serial
+        bi = K.dense_backward_input if par else K.dense_backward_input_serial
+        rb = K.relu_backward if par else K.relu_backward_serial
         g = dout
         for layer in range(len(self.W) - 1, -1, -1):
             h_in = x if layer == 0 else ws.acts[layer - 1]
             if weights:
-                K.dense_backward_weights(h_in, g, self.dW[layer], self.db[layer], self.q_frac, self.q_bits)
+                bw(h_in, g, self.dW[layer], self.db[layer], self.q_frac, self.q_bits)
             if layer > 0:
                 gi = ws.grads[layer - 1]
-                K.dense_backward_input(g, self.W[layer], gi, tb, self.q_frac, self.q_bits)
-                K.relu_backward(ws.acts[layer - 1], gi, gi, tb)
+                bi(g, self.W[layer], gi, tb, self.q_frac, self.q_bits)
+                rb(ws.acts[layer - 1], gi, gi, tb)
                 g = gi
             elif inputs:
-                K.dense_backward_input(g, self.W[0], ws.dx, tb, self.q_frac, self.q_bits)
+                bi(g, self.W[0], ws.dx, tb, self.q_frac, self.q_bits)
                 return ws.dx
         return None
 

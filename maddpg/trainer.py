@@ -185,6 +185,8 @@ class MADDPG:
         B = c.batch_size
         rp = self.replay
         tb = c.tile_b
+        gs = K.gumbel_softmax if B > tb else K.gumbel_softmax_serial
+        gsb = K.gumbel_softmax_backward if B > tb else K.gumbel_softmax_backward_serial
         losses = 0.0
         for i, ag in enumerate(self.agents):
             self.b_idx[:] = self.rng.integers(0, rp.size, B)
@@ -196,7 +198,7 @@ class MADDPG:
                 K.put_columns(self.b_act[j], self.c_in, self.act_off[j])
                 K.put_columns(self.b_nobs[j], self.c_in_next, self.obs_off[j])
                 logits = self.agents[j].actor_t.forward(self.b_nobs[j])
-                K.gumbel_softmax(logits, self._uniform(self.b_u[j]), self.b_tact[j], c.temperature, tb)
+                gs(logits, self._uniform(self.b_u[j]), self.b_tact[j], c.temperature, tb)
                 K.put_columns(self.b_tact[j], self.c_in_next, self.act_off[j])
             rew = rp.rew[i][self.b_idx]
             done = rp.done[self.b_idx]
@@ -208,13 +210,13 @@ class MADDPG:
             self._adam(ag, "critic", ag.critic)
             # actor: maximise Q(x, a_1..mu_i(o_i)..a_n) with a Gumbel-softmax sample of mu_i
             logits = ag.actor.forward(self.b_obs[i])
-            K.gumbel_softmax(logits, self._uniform(self.b_u[i]), self.b_tact[i], c.temperature, tb)
+            gs(logits, self._uniform(self.b_u[i]), self.b_tact[i], c.temperature, tb)
             K.put_columns(self.b_tact[i], self.c_in, self.act_off[i])
             ag.critic.forward(self.c_in)
             self.dq.fill(np.float32(-1.0 / B))
             dx = ag.critic.backward(self.dq, weights=False, inputs=True)
             K.take_columns(dx, self.act_off[i], self.b_da[i])
-            K.gumbel_softmax_backward(self.b_tact[i], self.b_da[i], self.b_dlogits[i], c.temperature, tb)
+            gsb(self.b_tact[i], self.b_da[i], self.b_dlogits[i], c.temperature, tb)
             K.add_l2_grad(self.b_dlogits[i], logits, c.actor_reg)
             ag.actor.backward(self.b_dlogits[i], weights=True)
             self._adam(ag, "actor", ag.actor)

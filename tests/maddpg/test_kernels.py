@@ -257,3 +257,19 @@ def test_loop_nests_describe_the_kernels():
     assert nests[0].as_dict()["loops"][0]["trip"] == 1024
     with pytest.raises(ValueError):
         K.Tiling(tile_b=0)
+
+
+def test_serial_builds_match_parallel_kernels():
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=(70, 13)).astype(np.float32)
+    w = rng.normal(size=(13, 9)).astype(np.float32)
+    b = rng.normal(size=9).astype(np.float32)
+    y1, y2 = np.empty((70, 9), np.float32), np.empty((70, 9), np.float32)
+    K.dense_forward(x, w, b, y1, True, 8, 0, 0)
+    K.dense_forward_serial(x, w, b, y2, True, 8, 0, 0)
+    np.testing.assert_allclose(y1, y2, rtol=1e-6, atol=1e-6)
+    dw1, db1, dw2, db2 = np.empty_like(w), np.empty_like(b), np.empty_like(w), np.empty_like(b)
+    K.dense_backward_weights(x, y1, dw1, db1, 0, 0)
+    K.dense_backward_weights_serial(x, y1, dw2, db2, 0, 0)
+    np.testing.assert_allclose(dw1, dw2, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(db1, db2, rtol=1e-5, atol=1e-5)
