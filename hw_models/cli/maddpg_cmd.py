@@ -26,6 +26,9 @@ def train(
     batch_size: int = typer.Option(1024, "--batch-size", min=1, help="Minibatch size (openai/maddpg: 1024)."),
     learning_starts: Optional[int] = typer.Option(None, "--learning-starts", min=1, help="Replay size before updates (default batch x episode length)."),
     random_episodes: int = typer.Option(100, "--random-episodes", min=0, help="Episodes of a uniformly random policy measured for the plot (0: skip)."),
+    fixed_point: Optional[str] = typer.Option(None, "--fixed-point", metavar="BITS.FRAC",
+                                              help="Fixed-point datapath: every kernel output rounded to a signed BITS-bit "
+                                                   "Q-format with FRAC fraction bits, saturating (e.g. 16.10). Default: float32."),
 ) -> None:
     """Train MADDPG; print the seed, show progress, write rewards.csv, learning_curve.png and checkpoint.npz."""
     from rich.console import Console
@@ -33,7 +36,9 @@ def train(
 
     from maddpg.trainer import MADDPG, make_config, random_policy_return
 
-    cfg = make_config(env=env, n_agents=agents, seed=seed, batch_size=batch_size, learning_starts=learning_starts)
+    q_bits, q_frac = _parse_fixed_point(fixed_point)
+    cfg = make_config(env=env, n_agents=agents, seed=seed, batch_size=batch_size, learning_starts=learning_starts,
+                      fixed_point_bits=q_bits, fixed_point_frac_bits=q_frac)
     out_dir = out or Path("results") / "maddpg" / f"{env}_{agents}a_seed{seed}"
     ck = out_dir / "checkpoint.npz"
     console = Console(width=None if sys.stdout.isatty() else 120)
@@ -44,7 +49,8 @@ def train(
     elif ck.exists():
         console.print(f"note: {ck} exists; a fresh run replaces it at its first checkpoint (use --resume to continue)")
     console.print(f"MADDPG on {env}, {trainer.n} agent(s), episodes {trainer.episode}..{episodes}, seed {seed}; "
-                  f"checkpoint every {checkpoint_every or episodes} episode(s) to {ck}")
+                  f"checkpoint every {checkpoint_every or episodes} episode(s) to {ck}; datapath "
+                  + (f"Q{q_bits - q_frac - 1}.{q_frac} fixed point ({q_bits} bits)" if q_bits else "float32"))
     if trainer.episode >= episodes:
         console.print(f"nothing to do: the checkpoint already holds {trainer.episode} episodes")
     t0 = time.perf_counter()
@@ -78,6 +84,19 @@ def train(
                   f"mean reward (last {len(last)}) {sum(last) / max(len(last), 1):.2f}"
                   + (f", random policy {random_ret:.2f}" if random_ret is not None else ""))
     console.print(f"wrote {csv_path}, {png_path}, {ck}")
+
+
+def _parse_fixed_point(text: Optional[str]) -> tuple[int, int]:
+    """``"16.10"`` -> (16, 10); None -> (0, 0), float32."""
+    if text is None:
+        return 0, 0
+    parts = text.split(".")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise HwModelsError(f"--fixed-point {text!r}: expected BITS.FRAC, e.g. 16.10 (16-bit words, 10 fraction bits)")
+    bits, frac = int(parts[0]), int(parts[1])
+    if not 2 <= bits <= 32 or frac >= bits:
+        raise HwModelsError(f"--fixed-point {text!r}: need 2 <= BITS <= 32 and FRAC < BITS")
+    return bits, frac
 
 
 def _env_factory():

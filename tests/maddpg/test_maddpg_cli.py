@@ -71,3 +71,28 @@ def test_bad_resume_is_a_one_line_error(tmp_path, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "no checkpoint" in err and err.count("\n") == 1
+
+
+def test_fixed_point_run_keeps_every_weight_on_the_q_grid(tmp_path):
+    """--fixed-point 12.6: every stored weight is a multiple of 2^-6 inside the signed 12-bit range."""
+    out = tmp_path / "q"
+    r = CliRunner().invoke(app, [*ARGS, "--episodes", "6", "--out", str(out), "--fixed-point", "12.6"])
+    assert r.exit_code == 0, r.output
+    assert "Q5.6 fixed point (12 bits)" in r.output
+    w = np.load(out / "checkpoint.npz")["agent0/actor"].astype(np.float64) * 2**6
+    np.testing.assert_array_equal(w, np.rint(w))
+    assert w.min() >= -(2**11) and w.max() <= 2**11 - 1
+    assert np.unique(w).size > 10  # trained, not all saturated or zero
+    # resuming it as a float32 run is a mismatched checkpoint, not a silent mix
+    with pytest.raises(SystemExit) as exc:
+        main([*ARGS, "--episodes", "8", "--out", str(out), "--resume"])
+    assert exc.value.code == 2
+
+
+@pytest.mark.parametrize("text", ["16", "16.x", "8.8", "40.10", "1.0"])
+def test_bad_fixed_point_is_a_one_line_error(tmp_path, capsys, text):
+    with pytest.raises(SystemExit) as exc:
+        main([*ARGS, "--episodes", "3", "--out", str(tmp_path), "--fixed-point", text])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --fixed-point") and err.count("\n") == 1
