@@ -1,6 +1,6 @@
 """A longer MADDPG run on MPE simple_spread (3 agents, openai/maddpg defaults) against a random policy.
 
-    .venv/bin/python bench/maddpg_learning.py [--episodes 6000] [--seed 0] [--out results/maddpg_learning]
+    .venv/bin/python bench/maddpg_learning.py [--episodes 25000] [--seed 0] [--out results/maddpg_learning]
 
 Prints the mean episode reward (summed over agents) per block of episodes next to a
 uniformly random policy's, measured on the same environment, and writes rewards.csv,
@@ -29,7 +29,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--env", default="simple_spread")
     ap.add_argument("--agents", type=int, default=3)
-    ap.add_argument("--episodes", type=int, default=6000)
+    ap.add_argument("--episodes", type=int, default=25000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--block", type=int, default=500)
     ap.add_argument("--random-episodes", type=int, default=500)
