@@ -81,8 +81,9 @@ Net = namedtuple("Net", [
 ])
 
 State = namedtuple("State", [
-    # VC buffers at the downstream end of each link: FIFO of (packet, flit seq, hop, arrival cycle)
-    "buf_pkt", "buf_seq", "buf_hop", "buf_time", "buf_head", "buf_count",
+    # VC buffers at the downstream end of each link: FIFO of (packet, flit seq, hop); no arrival
+    # cycle: a flit is buffered in the cycle it arrives, and nothing looks at it before then
+    "buf_pkt", "buf_seq", "buf_hop", "buf_head", "buf_count",
     # per (link, vc): state of the packet at the front
     "vc_state", "vc_ready", "vc_out", "vc_outvc",
     "owner", "credit",
@@ -92,7 +93,7 @@ State = namedtuple("State", [
     "sa_in_ptr", "sa_out_ptr", "va_ptr", "req_vc",
     # packets (slots, recycled)
     "p_src", "p_dst", "p_flits", "p_prio", "p_tag", "p_created", "p_injected", "p_sent", "p_ejected_flits",
-    "p_head_out", "p_next", "free_slots", "free_top",
+    "p_next", "free_slots", "free_top",
     # NI source queues: linked lists of packet slots per endpoint; injection VC of the front packet
     "q_head", "q_tail", "q_vc",
     # ejection log (ring), counters
@@ -106,6 +107,16 @@ State = namedtuple("State", [
 _EMPTY, _ROUTING, _WAIT_VA, _ACTIVE = 0, 1, 2, 3
 # counters
 C_IN_FLIGHT, C_IDLE, C_MOVED, C_INJECTED_FLITS, C_EJECTED_FLITS, C_PACKETS_DONE, C_ERR = range(7)
+
+# The per-cycle kernels are compiled without Numba's reference counting (``_nrt=False``) and
+# with ``error_model="numpy"`` (no ZeroDivisionError branch after a ``%``). They only index
+# arrays their caller owns and never allocate, so nothing is lost; what is gained: Numba
+# increfs every array of ``net`` and ``st`` (~70) on entry and decrefs them on exit, and its
+# pruning pass could not remove those atomic updates from a kernel this large (or from one
+# with a raise branch), so they cost about a third of a cycle at 0.15 load on torus:8x8.
+_kernel = njit(cache=True, error_model="numpy", _nrt=False)
+# pieces of ``step``, inlined into it (a call would pass ~600 words of array descriptors)
+_stage = njit(cache=True, error_model="numpy", _nrt=False, inline="always")
 
 
 def build_network(topology: Topology, config: FlitNetworkConfig | None = None) -> Net:
@@ -165,7 +176,7 @@ def new_state(net, max_packets):
         free_slots[i] = max_packets - 1 - i
     return State(
         np.full((nl, V, D), -1, np.int64), np.zeros((nl, V, D), np.int64), np.zeros((nl, V, D), np.int64),
-        np.zeros((nl, V, D), np.int64), np.zeros((nl, V), np.int64), np.zeros((nl, V), np.int64),
+        np.zeros((nl, V), np.int64), np.zeros((nl, V), np.int64),
         np.zeros((nl, V), np.int64), np.zeros((nl, V), np.int64), np.full((nl, V), -1, np.int64),
         np.full((nl, V), -1, np.int64),
         np.full((nl, V), -1, np.int64), credit,
@@ -175,7 +186,7 @@ def new_state(net, max_packets):
         np.zeros(max_packets, np.int64), np.zeros(max_packets, np.int64), np.zeros(max_packets, np.int64),
         np.zeros(max_packets, np.int64), np.zeros(max_packets, np.int64), np.zeros(max_packets, np.int64),
         np.zeros(max_packets, np.int64), np.zeros(max_packets, np.int64), np.zeros(max_packets, np.int64),
-        np.full(max_packets, -1, np.int64), np.full(max_packets, -1, np.int64), free_slots, np.array([max_packets], np.int64),
+        np.full(max_packets, -1, np.int64), free_slots, np.array([max_packets], np.int64),
         np.full(e, -1, np.int64), np.full(e, -1, np.int64), np.full(e, -1, np.int64),
         np.zeros(max_packets + 1, np.int64), np.zeros(max_packets + 1, np.int64), np.zeros(max_packets + 1, np.int64),
         np.zeros(1, np.int64), np.zeros(1, np.int64),
@@ -242,32 +253,16 @@ def queued_packets(st, src):
 
 
 @njit(cache=True, inline="always")
-def _push_flit(st, l, v, pkt, seq, hop, t, D):
-    c = st.buf_count[l, v]
-    if c >= D:
-        return False
-    i = (st.buf_head[l, v] + c) % D
-    st.buf_pkt[l, v, i] = pkt
-    st.buf_seq[l, v, i] = seq
-    st.buf_hop[l, v, i] = hop
-    st.buf_time[l, v, i] = t
-    st.buf_count[l, v] = c + 1
-    return True
+def _wrap(i, n):
+    """i mod n for 0 <= i < 2n, without a division."""
+    return i - n if i >= n else i
 
 
 @njit(cache=True, inline="always")
-def _send(net, st, l, v, pkt, seq, hop, now, extra):
-    """Put a flit on link ``l`` (VC ``v``) now; it arrives ``extra + latency`` cycles later."""
-    slot = (now + extra + net.link_latency[l]) % net.ring
-    st.arr_links[slot, st.arr_n[slot]] = l
-    st.arr_n[slot] += 1
-    st.lp_pkt[l, slot] = pkt
-    st.lp_seq[l, slot] = seq
-    st.lp_hop[l, slot] = hop
-    st.lp_vc[l, slot] = v
-    st.credit[l, v] -= 1
-    st.link_flits[l] += 1
-    st.counters[C_MOVED] += 1
+def _rr_distance(idx, ptr, n):
+    """Round-robin distance from pointer ``ptr`` to ``idx`` (both in 0..n-1): (idx - ptr) mod n."""
+    d = idx - ptr
+    return d + n if d < 0 else d
 
 
 @njit(cache=True, inline="always")
@@ -275,16 +270,66 @@ def _better(prio_a, idx_a, prio_b, idx_b, ptr, n):
     """Is candidate a preferred over b? Lower priority value, then round-robin from ptr."""
     if prio_a != prio_b:
         return prio_a < prio_b
-    return (idx_a - ptr) % n < (idx_b - ptr) % n
+    return _rr_distance(idx_a, ptr, n) < _rr_distance(idx_b, ptr, n)
 
 
-@njit(cache=True)
-def step(net, st, now):
-    """Advance the network by one cycle (``now`` is the current cycle)."""
-    nl, V, D = net.num_links, net.V, net.D
-    moved_before = st.counters[C_MOVED]
-    # ---- 1. link arrivals
-    slot = now % net.ring
+# ---- flit movement
+
+@_stage
+def _send(net, st, l, v, pkt, seq, hop, slot, extra):
+    """Put a flit on link ``l`` (VC ``v``) in the cycle of ring slot ``slot``; it arrives
+    ``extra + latency`` cycles later (less than ``net.ring``, by construction of ``ring``)."""
+    at = _wrap(slot + extra + net.link_latency[l], net.ring)
+    st.arr_links[at, st.arr_n[at]] = l
+    st.arr_n[at] += 1
+    st.lp_pkt[l, at] = pkt
+    st.lp_seq[l, at] = seq
+    st.lp_hop[l, at] = hop
+    st.lp_vc[l, at] = v
+    st.credit[l, v] -= 1
+    st.link_flits[l] += 1
+    st.counters[C_MOVED] += 1
+
+
+@_stage
+def _eject(net, st, l, v, pkt, seq, now):
+    """A flit reaches its NI sink; the tail logs the packet and frees its slot."""
+    st.credit[l, v] += 1
+    st.p_ejected_flits[pkt] += 1
+    st.counters[C_EJECTED_FLITS] += 1
+    st.counters[C_IN_FLIGHT] -= 1
+    if net.debug and seq != st.p_ejected_flits[pkt] - 1:
+        st.counters[C_ERR] += 1  # out of order
+    if seq == st.p_flits[pkt] - 1:
+        w = st.ej_w[0]
+        st.ej_tag[w] = st.p_tag[pkt]
+        st.ej_cycle[w] = now
+        st.ej_inj[w] = st.p_injected[pkt]
+        st.ej_w[0] = _wrap(w + 1, st.ej_tag.shape[0])
+        st.counters[C_PACKETS_DONE] += 1
+        st.free_slots[st.free_top[0]] = pkt
+        st.free_top[0] += 1
+
+
+@_stage
+def _buffer(net, st, l, v, pkt, seq, hop):
+    """A flit reaches the input buffer of router link ``l``, VC ``v``."""
+    D = net.D
+    c = st.buf_count[l, v]
+    if c >= D:
+        st.counters[C_ERR] += 1  # buffer overflow: credits broken
+        return
+    i = _wrap(st.buf_head[l, v] + c, D)
+    st.buf_pkt[l, v, i] = pkt
+    st.buf_seq[l, v, i] = seq
+    st.buf_hop[l, v, i] = hop
+    st.buf_count[l, v] = c + 1
+    st.r_flits[net.link_dst_router[l]] += 1
+
+
+@_stage
+def _link_arrivals(net, st, now, slot):
+    """1. Flits arriving this cycle, in the order they were sent."""
     for a in range(st.arr_n[slot]):
         l = st.arr_links[slot, a]
         pkt = st.lp_pkt[l, slot]
@@ -292,195 +337,257 @@ def step(net, st, now):
         v = st.lp_vc[l, slot]
         seq = st.lp_seq[l, slot]
         if net.is_eject[l]:
-            st.credit[l, v] += 1
-            st.p_ejected_flits[pkt] += 1
-            st.counters[C_EJECTED_FLITS] += 1
-            st.counters[C_IN_FLIGHT] -= 1
-            if net.debug and seq != st.p_ejected_flits[pkt] - 1:
-                st.counters[C_ERR] += 1  # out of order
-            if seq == st.p_flits[pkt] - 1:
-                n = st.ej_tag.shape[0]
-                w = st.ej_w[0]
-                st.ej_tag[w] = st.p_tag[pkt]
-                st.ej_cycle[w] = now
-                st.ej_inj[w] = st.p_injected[pkt]
-                st.ej_w[0] = (w + 1) % n
-                st.counters[C_PACKETS_DONE] += 1
-                st.free_slots[st.free_top[0]] = pkt
-                st.free_top[0] += 1
+            _eject(net, st, l, v, pkt, seq, now)
         else:
-            if _push_flit(st, l, v, pkt, seq, st.lp_hop[l, slot], now, D):
-                st.r_flits[net.link_dst_router[l]] += 1
-            else:
-                st.counters[C_ERR] += 1  # buffer overflow: credits broken
+            _buffer(net, st, l, v, pkt, seq, st.lp_hop[l, slot])
     st.arr_n[slot] = 0
-    # ---- 2. credit arrivals
-    cslot = now % net.cring
+
+
+@_stage
+def _credit_arrivals(st, cslot):
+    """2. Credits arriving this cycle."""
     for a in range(st.cr_n[cslot]):
         l = st.cr_links[cslot, a]
         v = st.cp_vc[l, cslot]
         st.cp_vc[l, cslot] = -1
         st.credit[l, v] += 1
     st.cr_n[cslot] = 0
-    # ---- 3. route computation and VC allocation, per router
+
+
+# ---- 3. route computation and VC allocation
+
+@_stage
+def _route(net, st, li, v, now):
+    """Advance the head at the front of input VC (li, v) through route computation; True
+    when it waits for an output VC."""
+    s = st.vc_state[li, v]
+    if s == _EMPTY:  # a new head reached the front (it arrived this cycle or earlier)
+        i = st.buf_head[li, v]
+        pkt = st.buf_pkt[li, v, i]
+        hop = st.buf_hop[li, v, i] + 1
+        st.vc_out[li, v] = net.route_links[st.p_src[pkt], st.p_dst[pkt], hop]
+        st.vc_cls[li, v] = net.route_class[st.p_src[pkt], st.p_dst[pkt], hop]
+        st.vc_ready[li, v] = now + net.rc_delay
+        s = _ROUTING
+    if s == _ROUTING and st.vc_ready[li, v] <= now:
+        s = _WAIT_VA
+    st.vc_state[li, v] = s
+    return s == _WAIT_VA
+
+
+@_stage
+def _best_waiting_head(net, st, r, a, nw, lo, cls, ov):
+    """Which of router r's waiting heads va_wait[a:nw] that want output link ``lo``, class
+    ``cls``, gets output VC ``ov``: (packed port/VC or -1, its index port * V + vc), and
+    how many heads want (lo, cls) at all (whether or not ``ov`` has room for them under VCT)."""
+    V = net.V
+    base = net.rin_off[r]
+    n_in = (net.rin_off[r + 1] - base) * V
+    best_kv = -1
+    best = -1
+    best_prio = 0
+    n = 0
+    for b in range(a, nw):
+        kv = st.va_wait[b]
+        li = net.rin_links[base + (kv >> 6)]
+        v = kv & 63
+        if st.vc_state[li, v] != _WAIT_VA or st.vc_out[li, v] != lo or st.vc_cls[li, v] != cls:
+            continue
+        n += 1
+        pkt = st.buf_pkt[li, v, st.buf_head[li, v]]
+        if net.vct and st.credit[lo, ov] < st.p_flits[pkt]:
+            continue
+        ib = (kv >> 6) * V + v
+        if best < 0 or _better(st.p_prio[pkt], ib, best_prio, best, st.va_ptr[lo], n_in):
+            best_kv = kv
+            best = ib
+            best_prio = st.p_prio[pkt]
+    return best_kv, best, n
+
+
+@_stage
+def _allocate_vcs(net, st, r, nw, now):
+    """VC allocation of router r: each free output VC of a wanted (output, class) goes to
+    the best waiting head (most urgent first, then round-robin from the output's pointer),
+    output VCs in increasing order, (output, class) groups in the order of their first head."""
+    V = net.V
+    base = net.rin_off[r]
+    n_in = (net.rin_off[r + 1] - base) * V
+    vpc = net.vcs_per_class
+    for a in range(nw):
+        kv = st.va_wait[a]
+        la = net.rin_links[base + (kv >> 6)]
+        va = kv & 63
+        if st.vc_state[la, va] != _WAIT_VA:
+            continue  # got an output VC earlier in this loop
+        lo = st.vc_out[la, va]
+        cls = st.vc_cls[la, va]
+        for ov in range(cls * vpc, (cls + 1) * vpc):
+            if st.owner[lo, ov] >= 0:
+                continue
+            best_kv, best, n = _best_waiting_head(net, st, r, a, nw, lo, cls, ov)
+            if n == 0:
+                break  # every head that wanted (lo, cls) has its VC: the other free ones stay free
+            if best_kv >= 0:
+                li = net.rin_links[base + (best_kv >> 6)]
+                v = best_kv & 63
+                st.owner[lo, ov] = li * V + v
+                st.vc_outvc[li, v] = ov
+                st.vc_state[li, v] = _ACTIVE
+                st.vc_ready[li, v] = now + net.va_delay
+                st.va_ptr[lo] = _wrap(best + 1, n_in)
+
+
+@_stage
+def _route_and_allocate_vcs(net, st, now):
+    """3. Per router holding flits: route computation of new heads, then VC allocation."""
     for r in range(net.num_routers):
         if st.r_flits[r] == 0:
             continue
         nw = 0
-        for k in range(net.rin_off[r], net.rin_off[r + 1]):
-            li = net.rin_links[k]
-            for v in range(V):
-                if st.buf_count[li, v] == 0:
+        for k in range(net.rin_off[r + 1] - net.rin_off[r]):
+            li = net.rin_links[net.rin_off[r] + k]
+            for v in range(net.V):
+                if st.buf_count[li, v] == 0 or st.vc_state[li, v] == _ACTIVE:
                     continue
-                if st.vc_state[li, v] == _EMPTY:
-                    i = st.buf_head[li, v]
-                    pkt = st.buf_pkt[li, v, i]
-                    hop = st.buf_hop[li, v, i]
-                    st.vc_out[li, v] = net.route_links[st.p_src[pkt], st.p_dst[pkt], hop + 1]
-                    st.vc_cls[li, v] = net.route_class[st.p_src[pkt], st.p_dst[pkt], hop + 1]
-                    t0 = st.buf_time[li, v, i]
-                    if t0 < now:
-                        t0 = now
-                    st.vc_ready[li, v] = t0 + net.rc_delay
-                    st.vc_state[li, v] = _ROUTING
-                if st.vc_state[li, v] == _ROUTING and st.vc_ready[li, v] <= now:
-                    st.vc_state[li, v] = _WAIT_VA
-                if st.vc_state[li, v] == _WAIT_VA:
-                    st.va_wait[nw] = (k - net.rin_off[r]) * V + v
+                if _route(net, st, li, v, now):
+                    st.va_wait[nw] = (k << 6) | v  # input port and VC, packed (V <= 64)
                     nw += 1
-        # each free output VC of a wanted (output, class) goes to the best waiting head
-        n_in = (net.rin_off[r + 1] - net.rin_off[r]) * V
-        for a in range(nw):
-            ia = st.va_wait[a]
-            la = net.rin_links[net.rin_off[r] + ia // V]
-            va = ia % V
-            if st.vc_state[la, va] != _WAIT_VA:
+        if nw > 0:
+            _allocate_vcs(net, st, r, nw, now)
+
+
+# ---- 4. switch allocation (separable, input first) and traversal
+
+@_stage
+def _pick_input_vcs(net, st, r, now):
+    """Stage 1: each input port of router r picks one VC with a flit ready and a downstream
+    credit (req_vc, -1 for none); returns how many ports request (listed in req_in)."""
+    V = net.V
+    n_req = 0
+    for k in range(net.rin_off[r], net.rin_off[r + 1]):
+        li = net.rin_links[k]
+        best = -1
+        best_prio = 0
+        for v in range(V):
+            if st.vc_state[li, v] != _ACTIVE or st.buf_count[li, v] == 0:
                 continue
-            lo = st.vc_out[la, va]
-            cls = st.vc_cls[la, va]
-            for ov in range(cls * net.vcs_per_class, (cls + 1) * net.vcs_per_class):
-                if st.owner[lo, ov] >= 0:
-                    continue
-                best = -1
-                best_prio = 0
-                for b in range(a, nw):
-                    ib = st.va_wait[b]
-                    li = net.rin_links[net.rin_off[r] + ib // V]
-                    v = ib % V
-                    if st.vc_state[li, v] != _WAIT_VA or st.vc_out[li, v] != lo or st.vc_cls[li, v] != cls:
-                        continue
-                    pkt = st.buf_pkt[li, v, st.buf_head[li, v]]
-                    if net.vct and st.credit[lo, ov] < st.p_flits[pkt]:
-                        continue
-                    if best < 0 or _better(st.p_prio[pkt], ib, best_prio, best, st.va_ptr[lo], n_in):
-                        best = ib
-                        best_prio = st.p_prio[pkt]
-                if best >= 0:
-                    li = net.rin_links[net.rin_off[r] + best // V]
-                    v = best % V
-                    st.owner[lo, ov] = li * V + v
-                    st.vc_outvc[li, v] = ov
-                    st.vc_state[li, v] = _ACTIVE
-                    st.vc_ready[li, v] = now + net.va_delay
-                    st.va_ptr[lo] = (best + 1) % n_in
-    # ---- 4. switch allocation (separable, input first) and traversal
+            if st.vc_ready[li, v] > now or st.credit[st.vc_out[li, v], st.vc_outvc[li, v]] <= 0:
+                continue
+            prio = st.p_prio[st.buf_pkt[li, v, st.buf_head[li, v]]]
+            if best < 0 or _better(prio, v, best_prio, best, st.sa_in_ptr[li], V):
+                best = v
+                best_prio = prio
+        st.req_vc[li] = best
+        if best >= 0:
+            st.req_in[n_req] = k
+            n_req += 1
+    return n_req
+
+
+@_stage
+def _traverse(net, st, r, li, v, lo, slot, credit_slot):
+    """The front flit of input VC (li, v) of router r crosses the switch onto output link lo."""
+    i = st.buf_head[li, v]
+    pkt = st.buf_pkt[li, v, i]
+    seq = st.buf_seq[li, v, i]
+    hop = st.buf_hop[li, v, i]
+    st.buf_pkt[li, v, i] = -1
+    st.buf_head[li, v] = _wrap(i + 1, net.D)
+    st.buf_count[li, v] -= 1
+    st.r_flits[r] -= 1
+    st.cp_vc[li, credit_slot] = v  # the freed slot, credited upstream
+    st.cr_links[credit_slot, st.cr_n[credit_slot]] = li
+    st.cr_n[credit_slot] += 1
+    ov = st.vc_outvc[li, v]
+    _send(net, st, lo, ov, pkt, seq, hop + 1, slot, net.sa_delay + net.st_delay)
+    if seq == st.p_flits[pkt] - 1:  # tail: release the output VC; the next packet moves up
+        st.owner[lo, ov] = -1
+        st.vc_state[li, v] = _EMPTY
+        st.vc_outvc[li, v] = -1
+
+
+@_stage
+def _grant_outputs(net, st, r, n_req, slot, credit_slot):
+    """Stage 2: each requested output port of router r grants one of the inputs requesting
+    it (priority first, then round-robin); the winners' flits traverse."""
+    V = net.V
+    base = net.rin_off[r]
+    n_in = net.rin_off[r + 1] - base
+    for a in range(n_req):
+        la = net.rin_links[st.req_in[a]]
+        if st.req_vc[la] < 0:
+            continue  # already granted (or lost) this cycle
+        lo = st.vc_out[la, st.req_vc[la]]
+        best = -1
+        best_prio = 0
+        for b in range(a, n_req):
+            k2 = st.req_in[b]
+            li = net.rin_links[k2]
+            v = st.req_vc[li]
+            if v < 0 or st.vc_out[li, v] != lo:
+                continue
+            prio = st.p_prio[st.buf_pkt[li, v, st.buf_head[li, v]]]
+            if best < 0 or _better(prio, k2 - base, best_prio, best, st.sa_out_ptr[lo], n_in):
+                best = k2 - base
+                best_prio = prio
+        li = net.rin_links[base + best]
+        v = st.req_vc[li]
+        for b in range(a, n_req):  # the losers for this output are done for the cycle
+            lb = net.rin_links[st.req_in[b]]
+            vb = st.req_vc[lb]
+            if vb >= 0 and st.vc_out[lb, vb] == lo and lb != li:
+                st.req_vc[lb] = -2 - vb
+        st.req_vc[li] = -2 - v  # granted
+        st.sa_out_ptr[lo] = _wrap(best + 1, n_in)
+        st.sa_in_ptr[li] = _wrap(v + 1, V)
+        _traverse(net, st, r, li, v, lo, slot, credit_slot)
+    if not net.islip:  # round robin: input pointers move past every pick, granted or not
+        for a in range(n_req):
+            li = net.rin_links[st.req_in[a]]
+            vb = st.req_vc[li]
+            st.sa_in_ptr[li] = _wrap((-2 - vb if vb < -1 else vb) + 1, V)
+
+
+@_stage
+def _allocate_switches(net, st, slot, credit_slot, now):
+    """4. Switch allocation and traversal, per router holding flits."""
     for r in range(net.num_routers):
         if st.r_flits[r] == 0:
             continue
-        n_in = net.rin_off[r + 1] - net.rin_off[r]
-        # stage 1: each input port picks one VC with a ready flit and a downstream credit
-        n_req = 0
-        for k in range(net.rin_off[r], net.rin_off[r + 1]):
-            li = net.rin_links[k]
-            best = -1
-            best_prio = 0
-            for v in range(V):
-                if st.vc_state[li, v] != _ACTIVE or st.buf_count[li, v] == 0 or st.vc_ready[li, v] > now:
-                    continue
-                i = st.buf_head[li, v]
-                if st.buf_time[li, v, i] > now:
-                    continue
-                if st.credit[st.vc_out[li, v], st.vc_outvc[li, v]] <= 0:
-                    continue
-                pkt = st.buf_pkt[li, v, i]
-                if best < 0 or _better(st.p_prio[pkt], v, best_prio, best, st.sa_in_ptr[li], V):
-                    best = v
-                    best_prio = st.p_prio[pkt]
-            st.req_vc[li] = best
-            if best >= 0:
-                st.req_in[n_req] = k
-                n_req += 1
-        # stage 2: each requested output port grants one of the inputs requesting it
-        for a in range(n_req):
-            ka = st.req_in[a]
-            la = net.rin_links[ka]
-            if st.req_vc[la] < 0:
-                continue  # already granted (or lost) this cycle
-            lo = st.vc_out[la, st.req_vc[la]]
-            best = -1
-            best_prio = 0
-            for b in range(a, n_req):
-                k2 = st.req_in[b]
-                li = net.rin_links[k2]
-                v = st.req_vc[li]
-                if v < 0 or st.vc_out[li, v] != lo:
-                    continue
-                pkt = st.buf_pkt[li, v, st.buf_head[li, v]]
-                idx = k2 - net.rin_off[r]
-                if best < 0 or _better(st.p_prio[pkt], idx, best_prio, best, st.sa_out_ptr[lo], n_in):
-                    best = idx
-                    best_prio = st.p_prio[pkt]
-            li = net.rin_links[net.rin_off[r] + best]
-            v = st.req_vc[li]
-            for b in range(a, n_req):  # the losers for this output are done for the cycle
-                lb = net.rin_links[st.req_in[b]]
-                vb = st.req_vc[lb]
-                if vb >= 0 and st.vc_out[lb, vb] == lo and lb != li:
-                    st.req_vc[lb] = -2 - vb
-            st.req_vc[li] = -2 - v  # granted
-            st.sa_out_ptr[lo] = (best + 1) % n_in
-            st.sa_in_ptr[li] = (v + 1) % V
-            i = st.buf_head[li, v]
-            pkt = st.buf_pkt[li, v, i]
-            seq = st.buf_seq[li, v, i]
-            hop = st.buf_hop[li, v, i]
-            st.buf_pkt[li, v, i] = -1
-            st.buf_head[li, v] = (i + 1) % D
-            st.buf_count[li, v] -= 1
-            st.r_flits[r] -= 1
-            cs = (now + net.credit_delay) % net.cring
-            st.cp_vc[li, cs] = v  # the freed slot, credited upstream
-            st.cr_links[cs, st.cr_n[cs]] = li
-            st.cr_n[cs] += 1
-            ov = st.vc_outvc[li, v]
-            _send(net, st, lo, ov, pkt, seq, hop + 1, now, net.sa_delay + net.st_delay)
-            if seq == st.p_flits[pkt] - 1:  # tail: release the output VC; the next packet moves up
-                st.owner[lo, ov] = -1
-                st.vc_state[li, v] = _EMPTY
-                st.vc_outvc[li, v] = -1
-        if not net.islip:  # round robin: input pointers move past every pick, granted or not
-            for a in range(n_req):
-                li = net.rin_links[st.req_in[a]]
-                vb = st.req_vc[li]
-                st.sa_in_ptr[li] = ((-2 - vb if vb < -1 else vb) + 1) % V
-    # ---- 5. NI injection: the front packet of each source queue, one flit per cycle
+        n_req = _pick_input_vcs(net, st, r, now)
+        _grant_outputs(net, st, r, n_req, slot, credit_slot)
+
+
+# ---- 5. NI injection
+
+@_stage
+def _injection_vc(net, st, ep, pkt, l):
+    """A VC of the route's first class on injection link l for NI ep's front packet
+    (round-robin, so back-to-back packets use different VCs), or -1 when none is free."""
+    cls = net.route_class[st.p_src[pkt], st.p_dst[pkt], 0]
+    vpc = net.vcs_per_class
+    for k in range(vpc):
+        c = cls * vpc + (st.va_ptr[l] + k) % vpc
+        if st.owner[l, c] < 0 and (not net.vct or st.credit[l, c] >= st.p_flits[pkt]):
+            st.owner[l, c] = -2 - ep
+            st.q_vc[ep] = c
+            st.va_ptr[l] = (c - cls * vpc + 1) % vpc
+            return c
+    return -1
+
+
+@_stage
+def _inject(net, st, now, slot):
+    """5. The front packet of each NI's source queue sends one flit per cycle."""
     for ep in range(net.num_endpoints):
         pkt = st.q_head[ep]
         if pkt < 0:
             continue
         l = net.inject_link[ep]
         v = st.q_vc[ep]
-        if v < 0:  # allocate a VC of the route's first class on the injection link
-            cls = net.route_class[st.p_src[pkt], st.p_dst[pkt], 0]
-            vpc = net.vcs_per_class
-            for k in range(vpc):  # round-robin, so back-to-back packets use different VCs
-                c = cls * vpc + (st.va_ptr[l] + k) % vpc
-                if st.owner[l, c] < 0 and (not net.vct or st.credit[l, c] >= st.p_flits[pkt]):
-                    v = c
-                    st.owner[l, c] = -2 - ep
-                    st.q_vc[ep] = c
-                    st.va_ptr[l] = (c - cls * vpc + 1) % vpc
-                    break
+        if v < 0:
+            v = _injection_vc(net, st, ep, pkt, l)
             if v < 0:
                 continue
         if st.credit[l, v] <= 0:
@@ -488,7 +595,7 @@ def step(net, st, now):
         seq = st.p_sent[pkt]
         if seq == 0:
             st.p_injected[pkt] = now
-        _send(net, st, l, v, pkt, seq, 0, now, 0)
+        _send(net, st, l, v, pkt, seq, 0, slot, 0)
         st.counters[C_INJECTED_FLITS] += 1
         st.p_sent[pkt] = seq + 1
         if seq + 1 == st.p_flits[pkt]:
@@ -497,13 +604,31 @@ def step(net, st, now):
             st.q_head[ep] = st.p_next[pkt]
             if st.q_head[ep] < 0:
                 st.q_tail[ep] = -1
+
+
+@_stage
+def _check_invariants(net, st):
+    """Debug mode: credits within 0..depth; every violation counts in C_ERR."""
+    for l in range(net.num_links):
+        for v in range(net.V):
+            if not net.is_eject[l] and (st.credit[l, v] < 0 or st.credit[l, v] > net.D):
+                st.counters[C_ERR] += 1
+
+
+@_kernel
+def step(net, st, now):
+    """Advance the network by one cycle (``now`` is the current cycle)."""
+    moved_before = st.counters[C_MOVED]
+    slot = now % net.ring
+    cslot = now % net.cring
+    _link_arrivals(net, st, now, slot)
+    _credit_arrivals(st, cslot)
+    _route_and_allocate_vcs(net, st, now)
+    _allocate_switches(net, st, slot, _wrap(cslot + net.credit_delay, net.cring), now)
+    _inject(net, st, now, slot)
     # ---- 6. invariants and watchdog
     if net.debug:
-        for l in range(nl):
-            if not net.is_eject[l]:
-                for v in range(V):
-                    if st.credit[l, v] < 0 or st.credit[l, v] > D:
-                        st.counters[C_ERR] += 1
+        _check_invariants(net, st)
     if st.counters[C_MOVED] == moved_before and st.counters[C_IN_FLIGHT] > 0:
         st.counters[C_IDLE] += 1
     else:
