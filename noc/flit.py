@@ -40,6 +40,7 @@ from typing import Literal
 
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import trailing_zeros
 from pydantic import Field
 
 from noc.config import StrictModel
@@ -101,6 +102,10 @@ State = namedtuple("State", [
     "link_flits", "counters",
     # activity: links with a flit (credit) arriving per ring slot; flits buffered per router
     "arr_links", "arr_n", "cr_links", "cr_n", "r_flits", "req_in", "vc_cls", "va_wait",
+    # per link, one bit per VC (bit v = VC v; num_vcs <= 64): VCs holding flits, VCs that
+    # own an output VC (vc_state == ACTIVE), and, as an output, VCs nobody owns (owner == -1).
+    # The allocators visit only the set bits instead of every VC of every port.
+    "vc_busy", "vc_active", "ovc_free",
 ])
 
 # vc_state values
@@ -195,6 +200,7 @@ def new_state(net, max_packets):
         np.zeros((net.cring, nl), np.int64), np.zeros(net.cring, np.int64),
         np.zeros(max(net.num_routers, 1), np.int64), np.zeros(nl, np.int64),
         np.zeros((nl, V), np.int64), np.zeros(nl * V, np.int64),
+        np.zeros(nl, np.int64), np.zeros(nl, np.int64), np.full(nl, _low_bits(V), np.int64),
     )
 
 
@@ -250,6 +256,19 @@ def queued_packets(st, src):
         n += 1
         p = st.p_next[p]
     return n
+
+
+# ---- bit sets of VCs (int64, bit v = VC v)
+
+@njit(cache=True, inline="always")
+def _low_bits(n):
+    """The set {0, ..., n - 1} (n <= 64)."""
+    return np.int64(-1) if n >= 64 else (np.int64(1) << n) - 1
+
+
+@njit(cache=True, inline="always")
+def _bit(v):
+    return np.int64(1) << v
 
 
 @njit(cache=True, inline="always")
@@ -324,6 +343,8 @@ def _buffer(net, st, l, v, pkt, seq, hop):
     st.buf_seq[l, v, i] = seq
     st.buf_hop[l, v, i] = hop
     st.buf_count[l, v] = c + 1
+    if c == 0:
+        st.vc_busy[l] |= _bit(v)
     st.r_flits[net.link_dst_router[l]] += 1
 
 
@@ -422,9 +443,10 @@ def _allocate_vcs(net, st, r, nw, now):
             continue  # got an output VC earlier in this loop
         lo = st.vc_out[la, va]
         cls = st.vc_cls[la, va]
-        for ov in range(cls * vpc, (cls + 1) * vpc):
-            if st.owner[lo, ov] >= 0:
-                continue
+        free = st.ovc_free[lo] & (_low_bits(vpc) << (cls * vpc))
+        while free != 0:
+            ov = trailing_zeros(free)
+            free &= free - 1
             best_kv, best, n = _best_waiting_head(net, st, r, a, nw, lo, cls, ov)
             if n == 0:
                 break  # every head that wanted (lo, cls) has its VC: the other free ones stay free
@@ -432,8 +454,10 @@ def _allocate_vcs(net, st, r, nw, now):
                 li = net.rin_links[base + (best_kv >> 6)]
                 v = best_kv & 63
                 st.owner[lo, ov] = li * V + v
+                st.ovc_free[lo] &= ~_bit(ov)
                 st.vc_outvc[li, v] = ov
                 st.vc_state[li, v] = _ACTIVE
+                st.vc_active[li] |= _bit(v)
                 st.vc_ready[li, v] = now + net.va_delay
                 st.va_ptr[lo] = _wrap(best + 1, n_in)
 
@@ -447,9 +471,10 @@ def _route_and_allocate_vcs(net, st, now):
         nw = 0
         for k in range(net.rin_off[r + 1] - net.rin_off[r]):
             li = net.rin_links[net.rin_off[r] + k]
-            for v in range(net.V):
-                if st.buf_count[li, v] == 0 or st.vc_state[li, v] == _ACTIVE:
-                    continue
+            heads = st.vc_busy[li] & ~st.vc_active[li]  # VCs with a flit and no output VC
+            while heads != 0:
+                v = trailing_zeros(heads)
+                heads &= heads - 1
                 if _route(net, st, li, v, now):
                     st.va_wait[nw] = (k << 6) | v  # input port and VC, packed (V <= 64)
                     nw += 1
@@ -467,11 +492,12 @@ def _pick_input_vcs(net, st, r, now):
     n_req = 0
     for k in range(net.rin_off[r], net.rin_off[r + 1]):
         li = net.rin_links[k]
+        cand = st.vc_busy[li] & st.vc_active[li]
         best = -1
         best_prio = 0
-        for v in range(V):
-            if st.vc_state[li, v] != _ACTIVE or st.buf_count[li, v] == 0:
-                continue
+        while cand != 0:
+            v = trailing_zeros(cand)
+            cand &= cand - 1
             if st.vc_ready[li, v] > now or st.credit[st.vc_out[li, v], st.vc_outvc[li, v]] <= 0:
                 continue
             prio = st.p_prio[st.buf_pkt[li, v, st.buf_head[li, v]]]
@@ -495,6 +521,8 @@ def _traverse(net, st, r, li, v, lo, slot, credit_slot):
     st.buf_pkt[li, v, i] = -1
     st.buf_head[li, v] = _wrap(i + 1, net.D)
     st.buf_count[li, v] -= 1
+    if st.buf_count[li, v] == 0:
+        st.vc_busy[li] &= ~_bit(v)
     st.r_flits[r] -= 1
     st.cp_vc[li, credit_slot] = v  # the freed slot, credited upstream
     st.cr_links[credit_slot, st.cr_n[credit_slot]] = li
@@ -503,7 +531,9 @@ def _traverse(net, st, r, li, v, lo, slot, credit_slot):
     _send(net, st, lo, ov, pkt, seq, hop + 1, slot, net.sa_delay + net.st_delay)
     if seq == st.p_flits[pkt] - 1:  # tail: release the output VC; the next packet moves up
         st.owner[lo, ov] = -1
+        st.ovc_free[lo] |= _bit(ov)
         st.vc_state[li, v] = _EMPTY
+        st.vc_active[li] &= ~_bit(v)
         st.vc_outvc[li, v] = -1
 
 
@@ -571,6 +601,7 @@ def _injection_vc(net, st, ep, pkt, l):
         c = cls * vpc + (st.va_ptr[l] + k) % vpc
         if st.owner[l, c] < 0 and (not net.vct or st.credit[l, c] >= st.p_flits[pkt]):
             st.owner[l, c] = -2 - ep
+            st.ovc_free[l] &= ~_bit(c)
             st.q_vc[ep] = c
             st.va_ptr[l] = (c - cls * vpc + 1) % vpc
             return c
@@ -600,6 +631,7 @@ def _inject(net, st, now, slot):
         st.p_sent[pkt] = seq + 1
         if seq + 1 == st.p_flits[pkt]:
             st.owner[l, v] = -1
+            st.ovc_free[l] |= _bit(v)
             st.q_vc[ep] = -1
             st.q_head[ep] = st.p_next[pkt]
             if st.q_head[ep] < 0:
@@ -608,11 +640,23 @@ def _inject(net, st, now, slot):
 
 @_stage
 def _check_invariants(net, st):
-    """Debug mode: credits within 0..depth; every violation counts in C_ERR."""
+    """Debug mode: credits within 0..depth, and the VC bit sets agree with the arrays they
+    summarise; every violation counts in C_ERR."""
     for l in range(net.num_links):
+        busy = np.int64(0)
+        active = np.int64(0)
+        free = np.int64(0)
         for v in range(net.V):
             if not net.is_eject[l] and (st.credit[l, v] < 0 or st.credit[l, v] > net.D):
                 st.counters[C_ERR] += 1
+            if st.buf_count[l, v] > 0:
+                busy |= _bit(v)
+            if st.vc_state[l, v] == _ACTIVE:
+                active |= _bit(v)
+            if st.owner[l, v] == -1:
+                free |= _bit(v)
+        if busy != st.vc_busy[l] or active != st.vc_active[l] or free != st.ovc_free[l]:
+            st.counters[C_ERR] += 1
 
 
 @_kernel

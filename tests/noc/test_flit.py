@@ -72,6 +72,16 @@ def test_debug_mode_catches_a_credit_out_of_range():
     assert st.counters[C_ERR] > 0
 
 
+def test_debug_mode_catches_a_vc_bit_set_out_of_step():
+    t = parse_spec("mesh:2x2")
+    net = build_network(t, FlitNetworkConfig(debug=True))
+    st = new_state(net, 4)
+    link = int(np.nonzero(t.is_router_link)[0][0])
+    st.ovc_free[link] &= ~1  # output VC 0 looks owned, but owner says it is free
+    step(net, st, 0)
+    assert st.counters[C_ERR] > 0
+
+
 @pytest.mark.parametrize("spec,bound", [("mesh:8x8", 4 / 8), ("torus:8x8", 8 / 8)])
 def test_saturation_throughput_is_below_the_bisection_bound(spec, bound):
     t = parse_spec(spec)
