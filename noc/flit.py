@@ -119,6 +119,10 @@ C_IN_FLIGHT, C_IDLE, C_MOVED, C_INJECTED_FLITS, C_EJECTED_FLITS, C_PACKETS_DONE,
 # increfs every array of ``net`` and ``st`` (~70) on entry and decrefs them on exit, and its
 # pruning pass could not remove those atomic updates from a kernel this large (or from one
 # with a raise branch), so they cost about a third of a cycle at 0.15 load on torus:8x8.
+# The small API functions a driver calls every cycle (enqueue_packet, pop_ejected, in_flight,
+# stuck) are such kernels too, not Numba-inlined: inlined into a reference-counted caller,
+# their ``st`` argument became a new reference to all its arrays (~0.6 µs per call); as calls,
+# LLVM inlines them with no reference counting at all.
 _kernel = njit(cache=True, error_model="numpy", _nrt=False)
 # pieces of ``step``, inlined into it (a call would pass ~600 words of array descriptors)
 _stage = njit(cache=True, error_model="numpy", _nrt=False, inline="always")
@@ -204,7 +208,7 @@ def new_state(net, max_packets):
     )
 
 
-@njit(cache=True, inline="always")
+@_kernel
 def enqueue_packet(net, st, src, dst, num_flits, priority, tag, now):
     """Queue a packet at NI ``src`` for NI ``dst``; False when no packet slot is free."""
     if st.free_top[0] == 0:
@@ -230,7 +234,7 @@ def enqueue_packet(net, st, src, dst, num_flits, priority, tag, now):
     return True
 
 
-@njit(cache=True, inline="always")
+@_kernel
 def pop_ejected(st):
     """(tag, cycle) of the next packet whose tail was ejected, or (-1, -1)."""
     r = st.ej_r[0]
@@ -241,7 +245,7 @@ def pop_ejected(st):
     return st.ej_tag[r], st.ej_cycle[r]
 
 
-@njit(cache=True, inline="always")
+@_kernel
 def in_flight(st):
     """Flits queued or in the network."""
     return st.counters[C_IN_FLIGHT]
@@ -679,7 +683,7 @@ def step(net, st, now):
         st.counters[C_IDLE] = 0
 
 
-@njit(cache=True, inline="always")
+@_kernel
 def stuck(net, st):
     """True when no flit has moved for ``watchdog_cycles`` while flits are in flight."""
     return st.counters[C_IDLE] >= net.watchdog
