@@ -29,6 +29,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from noc.numba_cache import configure  # noqa: E402
+
+# Before numba is imported: Numba's cache goes to a directory keyed by our sources. Otherwise
+# _drive below is cached next to this file, keyed by this file alone, and keeps running the
+# step of an older noc/flit.py.
+configure()
+
 import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
