@@ -162,7 +162,10 @@ def build_network(topology: Topology, config: FlitNetworkConfig | None = None) -
         link_latency=topology.link_latency_cycles.astype(np.int64), is_eject=is_eject, is_inject=is_inject,
         inject_link=topology.inject_link.astype(np.int64), eject_link=topology.eject_link.astype(np.int64),
         rin_off=rin_off, rin_links=rin_links, rout_off=rout_off, rout_links=rout_links,
-        route_links=routes.links.astype(np.int64), route_class=routes.vc_class.astype(np.int64),
+        # the route tables are read at every head's route computation, at random (src, dst):
+        # the narrowest types keep them in cache (an 8x8 mesh's were 1 MB as int64)
+        route_links=routes.links.astype(np.int16 if nl < (1 << 15) else np.int32),
+        route_class=routes.vc_class.astype(np.int8),
         route_len=routes.length.astype(np.int64),
         rc_delay=cfg.routing_delay_cycles, va_delay=cfg.vc_alloc_delay_cycles, sa_delay=cfg.sw_alloc_delay_cycles,
         st_delay=cfg.st_delay_cycles, credit_delay=cfg.credit_delay_cycles, vct=cfg.flow_control == "vct",
