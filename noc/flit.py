@@ -85,13 +85,13 @@ State = namedtuple("State", [
     # VC buffers at the downstream end of each link: FIFO of (packet, flit seq, hop); no arrival
     # cycle: a flit is buffered in the cycle it arrives, and nothing looks at it before then
     "buf_pkt", "buf_seq", "buf_hop", "buf_head", "buf_count",
-    # per (link, vc): state of the packet at the front
-    "vc_state", "vc_ready", "vc_out", "vc_outvc",
+    # per (link, vc): state of the packet at the front (its output link, class and VC)
+    "vc_state", "vc_ready", "vc_out", "vc_outvc", "vc_cls",
     "owner", "credit",
     # link and credit pipelines (rings indexed by cycle)
     "lp_pkt", "lp_seq", "lp_hop", "lp_vc", "cp_vc",
-    # arbiter pointers (per link) and the VC each input port requests in switch allocation
-    "sa_in_ptr", "sa_out_ptr", "va_ptr", "req_vc",
+    # arbiter pointers (per link)
+    "sa_in_ptr", "sa_out_ptr", "va_ptr",
     # packets (slots, recycled)
     "p_src", "p_dst", "p_flits", "p_prio", "p_tag", "p_created", "p_injected", "p_sent", "p_ejected_flits",
     "p_next", "free_slots", "free_top",
@@ -100,8 +100,12 @@ State = namedtuple("State", [
     # ejection log (ring), counters
     "ej_tag", "ej_cycle", "ej_inj", "ej_r", "ej_w",
     "link_flits", "counters",
-    # activity: links with a flit (credit) arriving per ring slot; flits buffered per router
-    "arr_links", "arr_n", "cr_links", "cr_n", "r_flits", "req_in", "vc_cls", "va_wait",
+    # activity: links with a flit (credit) arriving per ring slot; per router, flits buffered
+    # and input VCs whose front packet has no output VC yet (route computation, VC allocation)
+    "arr_links", "arr_n", "cr_links", "cr_n", "r_flits", "r_heads",
+    # scratch of the router being allocated: heads waiting for VC allocation (port << 6 | VC);
+    # switch requests (input port, VC, output link, priority)
+    "va_wait", "req_in", "req_vc", "req_out", "req_prio",
     # per link, one bit per VC (bit v = VC v; num_vcs <= 64): VCs holding flits, VCs that
     # own an output VC (vc_state == ACTIVE), and, as an output, VCs nobody owns (owner == -1).
     # The allocators visit only the set bits instead of every VC of every port.
@@ -190,11 +194,11 @@ def new_state(net, max_packets):
         np.full((nl, V, D), -1, np.int64), np.zeros((nl, V, D), np.int64), np.zeros((nl, V, D), np.int64),
         np.zeros((nl, V), np.int64), np.zeros((nl, V), np.int64),
         np.zeros((nl, V), np.int64), np.zeros((nl, V), np.int64), np.full((nl, V), -1, np.int64),
-        np.full((nl, V), -1, np.int64),
+        np.full((nl, V), -1, np.int64), np.zeros((nl, V), np.int64),
         np.full((nl, V), -1, np.int64), credit,
         np.full((nl, net.ring), -1, np.int64), np.zeros((nl, net.ring), np.int64), np.zeros((nl, net.ring), np.int64),
         np.zeros((nl, net.ring), np.int64), np.full((nl, net.cring), -1, np.int64),
-        np.zeros(nl, np.int64), np.zeros(nl, np.int64), np.zeros(nl, np.int64), np.full(nl, -1, np.int64),
+        np.zeros(nl, np.int64), np.zeros(nl, np.int64), np.zeros(nl, np.int64),
         np.zeros(max_packets, np.int64), np.zeros(max_packets, np.int64), np.zeros(max_packets, np.int64),
         np.zeros(max_packets, np.int64), np.zeros(max_packets, np.int64), np.zeros(max_packets, np.int64),
         np.zeros(max_packets, np.int64), np.zeros(max_packets, np.int64), np.zeros(max_packets, np.int64),
@@ -205,8 +209,9 @@ def new_state(net, max_packets):
         np.zeros(nl, np.int64), np.zeros(8, np.int64),
         np.zeros((net.ring, nl), np.int64), np.zeros(net.ring, np.int64),
         np.zeros((net.cring, nl), np.int64), np.zeros(net.cring, np.int64),
-        np.zeros(max(net.num_routers, 1), np.int64), np.zeros(nl, np.int64),
-        np.zeros((nl, V), np.int64), np.zeros(nl * V, np.int64),
+        np.zeros(max(net.num_routers, 1), np.int64), np.zeros(max(net.num_routers, 1), np.int64),
+        np.zeros(nl * V, np.int64), np.zeros(nl, np.int64), np.zeros(nl, np.int64), np.zeros(nl, np.int64),
+        np.zeros(nl, np.int64),
         np.zeros(nl, np.int64), np.zeros(nl, np.int64), np.full(nl, _low_bits(V), np.int64),
     )
 
@@ -350,9 +355,12 @@ def _buffer(net, st, l, v, pkt, seq, hop):
     st.buf_seq[l, v, i] = seq
     st.buf_hop[l, v, i] = hop
     st.buf_count[l, v] = c + 1
+    r = net.link_dst_router[l]
     if c == 0:
         st.vc_busy[l] |= _bit(v)
-    st.r_flits[net.link_dst_router[l]] += 1
+        if st.vc_active[l] & _bit(v) == 0:
+            st.r_heads[r] += 1
+    st.r_flits[r] += 1
 
 
 @_stage
@@ -434,13 +442,24 @@ def _best_waiting_head(net, st, r, a, nw, lo, cls, ov):
 
 
 @_stage
+def _grant_vc(net, st, r, li, v, lo, ov, now):
+    """Input VC (li, v) of router r gets output VC ov of link lo."""
+    st.owner[lo, ov] = li * net.V + v
+    st.ovc_free[lo] &= ~_bit(ov)
+    st.vc_outvc[li, v] = ov
+    st.vc_state[li, v] = _ACTIVE
+    st.vc_active[li] |= _bit(v)
+    st.r_heads[r] -= 1
+    st.vc_ready[li, v] = now + net.va_delay
+
+
+@_stage
 def _allocate_vcs(net, st, r, nw, now):
     """VC allocation of router r: each free output VC of a wanted (output, class) goes to
     the best waiting head (most urgent first, then round-robin from the output's pointer),
     output VCs in increasing order, (output, class) groups in the order of their first head."""
-    V = net.V
     base = net.rin_off[r]
-    n_in = (net.rin_off[r + 1] - base) * V
+    n_in = (net.rin_off[r + 1] - base) * net.V
     vpc = net.vcs_per_class
     for a in range(nw):
         kv = st.va_wait[a]
@@ -455,25 +474,19 @@ def _allocate_vcs(net, st, r, nw, now):
             ov = trailing_zeros(free)
             free &= free - 1
             best_kv, best, n = _best_waiting_head(net, st, r, a, nw, lo, cls, ov)
+            if best_kv >= 0:
+                _grant_vc(net, st, r, net.rin_links[base + (best_kv >> 6)], best_kv & 63, lo, ov, now)
+                st.va_ptr[lo] = _wrap(best + 1, n_in)
+                n -= 1
             if n == 0:
                 break  # every head that wanted (lo, cls) has its VC: the other free ones stay free
-            if best_kv >= 0:
-                li = net.rin_links[base + (best_kv >> 6)]
-                v = best_kv & 63
-                st.owner[lo, ov] = li * V + v
-                st.ovc_free[lo] &= ~_bit(ov)
-                st.vc_outvc[li, v] = ov
-                st.vc_state[li, v] = _ACTIVE
-                st.vc_active[li] |= _bit(v)
-                st.vc_ready[li, v] = now + net.va_delay
-                st.va_ptr[lo] = _wrap(best + 1, n_in)
 
 
 @_stage
 def _route_and_allocate_vcs(net, st, now):
     """3. Per router holding flits: route computation of new heads, then VC allocation."""
     for r in range(net.num_routers):
-        if st.r_flits[r] == 0:
+        if st.r_heads[r] == 0:
             continue
         nw = 0
         for k in range(net.rin_off[r + 1] - net.rin_off[r]):
@@ -494,7 +507,8 @@ def _route_and_allocate_vcs(net, st, now):
 @_stage
 def _pick_input_vcs(net, st, r, now):
     """Stage 1: each input port of router r picks one VC with a flit ready and a downstream
-    credit (req_vc, -1 for none); returns how many ports request (listed in req_in)."""
+    credit; returns the number of requests (req_in/req_vc/req_out/req_prio: port, VC, output
+    link, priority)."""
     V = net.V
     n_req = 0
     for k in range(net.rin_off[r], net.rin_off[r + 1]):
@@ -511,9 +525,11 @@ def _pick_input_vcs(net, st, r, now):
             if best < 0 or _better(prio, v, best_prio, best, st.sa_in_ptr[li], V):
                 best = v
                 best_prio = prio
-        st.req_vc[li] = best
         if best >= 0:
             st.req_in[n_req] = k
+            st.req_vc[n_req] = best
+            st.req_out[n_req] = st.vc_out[li, best]
+            st.req_prio[n_req] = best_prio
             n_req += 1
     return n_req
 
@@ -542,6 +558,8 @@ def _traverse(net, st, r, li, v, lo, slot, credit_slot):
         st.vc_state[li, v] = _EMPTY
         st.vc_active[li] &= ~_bit(v)
         st.vc_outvc[li, v] = -1
+        if st.buf_count[li, v] > 0:
+            st.r_heads[r] += 1
 
 
 @_stage
@@ -552,38 +570,33 @@ def _grant_outputs(net, st, r, n_req, slot, credit_slot):
     base = net.rin_off[r]
     n_in = net.rin_off[r + 1] - base
     for a in range(n_req):
-        la = net.rin_links[st.req_in[a]]
-        if st.req_vc[la] < 0:
+        if st.req_vc[a] < 0:
             continue  # already granted (or lost) this cycle
-        lo = st.vc_out[la, st.req_vc[la]]
-        best = -1
+        lo = st.req_out[a]
+        best = -1  # request
+        best_port = -1
         best_prio = 0
         for b in range(a, n_req):
-            k2 = st.req_in[b]
-            li = net.rin_links[k2]
-            v = st.req_vc[li]
-            if v < 0 or st.vc_out[li, v] != lo:
+            if st.req_vc[b] < 0 or st.req_out[b] != lo:
                 continue
-            prio = st.p_prio[st.buf_pkt[li, v, st.buf_head[li, v]]]
-            if best < 0 or _better(prio, k2 - base, best_prio, best, st.sa_out_ptr[lo], n_in):
-                best = k2 - base
-                best_prio = prio
-        li = net.rin_links[base + best]
-        v = st.req_vc[li]
+            port = st.req_in[b] - base
+            if best < 0 or _better(st.req_prio[b], port, best_prio, best_port, st.sa_out_ptr[lo], n_in):
+                best = b
+                best_port = port
+                best_prio = st.req_prio[b]
         for b in range(a, n_req):  # the losers for this output are done for the cycle
-            lb = net.rin_links[st.req_in[b]]
-            vb = st.req_vc[lb]
-            if vb >= 0 and st.vc_out[lb, vb] == lo and lb != li:
-                st.req_vc[lb] = -2 - vb
-        st.req_vc[li] = -2 - v  # granted
-        st.sa_out_ptr[lo] = _wrap(best + 1, n_in)
+            if b != best and st.req_vc[b] >= 0 and st.req_out[b] == lo:
+                st.req_vc[b] = -2 - st.req_vc[b]
+        v = st.req_vc[best]
+        st.req_vc[best] = -2 - v  # granted
+        li = net.rin_links[st.req_in[best]]
+        st.sa_out_ptr[lo] = _wrap(best_port + 1, n_in)
         st.sa_in_ptr[li] = _wrap(v + 1, V)
         _traverse(net, st, r, li, v, lo, slot, credit_slot)
     if not net.islip:  # round robin: input pointers move past every pick, granted or not
         for a in range(n_req):
-            li = net.rin_links[st.req_in[a]]
-            vb = st.req_vc[li]
-            st.sa_in_ptr[li] = _wrap((-2 - vb if vb < -1 else vb) + 1, V)
+            vb = st.req_vc[a]
+            st.sa_in_ptr[net.rin_links[st.req_in[a]]] = _wrap((-2 - vb if vb < -1 else vb) + 1, V)
 
 
 @_stage
@@ -647,8 +660,8 @@ def _inject(net, st, now, slot):
 
 @_stage
 def _check_invariants(net, st):
-    """Debug mode: credits within 0..depth, and the VC bit sets agree with the arrays they
-    summarise; every violation counts in C_ERR."""
+    """Debug mode: credits within 0..depth, and the VC bit sets and head counts agree with
+    the arrays they summarise; every violation counts in C_ERR."""
     for l in range(net.num_links):
         busy = np.int64(0)
         active = np.int64(0)
@@ -663,6 +676,15 @@ def _check_invariants(net, st):
             if st.owner[l, v] == -1:
                 free |= _bit(v)
         if busy != st.vc_busy[l] or active != st.vc_active[l] or free != st.ovc_free[l]:
+            st.counters[C_ERR] += 1
+    for r in range(net.num_routers):
+        heads = 0
+        for k in range(net.rin_off[r], net.rin_off[r + 1]):
+            li = net.rin_links[k]
+            for v in range(net.V):
+                if st.buf_count[li, v] > 0 and st.vc_state[li, v] != _ACTIVE:
+                    heads += 1
+        if heads != st.r_heads[r]:
             st.counters[C_ERR] += 1
 
 
