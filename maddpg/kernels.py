@@ -4,22 +4,32 @@ update, Gumbel-softmax, fixed-point quantisation.
 Every kernel is written the way an HLS engineer writes C for an FPGA:
 
 * a fixed loop nest over (batch, output, input) whose bounds are the array shapes;
-* an explicit batch tile ``tile_b``: the outer loop runs over ``ceil(B / tile_b)`` tiles and
-  is the parallel loop (``prange``; one tile per processing element in hardware);
-* caller-provided output buffers — nothing is allocated inside a kernel;
+* an explicit batch tile ``tile_b``: the outer loop runs over ``ceil(B / tile_b)`` tiles (one
+  tile per processing element in hardware; the tiles are independent);
+* register blocks: the dense kernels accumulate ``RB`` rows x ``VW`` columns in a local,
+  fully partitioned array (``float acc[RB][VW]``) over the reduction loop, with the block's
+  loops fully unrolled — on the CPU, 16 AVX-512 registers of partial sums;
+* caller-provided output buffers (and scratch, e.g. a transposed weight copy) — nothing is
+  allocated on the heap inside a kernel;
 * float32 everywhere (accumulators included); an optional fixed-point mode rounds every
   kernel output to a signed Q-format ``q_bits`` wide with ``q_frac`` fraction bits and
-  saturates, as a fixed-point datapath with a wide accumulator would (``q_bits = 0``: float).
+  saturates, as a fixed-point datapath with a wide accumulator would (``q_bits = 0``: float;
+  the rounding is an output stage run only in fixed-point mode).
 
 Each kernel has a twin ``*_nest(shapes, tiling)`` returning a :class:`LoopNest` — its loop
-bounds, tile and unroll factors and its work (MACs, words moved) as plain data. The
+bounds, tile, block and unroll factors and its work (MACs, words moved) as plain data. The
 accelerator model turns a LoopNest into cycles; the kernel and its nest are defined side by
 side from the same shapes, so they cannot drift. The unroll factor is an HLS pragma: on the
 CPU, LLVM's vectoriser realises the innermost (contiguous) loop instead.
 
+The kernels run serially: at MADDPG's sizes a kernel is tens of microseconds of work, less
+than a thread-pool launch costs when the machine is shared (a worker that has been
+descheduled costs an OS time slice, milliseconds).
+
 Layout: activations are ``[batch, features]`` row-major; a weight matrix is ``W[in, out]`` so
-that the innermost loop of the forward pass and of the weight gradient walks contiguous
-memory (``out``), and the input gradient is a contiguous dot product over ``out``.
+that the forward pass and the weight gradient stream contiguous rows (``out``); the input
+gradient streams rows of ``W`` transposed into a scratch buffer (or, for a few columns,
+takes contiguous dot products over rows of ``W``).
 """
 
 from __future__ import annotations
@@ -27,34 +37,50 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import llvmlite.ir as llvm_ir
 import numpy as np
-from numba import njit, prange
+from numba import carray, njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 # ---------------------------------------------------------------------------------------
 # Loop nests as data
 # ---------------------------------------------------------------------------------------
 
 
+RB = 4  # rows of a register block (batch rows, or weight rows in the weight gradient)
+VW = 64  # columns of a register block: four 16-lane float32 vectors (AVX-512), unrolled
+NARROW_OUT = 8  # below this output width the forward pass and weight gradient use narrow forms
+
+
 @dataclass(frozen=True)
 class Loop:
-    """One loop of a nest: its name, trip count, tile size (1: untiled) and unroll factor."""
+    """One dimension of a loop nest: its name, extent (``trip``), tile size (1: untiled), HLS
+    unroll factor, register block (1: none) and whether its iterations are independent
+    (``parallel``: the PEs of the hardware; on the CPU, the loop a parallel build would split)."""
 
     name: str
     trip: int
     tile: int = 1
     unroll: int = 1
     parallel: bool = False
+    block: int = 1
 
     @property
     def tiles(self) -> int:
         return -(-self.trip // self.tile)
+
+    @property
+    def blocks(self) -> int:
+        """Full register blocks per tile (or over the whole extent when untiled)."""
+        return min(self.tile if self.tile > 1 else self.trip, self.trip) // self.block
 
 
 @dataclass(frozen=True)
 class Tiling:
     """Tile and unroll factors of a kernel (one value serves the CPU kernel and its nest).
 
-    ``tile_b``: batch rows per parallel tile (the prange loop; a PE's share in hardware).
+    ``tile_b``: batch rows per tile (one tile per PE in hardware).
     ``unroll``: innermost-loop unroll / vector width an HLS tool would be told to use.
     """
 
@@ -68,10 +94,22 @@ class Tiling:
 
 @dataclass(frozen=True)
 class LoopNest:
-    """A kernel's loop nest as plain data: outermost loop first.
+    """A kernel's loop nest as plain data.
+
+    ``loops`` are the dimensions of the iteration space, outermost first, each with its full
+    extent (``trip``), so ``iterations`` (their product) counts executions of the body. A
+    dimension with ``tile > 1`` is strip-mined: its tile loop stands at its position and walks
+    ``ceil(trip / tile)`` tiles, the points of a tile right inside it. A dimension with
+    ``block > 1`` is register-blocked: at its position (inside its tile loop) a loop walks
+    blocks of ``block`` points, and the points of all blocked dimensions run innermost, fully
+    unrolled, as one ``block x block`` array of MACs on operands held in registers. Points
+    that do not fill a block (the tail of a tile or of the dimension) run unblocked.
+    ``unroll`` is the HLS pragma for the innermost loop (on the CPU, the vectoriser's job).
 
     ``macs``: multiply-accumulates (or elementwise ops for non-MAC kernels);
-    ``words_in`` / ``words_out``: array elements read / written once each (no reuse model).
+    ``words_in`` / ``words_out``: array elements read / written once each (no reuse model);
+    ``extra``: kernel specifics, e.g. ``transpose`` (words of a weight matrix transposed into
+    a local buffer before the nest runs) and ``relu_mask`` (the fused ReLU gradient).
     """
 
     kernel: str
@@ -93,48 +131,71 @@ class LoopNest:
             "macs": self.macs,
             "words_in": self.words_in,
             "words_out": self.words_out,
+            "extra": dict(self.extra),
         }
 
 
 def dense_forward_nest(batch: int, n_in: int, n_out: int, tiling: Tiling = Tiling()) -> LoopNest:
-    return LoopNest(
-        "dense_forward",
-        (
-            Loop("batch", batch, tile=tiling.tile_b, parallel=True),
-            Loop("in", n_in),
-            Loop("out", n_out, unroll=tiling.unroll),
-        ),
-        macs=batch * n_in * n_out,
-        words_in=batch * n_in + n_in * n_out + n_out,
-        words_out=batch * n_out,
-    )
+    """:func:`dense_forward`: narrow layers take dot products over ``in`` of the transposed
+    weights; wide ones accumulate ``RB`` rows x ``VW`` outputs in registers over ``in``
+    (outputs past the last full ``VW`` block: a plain axpy, row -> in -> out)."""
+    tb, un = tiling.tile_b, tiling.unroll
+    words_in = batch * n_in + n_in * n_out + n_out
+    if n_out < NARROW_OUT:
+        loops = (Loop("batch", batch, tile=tb, parallel=True), Loop("out", n_out), Loop("in", n_in, unroll=un))
+        extra = {"transpose": n_in * n_out}
+    elif n_out < VW:
+        loops = (Loop("batch", batch, tile=tb, parallel=True), Loop("in", n_in), Loop("out", n_out, unroll=un))
+        extra = {}
+    else:
+        loops = (Loop("batch", batch, tile=tb, parallel=True, block=RB), Loop("out", n_out, unroll=un, block=VW),
+                 Loop("in", n_in))
+        extra = {"out_tail": n_out % VW}
+    return LoopNest("dense_forward", loops, macs=batch * n_in * n_out, words_in=words_in,
+                    words_out=batch * n_out, extra=extra)
 
 
 def dense_backward_weights_nest(batch: int, n_in: int, n_out: int, tiling: Tiling = Tiling()) -> LoopNest:
+    """:func:`dense_backward_weights`: every element sums over the whole batch, innermost.
+    Wide layers: ``RB`` weight rows x ``VW`` outputs per register block, the bias gradient
+    one more (one-row) block; narrow ones: per output, ``VW`` weight rows per block."""
+    un = tiling.unroll
+    if n_out < NARROW_OUT:
+        loops = (Loop("out", n_out), Loop("in", n_in, parallel=True, unroll=un, block=VW), Loop("batch", batch))
+    elif n_out < VW:
+        loops = (Loop("out", n_out), Loop("in", n_in, parallel=True), Loop("batch", batch, unroll=un))
+    else:
+        loops = (Loop("out", n_out, unroll=un, block=VW), Loop("in", n_in, parallel=True, block=RB), Loop("batch", batch))
     return LoopNest(
         "dense_backward_weights",
-        (
-            Loop("in", n_in, parallel=True),
-            Loop("batch", batch),
-            Loop("out", n_out, unroll=tiling.unroll),
-        ),
+        loops,
         macs=batch * n_in * n_out + batch * n_out,  # dW and the bias sum
         words_in=batch * n_in + batch * n_out,
         words_out=n_in * n_out + n_out,
+        extra={"bias_row": True},
     )
 
 
-def dense_backward_input_nest(batch: int, n_in: int, n_out: int, tiling: Tiling = Tiling()) -> LoopNest:
+def dense_backward_input_nest(batch: int, n_in: int, n_out: int, tiling: Tiling = Tiling(), width: int | None = None,
+                              relu_mask: bool = False) -> LoopNest:
+    """:func:`dense_backward_input` computing ``width`` (default all ``n_in``) input columns.
+    A multiple of ``VW`` wide: weights transposed first, then ``RB`` rows x ``VW`` columns
+    per register block accumulated over ``out``; otherwise a dot product per element."""
+    tb, un = tiling.tile_b, tiling.unroll
+    w = n_in if width is None else width
+    extra: dict = {"relu_mask": relu_mask}
+    if w % VW == 0:
+        loops = (Loop("batch", batch, tile=tb, parallel=True, block=RB), Loop("in", w, unroll=un, block=VW), Loop("out", n_out))
+        extra["transpose"] = w * n_out
+    else:
+        loops = (Loop("batch", batch, tile=tb, parallel=True), Loop("in", w), Loop("out", n_out, unroll=un))
     return LoopNest(
         "dense_backward_input",
-        (
-            Loop("batch", batch, tile=tiling.tile_b, parallel=True),
-            Loop("in", n_in),
-            Loop("out", n_out, unroll=tiling.unroll),
-        ),
-        macs=batch * n_in * n_out,
-        words_in=batch * n_out + n_in * n_out,
-        words_out=batch * n_in,
+        loops,
+        macs=batch * w * n_out,
+        words_in=batch * n_out + w * n_out + (batch * w if relu_mask else 0),
+        words_out=batch * w,
+        extra=extra,
     )
 
 
@@ -181,6 +242,16 @@ def gumbel_softmax_nest(batch: int, n_act: int, tiling: Tiling = Tiling()) -> Lo
     )
 
 
+def gumbel_softmax_backward_nest(batch: int, n_act: int, tiling: Tiling = Tiling()) -> LoopNest:
+    return LoopNest(
+        "gumbel_softmax_backward",
+        (Loop("batch", batch, tile=tiling.tile_b, parallel=True), Loop("pass", 2), Loop("action", n_act)),
+        macs=batch * n_act * 3,
+        words_in=2 * batch * n_act,
+        words_out=batch * n_act,
+    )
+
+
 # ---------------------------------------------------------------------------------------
 # Fixed point
 # ---------------------------------------------------------------------------------------
@@ -212,122 +283,348 @@ def quantize(x, out, q_frac, q_bits):
         out[i] = q_round(x[i], q_frac, q_bits)
 
 
+@njit(cache=True)
+def quantize_rows(y, q_frac, q_bits):
+    """Fixed-point rounding of a 2-D array in place: the output stage of the dense kernels in
+    fixed-point mode (float mode never calls it, so the float loop nests carry no rounding)."""
+    for r in range(y.shape[0]):
+        for c in range(y.shape[1]):
+            y[r, c] = q_round(y[r, c], q_frac, q_bits)
+
+
+# ---------------------------------------------------------------------------------------
+# Register blocks
+# ---------------------------------------------------------------------------------------
+
+_RB_VW = RB * VW
+
+# Float kernels: fastmath lets LLVM contract to FMA and vectorise; no bounds checks, numpy
+# error model (no Python-exception paths inside the loops).
+_KW = dict(cache=True, fastmath=True, boundscheck=False, error_model="numpy")
+
+
+@intrinsic
+def _local_f32(typingctx, n):
+    """A local float32 array of ``n`` elements on the stack (``n`` a compile-time constant).
+
+    The HLS ``float acc[RB][VW]`` with ``#pragma HLS ARRAY_PARTITION complete``: indexed only
+    by fully unrolled loops, LLVM promotes it to (vector) registers. A heap array could not
+    be promoted, since LLVM cannot prove that it does not alias the kernel's arguments.
+    """
+    if not isinstance(n, types.IntegerLiteral):
+        return None
+    size = n.literal_value
+
+    def codegen(context, builder, sig, args):
+        f32 = context.get_value_type(types.float32)
+        buf = cgutils.alloca_once(builder, llvm_ir.ArrayType(f32, size))
+        return builder.bitcast(buf, f32.as_pointer())
+
+    return types.CPointer(types.float32)(n), codegen
+
+
+@intrinsic
+def _wide_vectors(typingctx):
+    """Let LLVM vectorise the calling kernel with 512-bit vectors.
+
+    LLVM's default for AVX-512 server cores is to prefer 256-bit vectors; a register block of
+    ``RB x VW`` float32 then needs 2x the registers and spills. The per-function attributes
+    below lift that preference (a no-op on CPUs without AVX-512). ``AttributeSet.add`` only
+    accepts flag attributes, hence ``set.add`` for these key-value ones.
+    """
+
+    def codegen(context, builder, sig, args):
+        attrs = builder.function.attributes
+        set.add(attrs, '"prefer-vector-width"="512"')
+        set.add(attrs, '"min-legal-vector-width"="512"')
+        return context.get_dummy_value()
+
+    return types.none(), codegen
+
+
 # ---------------------------------------------------------------------------------------
 # Dense layer and ReLU
 # ---------------------------------------------------------------------------------------
 
 
-NARROW_OUT = 8  # below this output width the forward pass switches from axpy to dot-product order
+@njit(**_KW)
+def dense_forward(x, w, wt, b, y, relu, tile_b, q_frac, q_bits):
+    """``y[b, o] = act(sum_i x[b, i] * w[i, o] + b[o])``; ``act`` is ReLU if ``relu`` else identity.
 
-
-@njit(cache=True, parallel=True, fastmath=True)
-def dense_forward(x, w, b, y, relu, tile_b, q_frac, q_bits):
-    """``y[b, o] = act(sum_i x[b, i] * w[i, o] + b[o])``; ``act`` is ReLU if ``relu`` else identity."""
+    Wide layers (``n_out >= NARROW_OUT``): inside each batch tile, blocks of ``RB`` rows x
+    ``VW`` outputs are accumulated in registers over ``in`` (``x[b, i]`` broadcast, the
+    contiguous row ``w[i, o0:o0+VW]`` streamed); rows that do not fill a block run as one-row
+    blocks, outputs past the last full block as a plain axpy. Narrow layers (a critic's
+    1-wide head, an actor's logits): ``wt`` (``[n_out, n_in]``, caller's buffer) receives
+    ``w`` transposed and each output is a contiguous dot product.
+    """
+    _wide_vectors()
     n_batch = x.shape[0]
     n_in = x.shape[1]
     n_out = w.shape[1]
     n_tiles = (n_batch + tile_b - 1) // tile_b
-    for t in prange(n_tiles):
-        b_end = min((t + 1) * tile_b, n_batch)
-        for bb in range(t * tile_b, b_end):
-            if n_out >= NARROW_OUT:
-                # wide layer: broadcast x[b, i], stream the contiguous row w[i, :] (axpy)
+    zero = np.float32(0.0)
+    if n_out < NARROW_OUT:
+        for o in range(n_out):
+            for i in range(n_in):
+                wt[o, i] = w[i, o]
+        for t in range(n_tiles):
+            for bb in range(t * tile_b, min((t + 1) * tile_b, n_batch)):
                 for o in range(n_out):
-                    y[bb, o] = b[o]
-                for i in range(n_in):
-                    xi = x[bb, i]
-                    for o in range(n_out):
-                        y[bb, o] += xi * w[i, o]
-            else:
-                # narrow layer (a critic's 1-wide head): a dot product per output
-                for o in range(n_out):
-                    acc = b[o]
+                    a = b[o]
                     for i in range(n_in):
-                        acc += x[bb, i] * w[i, o]
-                    y[bb, o] = acc
-            for o in range(n_out):
-                v = y[bb, o]
-                if relu and v < 0:
-                    v = np.float32(0.0)
-                y[bb, o] = q_round(v, q_frac, q_bits)
+                        a += x[bb, i] * wt[o, i]
+                    if relu and a < zero:
+                        a = zero
+                    y[bb, o] = a
+    else:
+        acc = carray(_local_f32(_RB_VW), (RB, VW))
+        n_blk = n_out // VW
+        o_tail = n_blk * VW
+        for t in range(n_tiles):
+            r0 = t * tile_b
+            r1 = min(r0 + tile_b, n_batch)
+            n_rb = (r1 - r0) // RB
+            for k in range(n_rb):
+                bb = r0 + k * RB
+                for ob in range(n_blk):
+                    o0 = ob * VW
+                    for r in range(RB):
+                        for o in range(VW):
+                            acc[r, o] = b[o0 + o]
+                    for i in range(n_in):
+                        for r in range(RB):
+                            xr = x[bb + r, i]
+                            for o in range(VW):
+                                acc[r, o] += xr * w[i, o0 + o]
+                    for r in range(RB):
+                        for o in range(VW):
+                            v = acc[r, o]
+                            if relu and v < zero:
+                                v = zero
+                            y[bb + r, o0 + o] = v
+            for bb in range(r0 + n_rb * RB, r1):
+                for ob in range(n_blk):
+                    o0 = ob * VW
+                    for o in range(VW):
+                        acc[0, o] = b[o0 + o]
+                    for i in range(n_in):
+                        xi = x[bb, i]
+                        for o in range(VW):
+                            acc[0, o] += xi * w[i, o0 + o]
+                    for o in range(VW):
+                        v = acc[0, o]
+                        if relu and v < zero:
+                            v = zero
+                        y[bb, o0 + o] = v
+            if o_tail < n_out:
+                for bb in range(r0, r1):
+                    for o in range(o_tail, n_out):
+                        y[bb, o] = b[o]
+                    for i in range(n_in):
+                        xi = x[bb, i]
+                        for o in range(o_tail, n_out):
+                            y[bb, o] += xi * w[i, o]
+                    if relu:
+                        for o in range(o_tail, n_out):
+                            if y[bb, o] < zero:
+                                y[bb, o] = zero
+    if q_bits != 0:
+        quantize_rows(y, q_frac, q_bits)
 
 
-@njit(cache=True, parallel=True, fastmath=True)
+@njit(**_KW)
 def relu_forward(x, y, tile_b):
     """``y = max(x, 0)`` (the standalone ReLU; dense_forward fuses it)."""
     n_batch = x.shape[0]
     n = x.shape[1]
     n_tiles = (n_batch + tile_b - 1) // tile_b
-    for t in prange(n_tiles):
+    for t in range(n_tiles):
         for bb in range(t * tile_b, min((t + 1) * tile_b, n_batch)):
             for j in range(n):
                 v = x[bb, j]
                 y[bb, j] = v if v > 0 else np.float32(0.0)
 
 
-@njit(cache=True, parallel=True, fastmath=True)
+@njit(**_KW)
 def relu_backward(y, dy, dx, tile_b):
-    """``dx = dy * (y > 0)`` where ``y`` is the ReLU's output (``dx`` may alias ``dy``)."""
+    """``dx = dy * (y > 0)`` where ``y`` is the ReLU's output (``dx`` may alias ``dy``).
+
+    The standalone ReLU gradient; :func:`dense_backward_input` fuses it (``mask``)."""
     n_batch = y.shape[0]
     n = y.shape[1]
     n_tiles = (n_batch + tile_b - 1) // tile_b
-    for t in prange(n_tiles):
+    for t in range(n_tiles):
         for bb in range(t * tile_b, min((t + 1) * tile_b, n_batch)):
             for j in range(n):
                 dx[bb, j] = dy[bb, j] if y[bb, j] > 0 else np.float32(0.0)
 
 
-@njit(cache=True, parallel=True, fastmath=True)
+@njit(**_KW)
 def dense_backward_weights(x, dy, dw, db, q_frac, q_bits):
     """``dw[i, o] = sum_b x[b, i] dy[b, o]``, ``db[o] = sum_b dy[b, o]`` (overwrites dw, db).
 
-    Parallel over ``in`` rows: each output element has one writer and a fixed summation
-    order, so the result is deterministic whatever the thread count.
+    Wide layers: blocks of ``RB`` weight rows x ``VW`` outputs accumulate in registers over
+    the whole batch (``x[b, i0:i0+RB]`` broadcast, the contiguous ``dy[b, o0:o0+VW]``
+    streamed); the bias gradient is one more one-row block with ``x = 1``. Narrow layers: per
+    output, ``VW`` weight rows at a time accumulate ``dy[b, o] * x[b, i0:i0+VW]``. Every
+    element is one accumulator summed over the batch in order: the result does not depend on
+    how blocks are scheduled.
     """
+    _wide_vectors()
     n_batch = x.shape[0]
     n_in = x.shape[1]
     n_out = dy.shape[1]
-    for i in prange(n_in + 1):
-        if i < n_in:
-            if n_out >= NARROW_OUT:
-                for o in range(n_out):
-                    dw[i, o] = 0.0
+    zero = np.float32(0.0)
+    acc = carray(_local_f32(_RB_VW), (RB, VW))
+    if n_out < NARROW_OUT:
+        n_blk = n_in // VW
+        for o in range(n_out):
+            for ib in range(n_blk):
+                i0 = ib * VW
+                for i in range(VW):
+                    acc[0, i] = zero
                 for bb in range(n_batch):
-                    xi = x[bb, i]
-                    for o in range(n_out):
-                        dw[i, o] += xi * dy[bb, o]
-            else:
-                for o in range(n_out):
-                    acc = np.float32(0.0)
-                    for bb in range(n_batch):
-                        acc += x[bb, i] * dy[bb, o]
-                    dw[i, o] = acc
-            for o in range(n_out):
-                dw[i, o] = q_round(dw[i, o], q_frac, q_bits)
-        else:  # one extra "row" computes the bias gradient
-            for o in range(n_out):
-                db[o] = 0.0
+                    d = dy[bb, o]
+                    for i in range(VW):
+                        acc[0, i] += d * x[bb, i0 + i]
+                for i in range(VW):
+                    dw[i0 + i, o] = acc[0, i]
+            for i in range(n_blk * VW, n_in):
+                a = zero
+                for bb in range(n_batch):
+                    a += x[bb, i] * dy[bb, o]
+                dw[i, o] = a
+            a = zero
             for bb in range(n_batch):
-                for o in range(n_out):
-                    db[o] += dy[bb, o]
-            for o in range(n_out):
-                db[o] = q_round(db[o], q_frac, q_bits)
-
-
-@njit(cache=True, parallel=True, fastmath=True)
-def dense_backward_input(dy, w, dx, tile_b, q_frac, q_bits):
-    """``dx[b, i] = sum_o dy[b, o] * w[i, o]`` (overwrites dx)."""
-    n_batch = dy.shape[0]
-    n_in = w.shape[0]
-    n_out = w.shape[1]
-    n_tiles = (n_batch + tile_b - 1) // tile_b
-    for t in prange(n_tiles):
-        for bb in range(t * tile_b, min((t + 1) * tile_b, n_batch)):
+                a += dy[bb, o]
+            db[o] = a
+    else:
+        n_blk = n_out // VW
+        o_tail = n_blk * VW
+        n_ib = n_in // RB
+        for ob in range(n_blk):
+            o0 = ob * VW
+            for ib in range(n_ib):
+                i0 = ib * RB
+                for r in range(RB):
+                    for o in range(VW):
+                        acc[r, o] = zero
+                for bb in range(n_batch):
+                    for r in range(RB):
+                        xr = x[bb, i0 + r]
+                        for o in range(VW):
+                            acc[r, o] += xr * dy[bb, o0 + o]
+                for r in range(RB):
+                    for o in range(VW):
+                        dw[i0 + r, o0 + o] = acc[r, o]
+            for i in range(n_ib * RB, n_in + 1):  # leftover weight rows, then the bias row
+                for o in range(VW):
+                    acc[0, o] = zero
+                if i < n_in:
+                    for bb in range(n_batch):
+                        xi = x[bb, i]
+                        for o in range(VW):
+                            acc[0, o] += xi * dy[bb, o0 + o]
+                    for o in range(VW):
+                        dw[i, o0 + o] = acc[0, o]
+                else:
+                    for bb in range(n_batch):
+                        for o in range(VW):
+                            acc[0, o] += dy[bb, o0 + o]
+                    for o in range(VW):
+                        db[o0 + o] = acc[0, o]
+        for o in range(o_tail, n_out):
             for i in range(n_in):
-                acc = np.float32(0.0)
-                for o in range(n_out):
-                    acc += dy[bb, o] * w[i, o]
-                dx[bb, i] = q_round(acc, q_frac, q_bits)
+                a = zero
+                for bb in range(n_batch):
+                    a += x[bb, i] * dy[bb, o]
+                dw[i, o] = a
+            a = zero
+            for bb in range(n_batch):
+                a += dy[bb, o]
+            db[o] = a
+    if q_bits != 0:
+        quantize_rows(dw, q_frac, q_bits)
+        for o in range(n_out):
+            db[o] = q_round(db[o], q_frac, q_bits)
+
+
+@njit(**_KW)
+def dense_backward_input(dy, w, wt, dx, col0, mask, tile_b, q_frac, q_bits):
+    """``dx[b, j] = sum_o dy[b, o] * w[col0 + j, o]`` for ``j < dx.shape[1]`` (overwrites dx):
+    the input gradient, or the block of its columns ``col0 ..`` that the caller needs.
+
+    ``mask``: the layer input's ReLU output ``h`` (fuses the ReLU gradient:
+    ``dx[b, j] = 0`` where ``h[b, col0 + j] <= 0``) or None. When the width is a multiple of
+    ``VW``: ``wt`` (``[n_out, >= width]``, caller's buffer) receives the needed rows of ``w``
+    transposed, and blocks of ``RB`` rows x ``VW`` columns accumulate in registers over
+    ``out``; otherwise each element is a contiguous dot product over ``w[col0 + j, :]``.
+    """
+    _wide_vectors()
+    n_batch = dy.shape[0]
+    n_out = w.shape[1]
+    n_cols = dx.shape[1]
+    n_tiles = (n_batch + tile_b - 1) // tile_b
+    zero = np.float32(0.0)
+    col0 = max(col0, 0)  # known non-negative: indices need no wraparound, loads stay contiguous
+    if n_cols % VW == 0:
+        for o in range(n_out):
+            for j in range(n_cols):
+                wt[o, j] = w[col0 + j, o]
+        acc = carray(_local_f32(_RB_VW), (RB, VW))
+        n_blk = n_cols // VW
+        for t in range(n_tiles):
+            r0 = t * tile_b
+            r1 = min(r0 + tile_b, n_batch)
+            n_rb = (r1 - r0) // RB
+            for k in range(n_rb):
+                bb = r0 + k * RB
+                for jb in range(n_blk):
+                    j0 = jb * VW
+                    for r in range(RB):
+                        for j in range(VW):
+                            acc[r, j] = zero
+                    for o in range(n_out):
+                        for r in range(RB):
+                            d = dy[bb + r, o]
+                            for j in range(VW):
+                                acc[r, j] += d * wt[o, j0 + j]
+                    for r in range(RB):
+                        for j in range(VW):
+                            dx[bb + r, j0 + j] = acc[r, j]
+                    if mask is not None:
+                        for r in range(RB):
+                            for j in range(VW):
+                                v = dx[bb + r, j0 + j]
+                                dx[bb + r, j0 + j] = v if mask[bb + r, col0 + j0 + j] > zero else zero
+            for bb in range(r0 + n_rb * RB, r1):
+                for jb in range(n_blk):
+                    j0 = jb * VW
+                    for j in range(VW):
+                        acc[0, j] = zero
+                    for o in range(n_out):
+                        d = dy[bb, o]
+                        for j in range(VW):
+                            acc[0, j] += d * wt[o, j0 + j]
+                    for j in range(VW):
+                        dx[bb, j0 + j] = acc[0, j]
+                    if mask is not None:
+                        for j in range(VW):
+                            v = dx[bb, j0 + j]
+                            dx[bb, j0 + j] = v if mask[bb, col0 + j0 + j] > zero else zero
+    else:
+        for t in range(n_tiles):
+            for bb in range(t * tile_b, min((t + 1) * tile_b, n_batch)):
+                for j in range(n_cols):
+                    a = zero
+                    for o in range(n_out):
+                        a += dy[bb, o] * w[col0 + j, o]
+                    if mask is not None:
+                        a = a if mask[bb, col0 + j] > zero else zero
+                    dx[bb, j] = a
+    if q_bits != 0:
+        quantize_rows(dx, q_frac, q_bits)
 
 
 # ---------------------------------------------------------------------------------------
@@ -387,12 +684,15 @@ def soft_update(target, source, tau):
 # Gumbel-softmax (discrete actions)
 # ---------------------------------------------------------------------------------------
 
+U_MIN = np.float32(1e-10)  # uniform samples are clipped into (0, 1) before the Gumbel transform
+U_MAX = np.float32(1.0 - 2.0**-24)
 
-@njit(cache=True, parallel=True, fastmath=False)
+
+@njit(cache=True, boundscheck=False, error_model="numpy")
 def gumbel_softmax(logits, u, out, temperature, tile_b):
-    """``out = softmax((logits - log(-log(u))) / temperature)`` row-wise.
+    """``out = softmax((logits - log(-log(u'))) / temperature)`` row-wise, ``u' = clip(u, U_MIN, U_MAX)``.
 
-    ``u`` holds uniform samples in (0, 1) drawn by the caller (so the kernel has no RNG
+    ``u`` holds uniform samples in [0, 1) drawn by the caller (so the kernel has no RNG
     state and a seed reproduces everything); ``u = None``-like behaviour (plain softmax)
     is obtained by passing ``u`` filled with ``exp(-1)`` (Gumbel noise 0).
     """
@@ -400,11 +700,12 @@ def gumbel_softmax(logits, u, out, temperature, tile_b):
     n_act = logits.shape[1]
     inv_t = np.float32(1.0 / temperature)
     n_tiles = (n_batch + tile_b - 1) // tile_b
-    for t in prange(n_tiles):
+    for t in range(n_tiles):
         for bb in range(t * tile_b, min((t + 1) * tile_b, n_batch)):
             mx = np.float32(-np.inf)
             for a in range(n_act):
-                z = (logits[bb, a] - np.float32(math.log(-math.log(u[bb, a])))) * inv_t
+                ua = min(max(u[bb, a], U_MIN), U_MAX)
+                z = (logits[bb, a] - np.float32(math.log(-math.log(ua)))) * inv_t
                 out[bb, a] = z
                 if z > mx:
                     mx = z
@@ -417,7 +718,7 @@ def gumbel_softmax(logits, u, out, temperature, tile_b):
                 out[bb, a] = out[bb, a] / s
 
 
-@njit(cache=True, parallel=True, fastmath=True)
+@njit(**_KW)
 def gumbel_softmax_backward(out, dout, dlogits, temperature, tile_b):
     """Gradient through the softmax of :func:`gumbel_softmax` (noise is a constant):
     ``dlogits = out * (dout - sum(dout * out)) / temperature`` (overwrites dlogits)."""
@@ -425,7 +726,7 @@ def gumbel_softmax_backward(out, dout, dlogits, temperature, tile_b):
     n_act = out.shape[1]
     inv_t = np.float32(1.0 / temperature)
     n_tiles = (n_batch + tile_b - 1) // tile_b
-    for t in prange(n_tiles):
+    for t in range(n_tiles):
         for bb in range(t * tile_b, min((t + 1) * tile_b, n_batch)):
             dot = np.float32(0.0)
             for a in range(n_act):
@@ -439,42 +740,47 @@ def gumbel_softmax_backward(out, dout, dlogits, temperature, tile_b):
 # ---------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
-def gather_rows(src, idx, dst):
-    """``dst[k, :] = src[idx[k], :]`` (the replay-buffer DMA of one sampled batch)."""
-    n = src.shape[1]
+@njit(cache=True, boundscheck=False)
+def gather_rows(src, idx, dst, col0):
+    """``dst[k, col0:col0 + w] = src[idx[k], :]`` (the replay-buffer DMA of one sampled batch,
+    straight into its columns of a critic's concatenated input when ``col0 > 0``)."""
+    w = src.shape[1]
+    col0 = max(col0, 0)
     for k in range(idx.shape[0]):
         r = idx[k]
-        for j in range(n):
-            dst[k, j] = src[r, j]
+        for j in range(w):
+            dst[k, col0 + j] = src[r, j]
 
 
-@njit(cache=True)
+@njit(cache=True, boundscheck=False)
 def put_columns(src, dst, col0):
     """``dst[:, col0:col0 + w] = src`` (building a critic's concatenated input)."""
     w = src.shape[1]
+    col0 = max(col0, 0)
     for k in range(src.shape[0]):
         for j in range(w):
             dst[k, col0 + j] = src[k, j]
 
 
-@njit(cache=True)
+@njit(cache=True, boundscheck=False)
 def take_columns(src, col0, dst):
     """``dst = src[:, col0:col0 + w]`` into a contiguous buffer."""
     w = dst.shape[1]
+    col0 = max(col0, 0)
     for k in range(dst.shape[0]):
         for j in range(w):
             dst[k, j] = src[k, col0 + j]
 
 
 @njit(cache=True)
-def td_loss_grad(q, q_next, rew, done, gamma, dq):
-    """Critic loss ``mean((q - y)^2)`` with ``y = r + gamma (1 - done) q_next``: writes
-    ``dq = 2 (q - y) / B`` and returns the loss."""
+def td_loss_grad(q, q_next, rew, done, idx, gamma, dq):
+    """Critic loss ``mean((q - y)^2)`` with ``y = r + gamma (1 - done) q_next``, the rewards and
+    done flags of the sampled replay rows ``idx``: writes ``dq = 2 (q - y) / B`` and returns the loss."""
     n = q.shape[0]
     loss = 0.0
     for k in range(n):
-        y = rew[k] + np.float32(gamma) * (np.float32(1.0) - done[k]) * q_next[k, 0]
+        r = idx[k]
+        y = rew[r] + np.float32(gamma) * (np.float32(1.0) - done[r]) * q_next[k, 0]
         d = q[k, 0] - y
         loss += np.float64(d) * d
         dq[k, 0] = np.float32(2.0) * d / np.float32(n)
@@ -488,14 +794,3 @@ def add_l2_grad(dlogits, logits, coef):
     for k in range(logits.shape[0]):
         for a in range(logits.shape[1]):
             dlogits[k, a] += scale * logits[k, a]
-
-
-# Serial builds of the same definitions, for a batch that fits one tile (acting on one
-# observation, small batches): there is only one tile to run, and a parallel launch costs
-# more than the work. Same loop nest, same results.
-dense_forward_serial = njit(cache=True, fastmath=True)(dense_forward.py_func)
-dense_backward_weights_serial = njit(cache=True, fastmath=True)(dense_backward_weights.py_func)
-dense_backward_input_serial = njit(cache=True, fastmath=True)(dense_backward_input.py_func)
-relu_backward_serial = njit(cache=True, fastmath=True)(relu_backward.py_func)
-gumbel_softmax_serial = njit(cache=True)(gumbel_softmax.py_func)
-gumbel_softmax_backward_serial = njit(cache=True, fastmath=True)(gumbel_softmax_backward.py_func)

@@ -15,9 +15,16 @@ from maddpg import kernels as K
 
 class _Workspace:
     def __init__(self, batch: int, sizes: list[int]) -> None:
+        self.batch = batch
         self.acts = [np.zeros((batch, n), np.float32) for n in sizes[1:]]
         self.grads = [np.zeros((batch, n), np.float32) for n in sizes[1:]]
-        self.dx = np.zeros((batch, sizes[0]), np.float32)
+        self.dx: dict[int, np.ndarray] = {}  # input-gradient buffers by width
+
+    def dx_buffer(self, width: int) -> np.ndarray:
+        buf = self.dx.get(width)
+        if buf is None:
+            buf = self.dx[width] = np.zeros((self.batch, width), np.float32)
+        return buf
 
 
 class MLP:
@@ -38,6 +45,9 @@ class MLP:
         self.grad = np.zeros(self.n_params, np.float32)
         self.W, self.b = self._views(self.params)
         self.dW, self.db = self._views(self.grad)
+        # per layer [out, in]: transposed weights (the narrow forward's and the input
+        # gradient's operand), rewritten by the kernels on every call that uses them
+        self.WT = [np.zeros((n_out, n_in), np.float32) for n_in, n_out in zip(self.sizes[:-1], self.sizes[1:])]
         self._ws: dict[int, _Workspace] = {}
         self._x: np.ndarray | None = None
 
@@ -71,52 +81,60 @@ class MLP:
         self._x = x
         h = x
         last = len(self.W) - 1
-        kernel = K.dense_forward if x.shape[0] > self.tiling.tile_b else K.dense_forward_serial
-        for layer, (w, b) in enumerate(zip(self.W, self.b)):
-            kernel(h, w, b, ws.acts[layer], layer < last, self.tiling.tile_b, self.q_frac, self.q_bits)
+        tb, qf, qb = self.tiling.tile_b, self.q_frac, self.q_bits
+        for layer in range(last + 1):
+            K.dense_forward(h, self.W[layer], self.WT[layer], self.b[layer], ws.acts[layer], layer < last, tb, qf, qb)
             h = ws.acts[layer]
         return h
 
-    def backward(self, dout: np.ndarray, weights: bool = True, inputs: bool = False) -> np.ndarray | None:
+    def backward(self, dout: np.ndarray, weights: bool = True, inputs: bool | tuple[int, int] = False) -> np.ndarray | None:
         """Back-propagate ``dout`` (d loss / d output) through the last :meth:`forward`.
 
-        ``weights``: fill :attr:`grad` (dW, db); ``inputs``: return d loss / d x.
+        ``weights``: fill :attr:`grad` (dW, db). ``inputs``: return d loss / d x — all of it
+        (``True``) or only the columns ``col0 .. col0 + width`` (``inputs=(col0, width)``, a
+        contiguous ``[batch, width]`` buffer: the actor step needs one agent's action columns).
+        The ReLU gradient is fused into the input-gradient kernel of the layer above it.
         """
         x = self._x
         assert x is not None, "backward before forward"
         ws = self.workspace(x.shape[0])
-        tb = self.tiling.tile_b
-        par = x.shape[0] > tb  # one tile: the serial builds
-        bw = K.dense_backward_weights if par else K.dense_backward_weights_serial
-        bi = K.dense_backward_input if par else K.dense_backward_input_serial
-        rb = K.relu_backward if par else K.relu_backward_serial
+        tb, qf, qb = self.tiling.tile_b, self.q_frac, self.q_bits
         g = dout
         for layer in range(len(self.W) - 1, -1, -1):
             h_in = x if layer == 0 else ws.acts[layer - 1]
             if weights:
-                bw(h_in, g, self.dW[layer], self.db[layer], self.q_frac, self.q_bits)
+                K.dense_backward_weights(h_in, g, self.dW[layer], self.db[layer], qf, qb)
             if layer > 0:
                 gi = ws.grads[layer - 1]
-                bi(g, self.W[layer], gi, tb, self.q_frac, self.q_bits)
-                rb(ws.acts[layer - 1], gi, gi, tb)
+                K.dense_backward_input(g, self.W[layer], self.WT[layer], gi, 0, h_in, tb, qf, qb)
                 g = gi
-            elif inputs:
-                bi(g, self.W[0], ws.dx, tb, self.q_frac, self.q_bits)
-                return ws.dx
+            elif inputs is not False:
+                col0, width = (0, self.sizes[0]) if inputs is True else (int(inputs[0]), int(inputs[1]))
+                if not (0 <= col0 and width >= 1 and col0 + width <= self.sizes[0]):
+                    raise ValueError(f"input columns {col0}..{col0 + width} outside 0..{self.sizes[0]}")
+                dx = ws.dx_buffer(width)
+                K.dense_backward_input(g, self.W[0], self.WT[0], dx, col0, None, tb, qf, qb)
+                return dx
         return None
 
-    def loop_nests(self, batch: int, backward_inputs: bool = False) -> list[K.LoopNest]:
-        """The loop nests of one forward + backward pass at ``batch`` (for the accelerator model)."""
+    def loop_nests(self, batch: int, forward: bool = True, backward: bool = True, weights: bool = True,
+                   inputs: bool | tuple[int, int] = False) -> list[K.LoopNest]:
+        """The loop nests of a :meth:`forward` and/or :meth:`backward` pass at ``batch`` (for the
+        accelerator model); ``weights`` and ``inputs`` as in :meth:`backward`."""
         t = self.tiling
         nests = []
         pairs = list(zip(self.sizes[:-1], self.sizes[1:]))
-        for n_in, n_out in pairs:
-            nests.append(K.dense_forward_nest(batch, n_in, n_out, t))
+        if forward:
+            nests += [K.dense_forward_nest(batch, n_in, n_out, t) for n_in, n_out in pairs]
+        if not backward:
+            return nests
         for layer in range(len(pairs) - 1, -1, -1):
             n_in, n_out = pairs[layer]
-            nests.append(K.dense_backward_weights_nest(batch, n_in, n_out, t))
-            if layer > 0 or backward_inputs:
-                nests.append(K.dense_backward_input_nest(batch, n_in, n_out, t))
+            if weights:
+                nests.append(K.dense_backward_weights_nest(batch, n_in, n_out, t))
             if layer > 0:
-                nests.append(K.relu_backward_nest(batch, n_in, t))
+                nests.append(K.dense_backward_input_nest(batch, n_in, n_out, t, relu_mask=True))
+            elif inputs is not False:
+                width = n_in if inputs is True else int(inputs[1])
+                nests.append(K.dense_backward_input_nest(batch, n_in, n_out, t, width=width))
         return nests

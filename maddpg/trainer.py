@@ -32,8 +32,7 @@ from maddpg.replay import ReplayBuffer
 from noc.config import StrictModel
 from noc.errors import ConfigError
 
-U_MIN = np.float32(1e-10)  # uniform samples are clipped into (0, 1) before the Gumbel transform
-U_MAX = np.float32(1.0 - 2.0**-24)
+U_MIN, U_MAX = K.U_MIN, K.U_MAX  # the Gumbel-softmax kernel clips uniform samples into [U_MIN, U_MAX]
 
 
 class MADDPGConfig(StrictModel):
@@ -138,15 +137,13 @@ class MADDPG:
 
     def _alloc(self, B: int) -> None:
         n_in = sum(self.obs_dims) + sum(self.act_dims)
-        self.obs_off = np.cumsum([0, *self.obs_dims])[:-1]
-        self.act_off = sum(self.obs_dims) + np.cumsum([0, *self.act_dims])[:-1]
+        self.obs_off = [int(v) for v in np.cumsum([0, *self.obs_dims])[:-1]]
+        self.act_off = [int(v) for v in sum(self.obs_dims) + np.cumsum([0, *self.act_dims])[:-1]]
         self.b_idx = np.zeros(B, np.int64)
         self.b_obs = [np.zeros((B, d), np.float32) for d in self.obs_dims]
         self.b_nobs = [np.zeros((B, d), np.float32) for d in self.obs_dims]
-        self.b_act = [np.zeros((B, d), np.float32) for d in self.act_dims]
         self.b_tact = [np.zeros((B, d), np.float32) for d in self.act_dims]
         self.b_u = [np.zeros((B, d), np.float32) for d in self.act_dims]
-        self.b_da = [np.zeros((B, d), np.float32) for d in self.act_dims]
         self.b_dlogits = [np.zeros((B, d), np.float32) for d in self.act_dims]
         self.c_in = np.zeros((B, n_in), np.float32)
         self.c_in_next = np.zeros((B, n_in), np.float32)
@@ -155,8 +152,8 @@ class MADDPG:
         self.a1_out = [np.zeros((1, d), np.float32) for d in self.act_dims]
 
     def _uniform(self, buf: np.ndarray) -> np.ndarray:
+        """Uniform samples in [0, 1) into ``buf`` (the Gumbel-softmax kernel clips them)."""
         self.rng.random(out=buf, dtype=np.float32)
-        np.clip(buf, U_MIN, U_MAX, out=buf)
         return buf
 
     # ---- acting ---------------------------------------------------------------------------
@@ -166,7 +163,7 @@ class MADDPG:
         out = []
         for j, ag in enumerate(self.agents):
             logits = ag.actor.forward(np.ascontiguousarray(obs[j], np.float32).reshape(1, -1))
-            K.gumbel_softmax_serial(logits, self._uniform(self.a1_u[j]), self.a1_out[j], self.cfg.temperature, 1)
+            K.gumbel_softmax(logits, self._uniform(self.a1_u[j]), self.a1_out[j], self.cfg.temperature, 1)
             out.append(self.a1_out[j][0].copy())
         return out
 
@@ -185,38 +182,35 @@ class MADDPG:
         B = c.batch_size
         rp = self.replay
         tb = c.tile_b
-        gs = K.gumbel_softmax if B > tb else K.gumbel_softmax_serial
-        gsb = K.gumbel_softmax_backward if B > tb else K.gumbel_softmax_backward_serial
+        temp = c.temperature
+        idx = self.b_idx
         losses = 0.0
         for i, ag in enumerate(self.agents):
-            self.b_idx[:] = self.rng.integers(0, rp.size, B)
+            idx[:] = self.rng.integers(0, rp.size, B)
+            # the sampled rows go straight into the critics' concatenated inputs
             for j in range(self.n):
-                K.gather_rows(rp.obs[j], self.b_idx, self.b_obs[j])
-                K.gather_rows(rp.next_obs[j], self.b_idx, self.b_nobs[j])
-                K.gather_rows(rp.act[j], self.b_idx, self.b_act[j])
-                K.put_columns(self.b_obs[j], self.c_in, self.obs_off[j])
-                K.put_columns(self.b_act[j], self.c_in, self.act_off[j])
+                K.gather_rows(rp.obs[j], idx, self.c_in, self.obs_off[j])
+                K.gather_rows(rp.act[j], idx, self.c_in, self.act_off[j])
+                K.gather_rows(rp.next_obs[j], idx, self.b_nobs[j], 0)
                 K.put_columns(self.b_nobs[j], self.c_in_next, self.obs_off[j])
                 logits = self.agents[j].actor_t.forward(self.b_nobs[j])
-                gs(logits, self._uniform(self.b_u[j]), self.b_tact[j], c.temperature, tb)
+                K.gumbel_softmax(logits, self._uniform(self.b_u[j]), self.b_tact[j], temp, tb)
                 K.put_columns(self.b_tact[j], self.c_in_next, self.act_off[j])
-            rew = rp.rew[i][self.b_idx]
-            done = rp.done[self.b_idx]
             # critic: minimise (Q(x, a) - (r + gamma Q'(x', mu'(o'))))^2
             q_next = ag.critic_t.forward(self.c_in_next)
             q = ag.critic.forward(self.c_in)
-            losses += K.td_loss_grad(q, q_next, rew, done, c.gamma, self.dq)
+            losses += K.td_loss_grad(q, q_next, rp.rew[i], rp.done, idx, c.gamma, self.dq)
             ag.critic.backward(self.dq, weights=True)
             self._adam(ag, "critic", ag.critic)
             # actor: maximise Q(x, a_1..mu_i(o_i)..a_n) with a Gumbel-softmax sample of mu_i
+            K.take_columns(self.c_in, self.obs_off[i], self.b_obs[i])
             logits = ag.actor.forward(self.b_obs[i])
-            gs(logits, self._uniform(self.b_u[i]), self.b_tact[i], c.temperature, tb)
+            K.gumbel_softmax(logits, self._uniform(self.b_u[i]), self.b_tact[i], temp, tb)
             K.put_columns(self.b_tact[i], self.c_in, self.act_off[i])
             ag.critic.forward(self.c_in)
             self.dq.fill(np.float32(-1.0 / B))
-            dx = ag.critic.backward(self.dq, weights=False, inputs=True)
-            K.take_columns(dx, self.act_off[i], self.b_da[i])
-            gsb(self.b_tact[i], self.b_da[i], self.b_dlogits[i], c.temperature, tb)
+            da = ag.critic.backward(self.dq, weights=False, inputs=(self.act_off[i], self.act_dims[i]))
+            K.gumbel_softmax_backward(self.b_tact[i], da, self.b_dlogits[i], temp, tb)
             K.add_l2_grad(self.b_dlogits[i], logits, c.actor_reg)
             ag.actor.backward(self.b_dlogits[i], weights=True)
             self._adam(ag, "actor", ag.actor)
@@ -355,10 +349,12 @@ class MADDPG:
                 nests.append(K.gumbel_softmax_nest(B, self.act_dims[j], t))
             cs = ag.critic.sizes
             nests += [K.dense_forward_nest(B, a, b, t) for a, b in zip(cs[:-1], cs[1:])]  # target critic
-            nests += ag.critic.loop_nests(B)
-            nests += ag.critic.loop_nests(B, backward_inputs=True)
-            nests += ag.actor.loop_nests(B)
+            nests += ag.critic.loop_nests(B)  # critic step
+            nests += ag.actor.loop_nests(B, backward=False)
             nests.append(K.gumbel_softmax_nest(B, self.act_dims[i], t))
+            nests += ag.critic.loop_nests(B, weights=False, inputs=(self.act_off[i], self.act_dims[i]))  # dQ/da_i
+            nests.append(K.gumbel_softmax_backward_nest(B, self.act_dims[i], t))
+            nests += ag.actor.loop_nests(B, forward=False)
             nests.append(K.adam_nest(ag.actor.n_params, len(ag.actor.seg_start) - 1, t))
             nests.append(K.adam_nest(ag.critic.n_params, len(ag.critic.seg_start) - 1, t))
             nests.append(K.soft_update_nest(ag.actor.n_params, t))

@@ -231,14 +231,130 @@ def test_fixed_point_forward_is_quantised_and_saturates():
     w = np.array([[3.0], [0.3]], np.float32)
     b = np.array([0.01], np.float32)
     y = np.empty((1, 1), np.float32)
-    K.dense_forward(x, w, b, y, False, 1, 2, 6)  # Q3.2: step 0.25, max 31/4 = 7.75
+    wt = np.empty((1, 2), np.float32)
+    K.dense_forward(x, w, wt, b, y, False, 1, 2, 6)  # Q3.2: step 0.25, max 31/4 = 7.75
     assert y[0, 0] == np.float32(3.5)  # 3.61 -> 3.5
     w[0, 0] = 10.0
-    K.dense_forward(x, w, b, y, False, 1, 2, 6)
+    K.dense_forward(x, w, wt, b, y, False, 1, 2, 6)
     assert y[0, 0] == np.float32(7.75)  # saturated
     net = MLP([3, 4, 2], q_frac=8, q_bits=16)
     net.init_glorot(np.random.default_rng(0))
     assert np.all(net.params * 256 == np.rint(net.params * 256))
+
+
+# ---- register-blocked paths -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("batch,tile_b", [(1, 64), (7, 3), (70, 8), (133, 64), (64, 1)])
+@pytest.mark.parametrize("n_in,n_out", [(18, 64), (69, 64), (64, 5), (64, 1), (64, 128), (70, 80), (66, 16), (128, 64)])
+def test_dense_kernels_match_numpy_on_every_path(batch, tile_b, n_in, n_out):
+    """Shapes that hit the register blocks (full and partial, row and column tails), the
+    narrow forms and the unblocked middle; batches and tiles that do not fill a block."""
+    rng = np.random.default_rng(batch * 10_000 + n_in * 100 + n_out)
+    x = rng.normal(size=(batch, n_in)).astype(np.float32)
+    w = rng.normal(size=(n_in, n_out)).astype(np.float32)
+    b = rng.normal(size=n_out).astype(np.float32)
+    dy = rng.normal(size=(batch, n_out)).astype(np.float32)
+    h = np.maximum(rng.normal(size=(batch, n_in)), 0).astype(np.float32)  # a ReLU output
+    wt = np.full((n_out, n_in), np.nan, np.float32)  # scratch: the kernels must not read stale values
+    x64, w64, dy64 = x.astype(np.float64), w.astype(np.float64), dy.astype(np.float64)
+    tol = dict(rtol=1e-4, atol=1e-4 * math.sqrt(max(n_in, n_out, batch)))
+
+    y = np.full((batch, n_out), np.nan, np.float32)
+    K.dense_forward(x, w, wt, b, y, True, tile_b, 0, 0)
+    np.testing.assert_allclose(y, np.maximum(x64 @ w64 + b, 0), **tol)
+    K.dense_forward(x, w, wt, b, y, False, tile_b, 0, 0)
+    np.testing.assert_allclose(y, x64 @ w64 + b, **tol)
+
+    dw = np.full_like(w, np.nan)
+    db = np.full_like(b, np.nan)
+    K.dense_backward_weights(x, dy, dw, db, 0, 0)
+    np.testing.assert_allclose(dw, x64.T @ dy64, **tol)
+    np.testing.assert_allclose(db, dy64.sum(0), **tol)
+
+    full = dy64 @ w64.T
+    dx = np.full((batch, n_in), np.nan, np.float32)
+    K.dense_backward_input(dy, w, wt, dx, 0, None, tile_b, 0, 0)
+    np.testing.assert_allclose(dx, full, **tol)
+    K.dense_backward_input(dy, w, wt, dx, 0, h, tile_b, 0, 0)  # fused ReLU gradient
+    np.testing.assert_allclose(dx, full * (h > 0), **tol)
+    assert np.all(dx[h <= 0] == 0)
+    for col0, width in ((n_in - 5, 5), (1, 64), (n_in - 64, 64)):
+        if col0 < 0 or col0 + width > n_in:
+            continue
+        part = np.full((batch, width), np.nan, np.float32)
+        K.dense_backward_input(dy, w, wt, part, col0, h, tile_b, 0, 0)
+        np.testing.assert_allclose(part, (full * (h > 0))[:, col0 : col0 + width], **tol)
+
+
+@pytest.mark.parametrize("n_in,n_out", [(69, 64), (64, 5), (70, 80)])
+def test_fixed_point_dense_kernels_round_the_float_result(n_in, n_out):
+    """In fixed-point mode each kernel's output is exactly the float result, rounded."""
+    rng = np.random.default_rng(n_in + n_out)
+    batch, qf, qb = 37, 6, 12
+    x = rng.normal(size=(batch, n_in)).astype(np.float32)
+    w = (rng.normal(size=(n_in, n_out)) * 0.1).astype(np.float32)
+    b = rng.normal(size=n_out).astype(np.float32)
+    dy = rng.normal(size=(batch, n_out)).astype(np.float32)
+    h = np.maximum(rng.normal(size=(batch, n_in)), 0).astype(np.float32)
+    wt = np.empty((n_out, n_in), np.float32)
+
+    def rounded(a):
+        out = np.empty(a.size, np.float32)
+        K.quantize(a.reshape(-1), out, qf, qb)
+        return out.reshape(a.shape)
+
+    y_f, y_q = np.empty((batch, n_out), np.float32), np.empty((batch, n_out), np.float32)
+    K.dense_forward(x, w, wt, b, y_f, True, 8, 0, 0)
+    K.dense_forward(x, w, wt, b, y_q, True, 8, qf, qb)
+    np.testing.assert_array_equal(y_q, rounded(y_f))
+    assert np.abs(y_q).max() <= 2 ** (qb - 1 - qf)  # some saturate
+    dw_f, db_f, dw_q, db_q = (np.empty_like(a) for a in (w, b, w, b))
+    K.dense_backward_weights(x, dy, dw_f, db_f, 0, 0)
+    K.dense_backward_weights(x, dy, dw_q, db_q, qf, qb)
+    np.testing.assert_array_equal(dw_q, rounded(dw_f))
+    np.testing.assert_array_equal(db_q, rounded(db_f))
+    dx_f, dx_q = np.empty_like(x), np.empty_like(x)
+    K.dense_backward_input(dy, w, wt, dx_f, 0, h, 8, 0, 0)
+    K.dense_backward_input(dy, w, wt, dx_q, 0, h, 8, qf, qb)
+    np.testing.assert_array_equal(dx_q, rounded(dx_f))
+
+
+def test_rows_do_not_depend_on_the_tiling():
+    """A row's result does not depend on the tile it falls in or whether it fills a register
+    block (what keeps results independent of how tiles are scheduled)."""
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(203, 69)).astype(np.float32)
+    w = rng.normal(size=(69, 64)).astype(np.float32)
+    w2 = rng.normal(size=(64, 64)).astype(np.float32)
+    b = rng.normal(size=64).astype(np.float32)
+    dy = rng.normal(size=(203, 64)).astype(np.float32)
+    wt, wt2 = np.empty((64, 69), np.float32), np.empty((64, 64), np.float32)
+    ys, dxs = [], []
+    for tile_b in (1, 3, 8, 64, 203):
+        y = np.empty((203, 64), np.float32)
+        K.dense_forward(x, w, wt, b, y, True, tile_b, 0, 0)
+        ys.append(y)
+        dx = np.empty((203, 64), np.float32)
+        K.dense_backward_input(dy, w2, wt2, dx, 0, y, tile_b, 0, 0)
+        dxs.append(dx)
+    for y, dx in zip(ys[1:], dxs[1:]):
+        np.testing.assert_array_equal(y, ys[0])
+        np.testing.assert_array_equal(dx, dxs[0])
+
+
+def test_mlp_input_gradient_columns():
+    rng = np.random.default_rng(2)
+    net = _net(rng, [69, 64, 64, 1], tile_b=64)
+    x = rng.normal(size=(130, 69)).astype(np.float32)
+    dout = rng.normal(size=(130, 1)).astype(np.float32)
+    net.forward(x)
+    full = net.backward(dout, weights=False, inputs=True).copy()
+    part = net.backward(dout, weights=False, inputs=(59, 5))
+    assert part.shape == (130, 5)
+    np.testing.assert_array_equal(part, full[:, 59:64])
+    with pytest.raises(ValueError, match="outside"):
+        net.backward(dout, weights=False, inputs=(66, 5))
 
 
 # ---- loop nests ------------------------------------------------------------------------
@@ -246,30 +362,36 @@ def test_fixed_point_forward_is_quantised_and_saturates():
 
 def test_loop_nests_describe_the_kernels():
     t = K.Tiling(tile_b=32, unroll=4)
+    # wide forward: batch tiles of RB-row blocks x VW-output blocks, reduction over `in` inside
     nest = K.dense_forward_nest(100, 18, 64, t)
-    assert [lp.name for lp in nest.loops] == ["batch", "in", "out"]
-    assert nest.loops[0].tiles == 4 and nest.loops[0].parallel and nest.loops[2].unroll == 4
+    assert [lp.name for lp in nest.loops] == ["batch", "out", "in"]
+    bl, ol, il = nest.loops
+    assert bl.tiles == 4 and bl.parallel and bl.block == K.RB and bl.blocks == 32 // K.RB
+    assert ol.block == K.VW and ol.unroll == 4 and il.block == 1 and nest.extra["out_tail"] == 0
     assert nest.macs == nest.iterations == 100 * 18 * 64
+    # narrow forward: dot products over `in` of the transposed weights
+    narrow = K.dense_forward_nest(100, 64, 5, t)
+    assert [(lp.name, lp.block) for lp in narrow.loops] == [("batch", 1), ("out", 1), ("in", 1)]
+    assert narrow.extra["transpose"] == 64 * 5 and narrow.loops[2].unroll == 4
+    # between NARROW_OUT and VW: the plain axpy order
+    assert [lp.name for lp in K.dense_forward_nest(100, 64, 16, t).loops] == ["batch", "in", "out"]
+    wg = K.dense_backward_weights_nest(1024, 69, 64, t)
+    assert [(lp.name, lp.block) for lp in wg.loops] == [("out", K.VW), ("in", K.RB), ("batch", 1)]
+    assert wg.macs == wg.iterations + 1024 * 64  # + the bias row
+    wg5 = K.dense_backward_weights_nest(1024, 64, 5, t)
+    assert [(lp.name, lp.block) for lp in wg5.loops] == [("out", 1), ("in", K.VW), ("batch", 1)]
+    bi = K.dense_backward_input_nest(1024, 64, 64, t, relu_mask=True)
+    assert [(lp.name, lp.block) for lp in bi.loops] == [("batch", K.RB), ("in", K.VW), ("out", 1)]
+    assert bi.extra == {"relu_mask": True, "transpose": 64 * 64} and bi.words_in == 2 * 1024 * 64 + 64 * 64
+    cols = K.dense_backward_input_nest(1024, 69, 64, t, width=5)
+    assert cols.macs == cols.iterations == 1024 * 5 * 64 and all(lp.block == 1 for lp in cols.loops)
     net = MLP([18, 64, 64, 5], t)
     nests = net.loop_nests(1024)
     fwd = sum(n.macs for n in nests if n.kernel == "dense_forward")
     assert fwd == 1024 * (18 * 64 + 64 * 64 + 64 * 5)
+    assert [n.kernel for n in nests].count("dense_backward_input") == 2  # hidden layers, ReLU fused
+    assert all(n.extra["relu_mask"] for n in nests if n.kernel == "dense_backward_input")
     assert nests[0].as_dict()["loops"][0]["trip"] == 1024
+    assert [n.kernel for n in net.loop_nests(8, forward=False, weights=False, inputs=(3, 5))] == ["dense_backward_input"] * 3
     with pytest.raises(ValueError):
         K.Tiling(tile_b=0)
-
-
-def test_serial_builds_match_parallel_kernels():
-    rng = np.random.default_rng(9)
-    x = rng.normal(size=(70, 13)).astype(np.float32)
-    w = rng.normal(size=(13, 9)).astype(np.float32)
-    b = rng.normal(size=9).astype(np.float32)
-    y1, y2 = np.empty((70, 9), np.float32), np.empty((70, 9), np.float32)
-    K.dense_forward(x, w, b, y1, True, 8, 0, 0)
-    K.dense_forward_serial(x, w, b, y2, True, 8, 0, 0)
-    np.testing.assert_allclose(y1, y2, rtol=1e-6, atol=1e-6)
-    dw1, db1, dw2, db2 = np.empty_like(w), np.empty_like(b), np.empty_like(w), np.empty_like(b)
-    K.dense_backward_weights(x, y1, dw1, db1, 0, 0)
-    K.dense_backward_weights_serial(x, y1, dw2, db2, 0, 0)
-    np.testing.assert_allclose(dw1, dw2, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(db1, db2, rtol=1e-5, atol=1e-5)
