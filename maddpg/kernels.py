@@ -362,6 +362,7 @@ def dense_forward(x, w, wt, b, y, relu, tile_b, q_frac, q_bits):
     n_batch = x.shape[0]
     n_in = x.shape[1]
     n_out = w.shape[1]
+    tile_b = max(tile_b, 1)  # known positive: row indices need no negative-index wraparound
     n_tiles = (n_batch + tile_b - 1) // tile_b
     zero = np.float32(0.0)
     if n_out < NARROW_OUT:
@@ -438,6 +439,7 @@ def relu_forward(x, y, tile_b):
     """``y = max(x, 0)`` (the standalone ReLU; dense_forward fuses it)."""
     n_batch = x.shape[0]
     n = x.shape[1]
+    tile_b = max(tile_b, 1)  # known positive: row indices need no negative-index wraparound
     n_tiles = (n_batch + tile_b - 1) // tile_b
     for t in range(n_tiles):
         for bb in range(t * tile_b, min((t + 1) * tile_b, n_batch)):
@@ -453,6 +455,7 @@ def relu_backward(y, dy, dx, tile_b):
     The standalone ReLU gradient; :func:`dense_backward_input` fuses it (``mask``)."""
     n_batch = y.shape[0]
     n = y.shape[1]
+    tile_b = max(tile_b, 1)  # known positive: row indices need no negative-index wraparound
     n_tiles = (n_batch + tile_b - 1) // tile_b
     for t in range(n_tiles):
         for bb in range(t * tile_b, min((t + 1) * tile_b, n_batch)):
@@ -565,6 +568,7 @@ def dense_backward_input(dy, w, wt, dx, col0, mask, tile_b, q_frac, q_bits):
     n_batch = dy.shape[0]
     n_out = w.shape[1]
     n_cols = dx.shape[1]
+    tile_b = max(tile_b, 1)  # known positive: row indices need no negative-index wraparound
     n_tiles = (n_batch + tile_b - 1) // tile_b
     zero = np.float32(0.0)
     col0 = max(col0, 0)  # known non-negative: indices need no wraparound, loads stay contiguous
@@ -688,34 +692,117 @@ U_MIN = np.float32(1e-10)  # uniform samples are clipped into (0, 1) before the 
 U_MAX = np.float32(1.0 - 2.0**-24)
 
 
-@njit(cache=True, boundscheck=False, error_model="numpy")
+@intrinsic
+def _f32_bits(typingctx, x):
+    """The bits of a float32 as an int32 (a wire reinterpretation in hardware)."""
+    if x != types.float32:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], llvm_ir.IntType(32))
+
+    return types.int32(types.float32), codegen
+
+
+@intrinsic
+def _bits_f32(typingctx, k):
+    """An int32 reinterpreted as a float32."""
+    if k != types.int32:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], llvm_ir.FloatType())
+
+    return types.float32(types.int32), codegen
+
+
+@njit(cache=True, inline="always", fastmath=True)
+def exp_f32(x):
+    """``exp(x)`` in float32 (Cephes ``expf``: range reduction by ln 2, degree-5 polynomial,
+    exponent built in the bits; ~1 ulp). Arguments are clamped to [-87, 88] (no overflow,
+    no denormals). Plain arithmetic, so loops of it vectorise (libm's ``expf`` does not)."""
+    x = min(max(x, np.float32(-87.0)), np.float32(88.0))
+    fx = np.floor(x * np.float32(1.44269504088896341) + np.float32(0.5))
+    r = x - fx * np.float32(0.693359375) + fx * np.float32(2.12194440e-4)
+    z = r * r
+    p = np.float32(1.9875691500e-4)
+    p = p * r + np.float32(1.3981999507e-3)
+    p = p * r + np.float32(8.3334519073e-3)
+    p = p * r + np.float32(4.1665795894e-2)
+    p = p * r + np.float32(1.6666665459e-1)
+    p = p * r + np.float32(5.0000001201e-1)
+    y = p * z + r + np.float32(1.0)
+    return y * _bits_f32(np.int32((np.int32(fx) + 127) << 23))
+
+
+@njit(cache=True, inline="always", fastmath=True)
+def log_f32(x):
+    """``log(x)`` in float32 for positive normal ``x`` (Cephes ``logf``: exponent and mantissa
+    from the bits, degree-8 polynomial; ~1 ulp); vectorises like :func:`exp_f32`."""
+    bits = _f32_bits(x)
+    e = np.float32(((bits >> 23) & 0xFF) - 126)
+    m = _bits_f32(np.int32((bits & 0x807FFFFF) | 0x3F000000))  # x = m 2^e, m in [0.5, 1)
+    small = m < np.float32(0.707106781186547524)
+    e = e - np.float32(1.0) if small else e
+    r = (m + m - np.float32(1.0)) if small else (m - np.float32(1.0))
+    z = r * r
+    p = np.float32(7.0376836292e-2)
+    p = p * r - np.float32(1.1514610310e-1)
+    p = p * r + np.float32(1.1676998740e-1)
+    p = p * r - np.float32(1.2420140846e-1)
+    p = p * r + np.float32(1.4249322787e-1)
+    p = p * r - np.float32(1.6668057665e-1)
+    p = p * r + np.float32(2.0000714765e-1)
+    p = p * r - np.float32(2.4999993993e-1)
+    p = p * r + np.float32(3.3333331174e-1)
+    y = p * r * z - e * np.float32(2.12194440e-4) - np.float32(0.5) * z
+    return r + y + e * np.float32(0.693359375)
+
+
+@njit(**_KW)
 def gumbel_softmax(logits, u, out, temperature, tile_b):
     """``out = softmax((logits - log(-log(u'))) / temperature)`` row-wise, ``u' = clip(u, U_MIN, U_MAX)``.
 
     ``u`` holds uniform samples in [0, 1) drawn by the caller (so the kernel has no RNG
     state and a seed reproduces everything); ``u = None``-like behaviour (plain softmax)
-    is obtained by passing ``u`` filled with ``exp(-1)`` (Gumbel noise 0).
+    is obtained by passing ``u`` filled with ``exp(-1)`` (Gumbel noise 0). Per tile, three
+    elementwise passes over its rows x actions (noise, exponentials, normalisation) with
+    the row maxima and sums in between; ``log`` and ``exp`` are :func:`log_f32`,
+    :func:`exp_f32`.
     """
     n_batch = logits.shape[0]
     n_act = logits.shape[1]
+    lf = logits.reshape(n_batch * n_act)
+    uf = u.reshape(n_batch * n_act)
+    of = out.reshape(n_batch * n_act)
     inv_t = np.float32(1.0 / temperature)
+    tile_b = max(tile_b, 1)
     n_tiles = (n_batch + tile_b - 1) // tile_b
     for t in range(n_tiles):
-        for bb in range(t * tile_b, min((t + 1) * tile_b, n_batch)):
-            mx = np.float32(-np.inf)
-            for a in range(n_act):
-                ua = min(max(u[bb, a], U_MIN), U_MAX)
-                z = (logits[bb, a] - np.float32(math.log(-math.log(ua)))) * inv_t
-                out[bb, a] = z
-                if z > mx:
-                    mx = z
+        r0 = t * tile_b
+        r1 = min(r0 + tile_b, n_batch)
+        # flat element index of the tile, unsigned: no negative-index wraparound, so the
+        # elementwise passes vectorise
+        k0 = np.uint64(r0 * n_act)
+        k1 = np.uint64(r1 * n_act)
+        na = np.uint64(n_act)
+        for k in range(k0, k1):
+            ua = min(max(uf[k], U_MIN), U_MAX)
+            of[k] = (lf[k] - log_f32(-log_f32(ua))) * inv_t
+        for k in range(k0, k1, na):  # row maxima subtracted
+            mx = of[k]
+            for a in range(np.uint64(1), na):
+                mx = max(mx, of[k + a])
+            for a in range(na):
+                of[k + a] = of[k + a] - mx
+        for k in range(k0, k1):
+            of[k] = exp_f32(of[k])
+        for k in range(k0, k1, na):  # rows normalised
             s = np.float32(0.0)
-            for a in range(n_act):
-                e = np.float32(math.exp(out[bb, a] - mx))
-                out[bb, a] = e
-                s += e
-            for a in range(n_act):
-                out[bb, a] = out[bb, a] / s
+            for a in range(na):
+                s += of[k + a]
+            for a in range(na):
+                of[k + a] = of[k + a] / s
 
 
 @njit(**_KW)
@@ -725,6 +812,7 @@ def gumbel_softmax_backward(out, dout, dlogits, temperature, tile_b):
     n_batch = out.shape[0]
     n_act = out.shape[1]
     inv_t = np.float32(1.0 / temperature)
+    tile_b = max(tile_b, 1)  # known positive: row indices need no negative-index wraparound
     n_tiles = (n_batch + tile_b - 1) // tile_b
     for t in range(n_tiles):
         for bb in range(t * tile_b, min((t + 1) * tile_b, n_batch)):

@@ -211,6 +211,33 @@ def test_gumbel_softmax_value_and_gradient():
         assert abs(dl[idx] - (up - dn) / 2e-6) < 1e-4
 
 
+def test_float32_log_and_exp_are_within_two_ulp():
+    """The Gumbel-softmax's vectorisable log and exp against float64 numpy (~1 ulp; fastmath
+    may reassociate the ln 2 split, hence the bound of 2)."""
+    from numba import njit
+
+    @njit(fastmath=True)  # as in the kernels (the functions are inlined into their caller)
+    def apply(f, x, out):
+        for i in range(x.shape[0]):
+            out[i] = f(x[i])
+
+    x = np.concatenate([np.geomspace(1e-37, 3e38, 100_001), np.linspace(0.5, 2.0, 10_001), [1.0, 1 - 2**-24, 1e-10]])
+    x = x.astype(np.float32)
+    out = np.empty_like(x)
+    apply(K.log_f32, x, out)
+    ref = np.log(x.astype(np.float64))
+    ulp = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
+    assert np.all(np.abs(out - ref) <= 2 * ulp)
+    assert out[-3] == 0.0
+    z = np.linspace(-87.0, 88.0, 200_001).astype(np.float32)
+    out = np.empty_like(z)
+    apply(K.exp_f32, z, out)
+    ref = np.exp(z.astype(np.float64))
+    assert np.all(np.abs(out - ref) <= 2 * np.spacing(ref.astype(np.float32)))
+    apply(K.exp_f32, np.float32([-1000.0, 1000.0]), out[:2])  # clamped, finite
+    assert np.all(np.isfinite(out[:2])) and 0 < out[0] < 1e-37
+
+
 # ---- fixed point -----------------------------------------------------------------------
 
 
