@@ -48,7 +48,8 @@ from numba.extending import intrinsic
 # ---------------------------------------------------------------------------------------
 
 
-RB = 4  # rows of a register block (batch rows, or weight rows in the weight gradient)
+RB = 6  # rows of a register block (batch rows, or weight rows in the weight gradient)
+RB_TAIL = 2  # rows of the blocks that finish a tile (or the weight rows) when RB no longer fits
 VW = 64  # columns of a register block: four 16-lane float32 vectors (AVX-512), unrolled
 NARROW_OUT = 8  # below this output width the forward pass and weight gradient use narrow forms
 
@@ -102,8 +103,10 @@ class LoopNest:
     ``ceil(trip / tile)`` tiles, the points of a tile right inside it. A dimension with
     ``block > 1`` is register-blocked: at its position (inside its tile loop) a loop walks
     blocks of ``block`` points, and the points of all blocked dimensions run innermost, fully
-    unrolled, as one ``block x block`` array of MACs on operands held in registers. Points
-    that do not fill a block (the tail of a tile or of the dimension) run unblocked.
+    unrolled, as one ``block x block`` array of MACs on operands held in registers. Batch
+    rows that do not fill a block (a tile's last ones) run in blocks of ``RB_TAIL``, then
+    singly; output columns past the last full block run unblocked; the weight gradient pads
+    its last block instead (``extra["padding_rows"]``).
     ``unroll`` is the HLS pragma for the innermost loop (on the CPU, the vectoriser's job).
 
     ``macs``: multiply-accumulates (or elementwise ops for non-MAC kernels);
@@ -157,22 +160,27 @@ def dense_forward_nest(batch: int, n_in: int, n_out: int, tiling: Tiling = Tilin
 
 def dense_backward_weights_nest(batch: int, n_in: int, n_out: int, tiling: Tiling = Tiling()) -> LoopNest:
     """:func:`dense_backward_weights`: every element sums over the whole batch, innermost.
-    Wide layers: ``RB`` weight rows x ``VW`` outputs per register block, the bias gradient
-    one more (one-row) block; narrow ones: per output, ``VW`` weight rows per block."""
+    Wide layers: the gradient of the augmented ``[W; b]`` (``n_in + 1`` rows, the bias last)
+    in register blocks of ``RB`` rows x ``VW`` outputs, the last block padded; narrow ones:
+    per output, ``VW`` weight rows per block, then the bias sum."""
     un = tiling.unroll
+    extra: dict = {}
     if n_out < NARROW_OUT:
         loops = (Loop("out", n_out), Loop("in", n_in, parallel=True, unroll=un, block=VW), Loop("batch", batch))
+        extra["bias_sum"] = batch * n_out
     elif n_out < VW:
         loops = (Loop("out", n_out), Loop("in", n_in, parallel=True), Loop("batch", batch, unroll=un))
+        extra["bias_sum"] = batch * n_out
     else:
-        loops = (Loop("out", n_out, unroll=un, block=VW), Loop("in", n_in, parallel=True, block=RB), Loop("batch", batch))
+        loops = (Loop("out", n_out, unroll=un, block=VW), Loop("in", n_in + 1, parallel=True, block=RB), Loop("batch", batch))
+        extra["padding_rows"] = -(-(n_in + 1) // RB) * RB - (n_in + 1)
     return LoopNest(
         "dense_backward_weights",
         loops,
         macs=batch * n_in * n_out + batch * n_out,  # dW and the bias sum
         words_in=batch * n_in + batch * n_out,
         words_out=n_in * n_out + n_out,
-        extra={"bias_row": True},
+        extra=extra,
     )
 
 
@@ -347,16 +355,39 @@ def _wide_vectors(typingctx):
 # ---------------------------------------------------------------------------------------
 
 
+@njit(cache=True, inline="always")
+def _forward_rows(x, w, b, y, acc, bb, nr, n_blk, relu):
+    """Rows ``bb .. bb + nr`` of a wide forward pass: per block of ``VW`` outputs, the
+    ``nr x VW`` register block ``acc`` accumulates over ``in``, then takes the ReLU and is stored."""
+    zero = np.float32(0.0)
+    for ob in range(n_blk):
+        o0 = ob * VW
+        for r in range(nr):
+            for o in range(VW):
+                acc[r, o] = b[o0 + o]
+        for i in range(x.shape[1]):
+            for r in range(nr):
+                xr = x[bb + r, i]
+                for o in range(VW):
+                    acc[r, o] += xr * w[i, o0 + o]
+        for r in range(nr):
+            for o in range(VW):
+                v = acc[r, o]
+                if relu and v < zero:
+                    v = zero
+                y[bb + r, o0 + o] = v
+
+
 @njit(**_KW)
 def dense_forward(x, w, wt, b, y, relu, tile_b, q_frac, q_bits):
     """``y[b, o] = act(sum_i x[b, i] * w[i, o] + b[o])``; ``act`` is ReLU if ``relu`` else identity.
 
     Wide layers (``n_out >= NARROW_OUT``): inside each batch tile, blocks of ``RB`` rows x
     ``VW`` outputs are accumulated in registers over ``in`` (``x[b, i]`` broadcast, the
-    contiguous row ``w[i, o0:o0+VW]`` streamed); rows that do not fill a block run as one-row
-    blocks, outputs past the last full block as a plain axpy. Narrow layers (a critic's
-    1-wide head, an actor's logits): ``wt`` (``[n_out, n_in]``, caller's buffer) receives
-    ``w`` transposed and each output is a contiguous dot product.
+    contiguous row ``w[i, o0:o0+VW]`` streamed); the tile's last rows run in blocks of
+    ``RB_TAIL``, then singly; outputs past the last full ``VW`` block as a plain axpy.
+    Narrow layers (a critic's 1-wide head, an actor's logits): ``wt`` (``[n_out, n_in]``,
+    caller's buffer) receives ``w`` transposed and each output is a contiguous dot product.
     """
     _wide_vectors()
     n_batch = x.shape[0]
@@ -385,39 +416,16 @@ def dense_forward(x, w, wt, b, y, relu, tile_b, q_frac, q_bits):
         for t in range(n_tiles):
             r0 = t * tile_b
             r1 = min(r0 + tile_b, n_batch)
-            n_rb = (r1 - r0) // RB
-            for k in range(n_rb):
-                bb = r0 + k * RB
-                for ob in range(n_blk):
-                    o0 = ob * VW
-                    for r in range(RB):
-                        for o in range(VW):
-                            acc[r, o] = b[o0 + o]
-                    for i in range(n_in):
-                        for r in range(RB):
-                            xr = x[bb + r, i]
-                            for o in range(VW):
-                                acc[r, o] += xr * w[i, o0 + o]
-                    for r in range(RB):
-                        for o in range(VW):
-                            v = acc[r, o]
-                            if relu and v < zero:
-                                v = zero
-                            y[bb + r, o0 + o] = v
-            for bb in range(r0 + n_rb * RB, r1):
-                for ob in range(n_blk):
-                    o0 = ob * VW
-                    for o in range(VW):
-                        acc[0, o] = b[o0 + o]
-                    for i in range(n_in):
-                        xi = x[bb, i]
-                        for o in range(VW):
-                            acc[0, o] += xi * w[i, o0 + o]
-                    for o in range(VW):
-                        v = acc[0, o]
-                        if relu and v < zero:
-                            v = zero
-                        y[bb, o0 + o] = v
+            bb = r0
+            while bb + RB <= r1:
+                _forward_rows(x, w, b, y, acc, bb, RB, n_blk, relu)
+                bb += RB
+            while bb + RB_TAIL <= r1:
+                _forward_rows(x, w, b, y, acc, bb, RB_TAIL, n_blk, relu)
+                bb += RB_TAIL
+            while bb < r1:
+                _forward_rows(x, w, b, y, acc, bb, 1, n_blk, relu)
+                bb += 1
             if o_tail < n_out:
                 for bb in range(r0, r1):
                     for o in range(o_tail, n_out):
@@ -439,7 +447,7 @@ def relu_forward(x, y, tile_b):
     """``y = max(x, 0)`` (the standalone ReLU; dense_forward fuses it)."""
     n_batch = x.shape[0]
     n = x.shape[1]
-    tile_b = max(tile_b, 1)  # known positive: row indices need no negative-index wraparound
+    tile_b = max(tile_b, 1)
     n_tiles = (n_batch + tile_b - 1) // tile_b
     for t in range(n_tiles):
         for bb in range(t * tile_b, min((t + 1) * tile_b, n_batch)):
@@ -455,7 +463,7 @@ def relu_backward(y, dy, dx, tile_b):
     The standalone ReLU gradient; :func:`dense_backward_input` fuses it (``mask``)."""
     n_batch = y.shape[0]
     n = y.shape[1]
-    tile_b = max(tile_b, 1)  # known positive: row indices need no negative-index wraparound
+    tile_b = max(tile_b, 1)
     n_tiles = (n_batch + tile_b - 1) // tile_b
     for t in range(n_tiles):
         for bb in range(t * tile_b, min((t + 1) * tile_b, n_batch)):
@@ -463,16 +471,53 @@ def relu_backward(y, dy, dx, tile_b):
                 dx[bb, j] = dy[bb, j] if y[bb, j] > 0 else np.float32(0.0)
 
 
+@njit(cache=True, inline="always")
+def _weight_rows(x, dy, dw, db, acc, i0, o0):
+    """Rows ``i0 .. i0 + RB`` x outputs ``o0 .. o0 + VW`` of the gradient of the augmented
+    weights ``[W; b]`` (input ``[x, 1]``): the ``RB x VW`` register block ``acc`` accumulates
+    ``x[b, i] * dy[b, o]`` over the whole batch. Row ``n_in`` is the bias row (``x = 1``);
+    rows past it are padding (``x = 0``, not stored)."""
+    zero = np.float32(0.0)
+    one = np.float32(1.0)
+    n_in = x.shape[1]
+    last = i0 + RB > n_in
+    for r in range(RB):
+        for o in range(VW):
+            acc[r, o] = zero
+    if not last:
+        for bb in range(x.shape[0]):
+            for r in range(RB):
+                xr = x[bb, i0 + r]
+                for o in range(VW):
+                    acc[r, o] += xr * dy[bb, o0 + o]
+    else:
+        for bb in range(x.shape[0]):
+            for r in range(RB):
+                i = i0 + r
+                xr = x[bb, min(i, n_in - 1)]
+                xr = xr if i < n_in else (one if i == n_in else zero)
+                for o in range(VW):
+                    acc[r, o] += xr * dy[bb, o0 + o]
+    for r in range(RB):
+        i = i0 + r
+        if i < n_in:
+            for o in range(VW):
+                dw[i, o0 + o] = acc[r, o]
+        elif i == n_in:
+            for o in range(VW):
+                db[o0 + o] = acc[r, o]
+
+
 @njit(**_KW)
 def dense_backward_weights(x, dy, dw, db, q_frac, q_bits):
     """``dw[i, o] = sum_b x[b, i] dy[b, o]``, ``db[o] = sum_b dy[b, o]`` (overwrites dw, db).
 
-    Wide layers: blocks of ``RB`` weight rows x ``VW`` outputs accumulate in registers over
-    the whole batch (``x[b, i0:i0+RB]`` broadcast, the contiguous ``dy[b, o0:o0+VW]``
-    streamed); the bias gradient is one more one-row block with ``x = 1``. Narrow layers: per
-    output, ``VW`` weight rows at a time accumulate ``dy[b, o] * x[b, i0:i0+VW]``. Every
-    element is one accumulator summed over the batch in order: the result does not depend on
-    how blocks are scheduled.
+    Wide layers: the gradient of the augmented weights ``[W; b]`` (input ``[x, 1]``, so the
+    bias is row ``n_in``) in blocks of ``RB`` rows x ``VW`` outputs accumulated in registers
+    over the whole batch (``x[b, i0:i0+RB]`` broadcast, the contiguous ``dy[b, o0:o0+VW]``
+    streamed); the last block is padded past the bias row. Narrow layers: per output, ``VW`` weight rows at a time
+    accumulate ``dy[b, o] * x[b, i0:i0+VW]``. Every element is one accumulator summed over
+    the batch in order: the result does not depend on how blocks are scheduled.
     """
     _wide_vectors()
     n_batch = x.shape[0]
@@ -505,38 +550,10 @@ def dense_backward_weights(x, dy, dw, db, q_frac, q_bits):
     else:
         n_blk = n_out // VW
         o_tail = n_blk * VW
-        n_ib = n_in // RB
+        n_ib = n_in // RB + 1  # blocks over the n_in + 1 rows of [W; b]
         for ob in range(n_blk):
-            o0 = ob * VW
             for ib in range(n_ib):
-                i0 = ib * RB
-                for r in range(RB):
-                    for o in range(VW):
-                        acc[r, o] = zero
-                for bb in range(n_batch):
-                    for r in range(RB):
-                        xr = x[bb, i0 + r]
-                        for o in range(VW):
-                            acc[r, o] += xr * dy[bb, o0 + o]
-                for r in range(RB):
-                    for o in range(VW):
-                        dw[i0 + r, o0 + o] = acc[r, o]
-            for i in range(n_ib * RB, n_in + 1):  # leftover weight rows, then the bias row
-                for o in range(VW):
-                    acc[0, o] = zero
-                if i < n_in:
-                    for bb in range(n_batch):
-                        xi = x[bb, i]
-                        for o in range(VW):
-                            acc[0, o] += xi * dy[bb, o0 + o]
-                    for o in range(VW):
-                        dw[i, o0 + o] = acc[0, o]
-                else:
-                    for bb in range(n_batch):
-                        for o in range(VW):
-                            acc[0, o] += dy[bb, o0 + o]
-                    for o in range(VW):
-                        db[o0 + o] = acc[0, o]
+                _weight_rows(x, dy, dw, db, acc, ib * RB, ob * VW)
         for o in range(o_tail, n_out):
             for i in range(n_in):
                 a = zero
@@ -553,6 +570,31 @@ def dense_backward_weights(x, dy, dw, db, q_frac, q_bits):
             db[o] = q_round(db[o], q_frac, q_bits)
 
 
+@njit(cache=True, inline="always")
+def _input_rows(dy, wt, dx, mask, acc, bb, nr, col0, n_blk):
+    """Input-gradient rows ``bb .. bb + nr``: per block of ``VW`` columns, the ``nr x VW``
+    register block ``acc`` accumulates ``dy[b, o] * wt[o, j]`` over ``out``; then the ReLU mask."""
+    zero = np.float32(0.0)
+    for jb in range(n_blk):
+        j0 = jb * VW
+        for r in range(nr):
+            for j in range(VW):
+                acc[r, j] = zero
+        for o in range(dy.shape[1]):
+            for r in range(nr):
+                d = dy[bb + r, o]
+                for j in range(VW):
+                    acc[r, j] += d * wt[o, j0 + j]
+        for r in range(nr):
+            for j in range(VW):
+                dx[bb + r, j0 + j] = acc[r, j]
+        if mask is not None:
+            for r in range(nr):
+                for j in range(VW):
+                    v = dx[bb + r, j0 + j]
+                    dx[bb + r, j0 + j] = v if mask[bb + r, col0 + j0 + j] > zero else zero
+
+
 @njit(**_KW)
 def dense_backward_input(dy, w, wt, dx, col0, mask, tile_b, q_frac, q_bits):
     """``dx[b, j] = sum_o dy[b, o] * w[col0 + j, o]`` for ``j < dx.shape[1]`` (overwrites dx):
@@ -561,8 +603,9 @@ def dense_backward_input(dy, w, wt, dx, col0, mask, tile_b, q_frac, q_bits):
     ``mask``: the layer input's ReLU output ``h`` (fuses the ReLU gradient:
     ``dx[b, j] = 0`` where ``h[b, col0 + j] <= 0``) or None. When the width is a multiple of
     ``VW``: ``wt`` (``[n_out, >= width]``, caller's buffer) receives the needed rows of ``w``
-    transposed, and blocks of ``RB`` rows x ``VW`` columns accumulate in registers over
-    ``out``; otherwise each element is a contiguous dot product over ``w[col0 + j, :]``.
+    transposed, and blocks of ``RB`` rows (the tile's last ones in blocks of ``RB_TAIL``, then
+    singly) x ``VW`` columns accumulate in registers over ``out``; otherwise each element is
+    a contiguous dot product over ``w[col0 + j, :]``.
     """
     _wide_vectors()
     n_batch = dy.shape[0]
@@ -581,42 +624,16 @@ def dense_backward_input(dy, w, wt, dx, col0, mask, tile_b, q_frac, q_bits):
         for t in range(n_tiles):
             r0 = t * tile_b
             r1 = min(r0 + tile_b, n_batch)
-            n_rb = (r1 - r0) // RB
-            for k in range(n_rb):
-                bb = r0 + k * RB
-                for jb in range(n_blk):
-                    j0 = jb * VW
-                    for r in range(RB):
-                        for j in range(VW):
-                            acc[r, j] = zero
-                    for o in range(n_out):
-                        for r in range(RB):
-                            d = dy[bb + r, o]
-                            for j in range(VW):
-                                acc[r, j] += d * wt[o, j0 + j]
-                    for r in range(RB):
-                        for j in range(VW):
-                            dx[bb + r, j0 + j] = acc[r, j]
-                    if mask is not None:
-                        for r in range(RB):
-                            for j in range(VW):
-                                v = dx[bb + r, j0 + j]
-                                dx[bb + r, j0 + j] = v if mask[bb + r, col0 + j0 + j] > zero else zero
-            for bb in range(r0 + n_rb * RB, r1):
-                for jb in range(n_blk):
-                    j0 = jb * VW
-                    for j in range(VW):
-                        acc[0, j] = zero
-                    for o in range(n_out):
-                        d = dy[bb, o]
-                        for j in range(VW):
-                            acc[0, j] += d * wt[o, j0 + j]
-                    for j in range(VW):
-                        dx[bb, j0 + j] = acc[0, j]
-                    if mask is not None:
-                        for j in range(VW):
-                            v = dx[bb, j0 + j]
-                            dx[bb, j0 + j] = v if mask[bb, col0 + j0 + j] > zero else zero
+            bb = r0
+            while bb + RB <= r1:
+                _input_rows(dy, wt, dx, mask, acc, bb, RB, col0, n_blk)
+                bb += RB
+            while bb + RB_TAIL <= r1:
+                _input_rows(dy, wt, dx, mask, acc, bb, RB_TAIL, col0, n_blk)
+                bb += RB_TAIL
+            while bb < r1:
+                _input_rows(dy, wt, dx, mask, acc, bb, 1, col0, n_blk)
+                bb += 1
     else:
         for t in range(n_tiles):
             for bb in range(t * tile_b, min((t + 1) * tile_b, n_batch)):

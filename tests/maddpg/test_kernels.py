@@ -402,9 +402,9 @@ def test_loop_nests_describe_the_kernels():
     assert narrow.extra["transpose"] == 64 * 5 and narrow.loops[2].unroll == 4
     # between NARROW_OUT and VW: the plain axpy order
     assert [lp.name for lp in K.dense_forward_nest(100, 64, 16, t).loops] == ["batch", "in", "out"]
-    wg = K.dense_backward_weights_nest(1024, 69, 64, t)
-    assert [(lp.name, lp.block) for lp in wg.loops] == [("out", K.VW), ("in", K.RB), ("batch", 1)]
-    assert wg.macs == wg.iterations + 1024 * 64  # + the bias row
+    wg = K.dense_backward_weights_nest(1024, 69, 64, t)  # rows of [W; b]: 69 + the bias
+    assert [(lp.name, lp.trip, lp.block) for lp in wg.loops] == [("out", 64, K.VW), ("in", 70, K.RB), ("batch", 1024, 1)]
+    assert wg.macs == wg.iterations and wg.extra["padding_rows"] == -70 % K.RB
     wg5 = K.dense_backward_weights_nest(1024, 64, 5, t)
     assert [(lp.name, lp.block) for lp in wg5.loops] == [("out", 1), ("in", K.VW), ("batch", 1)]
     bi = K.dense_backward_input_nest(1024, 64, 64, t, relu_mask=True)
