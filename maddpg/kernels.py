@@ -218,7 +218,8 @@ def relu_backward_nest(batch: int, n: int, tiling: Tiling = Tiling()) -> LoopNes
 
 
 def adam_nest(n_params: int, n_segments: int, tiling: Tiling = Tiling()) -> LoopNest:
-    """Two passes over the parameters: the per-segment gradient norm, then the update."""
+    """Two passes over the parameters: the per-segment gradient norm, then the update (plus,
+    per segment, the gradient scaling when it is clipped and, in fixed point, the rounding)."""
     return LoopNest(
         "adam_clip",
         (Loop("pass", 2), Loop("param", n_params, unroll=tiling.unroll)),
@@ -653,7 +654,7 @@ def dense_backward_input(dy, w, wt, dx, col0, mask, tile_b, q_frac, q_bits):
 # ---------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(**_KW)
 def adam_clip(param, grad, m, v, seg_start, step, lr, beta1, beta2, eps, clip_norm, q_frac, q_bits):
     """One Adam step on a flat parameter vector, with per-tensor gradient-norm clipping.
 
@@ -671,8 +672,8 @@ def adam_clip(param, grad, m, v, seg_start, step, lr, beta1, beta2, eps, clip_no
     lr32 = np.float32(lr)
     eps32 = np.float32(eps)
     for s in range(seg_start.shape[0] - 1):
-        lo = seg_start[s]
-        hi = seg_start[s + 1]
+        lo = np.uint64(seg_start[s])  # unsigned: no negative-index wraparound, the loops vectorise
+        hi = np.uint64(seg_start[s + 1])
         if clip_norm > 0:
             sq = 0.0  # float64 accumulator: the norm is a single scalar per tensor
             for k in range(lo, hi):
@@ -688,11 +689,13 @@ def adam_clip(param, grad, m, v, seg_start, step, lr, beta1, beta2, eps, clip_no
             vk = b2 * v[k] + (np.float32(1.0) - b2) * g * g
             m[k] = mk
             v[k] = vk
-            upd = lr32 * (mk / bc1) / (np.float32(math.sqrt(vk / bc2)) + eps32)
-            param[k] = q_round(param[k] - upd, q_frac, q_bits)
+            param[k] = param[k] - lr32 * (mk / bc1) / (np.float32(math.sqrt(vk / bc2)) + eps32)
+        if q_bits != 0:
+            for k in range(lo, hi):
+                param[k] = q_round(param[k], q_frac, q_bits)
 
 
-@njit(cache=True)
+@njit(**_KW)
 def soft_update(target, source, tau):
     """Polyak averaging ``target = (1 - tau) * target + tau * source`` on flat vectors."""
     t32 = np.float32(tau)

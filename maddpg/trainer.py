@@ -143,7 +143,13 @@ class MADDPG:
         self.b_obs = [np.zeros((B, d), np.float32) for d in self.obs_dims]
         self.b_nobs = [np.zeros((B, d), np.float32) for d in self.obs_dims]
         self.b_tact = [np.zeros((B, d), np.float32) for d in self.act_dims]
-        self.b_u = [np.zeros((B, d), np.float32) for d in self.act_dims]
+        # one agent's update draws all its uniforms at once: every agent's target-actor
+        # sample, then its own actor's (the same stream as one draw per buffer, in order)
+        n_u = sum(self.act_dims)
+        self.u_all = np.zeros(B * (n_u + max(self.act_dims)), np.float32)
+        u_off = np.cumsum([0, *self.act_dims]) * B
+        self.b_u = [self.u_all[u_off[j] : u_off[j + 1]].reshape(B, d) for j, d in enumerate(self.act_dims)]
+        self.b_u_actor = [self.u_all[B * n_u : B * (n_u + d)].reshape(B, d) for d in self.act_dims]
         self.b_dlogits = [np.zeros((B, d), np.float32) for d in self.act_dims]
         self.c_in = np.zeros((B, n_in), np.float32)
         self.c_in_next = np.zeros((B, n_in), np.float32)
@@ -185,8 +191,10 @@ class MADDPG:
         temp = c.temperature
         idx = self.b_idx
         losses = 0.0
+        n_u = sum(self.act_dims)
         for i, ag in enumerate(self.agents):
             idx[:] = self.rng.integers(0, rp.size, B)
+            self._uniform(self.u_all[: B * (n_u + self.act_dims[i])])
             # the sampled rows go straight into the critics' concatenated inputs
             for j in range(self.n):
                 K.gather_rows(rp.obs[j], idx, self.c_in, self.obs_off[j])
@@ -194,7 +202,7 @@ class MADDPG:
                 K.gather_rows(rp.next_obs[j], idx, self.b_nobs[j], 0)
                 K.put_columns(self.b_nobs[j], self.c_in_next, self.obs_off[j])
                 logits = self.agents[j].actor_t.forward(self.b_nobs[j])
-                K.gumbel_softmax(logits, self._uniform(self.b_u[j]), self.b_tact[j], temp, tb)
+                K.gumbel_softmax(logits, self.b_u[j], self.b_tact[j], temp, tb)
                 K.put_columns(self.b_tact[j], self.c_in_next, self.act_off[j])
             # critic: minimise (Q(x, a) - (r + gamma Q'(x', mu'(o'))))^2
             q_next = ag.critic_t.forward(self.c_in_next)
@@ -205,7 +213,7 @@ class MADDPG:
             # actor: maximise Q(x, a_1..mu_i(o_i)..a_n) with a Gumbel-softmax sample of mu_i
             K.take_columns(self.c_in, self.obs_off[i], self.b_obs[i])
             logits = ag.actor.forward(self.b_obs[i])
-            K.gumbel_softmax(logits, self._uniform(self.b_u[i]), self.b_tact[i], temp, tb)
+            K.gumbel_softmax(logits, self.b_u_actor[i], self.b_tact[i], temp, tb)
             K.put_columns(self.b_tact[i], self.c_in, self.act_off[i])
             ag.critic.forward(self.c_in)
             self.dq.fill(np.float32(-1.0 / B))
