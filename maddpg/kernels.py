@@ -572,9 +572,9 @@ def dense_backward_weights(x, dy, dw, db, q_frac, q_bits):
 
 
 @njit(cache=True, inline="always")
-def _input_rows(dy, wt, dx, mask, acc, bb, nr, col0, n_blk):
+def _input_rows(dy, wt, dx, acc, bb, nr, n_blk):
     """Input-gradient rows ``bb .. bb + nr``: per block of ``VW`` columns, the ``nr x VW``
-    register block ``acc`` accumulates ``dy[b, o] * wt[o, j]`` over ``out``; then the ReLU mask."""
+    register block ``acc`` accumulates ``dy[b, o] * wt[o, j]`` over ``out``."""
     zero = np.float32(0.0)
     for jb in range(n_blk):
         j0 = jb * VW
@@ -589,11 +589,6 @@ def _input_rows(dy, wt, dx, mask, acc, bb, nr, col0, n_blk):
         for r in range(nr):
             for j in range(VW):
                 dx[bb + r, j0 + j] = acc[r, j]
-        if mask is not None:
-            for r in range(nr):
-                for j in range(VW):
-                    v = dx[bb + r, j0 + j]
-                    dx[bb + r, j0 + j] = v if mask[bb + r, col0 + j0 + j] > zero else zero
 
 
 @njit(**_KW)
@@ -627,14 +622,19 @@ def dense_backward_input(dy, w, wt, dx, col0, mask, tile_b, q_frac, q_bits):
             r1 = min(r0 + tile_b, n_batch)
             bb = r0
             while bb + RB <= r1:
-                _input_rows(dy, wt, dx, mask, acc, bb, RB, col0, n_blk)
+                _input_rows(dy, wt, dx, acc, bb, RB, n_blk)
                 bb += RB
             while bb + RB_TAIL <= r1:
-                _input_rows(dy, wt, dx, mask, acc, bb, RB_TAIL, col0, n_blk)
+                _input_rows(dy, wt, dx, acc, bb, RB_TAIL, n_blk)
                 bb += RB_TAIL
             while bb < r1:
-                _input_rows(dy, wt, dx, mask, acc, bb, 1, col0, n_blk)
+                _input_rows(dy, wt, dx, acc, bb, 1, n_blk)
                 bb += 1
+            if mask is not None:  # the ReLU gradient, over the tile while it is in L1
+                for bb in range(r0, r1):
+                    for j in range(n_cols):
+                        v = dx[bb, j]
+                        dx[bb, j] = v if mask[bb, col0 + j] > zero else zero
     else:
         for t in range(n_tiles):
             for bb in range(t * tile_b, min((t + 1) * tile_b, n_batch)):
@@ -858,6 +858,32 @@ def gather_rows(src, idx, dst, col0):
         r = idx[k]
         for j in range(w):
             dst[k, col0 + j] = src[r, j]
+
+
+@njit(cache=True, boundscheck=False)
+def gather_transitions(obs, act, next_obs, idx, c_in, c_in_next, next_obs_out, obs_col, act_col, obs_out):
+    """One agent's share of a sampled replay batch, in one pass over the rows ``idx``:
+    ``obs`` and ``act`` rows into their columns of the critic input ``c_in``, ``next_obs`` rows
+    into ``next_obs_out`` (the target actor's input) and into ``c_in_next``; ``obs`` rows also
+    into ``obs_out`` unless it is None (the actor's input). The three row loads of a sample
+    are independent, so their cache misses overlap (the replay is larger than the caches)."""
+    w_o = np.uint64(obs.shape[1])
+    w_a = np.uint64(act.shape[1])
+    c_o = np.uint64(max(obs_col, 0))  # unsigned indices: no negative-index wraparound
+    c_a = np.uint64(max(act_col, 0))
+    for k in range(np.uint64(idx.shape[0])):
+        r = np.uint64(idx[k])
+        for j in range(w_o):
+            c_in[k, c_o + j] = obs[r, j]
+        if obs_out is not None:
+            for j in range(w_o):
+                obs_out[k, j] = obs[r, j]
+        for j in range(w_a):
+            c_in[k, c_a + j] = act[r, j]
+        for j in range(w_o):
+            v = next_obs[r, j]
+            next_obs_out[k, j] = v
+            c_in_next[k, c_o + j] = v
 
 
 @njit(cache=True, boundscheck=False)

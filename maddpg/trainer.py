@@ -197,10 +197,8 @@ class MADDPG:
             self._uniform(self.u_all[: B * (n_u + self.act_dims[i])])
             # the sampled rows go straight into the critics' concatenated inputs
             for j in range(self.n):
-                K.gather_rows(rp.obs[j], idx, self.c_in, self.obs_off[j])
-                K.gather_rows(rp.act[j], idx, self.c_in, self.act_off[j])
-                K.gather_rows(rp.next_obs[j], idx, self.b_nobs[j], 0)
-                K.put_columns(self.b_nobs[j], self.c_in_next, self.obs_off[j])
+                K.gather_transitions(rp.obs[j], rp.act[j], rp.next_obs[j], idx, self.c_in, self.c_in_next, self.b_nobs[j],
+                                     self.obs_off[j], self.act_off[j], self.b_obs[i] if j == i else None)
                 logits = self.agents[j].actor_t.forward(self.b_nobs[j])
                 K.gumbel_softmax(logits, self.b_u[j], self.b_tact[j], temp, tb)
                 K.put_columns(self.b_tact[j], self.c_in_next, self.act_off[j])
@@ -211,7 +209,6 @@ class MADDPG:
             ag.critic.backward(self.dq, weights=True)
             self._adam(ag, "critic", ag.critic)
             # actor: maximise Q(x, a_1..mu_i(o_i)..a_n) with a Gumbel-softmax sample of mu_i
-            K.take_columns(self.c_in, self.obs_off[i], self.b_obs[i])
             logits = ag.actor.forward(self.b_obs[i])
             K.gumbel_softmax(logits, self.b_u_actor[i], self.b_tact[i], temp, tb)
             K.put_columns(self.b_tact[i], self.c_in, self.act_off[i])
