@@ -351,6 +351,28 @@ def _wide_vectors(typingctx):
     return types.none(), codegen
 
 
+@intrinsic
+def _prefetch(typingctx, arr, i, j):
+    """Ask for the cache line of ``arr[i, j]`` ahead of its use (a DMA read issued early); no
+    bounds check is needed, a prefetch never faults."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 2):
+        return None
+
+    def codegen(context, builder, sig, args):
+        aryty = sig.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        idx = [context.cast(builder, v, t, types.intp) for v, t in zip(args[1:], sig.args[1:])]
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, idx, wraparound=False)
+        i8p = llvm_ir.IntType(8).as_pointer()
+        i32 = llvm_ir.IntType(32)
+        fn = cgutils.get_or_insert_function(builder.module, llvm_ir.FunctionType(llvm_ir.VoidType(), [i8p, i32, i32, i32]),
+                                            "llvm.prefetch.p0")
+        builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])  # read, keep, data cache
+        return context.get_dummy_value()
+
+    return types.none(arr, i, j), codegen
+
+
 # ---------------------------------------------------------------------------------------
 # Dense layer and ReLU
 # ---------------------------------------------------------------------------------------
@@ -865,13 +887,19 @@ def gather_transitions(obs, act, next_obs, idx, c_in, c_in_next, next_obs_out, o
     """One agent's share of a sampled replay batch, in one pass over the rows ``idx``:
     ``obs`` and ``act`` rows into their columns of the critic input ``c_in``, ``next_obs`` rows
     into ``next_obs_out`` (the target actor's input) and into ``c_in_next``; ``obs`` rows also
-    into ``obs_out`` unless it is None (the actor's input). The three row loads of a sample
-    are independent, so their cache misses overlap (the replay is larger than the caches)."""
+    into ``obs_out`` unless it is None (the actor's input). The replay is larger than the
+    caches, so the rows of sample ``k + GATHER_AHEAD`` are requested while sample ``k`` is
+    copied, and the three row reads of a sample are independent: their misses overlap."""
     w_o = np.uint64(obs.shape[1])
     w_a = np.uint64(act.shape[1])
     c_o = np.uint64(max(obs_col, 0))  # unsigned indices: no negative-index wraparound
     c_a = np.uint64(max(act_col, 0))
-    for k in range(np.uint64(idx.shape[0])):
+    n = idx.shape[0]
+    for k in range(min(GATHER_AHEAD, n)):
+        _request_transition(obs, act, next_obs, idx[k])
+    for k in range(np.uint64(n)):
+        if k + GATHER_AHEAD < n:
+            _request_transition(obs, act, next_obs, idx[k + GATHER_AHEAD])
         r = np.uint64(idx[k])
         for j in range(w_o):
             c_in[k, c_o + j] = obs[r, j]
@@ -884,6 +912,20 @@ def gather_transitions(obs, act, next_obs, idx, c_in, c_in_next, next_obs_out, o
             v = next_obs[r, j]
             next_obs_out[k, j] = v
             c_in_next[k, c_o + j] = v
+
+
+GATHER_AHEAD = 32  # samples between a replay row's prefetch and its copy
+
+
+@njit(cache=True, inline="always")
+def _request_transition(obs, act, next_obs, r):
+    """Prefetch the cache lines of replay row ``r`` (first and last element of each row)."""
+    _prefetch(obs, r, 0)
+    _prefetch(obs, r, obs.shape[1] - 1)
+    _prefetch(act, r, 0)
+    _prefetch(act, r, act.shape[1] - 1)
+    _prefetch(next_obs, r, 0)
+    _prefetch(next_obs, r, next_obs.shape[1] - 1)
 
 
 @njit(cache=True, boundscheck=False)
