@@ -883,69 +883,60 @@ def gather_rows(src, idx, dst, col0):
 
 
 @njit(cache=True, boundscheck=False)
-def gather_transitions(obs, act, next_obs, idx, c_in, c_in_next, next_obs_out, obs_col, act_col, obs_out):
-    """One agent's share of a sampled replay batch, in one pass over the rows ``idx``:
-    ``obs`` and ``act`` rows into their columns of the critic input ``c_in``, ``next_obs`` rows
-    into ``next_obs_out`` (the target actor's input) and into ``c_in_next``; ``obs`` rows also
-    into ``obs_out`` unless it is None (the actor's input). The replay is larger than the
-    caches, so the rows of sample ``k + GATHER_AHEAD`` are requested while sample ``k`` is
-    copied, and the three row reads of a sample are independent: their misses overlap."""
-    w_o = np.uint64(obs.shape[1])
-    w_a = np.uint64(act.shape[1])
-    c_o = np.uint64(max(obs_col, 0))  # unsigned indices: no negative-index wraparound
-    c_a = np.uint64(max(act_col, 0))
+def gather_transitions(oa, next_o, idx, c_in, c_in_next):
+    """The replay DMA of one sampled minibatch: row ``idx[k]`` of ``oa`` (all agents'
+    observations and actions, the critic-input layout) into ``c_in[k]`` and of ``next_o``
+    (all next observations) into the first columns of ``c_in_next[k]``. The replay is larger
+    than the caches, so the rows of sample ``k + GATHER_AHEAD`` are requested while sample
+    ``k`` is copied."""
+    w_oa = np.uint64(oa.shape[1])  # unsigned indices: no negative-index wraparound
+    w_no = np.uint64(next_o.shape[1])
     n = idx.shape[0]
     for k in range(min(GATHER_AHEAD, n)):
-        _request_transition(obs, act, next_obs, idx[k])
+        _request_rows(oa, next_o, idx[k])
     for k in range(np.uint64(n)):
         if k + GATHER_AHEAD < n:
-            _request_transition(obs, act, next_obs, idx[k + GATHER_AHEAD])
+            _request_rows(oa, next_o, idx[k + GATHER_AHEAD])
         r = np.uint64(idx[k])
-        for j in range(w_o):
-            c_in[k, c_o + j] = obs[r, j]
-        if obs_out is not None:
-            for j in range(w_o):
-                obs_out[k, j] = obs[r, j]
-        for j in range(w_a):
-            c_in[k, c_a + j] = act[r, j]
-        for j in range(w_o):
-            v = next_obs[r, j]
-            next_obs_out[k, j] = v
-            c_in_next[k, c_o + j] = v
+        for j in range(w_oa):
+            c_in[k, j] = oa[r, j]
+        for j in range(w_no):
+            c_in_next[k, j] = next_o[r, j]
 
 
-GATHER_AHEAD = 32  # samples between a replay row's prefetch and its copy
+GATHER_AHEAD = 16  # samples between a replay row's prefetch and its copy
 
 
 @njit(cache=True, inline="always")
-def _request_transition(obs, act, next_obs, r):
-    """Prefetch the cache lines of replay row ``r`` (first and last element of each row)."""
-    _prefetch(obs, r, 0)
-    _prefetch(obs, r, obs.shape[1] - 1)
-    _prefetch(act, r, 0)
-    _prefetch(act, r, act.shape[1] - 1)
-    _prefetch(next_obs, r, 0)
-    _prefetch(next_obs, r, next_obs.shape[1] - 1)
+def _request_rows(oa, next_o, r):
+    """Prefetch the cache lines of replay row ``r`` of ``oa`` and ``next_o``."""
+    for j in range(0, oa.shape[1], 16):
+        _prefetch(oa, r, j)
+    _prefetch(oa, r, oa.shape[1] - 1)
+    for j in range(0, next_o.shape[1], 16):
+        _prefetch(next_o, r, j)
+    _prefetch(next_o, r, next_o.shape[1] - 1)
 
 
 @njit(cache=True, boundscheck=False)
 def put_columns(src, dst, col0):
-    """``dst[:, col0:col0 + w] = src`` (building a critic's concatenated input)."""
-    w = src.shape[1]
-    col0 = max(col0, 0)
-    for k in range(src.shape[0]):
+    """``dst[:, col0:col0 + w] = src`` (an actor's sampled actions into a critic's input)."""
+    w = np.uint64(src.shape[1])
+    c0 = np.uint64(max(col0, 0))
+    for k in range(np.uint64(src.shape[0])):
         for j in range(w):
-            dst[k, col0 + j] = src[k, j]
+            dst[k, c0 + j] = src[k, j]
 
 
 @njit(cache=True, boundscheck=False)
 def take_columns(src, col0, dst):
-    """``dst = src[:, col0:col0 + w]`` into a contiguous buffer."""
-    w = dst.shape[1]
-    col0 = max(col0, 0)
-    for k in range(dst.shape[0]):
+    """``dst = src[:, col0:col0 + w]`` into a contiguous buffer (an agent's observations out of
+    the critic input, as its actor's input)."""
+    w = np.uint64(dst.shape[1])
+    c0 = np.uint64(max(col0, 0))
+    for k in range(np.uint64(dst.shape[0])):
         for j in range(w):
-            dst[k, j] = src[k, col0 + j]
+            dst[k, j] = src[k, c0 + j]
 
 
 @njit(cache=True)

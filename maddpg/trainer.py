@@ -140,8 +140,11 @@ class MADDPG:
         self.obs_off = [int(v) for v in np.cumsum([0, *self.obs_dims])[:-1]]
         self.act_off = [int(v) for v in sum(self.obs_dims) + np.cumsum([0, *self.act_dims])[:-1]]
         self.b_idx = np.zeros(B, np.int64)
-        self.b_obs = [np.zeros((B, d), np.float32) for d in self.obs_dims]
-        self.b_nobs = [np.zeros((B, d), np.float32) for d in self.obs_dims]
+        self.c_in = np.zeros((B, n_in), np.float32)
+        self.c_in_next = np.zeros((B, n_in), np.float32)
+        # the actors' inputs are column views of the critic inputs (the kernels take strided rows)
+        self.b_obs = [self.c_in[:, o : o + d] for o, d in zip(self.obs_off, self.obs_dims)]
+        self.b_nobs = [self.c_in_next[:, o : o + d] for o, d in zip(self.obs_off, self.obs_dims)]
         self.b_tact = [np.zeros((B, d), np.float32) for d in self.act_dims]
         # one agent's update draws all its uniforms at once: every agent's target-actor
         # sample, then its own actor's (the same stream as one draw per buffer, in order)
@@ -151,8 +154,6 @@ class MADDPG:
         self.b_u = [self.u_all[u_off[j] : u_off[j + 1]].reshape(B, d) for j, d in enumerate(self.act_dims)]
         self.b_u_actor = [self.u_all[B * n_u : B * (n_u + d)].reshape(B, d) for d in self.act_dims]
         self.b_dlogits = [np.zeros((B, d), np.float32) for d in self.act_dims]
-        self.c_in = np.zeros((B, n_in), np.float32)
-        self.c_in_next = np.zeros((B, n_in), np.float32)
         self.dq = np.zeros((B, 1), np.float32)
         self.a1_u = [np.zeros((1, d), np.float32) for d in self.act_dims]
         self.a1_out = [np.zeros((1, d), np.float32) for d in self.act_dims]
@@ -195,10 +196,9 @@ class MADDPG:
         for i, ag in enumerate(self.agents):
             idx[:] = self.rng.integers(0, rp.size, B)
             self._uniform(self.u_all[: B * (n_u + self.act_dims[i])])
-            # the sampled rows go straight into the critics' concatenated inputs
+            # the sampled rows are the critics' inputs (the replay stores them in that layout)
+            K.gather_transitions(rp.oa, rp.next_o, idx, self.c_in, self.c_in_next)
             for j in range(self.n):
-                K.gather_transitions(rp.obs[j], rp.act[j], rp.next_obs[j], idx, self.c_in, self.c_in_next, self.b_nobs[j],
-                                     self.obs_off[j], self.act_off[j], self.b_obs[i] if j == i else None)
                 logits = self.agents[j].actor_t.forward(self.b_nobs[j])
                 K.gumbel_softmax(logits, self.b_u[j], self.b_tact[j], temp, tb)
                 K.put_columns(self.b_tact[j], self.c_in_next, self.act_off[j])

@@ -370,6 +370,23 @@ def test_rows_do_not_depend_on_the_tiling():
         np.testing.assert_array_equal(dx, dxs[0])
 
 
+def test_strided_inputs_equal_contiguous_ones():
+    """The actors read their observations as column views of the critic input (strided rows)."""
+    rng = np.random.default_rng(6)
+    c_in = rng.normal(size=(77, 69)).astype(np.float32)
+    view = c_in[:, 18:36]
+    dense = np.ascontiguousarray(view)
+    for x in (view, dense):
+        net = _net(np.random.default_rng(1), [18, 64, 64, 5], tile_b=16)
+        y = net.forward(x).copy()
+        net.backward(np.ones_like(y), weights=True)
+        if x is view:
+            y_v, g_v = y, net.grad.copy()
+        else:
+            np.testing.assert_array_equal(y, y_v)
+            np.testing.assert_array_equal(net.grad, g_v)
+
+
 def test_mlp_input_gradient_columns():
     rng = np.random.default_rng(2)
     net = _net(rng, [69, 64, 64, 1], tile_b=64)

@@ -53,6 +53,36 @@ def test_resume_loses_nothing(tmp_path):
     assert (full.env_steps, full.updates) == (resumed.env_steps, resumed.updates)
 
 
+def test_replay_rows_are_the_critic_input_layout():
+    from maddpg import kernels as K
+    from maddpg.replay import ReplayBuffer
+
+    rp = ReplayBuffer(8, [3, 2], [5, 5])
+    rng = np.random.default_rng(0)
+    rows = []
+    for _ in range(10):  # wraps
+        obs = [rng.normal(size=3).astype(np.float32), rng.normal(size=2).astype(np.float32)]
+        act = [rng.random(5).astype(np.float32) for _ in range(2)]
+        nxt = [o + 1 for o in obs]
+        rp.add(obs, act, [0.5, -0.5], nxt, False)
+        rows.append((np.concatenate(obs + act), np.concatenate(nxt)))
+    assert rp.size == 8 and rp.pos == 2
+    np.testing.assert_array_equal(rp.oa[1], rows[9][0])
+    np.testing.assert_array_equal(rp.next_o[1], rows[9][1])
+    st = rp.state()
+    assert st["replay/obs1"].flags.c_contiguous and st["replay/obs1"].shape == (8, 2)
+    idx = np.array([1, 5, 1], np.int64)
+    c_in, c_next = np.zeros((3, 15), np.float32), np.full((3, 15), 7.0, np.float32)
+    K.gather_transitions(rp.oa, rp.next_o, idx, c_in, c_next)
+    np.testing.assert_array_equal(c_in, rp.oa[idx])
+    np.testing.assert_array_equal(c_next[:, :5], rp.next_o[idx])
+    assert np.all(c_next[:, 5:] == 7.0)  # the action columns are the target actors' to fill
+    other = ReplayBuffer(8, [3, 2], [5, 5])
+    other.load_state(st)
+    np.testing.assert_array_equal(other.oa, rp.oa)
+    np.testing.assert_array_equal(other.next_o, rp.next_o)
+
+
 def test_corrupt_missing_and_mismatched_checkpoints_are_clear_errors(tmp_path):
     ck = tmp_path / "ck.npz"
     t = MADDPG(make_config(**SMALL), make_standin)
