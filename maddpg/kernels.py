@@ -735,27 +735,36 @@ U_MAX = np.float32(1.0 - 2.0**-24)
 
 
 @intrinsic
-def _f32_bits(typingctx, x):
-    """The bits of a float32 as an int32 (a wire reinterpretation in hardware)."""
+def _frexp_f32(typingctx, x):
+    """``(m, e)`` with ``x = m * 2**e``, ``m`` in [0.5, 1), for a positive normal float32, from
+    its bits (exponent field and mantissa as 32-bit integer operations, so loops vectorise at
+    full width; ``e`` as a float32)."""
     if x != types.float32:
         return None
 
     def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], llvm_ir.IntType(32))
+        i32 = llvm_ir.IntType(32)
+        f32 = llvm_ir.FloatType()
+        bits = builder.bitcast(args[0], i32)
+        e = builder.sub(builder.and_(builder.lshr(bits, i32(23)), i32(0xFF)), i32(126))
+        m = builder.bitcast(builder.or_(builder.and_(bits, i32(0x807FFFFF)), i32(0x3F000000)), f32)
+        return context.make_tuple(builder, sig.return_type, [m, builder.sitofp(e, f32)])
 
-    return types.int32(types.float32), codegen
+    return types.UniTuple(types.float32, 2)(types.float32), codegen
 
 
 @intrinsic
-def _bits_f32(typingctx, k):
-    """An int32 reinterpreted as a float32."""
-    if k != types.int32:
+def _ldexp1_f32(typingctx, n):
+    """``2**n`` for a float32 ``n`` holding an integer in [-126, 127], built in the exponent bits."""
+    if n != types.float32:
         return None
 
     def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], llvm_ir.FloatType())
+        i32 = llvm_ir.IntType(32)
+        k = builder.add(builder.fptosi(args[0], i32), i32(127))
+        return builder.bitcast(builder.shl(k, i32(23)), llvm_ir.FloatType())
 
-    return types.float32(types.int32), codegen
+    return types.float32(types.float32), codegen
 
 
 @njit(cache=True, inline="always", fastmath=True)
@@ -774,16 +783,14 @@ def exp_f32(x):
     p = p * r + np.float32(1.6666665459e-1)
     p = p * r + np.float32(5.0000001201e-1)
     y = p * z + r + np.float32(1.0)
-    return y * _bits_f32(np.int32((np.int32(fx) + 127) << 23))
+    return y * _ldexp1_f32(fx)
 
 
 @njit(cache=True, inline="always", fastmath=True)
 def log_f32(x):
     """``log(x)`` in float32 for positive normal ``x`` (Cephes ``logf``: exponent and mantissa
     from the bits, degree-8 polynomial; ~1 ulp); vectorises like :func:`exp_f32`."""
-    bits = _f32_bits(x)
-    e = np.float32(((bits >> 23) & 0xFF) - 126)
-    m = _bits_f32(np.int32((bits & 0x807FFFFF) | 0x3F000000))  # x = m 2^e, m in [0.5, 1)
+    m, e = _frexp_f32(x)  # x = m 2^e, m in [0.5, 1)
     small = m < np.float32(0.707106781186547524)
     e = e - np.float32(1.0) if small else e
     r = (m + m - np.float32(1.0)) if small else (m - np.float32(1.0))
@@ -812,6 +819,7 @@ def gumbel_softmax(logits, u, out, temperature, tile_b):
     the row maxima and sums in between; ``log`` and ``exp`` are :func:`log_f32`,
     :func:`exp_f32`.
     """
+    _wide_vectors()
     n_batch = logits.shape[0]
     n_act = logits.shape[1]
     lf = logits.reshape(n_batch * n_act)
