@@ -3,7 +3,12 @@
 the same run. Shapes are simple_spread's: N agents, observation 4 + 2N + 4(N - 1), 5 actions,
 critics over all observations and actions, two 64-unit ReLU layers.
 
-    .venv/bin/python bench/maddpg_speed.py [--agents 3 6 12] [--repeats 20] [--batch 1024]
+    .venv/bin/python bench/maddpg_speed.py [--agents 3 6 12] [--repeats 20] [--rounds 3] [--batch 1024]
+
+Each round times ``--repeats`` updates of ours, then of PyTorch, and keeps each median; the
+table shows the median over ``--rounds`` rounds and the range of the per-round speed-ups
+(the machine may be shared: alternating rounds spreads load changes over both). The header
+names the commit, the thread counts and the load average before and after.
 
 PyTorch is the optional ``bench`` extra (``pip install -e '.[bench]'``); without it the
 PyTorch column is skipped with a message.
@@ -132,11 +137,26 @@ def time_torch(n: int, batch: int, repeats: int) -> float:
     return float(np.median(times))
 
 
+def _commit() -> str:
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        rev = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--", "maddpg", "bench/maddpg_speed.py"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return rev + ("+local edits" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--agents", type=int, nargs="+", default=[3, 6, 12])
     ap.add_argument("--batch", type=int, default=1024)
-    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--repeats", type=int, default=20, help="updates per round (median)")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of ours and PyTorch (median)")
     args = ap.parse_args()
     try:
         import torch
@@ -147,16 +167,28 @@ def main() -> None:
         torch_info = "PyTorch not installed: skipping the PyTorch column (pip install -e '.[bench]')"
     import numba
 
-    print(f"# MADDPG update time, batch {args.batch}, median of {args.repeats}; {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} CPUs, numba {numba.__version__} ({numba.get_num_threads()} threads); {torch_info}")
-    print(f"{'agents':>6} {'ours ms':>9} {'torch ms':>9} {'speed-up':>9}")
+    load0 = os.getloadavg()
+    print(f"# MADDPG update time, batch {args.batch}, median of {args.rounds} rounds x {args.repeats} updates; "
+          f"commit {_commit()}; {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; numba "
+          f"{numba.__version__} (kernels serial, {numba.get_num_threads()} threads configured); {torch_info}")
+    print(f"# load average before: {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}")
+    print(f"{'agents':>6} {'ours ms':>9} {'torch ms':>9} {'speed-up':>9}  {'per-round range':>16}")
     for n in args.agents:
-        ours = time_ours(n, args.batch, args.repeats)
+        ours_r, torch_r = [], []
+        for _ in range(args.rounds):
+            ours_r.append(time_ours(n, args.batch, args.repeats))
+            if torch is not None:
+                torch_r.append(time_torch(n, args.batch, args.repeats))
+        ours = float(np.median(ours_r))
         if torch is not None:
-            tt = time_torch(n, args.batch, args.repeats)
-            print(f"{n:>6} {ours * 1e3:>9.2f} {tt * 1e3:>9.2f} {tt / ours:>8.2f}x", flush=True)
+            tt = float(np.median(torch_r))
+            ratios = [b / a for a, b in zip(ours_r, torch_r)]
+            print(f"{n:>6} {ours * 1e3:>9.2f} {tt * 1e3:>9.2f} {tt / ours:>8.2f}x  {min(ratios):>7.2f}x-{max(ratios):.2f}x",
+                  flush=True)
         else:
             print(f"{n:>6} {ours * 1e3:>9.2f} {'-':>9} {'-':>9}", flush=True)
+    load1 = os.getloadavg()
+    print(f"# load average after: {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}")
 
 
 if __name__ == "__main__":
