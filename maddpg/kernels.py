@@ -100,7 +100,8 @@ class LoopNest:
     ``loops`` are the dimensions of the iteration space, outermost first, each with its full
     extent (``trip``), so ``iterations`` (their product) counts executions of the body. A
     dimension with ``tile > 1`` is strip-mined: its tile loop stands at its position and walks
-    ``ceil(trip / tile)`` tiles, the points of a tile right inside it. A dimension with
+    ``ceil(trip / tile)`` tiles, the points of a tile right inside it (unless ``extra`` moves
+    the tile loop outermost: the wide forward pass's chunks of ``in``). A dimension with
     ``block > 1`` is register-blocked: at its position (inside its tile loop) a loop walks
     blocks of ``block`` points, and the points of all blocked dimensions run innermost, fully
     unrolled, as one ``block x block`` array of MACs on operands held in registers. Batch
@@ -141,7 +142,8 @@ class LoopNest:
 def dense_forward_nest(batch: int, n_in: int, n_out: int, tiling: Tiling = Tiling()) -> LoopNest:
     """:func:`dense_forward`: narrow layers take dot products over ``in`` of the transposed
     weights; wide ones accumulate ``RB`` rows x ``VW`` outputs in registers over ``in``
-    (outputs past the last full ``VW`` block: a plain axpy, row -> in -> out)."""
+    (outputs past the last full ``VW`` block: a plain axpy, row -> in -> out), inputs
+    wider than ``IN_CHUNK`` in chunks whose loop is the outermost one (``extra``)."""
     tb, un = tiling.tile_b, tiling.unroll
     words_in = batch * n_in + n_in * n_out + n_out
     if n_out < NARROW_OUT:
@@ -150,10 +152,11 @@ def dense_forward_nest(batch: int, n_in: int, n_out: int, tiling: Tiling = Tilin
     elif n_out < VW:
         loops = (Loop("batch", batch, tile=tb, parallel=True), Loop("in", n_in), Loop("out", n_out, unroll=un))
         extra = {}
-    else:
+    else:  # inputs in chunks of IN_CHUNK; the chunk loop runs outermost (outside the batch tiles)
+        chunk = IN_CHUNK if n_in > IN_CHUNK else 1
         loops = (Loop("batch", batch, tile=tb, parallel=True, block=RB), Loop("out", n_out, unroll=un, block=VW),
-                 Loop("in", n_in))
-        extra = {"out_tail": n_out % VW}
+                 Loop("in", n_in, tile=chunk))
+        extra = {"out_tail": n_out % VW, "in_chunk_outermost": chunk > 1}
     return LoopNest("dense_forward", loops, macs=batch * n_in * n_out, words_in=words_in,
                     words_out=batch * n_out, extra=extra)
 
@@ -306,6 +309,7 @@ def quantize_rows(y, q_frac, q_bits):
 # ---------------------------------------------------------------------------------------
 
 _RB_VW = RB * VW
+IN_CHUNK = 128  # inputs per pass of a wide forward layer (128 x VW float32 weights = 32 KiB, in L1)
 
 # Float kernels: fastmath lets LLVM contract to FMA and vectorise; no bounds checks, numpy
 # error model (no Python-exception paths inside the loops).
@@ -379,16 +383,25 @@ def _prefetch(typingctx, arr, i, j):
 
 
 @njit(cache=True, inline="always")
-def _forward_rows(x, w, b, y, acc, bb, nr, n_blk, relu):
-    """Rows ``bb .. bb + nr`` of a wide forward pass: per block of ``VW`` outputs, the
-    ``nr x VW`` register block ``acc`` accumulates over ``in``, then takes the ReLU and is stored."""
+def _forward_rows(x, w, b, y, acc, bb, nr, n_blk, relu, i0, i1):
+    """Rows ``bb .. bb + nr`` of a wide forward pass over inputs ``i0 .. i1``: per block of ``VW``
+    outputs, the ``nr x VW`` register block ``acc`` starts from the bias (first chunk of
+    inputs) or the partial sums in ``y``, accumulates over the chunk and is stored (with the
+    ReLU after the last chunk)."""
     zero = np.float32(0.0)
+    first = i0 == 0
+    last = i1 == x.shape[1]
     for ob in range(n_blk):
         o0 = ob * VW
-        for r in range(nr):
-            for o in range(VW):
-                acc[r, o] = b[o0 + o]
-        for i in range(x.shape[1]):
+        if first:
+            for r in range(nr):
+                for o in range(VW):
+                    acc[r, o] = b[o0 + o]
+        else:
+            for r in range(nr):
+                for o in range(VW):
+                    acc[r, o] = y[bb + r, o0 + o]
+        for i in range(i0, i1):
             for r in range(nr):
                 xr = x[bb + r, i]
                 for o in range(VW):
@@ -396,7 +409,7 @@ def _forward_rows(x, w, b, y, acc, bb, nr, n_blk, relu):
         for r in range(nr):
             for o in range(VW):
                 v = acc[r, o]
-                if relu and v < zero:
+                if last and relu and v < zero:
                     v = zero
                 y[bb + r, o0 + o] = v
 
@@ -408,7 +421,9 @@ def dense_forward(x, w, wt, b, y, relu, tile_b, q_frac, q_bits):
     Wide layers (``n_out >= NARROW_OUT``): inside each batch tile, blocks of ``RB`` rows x
     ``VW`` outputs are accumulated in registers over ``in`` (``x[b, i]`` broadcast, the
     contiguous row ``w[i, o0:o0+VW]`` streamed); the tile's last rows run in blocks of
-    ``RB_TAIL``, then singly; outputs past the last full ``VW`` block as a plain axpy.
+    ``RB_TAIL``, then singly; outputs past the last full ``VW`` block as a plain axpy. Wide
+    inputs are taken ``IN_CHUNK`` at a time, outermost (the chunk of ``w`` stays in L1 over the
+    whole batch; partial sums wait in ``y``): each output still sums its inputs in order.
     Narrow layers (a critic's 1-wide head, an actor's logits): ``wt`` (``[n_out, n_in]``,
     caller's buffer) receives ``w`` transposed and each output is a contiguous dot product.
     """
@@ -436,19 +451,25 @@ def dense_forward(x, w, wt, b, y, relu, tile_b, q_frac, q_bits):
         acc = carray(_local_f32(_RB_VW), (RB, VW))
         n_blk = n_out // VW
         o_tail = n_blk * VW
+        for c in range((n_in + IN_CHUNK - 1) // IN_CHUNK):  # chunks of inputs: w's rows stay in L1
+            i0 = c * IN_CHUNK
+            i1 = min(i0 + IN_CHUNK, n_in)
+            for t in range(n_tiles):
+                r0 = t * tile_b
+                r1 = min(r0 + tile_b, n_batch)
+                bb = r0
+                while bb + RB <= r1:
+                    _forward_rows(x, w, b, y, acc, bb, RB, n_blk, relu, i0, i1)
+                    bb += RB
+                while bb + RB_TAIL <= r1:
+                    _forward_rows(x, w, b, y, acc, bb, RB_TAIL, n_blk, relu, i0, i1)
+                    bb += RB_TAIL
+                while bb < r1:
+                    _forward_rows(x, w, b, y, acc, bb, 1, n_blk, relu, i0, i1)
+                    bb += 1
         for t in range(n_tiles):
             r0 = t * tile_b
             r1 = min(r0 + tile_b, n_batch)
-            bb = r0
-            while bb + RB <= r1:
-                _forward_rows(x, w, b, y, acc, bb, RB, n_blk, relu)
-                bb += RB
-            while bb + RB_TAIL <= r1:
-                _forward_rows(x, w, b, y, acc, bb, RB_TAIL, n_blk, relu)
-                bb += RB_TAIL
-            while bb < r1:
-                _forward_rows(x, w, b, y, acc, bb, 1, n_blk, relu)
-                bb += 1
             if o_tail < n_out:
                 for bb in range(r0, r1):
                     for o in range(o_tail, n_out):

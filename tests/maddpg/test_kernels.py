@@ -273,7 +273,8 @@ def test_fixed_point_forward_is_quantised_and_saturates():
 
 
 @pytest.mark.parametrize("batch,tile_b", [(1, 64), (7, 3), (70, 8), (133, 64), (64, 1)])
-@pytest.mark.parametrize("n_in,n_out", [(18, 64), (69, 64), (64, 5), (64, 1), (64, 128), (70, 80), (66, 16), (128, 64)])
+@pytest.mark.parametrize("n_in,n_out", [(18, 64), (69, 64), (64, 5), (64, 1), (64, 128), (70, 80), (66, 16), (128, 64),
+                                         (300, 64)])
 def test_dense_kernels_match_numpy_on_every_path(batch, tile_b, n_in, n_out):
     """Shapes that hit the register blocks (full and partial, row and column tails), the
     narrow forms and the unblocked middle; batches and tiles that do not fill a block."""
@@ -412,6 +413,9 @@ def test_loop_nests_describe_the_kernels():
     bl, ol, il = nest.loops
     assert bl.tiles == 4 and bl.parallel and bl.block == K.RB and bl.blocks == 32 // K.RB
     assert ol.block == K.VW and ol.unroll == 4 and il.block == 1 and nest.extra["out_tail"] == 0
+    assert il.tile == 1 and not nest.extra["in_chunk_outermost"]
+    wide_in = K.dense_forward_nest(1024, 924, 64, t)  # a 12-agent critic's first layer
+    assert wide_in.loops[2].tile == K.IN_CHUNK and wide_in.loops[2].tiles == 8 and wide_in.extra["in_chunk_outermost"]
     assert nest.macs == nest.iterations == 100 * 18 * 64
     # narrow forward: dot products over `in` of the transposed weights
     narrow = K.dense_forward_nest(100, 64, 5, t)
