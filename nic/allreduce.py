@@ -5,7 +5,10 @@
 * ``model="message"`` — the fast message-level model (``nic.message_sim`` over
   ``noc.message``): each transfer holds its route's links for its serialisation time,
   pipelined across hops, sharing links max-min fairly (with step priority for the
-  co-designed NIC);
+  co-designed NIC); given the flit-level network config it also reproduces the wormhole
+  network's VC holding (a bulk transfer's head acquires a VC per hop and blocks the
+  transfers behind it), the buffering between an NI and a route's bottleneck, and the
+  one-queue-per-NI order of packets (:func:`message_flow_control`);
 * ``model="flit"`` — the flit-level co-simulation (``nic.flit_cosim``): the NIC scheduler
   cycle model of every node over the flit-level network of ``noc``.
 
@@ -30,7 +33,7 @@ import numpy as np
 from pydantic import Field
 
 from nic.collectives import Schedule, bounds, verify
-from nic.message_sim import POLICY_BASELINE, POLICY_CODESIGNED, simulate_transfers
+from nic.message_sim import POLICY_BASELINE, POLICY_CODESIGNED, TransferTimes, Wormhole, simulate_transfers
 from nic.result import AllreduceResult
 from nic.scheduler import OP_GATHER, OP_REDUCE
 from noc.config import StrictModel
@@ -181,6 +184,74 @@ def _idle_fraction(prep: Prepared, start: np.ndarray, sent: np.ndarray, num_node
     return tuple(out)
 
 
+def _message_routes(topology: Topology, network) -> RouteTable:
+    if network is None:
+        return route(topology, "auto")
+    return route(topology, getattr(network, "routing", "auto"), dateline=bool(getattr(network, "dateline", True)))
+
+
+def message_flow_control(topology: Topology, routes: RouteTable, prep: Prepared, nic: NicConfig,
+                         network) -> tuple[Wormhole | None, np.ndarray]:
+    """What the message model takes from the flit-level network config: the wormhole
+    description (VC classes and counts, head latencies, buffers; ``None`` without a
+    network config: a pure fluid) and each transfer's NI injection rate in bytes/cycle.
+
+    Per-packet flow control with one VC per class re-allocates that VC for every packet:
+    the head of the next packet waits for the route and VC allocation stages after the
+    tail of the previous one left, so a flow moves ``L`` flits in ``L + rc + va`` cycles.
+    """
+    links = routes.links[prep.src_ep, prep.dst_ep].astype(np.int64)
+    ni_bw = topology.link_bytes_per_cycle[links[:, 0]].astype(np.float64)
+    if network is None or not hasattr(network, "num_vcs"):
+        return None, ni_bw
+    vcs = int(network.num_vcs) // int(routes.num_vc_classes)
+    packet_flits = 1 + -(-nic.packet_bytes // nic.flit_bytes)
+    if not nic.bulk and vcs == 1:
+        bubble = int(network.routing_delay_cycles) + int(network.vc_alloc_delay_cycles)
+        ni_bw = ni_bw * packet_flits / (packet_flits + bubble)
+    link_lat = topology.link_latency_cycles.astype(np.float64)
+    rd = router_delay_cycles(network)
+    head_lat = np.zeros(links.shape)
+    for h in range(1, links.shape[1]):
+        prev = links[:, h - 1]
+        head_lat[:, h] = head_lat[:, h - 1] + np.where(prev >= 0, link_lat[np.maximum(prev, 0)], 0.0) + rd
+    in_port = np.full(links.shape, -1, dtype=np.int64)
+    in_port[:, 1:] = links[:, :-1]
+    per_hop_vcs = 1 if nic.bulk else vcs  # one packet holds one VC per hop; packets of a flow spread over all
+    wormhole = Wormhole(
+        vc_class=routes.vc_class[prep.src_ep, prep.dst_ep].astype(np.int64), head_latency_cycles=head_lat,
+        in_port=in_port, num_vc_classes=int(routes.num_vc_classes), vcs_per_class=vcs, hold_vcs=nic.bulk,
+        hop_buffer_bytes=float(per_hop_vcs * int(network.vc_depth_flits) * nic.flit_bytes))
+    return wormhole, ni_bw
+
+
+def run_message(topology: Topology, prep: Prepared, nic: NicConfig, network, *,
+                routes: RouteTable | None = None) -> tuple[TransferTimes, np.ndarray]:
+    """Time a prepared schedule with the message-level model: per-transfer times and the
+    bytes each link carried."""
+    routes = _message_routes(topology, network) if routes is None else routes
+    lat = path_latency_cycles(topology, routes, router_delay_cycles(network))
+    links = routes.links[prep.src_ep, prep.dst_ep].astype(np.int64)
+    length = routes.length[prep.src_ep, prep.dst_ep].astype(np.int64)
+    nl = topology.num_links
+    wormhole, ni_bw = message_flow_control(topology, routes, prep, nic, network)
+    # The sending NI is whichever of the node's NIs is free (the NI count limits a node's
+    # concurrent sends), so the injection hop is a private link per transfer at the NI's
+    # bandwidth rather than one particular NI's link.
+    private = links.copy()
+    private[:, 0] = nl + np.arange(len(links))
+    times = simulate_transfers(
+        src_node=prep.src_node, step=prep.step, wire_bytes=prep.wire_bytes, dep_ptr=prep.dep_ptr,
+        dep_idx=prep.dep_idx, path_links=private, path_len=length, path_latency_cycles=lat[prep.src_ep, prep.dst_ep],
+        link_bytes_per_cycle=np.concatenate([topology.link_bytes_per_cycle, ni_bw]), num_nodes=topology.num_nodes,
+        nis_per_node=topology.nis_per_node, policy=nic.policy, issue_delay_cycles=float(nic.issue_delay_cycles),
+        wormhole=wormhole,
+    )
+    valid = links >= 0
+    link_bytes = np.bincount(links[valid], weights=np.repeat(prep.wire_bytes, valid.sum(axis=1)), minlength=nl)
+    return times, link_bytes
+
+
 def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | None = None, network=None,
                        size_bytes: int = 1 << 20, *, model: str = "message", routes: RouteTable | None = None,
                        seed: int = 0) -> AllreduceResult:
@@ -198,26 +269,8 @@ def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | 
         link_bytes = timing.link_bytes
         extra = dict(timing.extra)
     else:
-        routes = route(topology, getattr(network, "routing", "auto")) if routes is None else routes
-        lat = path_latency_cycles(topology, routes, router_delay_cycles(network))
-        links = routes.links[prep.src_ep, prep.dst_ep].astype(np.int64)
-        length = routes.length[prep.src_ep, prep.dst_ep].astype(np.int64)
-        # The sending NI is whichever of the node's NIs is free (the NI count limits a node's
-        # concurrent sends), so the injection hop is a private link per transfer at the NI's
-        # bandwidth rather than one particular NI's link.
-        nl = topology.num_links
-        ni_bw = topology.link_bytes_per_cycle[links[:, 0]]
-        links[:, 0] = nl + np.arange(len(links))
-        capacity = np.concatenate([topology.link_bytes_per_cycle, ni_bw])
-        times = simulate_transfers(
-            src_node=prep.src_node, step=prep.step, wire_bytes=prep.wire_bytes, dep_ptr=prep.dep_ptr,
-            dep_idx=prep.dep_idx, path_links=links, path_len=length, path_latency_cycles=lat[prep.src_ep, prep.dst_ep],
-            link_bytes_per_cycle=capacity, num_nodes=topology.num_nodes,
-            nis_per_node=topology.nis_per_node, policy=nic.policy, issue_delay_cycles=float(nic.issue_delay_cycles),
-        )
+        times, link_bytes = run_message(topology, prep, nic, network, routes=routes)
         start, sent, arrive = times.start_cycles, times.sent_cycles, times.arrive_cycles
-        valid = (links >= 0) & (links < nl)
-        link_bytes = np.bincount(links[valid], weights=np.repeat(prep.wire_bytes, valid.sum(axis=1)), minlength=nl)
         extra = {}
     check_times(prep, start, arrive)
     total = float(arrive.max()) if arrive.size else 0.0
@@ -245,5 +298,5 @@ def ring_allreduce_cycles(n: int, size_bytes: float, link_bytes_per_cycle: float
     return 2 * (n - 1) * (alpha_cycles + size_bytes / (n * link_bytes_per_cycle))
 
 
-__all__ = ["MODELS", "NicConfig", "Prepared", "check_times", "dependencies", "prepare", "ring_allreduce_cycles",
-           "router_delay_cycles", "simulate_allreduce"]
+__all__ = ["MODELS", "NicConfig", "Prepared", "check_times", "dependencies", "message_flow_control", "prepare",
+           "ring_allreduce_cycles", "router_delay_cycles", "run_message", "simulate_allreduce"]

@@ -2,8 +2,9 @@
 
 Each transfer starts when the NIC policy allows it, is served at the max-min fair rate
 of its route (recomputed whenever the set of flows changes), frees its NI when its last
-byte has left (serialisation done), and arrives ``path latency`` cycles later. A transfer
-may start once every transfer it depends on has *arrived*, plus ``issue_delay_cycles``.
+byte has left the NI, and arrives ``path latency`` cycles after its last byte passed
+the route's bottleneck. A transfer may start once every transfer it depends on has
+*arrived*, plus ``issue_delay_cycles``.
 
 Policies (the two NIC designs):
 
@@ -12,6 +13,29 @@ Policies (the two NIC designs):
 * ``POLICY_CODESIGNED`` — strict lockstep per node: the node's next step opens only when
   every transfer of its current step has started and all its NIs are idle (then after
   ``step_advance_cycles``); flows of earlier steps take priority on every link.
+
+Without a :class:`Wormhole` description the network is a pure fluid: a transfer occupies
+its whole route while it is being sent and the NI is busy until the last byte has passed
+the bottleneck. With one (``nic.allreduce`` derives it from the flit-level network
+config), three mechanisms of a wormhole virtual-channel network are reproduced at
+message level (docs/allreduce.md, "Calibration"):
+
+* **VC holding** (``hold_vcs``: one packet per transfer, the co-designed NIC's bulk flow
+  control). The head acquires a VC of its route's class on every hop in turn, in real
+  time (it reaches hop ``h``'s router ``head_latency_cycles[:, h]`` after it left or
+  after it was last unblocked); it keeps every VC it holds while it waits for the next
+  one, and data flows only once the head has reached the destination. A freed VC goes to
+  the most urgent waiting head, then round-robin over the router's input ports (the flit
+  router's VC allocator). ``vcs_per_class`` VCs per (link, class) therefore bound how
+  many transfers can cross a link at once, and blocked heads block the transfers behind
+  them (chains of waiting heads serialise whole steps).
+* **Buffering between the NI and the bottleneck.** A flow held back by a link further
+  on fills the buffers in front of that link (``hop_buffer_bytes`` per hop: the VCs the
+  flow can use times their depth) while its NI keeps injecting at full speed; the NI is
+  free once what is left fits in those buffers, and the rest drains afterwards.
+* **One NI, one queue.** The next transfer an NI starts while its previous one is still
+  draining queues behind it: it leaves only when the previous transfer's tail has left
+  the buffers their routes share, taking over the buffer space it freed.
 
 Times are float cycles. This is the fast model for large sizes; it is calibrated against
 the flit-level co-simulation (docs/allreduce.md).
@@ -29,7 +53,12 @@ from noc.message import max_min_rates
 POLICY_BASELINE = 0
 POLICY_CODESIGNED = 1
 
-_WAITING, _SENDING, _IN_FLIGHT, _ARRIVED = 0, 1, 2, 3
+# Bumped whenever the model's results change, so stored sweep results are not reused.
+# 2: VC holding, buffering before the bottleneck, one queue per NI.
+MODEL_VERSION = 2
+
+# transfer states
+_WAITING, _QUEUED, _HEAD, _SENDING, _DRAINING, _IN_FLIGHT, _ARRIVED = 0, 1, 2, 3, 4, 5, 6
 
 
 @dataclass(frozen=True)
@@ -37,12 +66,26 @@ class TransferTimes:
     """Per-transfer times in cycles (float)."""
 
     start_cycles: np.ndarray
-    sent_cycles: np.ndarray  # serialisation finished: the NI is free again
+    sent_cycles: np.ndarray  # the last byte left the NI: the NI is free again
     arrive_cycles: np.ndarray
 
     @property
     def total_cycles(self) -> float:
         return float(self.arrive_cycles.max()) if self.arrive_cycles.size else 0.0
+
+
+@dataclass(frozen=True)
+class Wormhole:
+    """The flit-level network's flow control, as the message model sees it (arrays per
+    transfer and hop, aligned with ``path_links``)."""
+
+    vc_class: np.ndarray  # int[T, H]: VC class of each hop
+    head_latency_cycles: np.ndarray  # float[T, H]: zero-load time from the NI to the router allocating hop h
+    in_port: np.ndarray  # int[T, H]: the link the head enters that router by (round-robin key)
+    num_vc_classes: int
+    vcs_per_class: int
+    hold_vcs: bool  # one packet per transfer: it holds a VC per hop from its head to its tail
+    hop_buffer_bytes: float  # buffer one flow can fill at the end of each hop
 
 
 def simulate_transfers(
@@ -61,8 +104,13 @@ def simulate_transfers(
     policy: int,
     issue_delay_cycles: float = 1.0,
     step_advance_cycles: float = 1.0,
+    wormhole: Wormhole | None = None,
 ) -> TransferTimes:
-    """Run the event loop. Transfers must be listed in schedule order (by step, then table order)."""
+    """Run the event loop. Transfers must be listed in schedule order (by step, then table order).
+
+    ``path_links[:, 0]`` is the NI's injection link: its capacity is the rate the NI
+    injects at.
+    """
     t = src_node.shape[0]
     # reverse dependencies (who waits for me), as CSR
     counts = np.bincount(dep_idx, minlength=t) if dep_idx.size else np.zeros(t, dtype=np.int64)
@@ -74,12 +122,20 @@ def simulate_transfers(
     start = np.full(t, np.inf)
     sent = np.full(t, np.inf)
     arrive = np.full(t, np.inf)
+    links = path_links.astype(np.int64)
+    if wormhole is None:
+        w = Wormhole(np.zeros(links.shape, np.int64), np.zeros(links.shape), np.full(links.shape, -1, np.int64),
+                     1, 0, False, 0.0)
+    else:
+        w = wormhole
     _run(
         src_node.astype(np.int64), step.astype(np.int64), wire_bytes.astype(np.float64),
-        dep_ptr.astype(np.int64), rdep_ptr, rdep_idx, path_links.astype(np.int64), path_len.astype(np.int64),
+        dep_ptr.astype(np.int64), rdep_ptr, rdep_idx, links, path_len.astype(np.int64),
         path_latency_cycles.astype(np.float64), link_bytes_per_cycle.astype(np.float64),
         int(num_nodes), int(nis_per_node), int(policy), float(issue_delay_cycles), float(step_advance_cycles),
-        start, sent, arrive,
+        w.vc_class.astype(np.int64), w.head_latency_cycles.astype(np.float64), w.in_port.astype(np.int64),
+        int(w.num_vc_classes), int(w.vcs_per_class), bool(w.hold_vcs and w.vcs_per_class > 0),
+        float(w.hop_buffer_bytes), start, sent, arrive,
     )
     if not np.isfinite(arrive).all():
         bad = int(np.nonzero(~np.isfinite(arrive))[0][0])
@@ -88,9 +144,32 @@ def simulate_transfers(
 
 
 @njit(cache=True)
+def _activate(i, now, catch_hops, status, head_hop, head_key, head_lat, heads, n_heads, active, n_active, hold,
+              path_len):
+    """Transfer i goes on the network: its head starts acquiring VCs (``hold``), or it
+    starts flowing at once. Returns True when the set of flowing transfers changed."""
+    if hold and path_len[i] > 1:
+        status[i] = _HEAD
+        head_hop[i] = 1
+        # a transfer queued behind its NI's previous one has its head right behind that
+        # one's tail: it is at the first router already, and does not travel the hops
+        # the two routes share again
+        head_key[i] = now if catch_hops[i] > 0 else now + head_lat[i, 1]
+        heads[n_heads[0]] = i
+        n_heads[0] += 1
+        return False
+    status[i] = _SENDING
+    active[n_active[0]] = i
+    n_active[0] += 1
+    return True
+
+
+@njit(cache=True)
 def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, path_len, path_lat, link_cap,
-         num_nodes, nis, policy, issue_delay, step_advance, start, sent, arrive):
+         num_nodes, nis, policy, issue_delay, step_advance, path_cls, head_lat, in_port, n_cls, vcs_per_class, hold,
+         hop_buf, start, sent, arrive):
     t_count = src_node.shape[0]
+    n_links = link_cap.shape[0]
     status = np.zeros(t_count, dtype=np.int64)
     deps_left = np.empty(t_count, dtype=np.int64)
     ready_at = np.full(t_count, np.inf)
@@ -98,17 +177,40 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
         deps_left[i] = dep_ptr[i + 1] - dep_ptr[i]
         if deps_left[i] == 0:
             ready_at[i] = 0.0
-    remaining = wire_bytes.copy()
+    rem = wire_bytes.copy()  # bytes not yet past the bottleneck
+    inj = wire_bytes.copy()  # bytes not yet out of the NI
+    tol = 1e-9 * wire_bytes + 1e-12
+    cap_ni = np.empty(t_count)
+    for i in range(t_count):
+        cap_ni[i] = link_cap[path_links[i, 0]]
     rates = np.zeros(t_count)
+    slack = np.zeros(t_count)  # bytes the flow may have buffered in the network (pipeline + buffers)
+    pipe = np.zeros(t_count)  # bytes already in the network when it started flowing
+    bneck = np.zeros(t_count, dtype=np.int64)  # hop of its first bottleneck
+    tail_lat = path_lat.copy()  # from the last byte passing the bottleneck to the arrival
+    done_at = np.full(t_count, np.inf)
     priority = step.copy() if policy == POLICY_CODESIGNED else np.zeros(t_count, dtype=np.int64)
-    cap_left = np.empty(link_cap.shape[0])
-    users = np.empty(link_cap.shape[0], dtype=np.int64)
+    cap_left = np.empty(n_links)
+    users = np.empty(n_links, dtype=np.int64)
+    load = np.zeros(n_links)
+    max_rate = np.zeros(n_links)
+    # wormhole: free VCs per (link, class), heads waiting for one, VC allocators' round-robin pointers
+    vc_free = np.full(n_links * n_cls, vcs_per_class, dtype=np.int64)
+    head_hop = np.zeros(t_count, dtype=np.int64)
+    head_key = np.zeros(t_count)
+    va_ptr = np.full(n_links, -1, dtype=np.int64)
+    # NIs: the transfer each NI (node, slot) started last; queued transfers wait for it
+    slot_tx = np.full(num_nodes * nis, -1, dtype=np.int64)
+    waits_on = np.full(t_count, -1, dtype=np.int64)
+    common = np.zeros(t_count, dtype=np.int64)  # hops shared with that predecessor (the injection hop included)
+    catch_hops = np.zeros(t_count, dtype=np.int64)
+    inherit = np.zeros(t_count)  # bytes injected behind the predecessor while it drained
+    buffered_at_sent = np.zeros(t_count)
     ni_busy = np.zeros(num_nodes, dtype=np.int64)
     # lockstep bookkeeping (co-designed): per node, the open step and when it opened
     unstarted_in_step = np.zeros(num_nodes, dtype=np.int64)
     open_step = np.full(num_nodes, -1, dtype=np.int64)
     open_at = np.zeros(num_nodes)
-    node_next = np.zeros(num_nodes, dtype=np.int64)  # cursor into the node's transfers (schedule order)
     node_ptr = np.zeros(num_nodes + 1, dtype=np.int64)
     for i in range(t_count):
         node_ptr[src_node[i] + 1] += 1
@@ -120,7 +222,6 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
         node_tx[fill[src_node[i]]] = i
         fill[src_node[i]] += 1
     for n in range(num_nodes):
-        node_next[n] = node_ptr[n]
         if node_ptr[n] < node_ptr[n + 1]:
             s = step[node_tx[node_ptr[n]]]
             open_step[n] = s
@@ -130,9 +231,12 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                     c += 1
             unstarted_in_step[n] = c
 
-    active = np.empty(t_count, dtype=np.int64)
-    n_active = 0
+    active = np.empty(t_count, dtype=np.int64)  # flowing: SENDING or DRAINING
+    n_active = np.zeros(1, dtype=np.int64)
+    heads = np.empty(t_count, dtype=np.int64)  # acquiring VCs
+    n_heads = np.zeros(1, dtype=np.int64)
     arrived = 0
+    n_queued = 0
     now = 0.0
     rates_dirty = True
     while arrived < t_count:
@@ -148,28 +252,149 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                     if step[i] != open_step[n] or open_at[n] > now:
                         break  # later steps wait for the lockstep
                 if ready_at[i] <= now:
-                    status[i] = _SENDING
                     start[i] = now
                     ni_busy[n] += 1
-                    active[n_active] = i
-                    n_active += 1
-                    rates_dirty = True
                     if policy == POLICY_CODESIGNED:
                         unstarted_in_step[n] -= 1
+                    slot = n * nis  # the lowest free NI
+                    while slot_tx[slot] >= 0 and status[slot_tx[slot]] <= _SENDING:
+                        slot += 1
+                    prev = slot_tx[slot]
+                    slot_tx[slot] = i
+                    if prev >= 0 and status[prev] == _DRAINING:
+                        status[i] = _QUEUED
+                        n_queued += 1
+                        waits_on[i] = prev
+                        c = 1
+                        while c < path_len[i] and c < path_len[prev] and path_links[i, c] == path_links[prev, c]:
+                            c += 1
+                        common[i] = c
+                    elif _activate(i, now, catch_hops, status, head_hop, head_key, head_lat, heads, n_heads, active,
+                                   n_active, hold, path_len):
+                        rates_dirty = True
+        # ---- heads acquire VCs hop by hop: a free VC goes to the most urgent head, then
+        # round-robin over input ports from the one served last, then the earliest
+        while n_heads[0] > 0:
+            first = -1
+            for k in range(n_heads[0]):
+                i = heads[k]
+                h = head_hop[i]
+                if vc_free[path_links[i, h] * n_cls + path_cls[i, h]] > 0 and (head_key[i] <= now or h < catch_hops[i]):
+                    if first < 0 or head_key[i] < head_key[heads[first]]:
+                        first = k
+            if first < 0:
+                break
+            lo = path_links[heads[first], head_hop[heads[first]]]
+            lc = path_cls[heads[first], head_hop[heads[first]]]
+            best = -1
+            best_d = 0
+            for k in range(n_heads[0]):
+                i = heads[k]
+                h = head_hop[i]
+                if path_links[i, h] != lo or path_cls[i, h] != lc or not (head_key[i] <= now or h < catch_hops[i]):
+                    continue
+                d = (in_port[i, h] - va_ptr[lo] - 1) % n_links
+                if best < 0:
+                    better = True
+                else:
+                    b = heads[best]
+                    better = priority[i] < priority[b] or (priority[i] == priority[b] and (
+                        d < best_d or (d == best_d and head_key[i] < head_key[b])))
+                if better:
+                    best = k
+                    best_d = d
+            i = heads[best]
+            h = head_hop[i]
+            va_ptr[lo] = in_port[i, h]
+            vc_free[lo * n_cls + lc] -= 1
+            if h + 1 < path_len[i]:
+                head_hop[i] = h + 1
+                if h + 1 < catch_hops[i]:
+                    head_key[i] = now
+                else:
+                    head_key[i] = max(head_key[i], now) + head_lat[i, h + 1] - head_lat[i, h]
+            else:  # the head is at the destination: the data follows at the flow's rate
+                heads[best] = heads[n_heads[0] - 1]
+                n_heads[0] -= 1
+                status[i] = _SENDING
+                active[n_active[0]] = i
+                n_active[0] += 1
+                rates_dirty = True
+                # the NI kept injecting behind the head: those bytes are in the network
+                pre = max(head_lat[i, h] * cap_ni[i], inherit[i])
+                if pre > wire_bytes[i]:
+                    pre = wire_bytes[i]
+                inj[i] = wire_bytes[i] - pre
+                pipe[i] = pre
+                tail_lat[i] = path_lat[i] - head_lat[i, h]
         if rates_dirty:
-            max_min_rates(active[:n_active], priority, path_links, path_len, link_cap, rates, cap_left, users)
+            na = n_active[0]
+            max_min_rates(active[:na], priority, path_links, path_len, link_cap, rates, cap_left, users)
             rates_dirty = False
+            if hop_buf > 0.0:
+                # each flow's first bottleneck: the first saturated link of its route on which
+                # it gets the largest rate (or any saturated one when it is starved)
+                for k in range(na):
+                    i = active[k]
+                    for h in range(path_len[i]):
+                        load[path_links[i, h]] = 0.0
+                        max_rate[path_links[i, h]] = 0.0
+                for k in range(na):
+                    i = active[k]
+                    for h in range(path_len[i]):
+                        lk = path_links[i, h]
+                        load[lk] += rates[i]
+                        if rates[i] > max_rate[lk]:
+                            max_rate[lk] = rates[i]
+                for k in range(na):
+                    i = active[k]
+                    bn = 0
+                    for h in range(path_len[i]):
+                        lk = path_links[i, h]
+                        if load[lk] >= link_cap[lk] * (1.0 - 1e-9) and (
+                                rates[i] >= max_rate[lk] * (1.0 - 1e-9) or rates[i] == 0.0):
+                            bn = h
+                            break
+                    bneck[i] = bn
+                    slack[i] = hop_buf * bn + pipe[i]
+            else:
+                for k in range(na):
+                    slack[active[k]] = pipe[active[k]]
         # ---- the next event
         t_next = np.inf
-        for k in range(n_active):
+        for k in range(n_active[0]):
             i = active[k]
-            if rates[i] > 0.0:
-                tt = now + remaining[i] / rates[i]
+            r = rates[i]
+            if r > 0.0:
+                tt = now + rem[i] / r
                 if tt < t_next:
                     t_next = tt
+            if status[i] == _SENDING:
+                b = rem[i] - inj[i]
+                if b < slack[i] - tol[i] and cap_ni[i] > r * (1.0 + 1e-12):
+                    # filling the buffers: the NI injects at full speed until they are full
+                    tt = now + min((slack[i] - b) / (cap_ni[i] - r), inj[i] / cap_ni[i])
+                elif r > 0.0:
+                    tt = now + inj[i] / r
+                else:
+                    tt = np.inf
+                if tt < t_next:
+                    t_next = tt
+        for k in range(n_heads[0]):
+            i = heads[k]
+            if now < head_key[i] < t_next:
+                t_next = head_key[i]
+        if n_queued > 0:
+            for i in range(t_count):
+                if status[i] == _QUEUED:
+                    p = waits_on[i]
+                    if status[p] == _DRAINING and rates[p] > 0.0:
+                        tt = now + (rem[p] - hop_buf * max(0, bneck[p] - common[i])) / rates[p]
+                        if now < tt < t_next:
+                            t_next = tt
         for i in range(t_count):
-            if status[i] == _IN_FLIGHT and sent[i] + path_lat[i] < t_next:
-                t_next = sent[i] + path_lat[i]
+            if status[i] == _IN_FLIGHT and done_at[i] + tail_lat[i] < t_next:
+                t_next = done_at[i] + tail_lat[i]
             elif status[i] == _WAITING and now < ready_at[i] < t_next:
                 t_next = ready_at[i]
         if policy == POLICY_CODESIGNED:
@@ -179,28 +404,63 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
         if t_next == np.inf:
             return  # stalled: the caller reports the transfer that never arrived
         dt = t_next - now
-        for k in range(n_active):
+        for k in range(n_active[0]):
             i = active[k]
-            remaining[i] -= rates[i] * dt
+            r = rates[i]
+            if status[i] == _SENDING:
+                b = rem[i] - inj[i]
+                if b < slack[i] - tol[i] and cap_ni[i] > r * (1.0 + 1e-12):
+                    inj[i] -= cap_ni[i] * dt
+                else:
+                    inj[i] -= r * dt
+                if inj[i] < 0.0:
+                    inj[i] = 0.0
+            rem[i] -= r * dt
         now = t_next
-        # ---- serialisation done: free the NI
+        # ---- the last byte left the NI: the NI is free; the last byte passed the bottleneck
         k = 0
-        while k < n_active:
+        while k < n_active[0]:
             i = active[k]
-            if remaining[i] <= 1e-9 * wire_bytes[i] + 1e-12:
-                status[i] = _IN_FLIGHT
+            if status[i] == _SENDING and (inj[i] <= tol[i] or rem[i] <= tol[i]):
+                status[i] = _DRAINING
                 sent[i] = now
                 ni_busy[src_node[i]] -= 1
-                active[k] = active[n_active - 1]
-                n_active -= 1
+                buffered_at_sent[i] = max(rem[i] - inj[i], 0.0)
+            if rem[i] <= tol[i]:
+                status[i] = _IN_FLIGHT
+                done_at[i] = now
+                active[k] = active[n_active[0] - 1]
+                n_active[0] -= 1
                 rates_dirty = True
+                if hold:
+                    for h in range(1, path_len[i]):
+                        vc_free[path_links[i, h] * n_cls + path_cls[i, h]] += 1
             else:
                 k += 1
+        # ---- queued transfers go once their predecessor's tail has left the shared buffers
+        if n_queued > 0:
+            for i in range(t_count):
+                if status[i] != _QUEUED:
+                    continue
+                p = waits_on[i]
+                thr = 0.0
+                if status[p] == _DRAINING:
+                    thr = hop_buf * max(0, bneck[p] - common[i])
+                    if rem[p] > thr + tol[p]:
+                        continue
+                n_queued -= 1
+                inherit[i] = min(max(buffered_at_sent[p] - thr, 1e-9), wire_bytes[i])
+                catch_hops[i] = common[i]
+                if _activate(i, now, catch_hops, status, head_hop, head_key, head_lat, heads, n_heads, active,
+                             n_active, hold, path_len):
+                    inj[i] = wire_bytes[i] - inherit[i]
+                    pipe[i] = inherit[i]
+                    rates_dirty = True
         # ---- arrivals release dependents
         for i in range(t_count):
-            if status[i] == _IN_FLIGHT and sent[i] + path_lat[i] <= now:
+            if status[i] == _IN_FLIGHT and done_at[i] + tail_lat[i] <= now:
                 status[i] = _ARRIVED
-                arrive[i] = sent[i] + path_lat[i]
+                arrive[i] = done_at[i] + tail_lat[i]
                 arrived += 1
                 for r in range(rdep_ptr[i], rdep_ptr[i + 1]):
                     d = rdep_idx[r]

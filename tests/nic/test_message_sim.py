@@ -64,3 +64,85 @@ def test_lockstep_waits_for_the_ni_but_baseline_does_not():
 def test_a_dependency_cycle_is_reported():
     with pytest.raises(RuntimeError, match="never arrived"):
         run([(0, 1), (1, 0)], [0, 0], [[1], [0]], POLICY_BASELINE)
+
+
+# ---- the wormhole mechanisms (nic.allreduce.message_flow_control), on a 4x4 torus row:
+# routers 16..19 in a ring, DOR with dateline VC classes, 16 B/cycle links
+
+def _wormhole_run(pairs, nic, network, size):
+    """(step, src, dst) transfers, one flow each, timed by the message model (unverified schedule)."""
+    from nic.allreduce import prepare, run_message
+    from nic.collectives import Schedule
+    from nic.scheduler import OP_REDUCE
+    from noc.topology import parse_spec
+
+    t = parse_spec("torus:4x4")
+    s = Schedule.from_transfers("t", t.name, 16, 1, len(pairs), [(st, a, b, k, OP_REDUCE) for k, (st, a, b) in enumerate(pairs)])
+    prep = prepare(t, s, nic, size)
+    times, _ = run_message(t, prep, nic, network)
+    return prep, times
+
+
+def _torus_latency(src, dst, network):
+    from nic.allreduce import router_delay_cycles
+    from noc.topology import parse_spec
+
+    t = parse_spec("torus:4x4")
+    return path_latency_cycles(t, route(t), router_delay_cycles(network))[src, dst]
+
+
+def test_bulk_transfers_holding_the_only_vc_of_their_class_serialise_in_a_chain():
+    from nic.allreduce import NicConfig
+    from noc.flit import FlitNetworkConfig
+
+    # distance-2 exchange around the ring, every transfer one packet (bulk). Each head takes
+    # the VC of its first router-to-router link, then waits for the next one, held by the
+    # transfer injected there: only 3->1 (whose second link is in the other class after the
+    # dateline) can go; the others follow one after the other.
+    ring = [(0, 0, 2), (0, 1, 3), (0, 2, 0), (0, 3, 1)]
+    prep, one = _wormhole_run(ring, NicConfig(), FlitNetworkConfig(num_vcs=2), 4 * 16384)
+    serial = prep.wire_bytes[0] / 16
+    assert np.argsort(one.arrive_cycles).tolist() == [3, 2, 1, 0]
+    assert one.arrive_cycles.max() == pytest.approx(4 * serial, rel=0.01)
+    # with two VCs per class all four share the links: two flows per link at 8 B/cycle
+    _, two = _wormhole_run(ring, NicConfig(), FlitNetworkConfig(num_vcs=4), 4 * 16384)
+    assert two.arrive_cycles.tolist() == pytest.approx([2 * serial] * 4, rel=0.01)
+    # without a network config the model is a pure fluid
+    _, fluid = _wormhole_run(ring, NicConfig(), None, 4 * 16384)
+    assert fluid.arrive_cycles.max() < 2.01 * serial
+
+
+def test_an_ni_is_free_once_the_rest_of_its_transfer_fits_in_the_buffers_before_the_bottleneck():
+    from nic.allreduce import NicConfig
+    from noc.flit import FlitNetworkConfig
+
+    net = FlitNetworkConfig(num_vcs=4, vc_depth_flits=32)  # 2 VCs per class x 32 flits x 16 B = 1 KiB per hop
+    # 0->2 and 1->2 share 17>18 and the ejection link (8 B/cycle each); 0->2 is held back on
+    # its third link and may fill two hops of buffers, 1->2 one
+    prep, r = _wormhole_run([(0, 0, 2), (0, 1, 2)], NicConfig(design="baseline"), net, 2 * 16384)
+    w = prep.wire_bytes
+    assert r.sent_cycles.tolist() == pytest.approx([(w[0] - 2048) / 8, (w[1] - 1024) / 8])
+    assert r.arrive_cycles.tolist() == pytest.approx([w[0] / 8 + _torus_latency(0, 2, net), w[1] / 8 + _torus_latency(1, 2, net)])
+
+
+def test_the_next_transfer_of_an_ni_queues_behind_the_tail_of_the_previous_one():
+    from nic.allreduce import NicConfig
+    from noc.flit import FlitNetworkConfig
+
+    net = FlitNetworkConfig(num_vcs=4, vc_depth_flits=32)
+    # node 0 sends 0->2 (slowed by 1->2 on 17>18), then 0->1: it starts when the NI is free,
+    # but its packets are behind the first transfer's in the buffers of 0>16 and 16>17
+    prep, r = _wormhole_run([(0, 0, 2), (0, 1, 2), (1, 0, 1)], NicConfig(design="baseline"), net, 3 * 16384)
+    w = prep.wire_bytes
+    assert r.start_cycles[2] == pytest.approx(r.sent_cycles[0])
+    assert r.arrive_cycles[2] == pytest.approx(w[0] / 8 + w[2] / 16 + _torus_latency(0, 1, net))
+
+
+def test_packets_on_a_single_vc_per_class_lose_the_allocation_cycle_each():
+    from nic.allreduce import NicConfig
+    from noc.flit import FlitNetworkConfig
+
+    net = FlitNetworkConfig(num_vcs=2)  # one VC per class on a torus
+    prep, r = _wormhole_run([(0, 0, 1)], NicConfig(design="baseline"), net, 16384)
+    # 17-flit packets, the next head re-allocates the VC after the tail: 17 flits in 18 cycles
+    assert r.arrive_cycles[0] == pytest.approx(prep.wire_bytes[0] / 16 * 18 / 17 + _torus_latency(0, 1, net))
