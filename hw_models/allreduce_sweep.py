@@ -16,6 +16,7 @@ from pathlib import Path
 
 from hw_models.store import ResultStore
 from nic.allreduce import NicConfig, simulate_allreduce
+from nic.message_sim import MODEL_VERSION as MESSAGE_MODEL_VERSION
 from nic.collectives import build
 from nic.result import AllreduceResult
 from noc.topology import Topology
@@ -32,8 +33,11 @@ class Job:
 def run_key(topology: Topology, job: Job, nic: NicConfig, network, seed: int) -> str:
     """Everything that determines a run, hashed into a short stable key."""
     net = network.model_dump(mode="json") if hasattr(network, "model_dump") else None
-    blob = json.dumps({"topology": topology.to_dict(), "job": job.__dict__, "nic": nic.model_dump(mode="json"),
-                       "network": net, "seed": seed}, sort_keys=True)
+    fields = {"topology": topology.to_dict(), "job": job.__dict__, "nic": nic.model_dump(mode="json"),
+              "network": net, "seed": seed}
+    if job.model == "message":  # results of an older message model are not reused
+        fields["message_model_version"] = MESSAGE_MODEL_VERSION
+    blob = json.dumps(fields, sort_keys=True)
     return f"{topology.name}|{job.algorithm}|{job.nic}|{job.model}|{job.size_bytes}|" + hashlib.sha1(blob.encode()).hexdigest()[:12]
 
 
