@@ -10,9 +10,12 @@ from nic.collectives import build
 from nic.scheduler import OP_REDUCE
 from noc.config import validate
 from noc.errors import ConfigError
+from noc.flit import FlitNetworkConfig
 from noc.topology import parse_spec
 
 MIB = 1 << 20
+# the pure fluid (no network config) and the wormhole model of the CLI's default network
+NETWORKS = [pytest.param(None, id="fluid"), pytest.param(FlitNetworkConfig(), id="wormhole")]
 
 
 def test_ring_on_a_ring_matches_the_textbook_formula():
@@ -31,33 +34,36 @@ BOUND_CASES = [(spec, a) for spec in ("torus:4x4", "torus:4x4:c4", "mesh:4x4", "
                if not (a == "ring2d" and spec.startswith("fattree"))]  # ring2d is for 2D grids only
 
 
+@pytest.mark.parametrize("network", NETWORKS)
 @pytest.mark.parametrize("spec,algorithm", BOUND_CASES)
-def test_no_algorithm_beats_the_bandwidth_bound(spec, algorithm):
+def test_no_algorithm_beats_the_bandwidth_bound(spec, algorithm, network):
     t = parse_spec(spec)
     s = build(t, algorithm)
     for design in ("codesigned", "baseline"):
         for size in (64 * 1024, 16 * MIB):
-            r = simulate_allreduce(t, s, NicConfig(design=design), None, size)
+            r = simulate_allreduce(t, s, NicConfig(design=design), network, size)
             assert r.total_cycles >= r.bound_cycles
             assert 0 < r.bound_fraction <= 1
 
 
+@pytest.mark.parametrize("network", NETWORKS)
 @pytest.mark.parametrize("spec", ["torus:4x4:c4", "torus:8x8:c4"])
-def test_multitree_with_four_nis_beats_ring_at_large_sizes(spec):
+def test_multitree_with_four_nis_beats_ring_at_large_sizes(spec, network):
     t = parse_spec(spec)
     for size in (16 * MIB, 64 * MIB):
-        ring = simulate_allreduce(t, build(t, "ring"), NicConfig(), None, size)
-        mt = simulate_allreduce(t, build(t, "multitree"), NicConfig(), None, size)
+        ring = simulate_allreduce(t, build(t, "ring"), NicConfig(), network, size)
+        mt = simulate_allreduce(t, build(t, "multitree"), NicConfig(), network, size)
         assert mt.total_cycles < ring.total_cycles / 2  # 4 NIs: ~3x on these tori
 
 
+@pytest.mark.parametrize("network", NETWORKS)
 @pytest.mark.parametrize("spec", ["torus:4x4", "torus:4x4:c4", "mesh:4x4", "torus:8x8", "torus:8x8:c4", "fattree:k4:l2"])
-def test_codesigned_nic_never_slower_than_baseline_for_multitree(spec):
+def test_codesigned_nic_never_slower_than_baseline_for_multitree(spec, network):
     t = parse_spec(spec)
     s = build(t, "multitree")
     for size in (32 * 1024, MIB, 64 * MIB):
-        co = simulate_allreduce(t, s, NicConfig(design="codesigned"), None, size)
-        base = simulate_allreduce(t, s, NicConfig(design="baseline"), None, size)
+        co = simulate_allreduce(t, s, NicConfig(design="codesigned"), network, size)
+        base = simulate_allreduce(t, s, NicConfig(design="baseline"), network, size)
         assert co.total_cycles <= base.total_cycles
 
 
