@@ -16,14 +16,14 @@ from maddpg import kernels as K
 class _Workspace:
     def __init__(self, batch: int, sizes: list[int]) -> None:
         self.batch = batch
-        self.acts = [np.zeros((batch, n), np.float32) for n in sizes[1:]]
-        self.grads = [np.zeros((batch, n), np.float32) for n in sizes[1:]]
+        self.acts = [K.aligned_zeros((batch, n)) for n in sizes[1:]]
+        self.grads = [K.aligned_zeros((batch, n)) for n in sizes[1:]]
         self.dx: dict[int, np.ndarray] = {}  # input-gradient buffers by width
 
     def dx_buffer(self, width: int) -> np.ndarray:
         buf = self.dx.get(width)
         if buf is None:
-            buf = self.dx[width] = np.zeros((self.batch, width), np.float32)
+            buf = self.dx[width] = K.aligned_zeros((self.batch, width))
         return buf
 
 
@@ -41,13 +41,14 @@ class MLP:
             starts.append(starts[-1] + n_out)
         self.seg_start = np.asarray(starts, np.int64)
         self.n_params = int(starts[-1])
-        self.params = np.zeros(self.n_params, np.float32)
-        self.grad = np.zeros(self.n_params, np.float32)
+        # 64-byte aligned (so is every layer's W and b when the widths are multiples of 16)
+        self.params = K.aligned_zeros(self.n_params)
+        self.grad = K.aligned_zeros(self.n_params)
         self.W, self.b = self._views(self.params)
         self.dW, self.db = self._views(self.grad)
         # per layer [out, in]: transposed weights (the narrow forward's and the input
         # gradient's operand), rewritten by the kernels on every call that uses them
-        self.WT = [np.zeros((n_out, n_in), np.float32) for n_in, n_out in zip(self.sizes[:-1], self.sizes[1:])]
+        self.WT = [K.aligned_zeros((n_out, n_in)) for n_in, n_out in zip(self.sizes[:-1], self.sizes[1:])]
         self._ws: dict[int, _Workspace] = {}
         self._x: np.ndarray | None = None
 

@@ -103,7 +103,7 @@ class _Agent:
         self.critic_t = MLP(c_sizes, tiling, *q)
         self.opt = {}
         for name, net in (("actor", self.actor), ("critic", self.critic)):
-            self.opt[name] = [np.zeros(net.n_params, np.float32), np.zeros(net.n_params, np.float32), 0]
+            self.opt[name] = [K.aligned_zeros(net.n_params), K.aligned_zeros(net.n_params), 0]
 
     def nets(self) -> dict[str, MLP]:
         return {"actor": self.actor, "critic": self.critic, "actor_t": self.actor_t, "critic_t": self.critic_t}
@@ -140,21 +140,21 @@ class MADDPG:
         self.obs_off = [int(v) for v in np.cumsum([0, *self.obs_dims])[:-1]]
         self.act_off = [int(v) for v in sum(self.obs_dims) + np.cumsum([0, *self.act_dims])[:-1]]
         self.b_idx = np.zeros(B, np.int64)
-        self.c_in = np.zeros((B, n_in), np.float32)
-        self.c_in_next = np.zeros((B, n_in), np.float32)
+        self.c_in = K.aligned_zeros((B, n_in))
+        self.c_in_next = K.aligned_zeros((B, n_in))
         # the actors' inputs are column views of the critic inputs (the kernels take strided rows)
         self.b_obs = [self.c_in[:, o : o + d] for o, d in zip(self.obs_off, self.obs_dims)]
         self.b_nobs = [self.c_in_next[:, o : o + d] for o, d in zip(self.obs_off, self.obs_dims)]
-        self.b_tact = [np.zeros((B, d), np.float32) for d in self.act_dims]
+        self.b_tact = [K.aligned_zeros((B, d)) for d in self.act_dims]
         # one agent's update draws all its uniforms at once: every agent's target-actor
         # sample, then its own actor's (the same stream as one draw per buffer, in order)
         n_u = sum(self.act_dims)
-        self.u_all = np.zeros(B * (n_u + max(self.act_dims)), np.float32)
+        self.u_all = K.aligned_zeros(B * (n_u + max(self.act_dims)))
         u_off = np.cumsum([0, *self.act_dims]) * B
         self.b_u = [self.u_all[u_off[j] : u_off[j + 1]].reshape(B, d) for j, d in enumerate(self.act_dims)]
         self.b_u_actor = [self.u_all[B * n_u : B * (n_u + d)].reshape(B, d) for d in self.act_dims]
-        self.b_dlogits = [np.zeros((B, d), np.float32) for d in self.act_dims]
-        self.dq = np.zeros((B, 1), np.float32)
+        self.b_dlogits = [K.aligned_zeros((B, d)) for d in self.act_dims]
+        self.dq = K.aligned_zeros((B, 1))
         self.a1_u = [np.zeros((1, d), np.float32) for d in self.act_dims]
         self.a1_out = [np.zeros((1, d), np.float32) for d in self.act_dims]
 

@@ -443,3 +443,16 @@ def test_loop_nests_describe_the_kernels():
     assert [n.kernel for n in net.loop_nests(8, forward=False, weights=False, inputs=(3, 5))] == ["dense_backward_input"] * 3
     with pytest.raises(ValueError):
         K.Tiling(tile_b=0)
+
+
+# ---- buffers ---------------------------------------------------------------------------
+
+
+def test_buffers_start_on_a_cache_line():
+    for shape in [(7,), (1024, 69), (3, 5)]:
+        a = K.aligned_zeros(shape)
+        assert a.shape == shape and a.dtype == np.float32 and a.ctypes.data % 64 == 0 and not a.any()
+    net = MLP([18, 64, 64, 5])
+    ws = net.workspace(1024)
+    views = [net.params, net.grad, *net.W, *net.b, *net.dW, *net.WT, *ws.acts, *ws.grads]
+    assert all(v.ctypes.data % 64 == 0 for v in views)  # every layer's W and b too: widths are multiples of 16
