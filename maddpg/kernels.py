@@ -919,6 +919,54 @@ def gumbel_softmax_backward(out, dout, dlogits, temperature, tile_b):
 
 
 # ---------------------------------------------------------------------------------------
+# Counter-based random numbers (the minibatch indices and the Gumbel noise)
+# ---------------------------------------------------------------------------------------
+
+_GOLDEN = 0x9E3779B97F4A7C15  # splitmix64's counter increment (2^64 / golden ratio)
+
+
+@njit(cache=True, inline="always")
+def _mix64(z):
+    """splitmix64's output function: a bijective 64-bit mixer (Steele, Lea, Flood 2014)."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(**_KW)
+def uniform_fill(key, out):
+    """``out[k] = ((mix(key + (k + 1) * GOLDEN) >> 40) * 2^-24)``: uniform float32 samples in
+    [0, 1) on the 24-bit grid, a pure function of ``key`` and the index (splitmix64 as a
+    counter-based generator: no state to carry, so a hardware generator is one mixer per
+    lane and any slice of the stream can be drawn independently)."""
+    k0 = np.uint64(key)
+    g = np.uint64(_GOLDEN)
+    scale = np.float32(2.0**-24)
+    for k in range(np.uint64(out.shape[0])):
+        z = _mix64(k0 + (k + np.uint64(1)) * g)
+        out[k] = np.float32(np.int32(z >> np.uint64(40))) * scale
+
+
+@njit(**_KW)
+def randint_fill(key, high, out):
+    """``out[k]`` uniform in ``0 .. high - 1`` from the same counter-based stream as
+    :func:`uniform_fill` (the high 32 bits scaled by multiply-shift: bias below ``high / 2^32``)."""
+    k0 = np.uint64(key)
+    g = np.uint64(_GOLDEN)
+    h = np.uint64(high)
+    for k in range(np.uint64(out.shape[0])):
+        z = _mix64(k0 + (k + np.uint64(1)) * g)
+        out[k] = np.int64(((z >> np.uint64(32)) * h) >> np.uint64(32))
+
+
+def counter_rng_nest(n: int, tiling: Tiling = Tiling()) -> LoopNest:
+    """:func:`uniform_fill` / :func:`randint_fill`: one 64-bit mixer (3 multiplies, 3
+    shift-xors) per sample, no state."""
+    return LoopNest("counter_rng", (Loop("sample", n, unroll=tiling.unroll),), macs=3 * n, words_in=0, words_out=n,
+                    extra={"mixer": "splitmix64"})
+
+
+# ---------------------------------------------------------------------------------------
 # Data movement and small fused loss kernels
 # ---------------------------------------------------------------------------------------
 

@@ -10,7 +10,10 @@ steps, per-tensor gradient clip 0.5, 25-step episodes, actor regulariser 1e-3 * 
 
 Each agent samples its own batch indices (as openai/maddpg does); time-limit ends of
 episodes are not stored as terminal. All randomness — initial weights, exploration noise,
-batch indices — comes from one seeded ``numpy`` generator whose state is checkpointed;
+batch indices, the updates' Gumbel noise — comes from one seeded ``numpy`` generator whose
+state is checkpointed (an update's indices and Gumbel uniforms are drawn by the counter-based
+kernels :func:`maddpg.kernels.randint_fill` / :func:`~maddpg.kernels.uniform_fill` keyed by
+two draws of it);
 episode ``e`` resets the environment with seed ``seed * 1_000_003 + e`` so an environment
 needs no saved state. Same seed, same result, byte for byte, with or without a resume.
 """
@@ -194,8 +197,11 @@ class MADDPG:
         losses = 0.0
         n_u = sum(self.act_dims)
         for i, ag in enumerate(self.agents):
-            idx[:] = self.rng.integers(0, rp.size, B)
-            self._uniform(self.u_all[: B * (n_u + self.act_dims[i])])
+            # minibatch indices and Gumbel uniforms: the counter-based generator, keyed by two
+            # draws of the seeded generator (so its checkpointed state still determines them)
+            key_idx, key_u = self.rng.integers(0, 2**64 - 1, size=2, dtype=np.uint64, endpoint=True)
+            K.randint_fill(key_idx, rp.size, idx)
+            K.uniform_fill(key_u, self.u_all[: B * (n_u + self.act_dims[i])])
             # the sampled rows are the critics' inputs (the replay stores them in that layout)
             K.gather_transitions(rp.oa, rp.next_o, idx, self.c_in, self.c_in_next)
             for j in range(self.n):
@@ -349,6 +355,8 @@ class MADDPG:
         t = K.Tiling(self.cfg.tile_b, self.cfg.unroll)
         nests: list[K.LoopNest] = []
         for i, ag in enumerate(self.agents):
+            nests.append(K.counter_rng_nest(B, t))  # minibatch indices
+            nests.append(K.counter_rng_nest(B * (sum(self.act_dims) + self.act_dims[i]), t))  # Gumbel uniforms
             for j in range(self.n):
                 nests += [K.dense_forward_nest(B, a, b, t) for a, b in zip(self.agents[j].actor_t.sizes[:-1], self.agents[j].actor_t.sizes[1:])]
                 nests.append(K.gumbel_softmax_nest(B, self.act_dims[j], t))

@@ -456,3 +456,32 @@ def test_buffers_start_on_a_cache_line():
     ws = net.workspace(1024)
     views = [net.params, net.grad, *net.W, *net.b, *net.dW, *net.WT, *ws.acts, *ws.grads]
     assert all(v.ctypes.data % 64 == 0 for v in views)  # every layer's W and b too: widths are multiples of 16
+
+
+# ---- counter-based random numbers ------------------------------------------------------
+
+
+def test_counter_rng_is_a_pure_function_of_key_and_index_and_uniform():
+    u = np.zeros(200_000, np.float32)
+    K.uniform_fill(np.uint64(2024), u)
+    again = np.zeros(1000, np.float32)
+    K.uniform_fill(np.uint64(2024), again)
+    np.testing.assert_array_equal(again, u[:1000])  # a prefix of the stream is the same stream
+    other = np.zeros(1000, np.float32)
+    K.uniform_fill(np.uint64(2025), other)
+    assert not np.array_equal(other, again)
+    assert u.min() >= 0.0 and u.max() < 1.0
+    assert np.all(u * 2**24 == np.rint(u * 2**24))  # on the 24-bit grid
+    counts = np.histogram(u, bins=20, range=(0, 1))[0]
+    expected = u.size / 20
+    chi2 = float(((counts - expected) ** 2 / expected).sum())
+    assert chi2 < 43.8  # 19 degrees of freedom, p = 0.001
+    assert abs(np.corrcoef(u[:-1], u[1:])[0, 1]) < 0.01  # neighbours uncorrelated
+    idx = np.zeros(100_000, np.int64)
+    K.randint_fill(np.uint64(7), 37, idx)
+    assert idx.min() == 0 and idx.max() == 36
+    counts = np.bincount(idx, minlength=37)
+    expected = idx.size / 37
+    assert float(((counts - expected) ** 2 / expected).sum()) < 73.4  # 36 dof, p = 0.001
+    nest = K.counter_rng_nest(1024)
+    assert nest.iterations == 1024 and nest.words_out == 1024
