@@ -2,9 +2,10 @@
 
 The fidelity reference of ``noc`` (docs/noc.md). Every directed link of a
 :class:`~noc.topology.Topology` is a channel carrying one flit per cycle after
-``latency_cycles``; a link into a router ends in an input port with ``num_vcs`` virtual
-channels of ``vc_depth_flits`` flits. Per router and cycle, as in the textbook/BookSim
-router:
+``latency_cycles`` (with ``flit_bytes`` set, a link narrower than a flit carries one every
+``flit_bytes / bytes_per_cycle`` cycles, each arriving its serialisation later); a link
+into a router ends in an input port with ``num_vcs`` virtual channels of ``vc_depth_flits``
+flits. Per router and cycle, as in the textbook/BookSim router:
 
 * **route computation** — the head flit's output link comes from its source route
   (``noc.routing``: DOR with dateline VC classes on tori, NCA on fat-trees), ready
@@ -36,11 +37,14 @@ tag, now)``, ``step(net, st, now)`` (one cycle), ``pop_ejected(st)``, ``in_fligh
 from __future__ import annotations
 
 from collections import namedtuple
+from fractions import Fraction
 from typing import Literal
 
 import numpy as np
 from numba import njit
+from numba.core import types as nb_types
 from numba.cpython.unsafe.numbers import trailing_zeros
+from numba.extending import overload
 from pydantic import Field
 
 from noc.config import StrictModel
@@ -65,6 +69,11 @@ class FlitNetworkConfig(StrictModel):
     dateline: bool = Field(True, description="Dateline VC classes on tori (without them a torus can deadlock).")
     watchdog_cycles: int = Field(10_000, ge=10, description="Stop with a deadlock error after this many cycles without a flit moving.")
     debug: bool = Field(False, description="Check invariants (credits within 0..depth, flit order) every cycle.")
+    flit_bytes: int | None = Field(
+        None, ge=1, le=1 << 16,
+        description="Bytes per flit. None: every link carries one flit per cycle. Set: a link of w bytes/cycle "
+                    "narrower than a flit carries one flit every flit_bytes / w cycles (exact fractional cadence); "
+                    "a link as wide or wider carries one flit per cycle.")
 
     @property
     def router_delay_cycles(self) -> int:
@@ -79,6 +88,12 @@ Net = namedtuple("Net", [
     "route_links", "route_class", "route_len",
     "rc_delay", "va_delay", "sa_delay", "st_delay", "credit_delay", "vct", "islip", "watchdog", "debug",
     "ring", "cring",
+    # link width (FlitNetworkConfig.flit_bytes): a flit occupies link l for ser[0, l] / ser[1, l]
+    # cycles (1/1 on links at least a flit wide). ``ser`` is None when no link is narrower than a
+    # flit: Numba then compiles step without any of the width logic (see _link_busy), so the
+    # one-flit-per-cycle model costs what it did before link width existed. (No bool flag field
+    # either: with one, unused, bench/noc_speed.py's torus88 ran at 67 k instead of 87 k cycles/s.)
+    "ser",
 ])
 
 State = namedtuple("State", [
@@ -110,6 +125,9 @@ State = namedtuple("State", [
     # own an output VC (vc_state == ACTIVE), and, as an output, VCs nobody owns (owner == -1).
     # The allocators visit only the set bits instead of every VC of every port.
     "vc_busy", "vc_active", "ovc_free",
+    # per link, when the last flit sent on it finishes its serialisation, in units of
+    # 1 / ser[1, l] cycles (grant-time coordinates; only used when net.ser is not None)
+    "link_free",
 ])
 
 # vc_state values
@@ -132,9 +150,42 @@ _kernel = njit(cache=True, error_model="numpy", _nrt=False)
 _stage = njit(cache=True, error_model="numpy", _nrt=False, inline="always")
 
 
+_MAX_SER_DENOMINATOR = 1 << 16
+
+
+def serialisation_cycles(flit_bytes: int | None, link_bytes_per_cycle: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per link, the cycles a flit occupies it, as exact fractions ``num / den``:
+    ``flit_bytes / bytes_per_cycle`` on links narrower than a flit, 1/1 on the others (and on
+    every link when ``flit_bytes`` is None). A ratio must be a fraction with a denominator
+    up to 65536 (e.g. 16 B flits over 12 B/cycle: 4/3; over 16/3 B/cycle: 3/1)."""
+    w = np.asarray(link_bytes_per_cycle, dtype=np.float64)
+    num = np.ones(w.shape[0], np.int64)
+    den = np.ones(w.shape[0], np.int64)
+    if flit_bytes is None:
+        return num, den
+    for width in np.unique(w):
+        exact = flit_bytes / float(width)
+        q = (Fraction(flit_bytes) / Fraction(float(width))).limit_denominator(_MAX_SER_DENOMINATOR)
+        if abs(float(q) - exact) > 1e-12 * exact:
+            raise ConfigError(f"flit_bytes = {flit_bytes} over a link of {float(width)!r} B/cycle: the serialisation "
+                              f"time {exact!r} cycles is not a fraction with a denominator up to {_MAX_SER_DENOMINATOR}")
+        if q > 1:
+            sel = w == width
+            num[sel] = q.numerator
+            den[sel] = q.denominator
+    return num, den
+
+
 def build_network(topology: Topology, config: FlitNetworkConfig | None = None) -> Net:
     """The static arrays of the network: link roles, router ports, source routes, parameters."""
     cfg = FlitNetworkConfig() if config is None else config
+    ser_num, ser_den = serialisation_cycles(cfg.flit_bytes, topology.link_bytes_per_cycle)
+    narrow = bool(np.any(ser_num > ser_den))
+    ser_max = int(np.max(-(-ser_num // ser_den))) if narrow else 1  # whole cycles, rounded up
+    if ser_max >= cfg.watchdog_cycles:
+        raise ConfigError(f"watchdog_cycles = {cfg.watchdog_cycles}: a flit takes up to {ser_max} cycles on the "
+                          f"narrowest link (flit_bytes = {cfg.flit_bytes} over {float(topology.link_bytes_per_cycle.min())!r} "
+                          f"B/cycle); watchdog_cycles must be larger")
     routes = route(topology, cfg.routing, dateline=cfg.dateline)
     classes = routes.num_vc_classes
     if cfg.num_vcs < classes or cfg.num_vcs % classes:
@@ -174,7 +225,10 @@ def build_network(topology: Topology, config: FlitNetworkConfig | None = None) -
         rc_delay=cfg.routing_delay_cycles, va_delay=cfg.vc_alloc_delay_cycles, sa_delay=cfg.sw_alloc_delay_cycles,
         st_delay=cfg.st_delay_cycles, credit_delay=cfg.credit_delay_cycles, vct=cfg.flow_control == "vct",
         islip=cfg.allocator == "islip", watchdog=cfg.watchdog_cycles, debug=cfg.debug,
-        ring=maxlat + cfg.sw_alloc_delay_cycles + cfg.st_delay_cycles + 1, cring=cfg.credit_delay_cycles + 1,
+        # a flit arrives at most sa + st + latency + ceil(ser) cycles after it was sent (_send)
+        ring=maxlat + cfg.sw_alloc_delay_cycles + cfg.st_delay_cycles + 1 + (ser_max if narrow else 0),
+        cring=cfg.credit_delay_cycles + 1,
+        ser=np.stack([ser_num, ser_den]) if narrow else None,
     )
 
 
@@ -213,6 +267,7 @@ def new_state(net, max_packets):
         np.zeros(nl * V, np.int64), np.zeros(nl, np.int64), np.zeros(nl, np.int64), np.zeros(nl, np.int64),
         np.zeros(nl, np.int64),
         np.zeros(nl, np.int64), np.zeros(nl, np.int64), np.full(nl, _low_bits(V), np.int64),
+        np.zeros(nl, np.int64),
     )
 
 
@@ -306,11 +361,72 @@ def _better(prio_a, idx_a, prio_b, idx_b, ptr, n):
 
 # ---- flit movement
 
+# Link width. The two helpers below are the only code that reads ``net.ser``; each is an
+# ``overload`` that Numba resolves per network type: with ``net.ser`` None (no link narrower
+# than a flit) they compile to the constants False and 0, and step carries no width logic at
+# all. (With a run-time flag tested in step instead, torus88 of bench/noc_speed.py ran at
+# 60 k instead of 84 k cycles/s.) The Python bodies are the same rule, for NUMBA_DISABLE_JIT.
+
+def _link_busy(net, st, l, now):
+    """Is link ``l`` still serialising an earlier flit for all of cycle ``now``? (A flit may
+    start in the cycle in which the previous one finishes.) False on a network without narrow links."""
+    return net.ser is not None and st.link_free[l] >= (now + 1) * net.ser[1, l]
+
+
+def _serialise(net, st, l, now):
+    """A flit goes onto link ``l`` in cycle ``now``: it starts when the previous flit on the
+    link ends (or at ``now``) and occupies the link ``ser[0, l] / ser[1, l]`` cycles; returns
+    the cycles it arrives later than a flit on a full-width link (its serialisation beyond
+    the first cycle: the cycle in which it ends, minus ``now + 1``). 0 without narrow links."""
+    if net.ser is None:
+        return 0
+    den = net.ser[1, l]
+    if net.debug and st.link_free[l] >= (now + 1) * den:
+        st.counters[C_ERR] += 1  # a flit sent onto a link still busy with the previous one
+    start = max(st.link_free[l], now * den)
+    end = start + net.ser[0, l]
+    st.link_free[l] = end
+    return (end + den - 1) // den - now - 1
+
+
+def _has_narrow_links(net) -> bool:
+    """Numba typing: is ``net.ser`` an array (some link is narrower than a flit)?"""
+    return not isinstance(net.types[net.fields.index("ser")], nb_types.NoneType)
+
+
+@overload(_link_busy, inline="always")
+def _ol_link_busy(net, st, l, now):
+    if not _has_narrow_links(net):
+        return lambda net, st, l, now: False
+
+    def impl(net, st, l, now):
+        return st.link_free[l] >= (now + 1) * net.ser[1, l]
+    return impl
+
+
+@overload(_serialise, inline="always")
+def _ol_serialise(net, st, l, now):
+    if not _has_narrow_links(net):
+        return lambda net, st, l, now: 0
+
+    def impl(net, st, l, now):
+        den = net.ser[1, l]
+        if net.debug and st.link_free[l] >= (now + 1) * den:
+            st.counters[C_ERR] += 1
+        start = max(st.link_free[l], now * den)
+        end = start + net.ser[0, l]
+        st.link_free[l] = end
+        return (end + den - 1) // den - now - 1
+    return impl
+
+
 @_stage
-def _send(net, st, l, v, pkt, seq, hop, slot, extra):
-    """Put a flit on link ``l`` (VC ``v``) in the cycle of ring slot ``slot``; it arrives
-    ``extra + latency`` cycles later (less than ``net.ring``, by construction of ``ring``)."""
-    at = _wrap(slot + extra + net.link_latency[l], net.ring)
+def _send(net, st, l, v, pkt, seq, hop, slot, extra, now):
+    """Put a flit on link ``l`` (VC ``v``) in cycle ``now`` (ring slot ``slot``); it arrives
+    ``extra + latency`` cycles later, plus, on a narrow link, its serialisation beyond the
+    first cycle (:func:`_serialise`): less than ``net.ring`` in all, by construction of ``ring``."""
+    delay = extra + net.link_latency[l] + _serialise(net, st, l, now)
+    at = _wrap(slot + delay, net.ring)
     st.arr_links[at, st.arr_n[at]] = l
     st.arr_n[at] += 1
     st.lp_pkt[l, at] = pkt
@@ -521,6 +637,8 @@ def _pick_input_vcs(net, st, r, now):
             cand &= cand - 1
             if st.vc_ready[li, v] > now or st.credit[st.vc_out[li, v], st.vc_outvc[li, v]] <= 0:
                 continue
+            if _link_busy(net, st, st.vc_out[li, v], now):
+                continue  # the output link is still serialising its previous flit
             prio = st.p_prio[st.buf_pkt[li, v, st.buf_head[li, v]]]
             if best < 0 or _better(prio, v, best_prio, best, st.sa_in_ptr[li], V):
                 best = v
@@ -535,7 +653,7 @@ def _pick_input_vcs(net, st, r, now):
 
 
 @_stage
-def _traverse(net, st, r, li, v, lo, slot, credit_slot):
+def _traverse(net, st, r, li, v, lo, slot, credit_slot, now):
     """The front flit of input VC (li, v) of router r crosses the switch onto output link lo."""
     i = st.buf_head[li, v]
     pkt = st.buf_pkt[li, v, i]
@@ -551,7 +669,7 @@ def _traverse(net, st, r, li, v, lo, slot, credit_slot):
     st.cr_links[credit_slot, st.cr_n[credit_slot]] = li
     st.cr_n[credit_slot] += 1
     ov = st.vc_outvc[li, v]
-    _send(net, st, lo, ov, pkt, seq, hop + 1, slot, net.sa_delay + net.st_delay)
+    _send(net, st, lo, ov, pkt, seq, hop + 1, slot, net.sa_delay + net.st_delay, now)
     if seq == st.p_flits[pkt] - 1:  # tail: release the output VC; the next packet moves up
         st.owner[lo, ov] = -1
         st.ovc_free[lo] |= _bit(ov)
@@ -563,7 +681,7 @@ def _traverse(net, st, r, li, v, lo, slot, credit_slot):
 
 
 @_stage
-def _grant_outputs(net, st, r, n_req, slot, credit_slot):
+def _grant_outputs(net, st, r, n_req, slot, credit_slot, now):
     """Stage 2: each requested output port of router r grants one of the inputs requesting
     it (priority first, then round-robin); the winners' flits traverse."""
     V = net.V
@@ -592,7 +710,7 @@ def _grant_outputs(net, st, r, n_req, slot, credit_slot):
         li = net.rin_links[st.req_in[best]]
         st.sa_out_ptr[lo] = _wrap(best_port + 1, n_in)
         st.sa_in_ptr[li] = _wrap(v + 1, V)
-        _traverse(net, st, r, li, v, lo, slot, credit_slot)
+        _traverse(net, st, r, li, v, lo, slot, credit_slot, now)
     if not net.islip:  # round robin: input pointers move past every pick, granted or not
         for a in range(n_req):
             vb = st.req_vc[a]
@@ -606,7 +724,7 @@ def _allocate_switches(net, st, slot, credit_slot, now):
         if st.r_flits[r] == 0:
             continue
         n_req = _pick_input_vcs(net, st, r, now)
-        _grant_outputs(net, st, r, n_req, slot, credit_slot)
+        _grant_outputs(net, st, r, n_req, slot, credit_slot, now)
 
 
 # ---- 5. NI injection
@@ -643,10 +761,12 @@ def _inject(net, st, now, slot):
                 continue
         if st.credit[l, v] <= 0:
             continue
+        if _link_busy(net, st, l, now):
+            continue  # a narrow injection link still serialising the previous flit
         seq = st.p_sent[pkt]
         if seq == 0:
             st.p_injected[pkt] = now
-        _send(net, st, l, v, pkt, seq, 0, slot, 0)
+        _send(net, st, l, v, pkt, seq, 0, slot, 0, now)
         st.counters[C_INJECTED_FLITS] += 1
         st.p_sent[pkt] = seq + 1
         if seq + 1 == st.p_flits[pkt]:
