@@ -252,10 +252,19 @@ def run_flit(topology: Topology, schedule, prep, nic, network: FlitNetworkConfig
     """Co-simulate ``schedule`` (laid out by ``nic.allreduce.prepare``) at flit level."""
     cfg = FlitNetworkConfig() if network is None else network
     flit_bytes = nic.flit_bytes
-    if np.any(topology.link_bytes_per_cycle != flit_bytes):
-        raise ConfigError(f"the flit-level model moves one {flit_bytes}-byte flit per link per cycle, but "
-                          f"{topology.name}'s links carry {sorted(set(topology.link_bytes_per_cycle.tolist()))} B/cycle; "
-                          "set flit_bytes to the link width")
+    if cfg.flit_bytes is not None and cfg.flit_bytes != flit_bytes:
+        raise ConfigError(f"router flit_bytes = {cfg.flit_bytes} and the NIC's flit_bytes = {flit_bytes} disagree; "
+                          "set one of them")
+    wide = topology.link_bytes_per_cycle > flit_bytes
+    if np.any(wide):
+        # the flit level carries at most one flit per link per cycle: a wider link would be
+        # under-used, and the message model (bytes_per_cycle) would not be comparable
+        raise ConfigError(f"flit_bytes = {flit_bytes}: {topology.name} has links of "
+                          f"{sorted(set(topology.link_bytes_per_cycle[wide].tolist()))} B/cycle, wider than a flit, and "
+                          "the flit level carries at most one flit per link per cycle; set flit_bytes to at least "
+                          f"{float(topology.link_bytes_per_cycle.max()):g} (the widest link)")
+    # links narrower than a flit carry one flit every flit_bytes / bytes_per_cycle cycles
+    cfg = cfg.model_copy(update={"flit_bytes": flit_bytes})
     net = build_network(topology, cfg)
     n = topology.num_nodes
     nis = topology.nis_per_node

@@ -80,7 +80,47 @@ def test_codesigned_multitree_beats_ring_and_the_baseline_at_flit_level():
     assert 0 < co.link_utilisation_mean <= co.link_utilisation_max <= 1
 
 
-def test_flit_level_needs_links_one_flit_wide():
+NARROW_CASES = [pytest.param(algorithm, design, id=f"{algorithm}-{design}")
+                for algorithm in ("ring", "multitree") for design in ("codesigned", "baseline")]
+
+
+@pytest.mark.parametrize("algorithm,design", NARROW_CASES)
+def test_message_model_is_within_5_percent_of_flit_level_on_half_width_links(algorithm, design):
+    # 8 B/cycle links, 16-byte flits: the flit level sends one flit every 2 cycles per link,
+    # the message model moves 8 bytes per cycle per link
+    t = parse_spec("torus:4x4").with_links(bytes_per_cycle=8)
+    s = build(t, algorithm)
+    nic = NicConfig(design=design)
+    flit = simulate_allreduce(t, s, nic, NET, SIZE, model="flit")
+    msg = simulate_allreduce(t, s, nic, NET, SIZE, model="message")
+    assert flit.verified and msg.verified
+    assert msg.total_cycles == pytest.approx(flit.total_cycles, rel=0.05)
+    full = simulate_allreduce(parse_spec("torus:4x4"), s, nic, NET, SIZE, model="flit")
+    assert flit.total_cycles == pytest.approx(2 * full.total_cycles, rel=0.05)  # bandwidth-bound: twice as long
+
+
+def test_single_transfer_time_over_half_width_links_is_exact():
+    t = parse_spec("ring:4").with_links(bytes_per_cycle=8)
+    s = Schedule.from_transfers("one", "ring:4", 4, 1, 1, [(0, 0, 1, 0, OP_REDUCE)])
+    from nic.allreduce import prepare
+    from nic.flit_cosim import run_flit
+
+    nic = NicConfig(design="codesigned")
+    timing = run_flit(t, s, prepare(t, s, nic, 1 << 16), nic, NET)
+    flits = 1 + 4096
+    # links: injection, ring, ejection; a flit takes 1 cycle of latency + 1 more of
+    # serialisation on each, and SA 1 cycle before the ring and ejection links. The head is
+    # granted the ejection link 2 + VA 1 + 3 + VA 1 = 7 cycles after it was injected, the
+    # other flits follow on it one every 2 cycles, and the tail arrives 1 + 1 + 1 later.
+    # (Full width, as above: 1 + 1 + 2 + 1 = 5, then 1 per flit, then 2.)
+    assert timing.start_cycles[0] == 1
+    assert timing.arrive_cycles[0] == 1 + 7 + 2 * (flits - 1) + 3
+
+
+def test_flit_level_refuses_links_wider_than_a_flit():
     t = parse_spec("torus:4x4").with_links(bytes_per_cycle=32)
-    with pytest.raises(ConfigError, match="one 16-byte flit per link per cycle"):
+    with pytest.raises(ConfigError, match=r"flit_bytes = 16: torus.* wider than a flit.*at least 32"):
         simulate_allreduce(t, build(t, "ring"), NicConfig(), NET, SIZE, model="flit")
+    with pytest.raises(ConfigError, match=r"router flit_bytes = 8 and the NIC's flit_bytes = 16 disagree"):
+        simulate_allreduce(parse_spec("torus:4x4"), build(t, "ring"), NicConfig(),
+                           NET.model_copy(update={"flit_bytes": 8}), SIZE, model="flit")
