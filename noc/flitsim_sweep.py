@@ -58,32 +58,53 @@ def bisection_bound_flits(topology: Topology) -> float:
 def zero_load_latency_cycles(topology: Topology, network: FlitNetworkConfig, traffic: TrafficConfig) -> float:
     """Analytic average zero-load packet latency (tail ejection - creation), in cycles.
 
-    Per packet: the sum of the link latencies on its path (injection and ejection links
-    included), plus the router pipeline (routing + VC alloc + switch alloc + switch traversal
-    delays) at each router, plus ``flits - 1`` cycles of serialisation; averaged over the
-    pattern's pairs and the packet-size distribution."""
+    Per packet of ``F`` flits on links ``l_0 .. l_{n-1}`` (injection and ejection links
+    included): a flit granted onto link i arrives ``d_i = x_i + latency_i + ceil(r_i) - 1``
+    cycles later (``x_i``: switch allocation + traversal, 0 on the injection link; ``r_i``:
+    cycles per flit, ``flit_bytes / bytes_per_cycle`` on a link narrower than a flit, else
+    1); the head also spends routing + VC allocation in each router, so it is granted link j
+    at ``G_j = sum(d_0 .. d_{j-1}) + j * (routing + vc_alloc)``; the tail arrives at
+    ``max_j (G_j + (F - 1) * r_j + d_j + ... + d_{n-1})`` — with full-width links the
+    familiar ``sum(latencies) + (n - 1) * router delay + F - 1``. Exact for integer ``r_i``;
+    with fractional ones it rounds the serialisation differently from the simulator by
+    under a cycle per packet. Averaged over the pattern's pairs and the packet-size
+    distribution."""
+    from noc.flit import serialisation_cycles
+
     routes = route(topology, network.routing, dateline=network.dateline)
     e = topology.num_endpoints
     lat = topology.link_latency_cycles.astype(np.float64)
+    num, den = serialisation_cycles(network.flit_bytes, topology.link_bytes_per_cycle)
+    r = num / den  # cycles per flit
+    r_head = -(-num // den)  # whole cycles the head takes on an idle link
     h = routes.links.shape[2]
     mask = np.arange(h)[None, None, :] < routes.length[:, :, None]
-    link_sum = np.where(mask, lat[np.clip(routes.links, 0, None)], 0.0).sum(axis=2)
-    per_pair = link_sum + (routes.length - 1) * network.router_delay_cycles
+    links = np.clip(routes.links, 0, None)
+    x = np.full(h, float(network.sw_alloc_delay_cycles + network.st_delay_cycles))
+    x[0] = 0.0
+    d = np.where(mask, x[None, None, :] + lat[links] + r_head[links] - 1, 0.0)
+    grant = np.cumsum(d, axis=2) - d + np.arange(h)[None, None, :] * (network.routing_delay_cycles
+                                                                         + network.vc_alloc_delay_cycles)
+    rest = np.cumsum(d[:, :, ::-1], axis=2)[:, :, ::-1]  # d_j + ... + d_{n-1}
+    sizes, cdf = traffic.size_table()
+    probs = np.diff(np.r_[0.0, cdf])
+    per_pair = np.zeros((e, e))
+    for f, p in zip(sizes, probs):
+        tail = np.where(mask, grant + (f - 1) * np.where(mask, r[links], 0.0) + rest, -np.inf).max(axis=2)
+        per_pair += p * np.where(mask.any(axis=2), tail, 0.0)
     dst = destinations(traffic.pattern, topology)
     off_diag = ~np.eye(e, dtype=bool)
     uniform = float(per_pair[off_diag].mean()) if e > 1 else 0.0
     if traffic.pattern == "uniform":
-        head = uniform
-    elif traffic.pattern == "hotspot":
+        return uniform
+    if traffic.pattern == "hotspot":
         to0 = float(per_pair[1:, 0].mean()) if e > 1 else 0.0
         # a source's hotspot packet to itself (NI 0) is skipped, like the generator does
         f = traffic.hotspot_fraction
-        head = ((1 - f) * uniform * e + f * to0 * (e - 1)) / ((1 - f) * e + f * (e - 1))
-    else:
-        src = np.arange(e)
-        moving = dst != src  # packets to oneself are not sent
-        head = float(per_pair[src[moving], dst[moving]].mean()) if moving.any() else 0.0
-    return head + traffic.mean_packet_flits - 1
+        return ((1 - f) * uniform * e + f * to0 * (e - 1)) / ((1 - f) * e + f * (e - 1))
+    src = np.arange(e)
+    moving = dst != src  # packets to oneself are not sent
+    return float(per_pair[src[moving], dst[moving]].mean()) if moving.any() else 0.0
 
 
 @dataclass(frozen=True)

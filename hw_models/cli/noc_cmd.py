@@ -50,8 +50,10 @@ def load_experiment(config: Path, pattern: Optional[str] = None, seed: Optional[
     """Read and validate CONFIG (flags override ``[traffic]`` keys); returns (config, topology).
 
     The routing is ``router.routing``, or ``network.routing`` when the router's is "auto";
-    two different explicit choices are an error. ``network.link_bytes_per_cycle`` and
-    ``clock_ghz`` do not change the flit-level model (a link carries one flit per cycle)."""
+    two different explicit choices are an error. ``network.link_bytes_per_cycle`` matters only
+    with ``router.flit_bytes`` set (links narrower than a flit then carry one flit every
+    ``flit_bytes / link_bytes_per_cycle`` cycles; otherwise a link carries one flit per cycle);
+    ``clock_ghz`` does not change the flit-level model."""
     from hw_models.cli.schedule_cmd import resolve_topology
     from noc.config import read_toml, validate
     from noc.errors import ConfigError

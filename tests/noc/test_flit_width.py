@@ -15,7 +15,8 @@ import pytest
 from noc.config import validate
 from noc.errors import ConfigError
 from noc.flit import C_ERR, FlitNetworkConfig, build_network, run_packets
-from noc.flit_traffic import TrafficConfig, run_traffic
+from noc.flit_traffic import TrafficConfig, destinations, run_traffic
+from noc.flitsim_sweep import zero_load_latency_cycles as analytic_zero_load
 from noc.routing import route
 from noc.topology import parse_spec
 
@@ -99,6 +100,20 @@ def test_zero_load_latency_with_narrow_links_is_exact(spec, kind):
             flits = int(rng.integers(1, 20))
             inj, ej, _ = run_packets(t, cfg, np.array([[0, s, d, flits]]), net=net)
             assert ej[0] - inj[0] == zero_load_cycles(t, cfg, s, d, flits), (pipe, s, d, flits)
+
+
+@pytest.mark.parametrize("kind", ["half", "narrow_inject", "narrow_eject", "mixed"])
+def test_the_sweeps_analytic_zero_load_latency_follows_the_link_widths(kind):
+    # noc.flitsim_sweep's vectorised formula, against the simulator one packet at a time
+    t = width_variant(parse_spec("torus:4x4"), kind, np.random.default_rng(3))
+    cfg = FlitNetworkConfig(vc_depth_flits=16, flit_bytes=FLIT, routing_delay_cycles=1)
+    tr = TrafficConfig(pattern="bitcomp", packet_flits=[1, 6], packet_weights=[1, 3])
+    lat = []
+    for s, d in enumerate(destinations("bitcomp", t)):
+        for f, w in ((1, 1), (6, 3)):
+            inj, ej, _ = run_packets(t, cfg, np.array([[0, s, int(d), f]]))
+            lat += [int(ej[0])] * w  # created at cycle 0, injected at once
+    assert float(np.mean(lat)) == pytest.approx(analytic_zero_load(t, cfg, tr), abs=1e-9)
 
 
 def test_a_later_narrow_link_of_equal_width_sets_the_tail():
@@ -215,3 +230,41 @@ def test_bad_flit_bytes_are_clear_errors():
         build_network(t.with_links(bytes_per_cycle=16 / math.sqrt(2)), FlitNetworkConfig(flit_bytes=16))
     with pytest.raises(ConfigError, match=r"watchdog_cycles = 10: a flit takes up to 16 cycles"):
         build_network(t.with_links(bytes_per_cycle=1), FlitNetworkConfig(flit_bytes=16, watchdog_cycles=10))
+
+
+def test_the_noc_cli_takes_flit_bytes_from_the_router_section(tmp_path):
+    from typer.testing import CliRunner
+
+    from hw_models.cli import app
+    from hw_models.cli.noc_cmd import load_experiment
+
+    cfg = tmp_path / "noc.toml"
+    cfg.write_text('[network]\ntopology = "mesh:3x3"\nlink_bytes_per_cycle = 8.0\n[router]\nflit_bytes = 16\n'
+                   '[traffic]\nwarmup_cycles = 200\nmeasure_cycles = 800\ndrain_limit_cycles = 2000\n')
+    c, t = load_experiment(cfg)
+    assert c.router.flit_bytes == 16 and build_network(t, c.router).ser is not None
+    r = CliRunner().invoke(app, ["noc", "run", str(cfg), "--rate", "0.05", "--out", str(tmp_path / "out")])
+    assert r.exit_code == 0, r.output
+    # 1-flit packets on half-width links: one more cycle per link than at full width
+    length = route(t, "auto").length
+    mean_links = length[~np.eye(t.num_endpoints, dtype=bool)].mean()
+    full = c.router.model_copy(update={"flit_bytes": None})
+    assert analytic_zero_load(t, c.router, c.traffic) == pytest.approx(analytic_zero_load(t, full, c.traffic) + mean_links,
+                                                                      abs=1e-9)
+
+
+@pytest.mark.parametrize("body,message", [
+    ('[router]\nflit_bytes = 0\n', "key 'router.flit_bytes' = 0"),
+    ('[network]\nlink_bytes_per_cycle = 0.1\n[router]\nflit_bytes = 16\nwatchdog_cycles = 100\n',
+     "watchdog_cycles = 100: a flit takes up to 160 cycles"),
+])
+def test_bad_flit_bytes_in_a_noc_config_is_one_line_and_exit_2(tmp_path, capsys, body, message):
+    from hw_models.cli import main
+
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text(body)
+    with pytest.raises(SystemExit) as exc:
+        main(["noc", "run", str(cfg), "--out", str(tmp_path / "out")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
