@@ -312,14 +312,14 @@ def q_round(x, q_frac, q_bits):
     return np.float32(k / scale)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def quantize(x, out, q_frac, q_bits):
     """Elementwise fixed-point rounding of a flat array into ``out`` (may alias ``x``)."""
     for i in range(x.shape[0]):
         out[i] = q_round(x[i], q_frac, q_bits)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def quantize_rows(y, q_frac, q_bits):
     """Fixed-point rounding of a 2-D array in place: the output stage of the dense kernels in
     fixed-point mode (float mode never calls it, so the float loop nests carry no rounding)."""
@@ -336,8 +336,9 @@ _RB_VW = RB * VW
 IN_CHUNK = 128  # inputs per pass of a wide forward layer (128 x VW float32 weights = 32 KiB, in L1)
 
 # Float kernels: fastmath lets LLVM contract to FMA and vectorise; no bounds checks, numpy
-# error model (no Python-exception paths inside the loops).
-_KW = dict(cache=True, fastmath=True, boundscheck=False, error_model="numpy")
+# error model (no Python-exception paths inside the loops); the GIL released while a kernel
+# runs (the trainer overlaps two agents' work on two threads).
+_KW = dict(cache=True, fastmath=True, boundscheck=False, error_model="numpy", nogil=True)
 
 
 @intrinsic
@@ -971,7 +972,7 @@ def counter_rng_nest(n: int, tiling: Tiling = Tiling()) -> LoopNest:
 # ---------------------------------------------------------------------------------------
 
 
-@njit(cache=True, boundscheck=False)
+@njit(cache=True, boundscheck=False, nogil=True)
 def gather_rows(src, idx, dst, col0):
     """``dst[k, col0:col0 + w] = src[idx[k], :]`` (the replay-buffer DMA of one sampled batch,
     straight into its columns of a critic's concatenated input when ``col0 > 0``)."""
@@ -983,7 +984,7 @@ def gather_rows(src, idx, dst, col0):
             dst[k, col0 + j] = src[r, j]
 
 
-@njit(cache=True, boundscheck=False)
+@njit(cache=True, boundscheck=False, nogil=True)
 def gather_transitions(oa, next_o, idx, c_in, c_in_next):
     """The replay DMA of one sampled minibatch: row ``idx[k]`` of ``oa`` (all agents'
     observations and actions, the critic-input layout) into ``c_in[k]`` and of ``next_o``
@@ -1019,7 +1020,7 @@ def _request_rows(oa, next_o, r):
     _prefetch(next_o, r, next_o.shape[1] - 1)
 
 
-@njit(cache=True, boundscheck=False)
+@njit(cache=True, boundscheck=False, nogil=True)
 def put_columns(src, dst, col0):
     """``dst[:, col0:col0 + w] = src`` (an actor's sampled actions into a critic's input)."""
     w = np.uint64(src.shape[1])
@@ -1029,7 +1030,7 @@ def put_columns(src, dst, col0):
             dst[k, c0 + j] = src[k, j]
 
 
-@njit(cache=True, boundscheck=False)
+@njit(cache=True, boundscheck=False, nogil=True)
 def take_columns(src, col0, dst):
     """``dst = src[:, col0:col0 + w]`` into a contiguous buffer (an agent's observations out of
     the critic input, as its actor's input)."""
@@ -1040,7 +1041,7 @@ def take_columns(src, col0, dst):
             dst[k, j] = src[k, c0 + j]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def td_loss_grad(q, q_next, rew, done, idx, gamma, dq):
     """Critic loss ``mean((q - y)^2)`` with ``y = r + gamma (1 - done) q_next``, the rewards and
     done flags of the sampled replay rows ``idx``: writes ``dq = 2 (q - y) / B`` and returns the loss."""
@@ -1055,7 +1056,7 @@ def td_loss_grad(q, q_next, rew, done, idx, gamma, dq):
     return loss / n
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def add_l2_grad(dlogits, logits, coef):
     """``dlogits += coef * 2 * logits / logits.size`` — the gradient of ``coef * mean(logits^2)``."""
     scale = np.float32(2.0 * coef / (logits.shape[0] * logits.shape[1]))

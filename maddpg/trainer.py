@@ -21,6 +21,7 @@ needs no saved state. Same seed, same result, byte for byte, with or without a r
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -112,10 +113,34 @@ class _Agent:
         return {"actor": self.actor, "critic": self.critic, "actor_t": self.actor_t, "critic_t": self.critic_t}
 
 
+class _Minibatch:
+    """One agent's sampled minibatch: indices, the critic inputs (sampled ``[obs, actions]`` and
+    ``[next obs, target actions]``), the actors' inputs as column views of them, the Gumbel
+    uniforms and the sampled actions."""
+
+    def __init__(self, B: int, obs_dims: list[int], act_dims: list[int]) -> None:
+        n_in = sum(obs_dims) + sum(act_dims)
+        obs_off = np.cumsum([0, *obs_dims])
+        self.idx = np.zeros(B, np.int64)
+        self.c_in = K.aligned_zeros((B, n_in))
+        self.c_in_next = K.aligned_zeros((B, n_in))
+        # the actors' inputs are column views of the critic inputs (the kernels take strided rows)
+        self.obs = [self.c_in[:, o : o + d] for o, d in zip(obs_off, obs_dims)]
+        self.nobs = [self.c_in_next[:, o : o + d] for o, d in zip(obs_off, obs_dims)]
+        self.act = [K.aligned_zeros((B, d)) for d in act_dims]
+        # one agent's update draws all its uniforms at once: every agent's target-actor
+        # sample, then its own actor's (the same stream as one draw per buffer, in order)
+        n_u = sum(act_dims)
+        self.u_all = K.aligned_zeros(B * (n_u + max(act_dims)))
+        u_off = np.cumsum([0, *act_dims]) * B
+        self.u = [self.u_all[u_off[j] : u_off[j + 1]].reshape(B, d) for j, d in enumerate(act_dims)]
+        self.u_actor = [self.u_all[B * n_u : B * (n_u + d)].reshape(B, d) for d in act_dims]
+
+
 class MADDPG:
     """A MADDPG learner over an environment with the ``maddpg.env`` interface."""
 
-    def __init__(self, config: MADDPGConfig, env_factory: EnvFactory | None = None) -> None:
+    def __init__(self, config: MADDPGConfig, env_factory: EnvFactory | None = None, overlap: bool = True) -> None:
         self.cfg = cfg = config
         self.env = (env_factory or _default_env_factory)(cfg.env, cfg.n_agents, cfg.seed, cfg.max_cycles)
         self.n = self.env.n_agents
@@ -135,27 +160,19 @@ class MADDPG:
         self.rewards: list[float] = []
         self._q = (cfg.fixed_point_frac_bits, cfg.fixed_point_bits)
         self._alloc(cfg.batch_size)
+        # prepare the next agent's minibatch on a second thread during an agent's update (same
+        # results either way; off: everything on the calling thread)
+        self.overlap = bool(overlap)
+        self._pool: ThreadPoolExecutor | None = None
 
     # ---- buffers --------------------------------------------------------------------------
 
     def _alloc(self, B: int) -> None:
-        n_in = sum(self.obs_dims) + sum(self.act_dims)
         self.obs_off = [int(v) for v in np.cumsum([0, *self.obs_dims])[:-1]]
         self.act_off = [int(v) for v in sum(self.obs_dims) + np.cumsum([0, *self.act_dims])[:-1]]
-        self.b_idx = np.zeros(B, np.int64)
-        self.c_in = K.aligned_zeros((B, n_in))
-        self.c_in_next = K.aligned_zeros((B, n_in))
-        # the actors' inputs are column views of the critic inputs (the kernels take strided rows)
-        self.b_obs = [self.c_in[:, o : o + d] for o, d in zip(self.obs_off, self.obs_dims)]
-        self.b_nobs = [self.c_in_next[:, o : o + d] for o, d in zip(self.obs_off, self.obs_dims)]
-        self.b_tact = [K.aligned_zeros((B, d)) for d in self.act_dims]
-        # one agent's update draws all its uniforms at once: every agent's target-actor
-        # sample, then its own actor's (the same stream as one draw per buffer, in order)
-        n_u = sum(self.act_dims)
-        self.u_all = K.aligned_zeros(B * (n_u + max(self.act_dims)))
-        u_off = np.cumsum([0, *self.act_dims]) * B
-        self.b_u = [self.u_all[u_off[j] : u_off[j + 1]].reshape(B, d) for j, d in enumerate(self.act_dims)]
-        self.b_u_actor = [self.u_all[B * n_u : B * (n_u + d)].reshape(B, d) for d in self.act_dims]
+        # two sets of minibatch buffers: agent i's update works in slot i % 2 while the next
+        # agent's minibatch is prepared in the other one
+        self._slots = [_Minibatch(B, self.obs_dims, self.act_dims) for _ in range(2)]
         self.b_dlogits = [K.aligned_zeros((B, d)) for d in self.act_dims]
         self.dq = K.aligned_zeros((B, 1))
         self.a1_u = [np.zeros((1, d), np.float32) for d in self.act_dims]
@@ -186,49 +203,107 @@ class MADDPG:
         K.adam_clip(net.params, net.grad, st[0], st[1], net.seg_start, st[2], c.lr, c.adam_beta1, c.adam_beta2,
                     c.adam_eps, c.grad_clip, *self._q)
 
+    def _prepare(self, i: int, mb: "_Minibatch", skip: int) -> None:
+        """Agent ``i``'s minibatch into ``mb``: draw its indices and Gumbel uniforms, gather the
+        sampled transitions, sample every target actor's action but agent ``skip``'s (-1:
+        none skipped), run agent ``i``'s critic on the sampled state and actions and sample
+        agent ``i``'s actor on the sampled observations.
+
+        Reads only what agent ``i - 1``'s update does not write (the replay, the target actors
+        other than ``i - 1``'s, agent ``i``'s critic and actor), so it can run while that
+        update does."""
+        c = self.cfg
+        B = c.batch_size
+        rp = self.replay
+        # minibatch indices and Gumbel uniforms: the counter-based generator, keyed by two
+        # draws of the seeded generator (so its checkpointed state still determines them)
+        key_idx, key_u = self.rng.integers(0, 2**64 - 1, size=2, dtype=np.uint64, endpoint=True)
+        K.randint_fill(key_idx, rp.size, mb.idx)
+        K.uniform_fill(key_u, mb.u_all[: B * (sum(self.act_dims) + self.act_dims[i])])
+        # the sampled rows are the critics' inputs (the replay stores them in that layout)
+        K.gather_transitions(rp.oa, rp.next_o, mb.idx, mb.c_in, mb.c_in_next)
+        for j in range(self.n):
+            if j != skip:
+                self._target_action(j, mb)
+        ag = self.agents[i]
+        ag.critic.forward(mb.c_in)
+        # agent i's actor on the sampled observations (its action replaces the sampled one in
+        # the critic input only after the critic step, which still needs the sampled one)
+        logits = ag.actor.forward(mb.obs[i])
+        K.gumbel_softmax(logits, mb.u_actor[i], mb.act[i], self.cfg.temperature, self.cfg.tile_b)
+
+    def _target_action(self, j: int, mb: "_Minibatch") -> None:
+        logits = self.agents[j].actor_t.forward(mb.nobs[j])
+        K.gumbel_softmax(logits, mb.u[j], mb.act[j], self.cfg.temperature, self.cfg.tile_b)
+        K.put_columns(mb.act[j], mb.c_in_next, self.act_off[j])
+
     def update(self) -> float:
-        """One MADDPG update of every agent (critic, actor, targets); returns the mean critic loss."""
+        """One MADDPG update of every agent (critic, actor, targets); returns the mean critic loss.
+
+        The agents update one after the other, as published. With :attr:`overlap` (and more
+        than one agent), agent ``i + 1``'s minibatch — everything of it that does not depend on
+        agent ``i``'s update: sampling, the replay gather, the target actors other than agent
+        ``i``'s, agent ``i + 1``'s critic forward pass — is prepared on a second thread while
+        agent ``i`` updates. Every value is computed from the same inputs as serially, so the
+        results are identical, bit for bit."""
         c = self.cfg
         B = c.batch_size
         rp = self.replay
         tb = c.tile_b
         temp = c.temperature
-        idx = self.b_idx
         losses = 0.0
-        n_u = sum(self.act_dims)
+        pending = None
         for i, ag in enumerate(self.agents):
-            # minibatch indices and Gumbel uniforms: the counter-based generator, keyed by two
-            # draws of the seeded generator (so its checkpointed state still determines them)
-            key_idx, key_u = self.rng.integers(0, 2**64 - 1, size=2, dtype=np.uint64, endpoint=True)
-            K.randint_fill(key_idx, rp.size, idx)
-            K.uniform_fill(key_u, self.u_all[: B * (n_u + self.act_dims[i])])
-            # the sampled rows are the critics' inputs (the replay stores them in that layout)
-            K.gather_transitions(rp.oa, rp.next_o, idx, self.c_in, self.c_in_next)
-            for j in range(self.n):
-                logits = self.agents[j].actor_t.forward(self.b_nobs[j])
-                K.gumbel_softmax(logits, self.b_u[j], self.b_tact[j], temp, tb)
-                K.put_columns(self.b_tact[j], self.c_in_next, self.act_off[j])
-            # critic: minimise (Q(x, a) - (r + gamma Q'(x', mu'(o'))))^2
-            q_next = ag.critic_t.forward(self.c_in_next)
-            q = ag.critic.forward(self.c_in)
-            losses += K.td_loss_grad(q, q_next, rp.rew[i], rp.done, idx, c.gamma, self.dq)
-            ag.critic.backward(self.dq, weights=True)
-            self._adam(ag, "critic", ag.critic)
-            # actor: maximise Q(x, a_1..mu_i(o_i)..a_n) with a Gumbel-softmax sample of mu_i
-            logits = ag.actor.forward(self.b_obs[i])
-            K.gumbel_softmax(logits, self.b_u_actor[i], self.b_tact[i], temp, tb)
-            K.put_columns(self.b_tact[i], self.c_in, self.act_off[i])
-            ag.critic.forward(self.c_in)
-            self.dq.fill(np.float32(-1.0 / B))
-            da = ag.critic.backward(self.dq, weights=False, inputs=(self.act_off[i], self.act_dims[i]))
-            K.gumbel_softmax_backward(self.b_tact[i], da, self.b_dlogits[i], temp, tb)
-            K.add_l2_grad(self.b_dlogits[i], logits, c.actor_reg)
-            ag.actor.backward(self.b_dlogits[i], weights=True)
-            self._adam(ag, "actor", ag.actor)
-            K.soft_update(ag.actor_t.params, ag.actor.params, c.tau)
-            K.soft_update(ag.critic_t.params, ag.critic.params, c.tau)
+            mb = self._slots[i % 2]
+            if pending is None:
+                self._prepare(i, mb, -1)
+            else:
+                pending.result()
+                pending = None
+                self._target_action(i - 1, mb)  # agent i - 1's target actor has just been updated
+            if self.overlap and i + 1 < self.n:
+                pending = self._helper().submit(self._prepare, i + 1, self._slots[(i + 1) % 2], i)
+            try:
+                losses += self._update_agent(i, ag, mb)
+            except BaseException:
+                if pending is not None:
+                    pending.result()
+                raise
         self.updates += 1
         return losses / self.n
+
+    def _update_agent(self, i: int, ag: _Agent, mb: "_Minibatch") -> float:
+        """Agent ``i``'s critic step, actor step and target updates on the prepared ``mb``."""
+        c = self.cfg
+        B = c.batch_size
+        rp = self.replay
+        tb = c.tile_b
+        temp = c.temperature
+        # critic: minimise (Q(x, a) - (r + gamma Q'(x', mu'(o'))))^2 (Q(x, a) ran in _prepare)
+        q_next = ag.critic_t.forward(mb.c_in_next)
+        q = ag.critic.workspace(B).acts[-1]
+        loss = K.td_loss_grad(q, q_next, rp.rew[i], rp.done, mb.idx, c.gamma, self.dq)
+        ag.critic.backward(self.dq, weights=True)
+        self._adam(ag, "critic", ag.critic)
+        # actor: maximise Q(x, a_1..mu_i(o_i)..a_n) with a Gumbel-softmax sample of mu_i (the
+        # actor's forward pass and sample ran in _prepare)
+        logits = ag.actor.workspace(B).acts[-1]
+        K.put_columns(mb.act[i], mb.c_in, self.act_off[i])
+        ag.critic.forward(mb.c_in)
+        self.dq.fill(np.float32(-1.0 / B))
+        da = ag.critic.backward(self.dq, weights=False, inputs=(self.act_off[i], self.act_dims[i]))
+        K.gumbel_softmax_backward(mb.act[i], da, self.b_dlogits[i], temp, tb)
+        K.add_l2_grad(self.b_dlogits[i], logits, c.actor_reg)
+        ag.actor.backward(self.b_dlogits[i], weights=True)
+        self._adam(ag, "actor", ag.actor)
+        K.soft_update(ag.actor_t.params, ag.actor.params, c.tau)
+        K.soft_update(ag.critic_t.params, ag.critic.params, c.tau)
+        return loss
+
+    def _helper(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="maddpg-prepare")
+        return self._pool
 
     # ---- episodes -------------------------------------------------------------------------
 

@@ -32,6 +32,25 @@ def test_same_seed_same_result_and_different_seed_differs():
     assert not np.array_equal(_weights(a), _weights(c))
 
 
+@pytest.mark.parametrize("n_agents,fixed_point", [(3, 0), (4, 16)])
+def test_overlapped_update_equals_serial_update(n_agents, fixed_point):
+    """Preparing the next agent's minibatch on a second thread changes no value: same rewards,
+    weights and Adam moments, bit for bit, as the serial update (float and fixed point)."""
+    cfg = make_config(**{**SMALL, "n_agents": n_agents, "fixed_point_bits": fixed_point,
+                         "fixed_point_frac_bits": 10 if fixed_point else 0})
+    a = MADDPG(cfg, make_standin, overlap=True)
+    b = MADDPG(cfg, make_standin, overlap=False)
+    a.train(25)
+    b.train(25)
+    assert a.updates > 5
+    np.testing.assert_array_equal(_weights(a), _weights(b))
+    assert a.rewards == b.rewards
+    for ga, gb in zip(a.agents, b.agents):
+        for name in ("actor", "critic"):
+            np.testing.assert_array_equal(ga.opt[name][0], gb.opt[name][0])
+            np.testing.assert_array_equal(ga.opt[name][1], gb.opt[name][1])
+
+
 def test_resume_loses_nothing(tmp_path):
     """Train N vs train N/2, save, load into a fresh learner, train to N: identical."""
     ck = tmp_path / "ck.npz"
