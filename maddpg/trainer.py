@@ -116,7 +116,7 @@ class _Agent:
 class _Minibatch:
     """One agent's sampled minibatch: indices, the critic inputs (sampled ``[obs, actions]`` and
     ``[next obs, target actions]``), the actors' inputs as column views of them, the Gumbel
-    uniforms and the sampled actions."""
+    uniforms and the sampled actions (target actors' and the updated actor's)."""
 
     def __init__(self, B: int, obs_dims: list[int], act_dims: list[int]) -> None:
         n_in = sum(obs_dims) + sum(act_dims)
@@ -127,7 +127,8 @@ class _Minibatch:
         # the actors' inputs are column views of the critic inputs (the kernels take strided rows)
         self.obs = [self.c_in[:, o : o + d] for o, d in zip(obs_off, obs_dims)]
         self.nobs = [self.c_in_next[:, o : o + d] for o, d in zip(obs_off, obs_dims)]
-        self.act = [K.aligned_zeros((B, d)) for d in act_dims]
+        self.act = [K.aligned_zeros((B, d)) for d in act_dims]  # the target actors' samples
+        self.pi = [K.aligned_zeros((B, d)) for d in act_dims]  # each actor's own sample (its update's)
         # one agent's update draws all its uniforms at once: every agent's target-actor
         # sample, then its own actor's (the same stream as one draw per buffer, in order)
         n_u = sum(act_dims)
@@ -203,7 +204,7 @@ class MADDPG:
         K.adam_clip(net.params, net.grad, st[0], st[1], net.seg_start, st[2], c.lr, c.adam_beta1, c.adam_beta2,
                     c.adam_eps, c.grad_clip, *self._q)
 
-    def _prepare(self, i: int, mb: "_Minibatch", skip: int) -> None:
+    def _prepare(self, i: int, mb: "_Minibatch", skip: int, split: bool = False) -> None:
         """Agent ``i``'s minibatch into ``mb``: draw its indices and Gumbel uniforms, gather the
         sampled transitions, sample every target actor's action but agent ``skip``'s (-1:
         none skipped), run agent ``i``'s critic on the sampled state and actions and sample
@@ -211,7 +212,8 @@ class MADDPG:
 
         Reads only what agent ``i - 1``'s update does not write (the replay, the target actors
         other than ``i - 1``'s, agent ``i``'s critic and actor), so it can run while that
-        update does."""
+        update does. ``split``: after the gather, share the forward passes with the helper
+        thread (every pass writes its own buffers)."""
         c = self.cfg
         B = c.batch_size
         rp = self.replay
@@ -222,15 +224,30 @@ class MADDPG:
         K.uniform_fill(key_u, mb.u_all[: B * (sum(self.act_dims) + self.act_dims[i])])
         # the sampled rows are the critics' inputs (the replay stores them in that layout)
         K.gather_transitions(rp.oa, rp.next_o, mb.idx, mb.c_in, mb.c_in_next)
-        for j in range(self.n):
-            if j != skip:
-                self._target_action(j, mb)
+        targets = [j for j in range(self.n) if j != skip]
+        if split:
+            half = (len(targets) + 1) // 2
+            other = self._helper().submit(self._forward_passes, i, mb, targets[half:], False, True)
+            try:
+                self._forward_passes(i, mb, targets[:half], True, False)
+            finally:
+                other.result()
+        else:
+            self._forward_passes(i, mb, targets, True, True)
+
+    def _forward_passes(self, i: int, mb: "_Minibatch", targets: list[int], critic: bool, actor: bool) -> None:
+        """The forward passes of agent ``i``'s minibatch that need no update: the target actors'
+        samples ``targets``, agent ``i``'s critic on ``c_in`` and its actor's sample ``pi[i]``."""
+        for j in targets:
+            self._target_action(j, mb)
         ag = self.agents[i]
-        ag.critic.forward(mb.c_in)
-        # agent i's actor on the sampled observations (its action replaces the sampled one in
-        # the critic input only after the critic step, which still needs the sampled one)
-        logits = ag.actor.forward(mb.obs[i])
-        K.gumbel_softmax(logits, mb.u_actor[i], mb.act[i], self.cfg.temperature, self.cfg.tile_b)
+        if critic:
+            ag.critic.forward(mb.c_in)
+        if actor:
+            # its action replaces the sampled one in the critic input only after the critic
+            # step, which still needs the sampled one
+            logits = ag.actor.forward(mb.obs[i])
+            K.gumbel_softmax(logits, mb.u_actor[i], mb.pi[i], self.cfg.temperature, self.cfg.tile_b)
 
     def _target_action(self, j: int, mb: "_Minibatch") -> None:
         logits = self.agents[j].actor_t.forward(mb.nobs[j])
@@ -256,7 +273,7 @@ class MADDPG:
         for i, ag in enumerate(self.agents):
             mb = self._slots[i % 2]
             if pending is None:
-                self._prepare(i, mb, -1)
+                self._prepare(i, mb, -1, split=self.overlap)
             else:
                 pending.result()
                 pending = None
@@ -288,11 +305,11 @@ class MADDPG:
         # actor: maximise Q(x, a_1..mu_i(o_i)..a_n) with a Gumbel-softmax sample of mu_i (the
         # actor's forward pass and sample ran in _prepare)
         logits = ag.actor.workspace(B).acts[-1]
-        K.put_columns(mb.act[i], mb.c_in, self.act_off[i])
+        K.put_columns(mb.pi[i], mb.c_in, self.act_off[i])
         ag.critic.forward(mb.c_in)
         self.dq.fill(np.float32(-1.0 / B))
         da = ag.critic.backward(self.dq, weights=False, inputs=(self.act_off[i], self.act_dims[i]))
-        K.gumbel_softmax_backward(mb.act[i], da, self.b_dlogits[i], temp, tb)
+        K.gumbel_softmax_backward(mb.pi[i], da, self.b_dlogits[i], temp, tb)
         K.add_l2_grad(self.b_dlogits[i], logits, c.actor_reg)
         ag.actor.backward(self.b_dlogits[i], weights=True)
         self._adam(ag, "actor", ag.actor)
