@@ -21,6 +21,7 @@ needs no saved state. Same seed, same result, byte for byte, with or without a r
 from __future__ import annotations
 
 import json
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -204,16 +205,8 @@ class MADDPG:
         K.adam_clip(net.params, net.grad, st[0], st[1], net.seg_start, st[2], c.lr, c.adam_beta1, c.adam_beta2,
                     c.adam_eps, c.grad_clip, *self._q)
 
-    def _prepare(self, i: int, mb: "_Minibatch", skip: int, split: bool = False) -> None:
-        """Agent ``i``'s minibatch into ``mb``: draw its indices and Gumbel uniforms, gather the
-        sampled transitions, sample every target actor's action but agent ``skip``'s (-1:
-        none skipped), run agent ``i``'s critic on the sampled state and actions and sample
-        agent ``i``'s actor on the sampled observations.
-
-        Reads only what agent ``i - 1``'s update does not write (the replay, the target actors
-        other than ``i - 1``'s, agent ``i``'s critic and actor), so it can run while that
-        update does. ``split``: after the gather, share the forward passes with the helper
-        thread (every pass writes its own buffers)."""
+    def _sample(self, i: int, mb: "_Minibatch") -> None:
+        """Agent ``i``'s minibatch indices and Gumbel uniforms, and the sampled transitions."""
         c = self.cfg
         B = c.batch_size
         rp = self.replay
@@ -224,30 +217,34 @@ class MADDPG:
         K.uniform_fill(key_u, mb.u_all[: B * (sum(self.act_dims) + self.act_dims[i])])
         # the sampled rows are the critics' inputs (the replay stores them in that layout)
         K.gather_transitions(rp.oa, rp.next_o, mb.idx, mb.c_in, mb.c_in_next)
-        targets = [j for j in range(self.n) if j != skip]
-        if split:
-            half = (len(targets) + 1) // 2
-            other = self._helper().submit(self._forward_passes, i, mb, targets[half:], False, True)
-            try:
-                self._forward_passes(i, mb, targets[:half], True, False)
-            finally:
-                other.result()
-        else:
-            self._forward_passes(i, mb, targets, True, True)
 
-    def _forward_passes(self, i: int, mb: "_Minibatch", targets: list[int], critic: bool, actor: bool) -> None:
-        """The forward passes of agent ``i``'s minibatch that need no update: the target actors'
-        samples ``targets``, agent ``i``'s critic on ``c_in`` and its actor's sample ``pi[i]``."""
-        for j in targets:
-            self._target_action(j, mb)
+    def _forward_work(self, i: int, mb: "_Minibatch", skip: int) -> "_WorkList":
+        """The forward passes of agent ``i``'s minibatch that need no update, as independent
+        items (each writes only its own buffers): agent ``i``'s critic on ``c_in``, its actor's
+        sample ``pi[i]`` and every target actor's sample but agent ``skip``'s (-1: none
+        skipped) into ``c_in_next`` — the larger networks first, so the last items are short."""
         ag = self.agents[i]
-        if critic:
-            ag.critic.forward(mb.c_in)
-        if actor:
-            # its action replaces the sampled one in the critic input only after the critic
-            # step, which still needs the sampled one
+        c = self.cfg
+
+        def actor_sample() -> None:
+            # it replaces the sampled action in the critic input only after the critic step,
+            # which still needs the sampled one
             logits = ag.actor.forward(mb.obs[i])
-            K.gumbel_softmax(logits, mb.u_actor[i], mb.pi[i], self.cfg.temperature, self.cfg.tile_b)
+            K.gumbel_softmax(logits, mb.u_actor[i], mb.pi[i], c.temperature, c.tile_b)
+
+        items = [lambda: ag.critic.forward(mb.c_in), actor_sample]
+        items += [(lambda j=j: self._target_action(j, mb)) for j in range(self.n) if j != skip]
+        return _WorkList(items)
+
+    def _prepare(self, i: int, mb: "_Minibatch", work: "_WorkList") -> None:
+        """On the helper thread: agent ``i``'s sample and gather, then its share of ``work``."""
+        try:
+            self._sample(i, mb)
+        except BaseException:
+            work.cancel()  # the calling thread must not wait for (or run) items on no data
+            raise
+        work.ready.set()
+        work.drain()
 
     def _target_action(self, j: int, mb: "_Minibatch") -> None:
         logits = self.agents[j].actor_t.forward(mb.nobs[j])
@@ -263,29 +260,34 @@ class MADDPG:
         ``i``'s, agent ``i + 1``'s critic forward pass — is prepared on a second thread while
         agent ``i`` updates. Every value is computed from the same inputs as serially, so the
         results are identical, bit for bit."""
-        c = self.cfg
-        B = c.batch_size
-        rp = self.replay
-        tb = c.tile_b
-        temp = c.temperature
         losses = 0.0
-        pending = None
-        for i, ag in enumerate(self.agents):
-            mb = self._slots[i % 2]
-            if pending is None:
-                self._prepare(i, mb, -1, split=self.overlap)
-            else:
-                pending.result()
-                pending = None
-                self._target_action(i - 1, mb)  # agent i - 1's target actor has just been updated
-            if self.overlap and i + 1 < self.n:
-                pending = self._helper().submit(self._prepare, i + 1, self._slots[(i + 1) % 2], i)
-            try:
-                losses += self._update_agent(i, ag, mb)
-            except BaseException:
+        pending = work = None
+        try:
+            for i, ag in enumerate(self.agents):
+                mb = self._slots[i % 2]
+                if work is None:  # the first agent (every agent when serial)
+                    self._sample(i, mb)
+                    work = self._forward_work(i, mb, i - 1)
+                    work.ready.set()
+                    if self.overlap:
+                        pending = self._helper().submit(work.drain)
+                # the calling thread takes its share of the forward passes (all of them when
+                # serial), then waits for the helper's last one
+                work.drain()
+                work = None
                 if pending is not None:
                     pending.result()
-                raise
+                    pending = None
+                if i > 0:
+                    self._target_action(i - 1, mb)  # agent i - 1's target actor has just been updated
+                if self.overlap and i + 1 < self.n:
+                    nxt = self._slots[(i + 1) % 2]
+                    work = self._forward_work(i + 1, nxt, i)
+                    pending = self._helper().submit(self._prepare, i + 1, nxt, work)
+                losses += self._update_agent(i, ag, mb)
+        finally:
+            if pending is not None:
+                pending.result()
         self.updates += 1
         return losses / self.n
 
@@ -465,6 +467,32 @@ class MADDPG:
             nests.append(K.soft_update_nest(ag.actor.n_params, t))
             nests.append(K.soft_update_nest(ag.critic.n_params, t))
         return nests
+
+
+class _WorkList:
+    """Independent work items that two threads take in order (each item once) once ``ready``
+    is set: the helper and, when it has finished its own work, the calling thread."""
+
+    def __init__(self, items: list[Callable[[], None]]) -> None:
+        self.items = items
+        self.ready = threading.Event()
+        self._lock = threading.Lock()
+        self._next = 0
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._next = len(self.items)
+        self.ready.set()
+
+    def drain(self) -> None:
+        self.ready.wait()
+        while True:
+            with self._lock:
+                k = self._next
+                if k >= len(self.items):
+                    return
+                self._next = k + 1
+            self.items[k]()
 
 
 def _copy_into(dst: np.ndarray, src: np.ndarray, key: str) -> None:

@@ -51,6 +51,21 @@ def test_overlapped_update_equals_serial_update(n_agents, fixed_point):
             np.testing.assert_array_equal(ga.opt[name][1], gb.opt[name][1])
 
 
+def test_an_error_on_the_helper_thread_reaches_the_caller():
+    t = MADDPG(make_config(**{**SMALL, "n_agents": 3}), make_standin, overlap=True)
+    t.train(12)  # fills the replay and runs a few updates
+    sample = t._sample
+
+    def failing(i, mb):
+        if i == 2:
+            raise RuntimeError("gather failed")
+        sample(i, mb)
+
+    t._sample = failing
+    with pytest.raises(RuntimeError, match="gather failed"):
+        t.update()
+
+
 def test_resume_loses_nothing(tmp_path):
     """Train N vs train N/2, save, load into a fresh learner, train to N: identical."""
     ck = tmp_path / "ck.npz"
