@@ -3,12 +3,15 @@
 the same run. Shapes are simple_spread's: N agents, observation 4 + 2N + 4(N - 1), 5 actions,
 critics over all observations and actions, two 64-unit ReLU layers.
 
-    .venv/bin/python bench/maddpg_speed.py [--agents 3 6 12] [--repeats 20] [--rounds 3] [--batch 1024]
+    .venv/bin/python bench/maddpg_speed.py [--agents 3 6 12] [--repeats 20] [--rounds 3] [--batch 1024] [--serial]
 
-Each round times ``--repeats`` updates of ours, then of PyTorch, and keeps each median; the
-table shows the median over ``--rounds`` rounds and the range of the per-round speed-ups
-(the machine may be shared: alternating rounds spreads load changes over both). The header
-names the commit, the thread counts and the load average before and after.
+Each round builds fresh instances of both (so allocation luck varies between rounds), times
+``--repeats`` updates of ours, then of PyTorch, and keeps each median; the table shows the
+median over ``--rounds`` rounds and the range of the per-round speed-ups (the machine may be
+shared: alternating rounds spreads load changes over both). The header names the commit,
+the thread counts and the load average before and after. Ours runs the kernels serially on
+the calling thread plus one helper thread that prepares the next agent's minibatch
+(``--serial``: calling thread only); PyTorch uses its default intra-op threads.
 
 PyTorch is the optional ``bench`` extra (``pip install -e '.[bench]'``); without it the
 PyTorch column is skipped with a message.
@@ -52,20 +55,17 @@ def _fill(rp, rng: np.random.Generator) -> None:
     rp.size = rp.pos = REPLAY
 
 
-def time_ours(n: int, batch: int, repeats: int) -> float:
+def build_ours(n: int, batch: int, overlap: bool = True):
+    """A fresh trainer with a filled replay, warmed up; returns its update."""
     cfg = make_config(env="simple_spread", n_agents=n, seed=0, batch_size=batch, buffer_size=REPLAY)
-    t = MADDPG(cfg, lambda *a: _ShapeOnlyEnv(n))
+    t = MADDPG(cfg, lambda *a: _ShapeOnlyEnv(n), overlap=overlap)
     _fill(t.replay, np.random.default_rng(0))
     t.update()  # warm-up (compilation, workspaces)
-    best = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        t.update()
-        best.append(time.perf_counter() - t0)
-    return float(np.median(best))
+    return t.update
 
 
-def time_torch(n: int, batch: int, repeats: int) -> float:
+def build_torch(n: int, batch: int):
+    """The same update in PyTorch (fresh networks and optimisers), warmed up; returns it."""
     import torch
     from torch import nn
 
@@ -129,12 +129,27 @@ def time_torch(n: int, batch: int, repeats: int) -> float:
                         tp.mul_(0.99).add_(sp, alpha=0.01)
 
     update()
+    return update
+
+
+def _median_time(fn, repeats: int) -> float:
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        update()
+        fn()
         times.append(time.perf_counter() - t0)
     return float(np.median(times))
+
+
+def time_round(n: int, batch: int, repeats: int, overlap: bool, with_torch: bool) -> tuple[float, float | None]:
+    """Median update time of ours, then of PyTorch's, over one round of fresh instances.
+
+    Blocks of updates, not one-by-one alternation: PyTorch's OpenMP workers spin on the second
+    core for a while after each of its updates, which would take that core from our helper
+    thread (measured: 3 agents 9.4 ms alternating one by one against 5-7 ms in blocks)."""
+    ours = _median_time(build_ours(n, batch, overlap), repeats)
+    theirs = _median_time(build_torch(n, batch), repeats) if with_torch else None
+    return ours, theirs
 
 
 def _commit() -> str:
@@ -156,7 +171,8 @@ def main() -> None:
     ap.add_argument("--agents", type=int, nargs="+", default=[3, 6, 12])
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--repeats", type=int, default=20, help="updates per round (median)")
-    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of ours and PyTorch (median)")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of fresh instances of ours and PyTorch (median)")
+    ap.add_argument("--serial", action="store_true", help="ours on the calling thread only (no helper thread)")
     args = ap.parse_args()
     try:
         import torch
@@ -170,15 +186,18 @@ def main() -> None:
     load0 = os.getloadavg()
     print(f"# MADDPG update time, batch {args.batch}, median of {args.rounds} rounds x {args.repeats} updates; "
           f"commit {_commit()}; {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; numba "
-          f"{numba.__version__} (kernels serial, {numba.get_num_threads()} threads configured); {torch_info}")
+          f"{numba.__version__} (kernels serial; "
+          f"{'calling thread only' if args.serial else 'calling thread + 1 helper thread preparing the next agent'}); "
+          f"{torch_info}")
     print(f"# load average before: {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}")
     print(f"{'agents':>6} {'ours ms':>9} {'torch ms':>9} {'speed-up':>9}  {'per-round range':>16}")
     for n in args.agents:
         ours_r, torch_r = [], []
         for _ in range(args.rounds):
-            ours_r.append(time_ours(n, args.batch, args.repeats))
-            if torch is not None:
-                torch_r.append(time_torch(n, args.batch, args.repeats))
+            o, t = time_round(n, args.batch, args.repeats, not args.serial, torch is not None)
+            ours_r.append(o)
+            if t is not None:
+                torch_r.append(t)
         ours = float(np.median(ours_r))
         if torch is not None:
             tt = float(np.median(torch_r))
