@@ -144,9 +144,10 @@ def _median_time(fn, repeats: int) -> float:
 def time_round(n: int, batch: int, repeats: int, overlap: bool, with_torch: bool) -> tuple[float, float | None]:
     """Median update time of ours, then of PyTorch's, over one round of fresh instances.
 
-    Blocks of updates, not one-by-one alternation: PyTorch's OpenMP workers spin on the second
-    core for a while after each of its updates, which would take that core from our helper
-    thread (measured: 3 agents 9.4 ms alternating one by one against 5-7 ms in blocks)."""
+    Blocks of updates, not one-by-one alternation: alternating one by one measured ours at
+    9.4 ms against 5-7 ms in blocks (3 agents). The likely cause, not proven: PyTorch's
+    OpenMP workers spin briefly on the second core after each of its updates, where our
+    helper thread runs (the core is idle again within 10 ms of PyTorch's last update)."""
     ours = _median_time(build_ours(n, batch, overlap), repeats)
     theirs = _median_time(build_torch(n, batch), repeats) if with_torch else None
     return ours, theirs
