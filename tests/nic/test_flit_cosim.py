@@ -45,12 +45,17 @@ for spec in ("torus:4x4", "torus:4x4:c4", "mesh:4x4", "fattree:k4:l2"):
 @pytest.mark.parametrize("spec,algorithm,design", CASES)
 def test_message_model_is_within_5_percent_of_flit_level(spec, algorithm, design):
     t = parse_spec(spec)
-    s = build(t, algorithm)
-    nic = NicConfig(design=design)
+    _assert_models_agree(t, build(t, algorithm), NicConfig(design=design))
+
+
+def _assert_models_agree(t, s, nic):
+    """Both network models verify the reduction and the message model is within 5 % of the
+    flit level; returns the flit-level result."""
     flit = simulate_allreduce(t, s, nic, NET, SIZE, model="flit")
     msg = simulate_allreduce(t, s, nic, NET, SIZE, model="message")
     assert flit.verified and msg.verified
     assert msg.total_cycles == pytest.approx(flit.total_cycles, rel=0.05)
+    return flit
 
 
 def test_single_transfer_times_are_exact():
@@ -91,10 +96,7 @@ def test_message_model_is_within_5_percent_of_flit_level_on_half_width_links(alg
     t = parse_spec("torus:4x4").with_links(bytes_per_cycle=8)
     s = build(t, algorithm)
     nic = NicConfig(design=design)
-    flit = simulate_allreduce(t, s, nic, NET, SIZE, model="flit")
-    msg = simulate_allreduce(t, s, nic, NET, SIZE, model="message")
-    assert flit.verified and msg.verified
-    assert msg.total_cycles == pytest.approx(flit.total_cycles, rel=0.05)
+    flit = _assert_models_agree(t, s, nic)
     full = simulate_allreduce(parse_spec("torus:4x4"), s, nic, NET, SIZE, model="flit")
     assert flit.total_cycles == pytest.approx(2 * full.total_cycles, rel=0.05)  # bandwidth-bound: twice as long
 
