@@ -17,8 +17,9 @@ The **saturation throughput** is the highest offered load that was not saturated
 bisection's resolution); the peak accepted throughput of any point is reported next to it.
 Loads are in flits per NI per cycle; ``bound_flits`` is the uniform-traffic bisection bound
 ``min(1, 4 B / E)`` (B = bisection links one way, E = NIs: 4/k on a k x k mesh, 8/k on a
-k x k torus), which scales the default steps for every pattern but is a bound only for
-uniform traffic.
+k x k torus; with ``router.flit_bytes`` set, each link counted at its flit rate, see
+:func:`bisection_bound_flits`), which scales the default steps for every pattern but is a
+bound only for uniform traffic.
 """
 
 from __future__ import annotations
@@ -48,11 +49,25 @@ class SweepConfig(StrictModel):
     latency_limit_factor: float = Field(6.0, gt=1, description="A point whose average latency exceeds this x the zero-load latency is saturated.")
 
 
-def bisection_bound_flits(topology: Topology) -> float:
-    """Uniform-traffic throughput bound in flits/NI/cycle: min(1, 4 x bisection links / NIs)."""
+def bisection_bound_flits(topology: Topology, flit_bytes: int | None = None) -> float:
+    """Uniform-traffic throughput bound in flits/NI/cycle: min(1, 4 x bisection links / NIs)
+    with every link carrying one flit per cycle (``flit_bytes`` None).
+
+    With ``flit_bytes`` set, a link carries ``min(1, bytes_per_cycle / flit_bytes)`` flits
+    per cycle (noc.flit's link width): the NI term is the narrowest inject or eject link's
+    rate (uniform traffic loads every NI alike), and the bisection term counts each
+    bisection link at the widest router link's rate, which keeps it an upper bound when
+    router links differ in width (exact when they are all alike)."""
     b = int(topology.summary()["bisection_links"])
     e = topology.num_endpoints
-    return min(1.0, 4.0 * b / e) if b > 0 else 1.0
+    ni_rate, link_rate = 1.0, 1.0
+    if flit_bytes is not None:
+        w = topology.link_bytes_per_cycle
+        ni_links = np.concatenate([topology.inject_link, topology.eject_link])
+        ni_rate = min(1.0, float(w[ni_links].min()) / flit_bytes)
+        router = w[topology.is_router_link]
+        link_rate = min(1.0, float(router.max()) / flit_bytes) if router.size else 1.0
+    return min(ni_rate, 4.0 * b / e * link_rate) if b > 0 else ni_rate
 
 
 def zero_load_latency_cycles(topology: Topology, network: FlitNetworkConfig, traffic: TrafficConfig) -> float:
@@ -131,7 +146,7 @@ def sweep_load(topology: Topology, network: FlitNetworkConfig, traffic: TrafficC
     """Sweep the offered load of ``traffic`` (its ``rate_packets`` is ignored) from near zero
     to saturation on ``topology``. Deterministic for a given ``traffic.seed``."""
     sw = SweepConfig() if sweep is None else sweep
-    bound = bisection_bound_flits(topology)
+    bound = bisection_bound_flits(topology, network.flit_bytes)
     mean = traffic.mean_packet_flits
     max_flits = mean  # one packet per NI per cycle
     start = sw.start_flits if sw.start_flits is not None else bound / 50

@@ -141,7 +141,7 @@ def run(
         ("verdict", "stable" if stats.stable else "SATURATED / UNSTABLE (measured packets not drained)"),
         ("offered (flits/NI/cycle)", _fmt(stats.offered_flits, 4)),
         ("accepted (flits/NI/cycle)", _fmt(stats.accepted_flits, 4)),
-        ("uniform bisection bound (flits/NI/cycle)", _fmt(bisection_bound_flits(t), 4)),
+        ("uniform bisection bound (flits/NI/cycle)", _fmt(bisection_bound_flits(t, cfg.router.flit_bytes), 4)),
         ("packet latency avg / p50 / p99 (cycles)", f"{_fmt(stats.latency_avg)} / {_fmt(stats.latency_p50, 0)} / {_fmt(stats.latency_p99, 0)}"),
         ("network latency avg (cycles)", _fmt(stats.network_latency_avg)),
         ("zero-load latency, analytic (cycles)", _fmt(analytic)),

@@ -16,6 +16,7 @@ from noc.config import validate
 from noc.errors import ConfigError
 from noc.flit import C_ERR, FlitNetworkConfig, build_network, run_packets
 from noc.flit_traffic import TrafficConfig, destinations, run_traffic
+from noc.flitsim_sweep import bisection_bound_flits
 from noc.flitsim_sweep import zero_load_latency_cycles as analytic_zero_load
 from noc.routing import route
 from noc.topology import parse_spec
@@ -217,6 +218,7 @@ def test_narrow_links_lower_saturation_throughput():
     r = run_traffic(t, FlitNetworkConfig(flit_bytes=16, num_vcs=4),
                     TrafficConfig(rate_packets=1.0, warmup_cycles=300, measure_cycles=1000, drain_limit_cycles=300))
     assert not r.stable
+    assert bisection_bound_flits(t, 16) == pytest.approx(0.5)
     assert 0.35 * 0.5 <= r.accepted_flits <= 0.5
 
 
@@ -268,3 +270,23 @@ def test_bad_flit_bytes_in_a_noc_config_is_one_line_and_exit_2(tmp_path, capsys,
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and err.count("\n") == 1
+
+
+def test_bisection_bound_counts_link_width():
+    # flits per cycle per link: min(1, bytes_per_cycle / flit_bytes); default links are 16 B/cycle
+    t8 = parse_spec("torus:8x8")
+    assert bisection_bound_flits(t8, 16) == pytest.approx(1.0)  # full width: as without flit_bytes
+    assert bisection_bound_flits(t8.with_links(bytes_per_cycle=8), 16) == pytest.approx(8 / 8 * 0.5)
+    assert bisection_bound_flits(parse_spec("mesh:8x8").with_links(bytes_per_cycle=4), 16) == pytest.approx(4 / 8 * 0.25)
+    # 4x4 torus at half width: bisection 8/4 x 1/2 = 1, capped by the half-width NI links' 1/2
+    assert bisection_bound_flits(parse_spec("torus:4x4").with_links(bytes_per_cycle=8), 16) == pytest.approx(0.5)
+    # only the inject links narrow: the NI rate (1/4) is below the bisection term (1.0 on torus:8x8)
+    w = t8.link_bytes_per_cycle.copy()
+    w[t8.inject_link] = 4.0
+    assert bisection_bound_flits(with_widths(t8, w), 16) == pytest.approx(0.25)
+    # router links of mixed width: counted at the widest (an upper bound), here full width
+    w = t8.link_bytes_per_cycle.copy()
+    w[np.nonzero(t8.is_router_link)[0][::2]] = 8.0
+    assert bisection_bound_flits(with_widths(t8, w), 16) == pytest.approx(1.0)
+    w[np.nonzero(t8.is_router_link)[0]] = 8.0  # all of them half width: exact again
+    assert bisection_bound_flits(with_widths(t8, w), 16) == pytest.approx(0.5)
