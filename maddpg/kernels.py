@@ -577,6 +577,22 @@ def _weight_rows(x, dy, dw, db, acc, i0, o0):
                 db[o0 + o] = acc[r, o]
 
 
+@njit(cache=True, inline="always")
+def _weight_column(x, dy, dw, db, o, i_from):
+    """Output column ``o`` unblocked: ``dw[i, o]`` for ``i >= i_from`` and ``db[o]``, each a
+    sum over the batch in order."""
+    zero = np.float32(0.0)
+    for i in range(i_from, x.shape[1]):
+        a = zero
+        for bb in range(x.shape[0]):
+            a += x[bb, i] * dy[bb, o]
+        dw[i, o] = a
+    a = zero
+    for bb in range(x.shape[0]):
+        a += dy[bb, o]
+    db[o] = a
+
+
 @njit(**_KW)
 def dense_backward_weights(x, dy, dw, db, q_frac, q_bits):
     """``dw[i, o] = sum_b x[b, i] dy[b, o]``, ``db[o] = sum_b dy[b, o]`` (overwrites dw, db).
@@ -607,15 +623,7 @@ def dense_backward_weights(x, dy, dw, db, q_frac, q_bits):
                         acc[0, i] += d * x[bb, i0 + i]
                 for i in range(VW):
                     dw[i0 + i, o] = acc[0, i]
-            for i in range(n_blk * VW, n_in):
-                a = zero
-                for bb in range(n_batch):
-                    a += x[bb, i] * dy[bb, o]
-                dw[i, o] = a
-            a = zero
-            for bb in range(n_batch):
-                a += dy[bb, o]
-            db[o] = a
+            _weight_column(x, dy, dw, db, o, n_blk * VW)
     else:
         n_blk = n_out // VW
         o_tail = n_blk * VW
@@ -624,15 +632,7 @@ def dense_backward_weights(x, dy, dw, db, q_frac, q_bits):
             for ib in range(n_ib):
                 _weight_rows(x, dy, dw, db, acc, ib * RB, ob * VW)
         for o in range(o_tail, n_out):
-            for i in range(n_in):
-                a = zero
-                for bb in range(n_batch):
-                    a += x[bb, i] * dy[bb, o]
-                dw[i, o] = a
-            a = zero
-            for bb in range(n_batch):
-                a += dy[bb, o]
-            db[o] = a
+            _weight_column(x, dy, dw, db, o, 0)
     if q_bits != 0:
         quantize_rows(dw, q_frac, q_bits)
         for o in range(n_out):
