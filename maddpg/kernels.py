@@ -973,18 +973,6 @@ def counter_rng_nest(n: int, tiling: Tiling = Tiling()) -> LoopNest:
 
 
 @njit(cache=True, boundscheck=False, nogil=True)
-def gather_rows(src, idx, dst, col0):
-    """``dst[k, col0:col0 + w] = src[idx[k], :]`` (the replay-buffer DMA of one sampled batch,
-    straight into its columns of a critic's concatenated input when ``col0 > 0``)."""
-    w = src.shape[1]
-    col0 = max(col0, 0)
-    for k in range(idx.shape[0]):
-        r = idx[k]
-        for j in range(w):
-            dst[k, col0 + j] = src[r, j]
-
-
-@njit(cache=True, boundscheck=False, nogil=True)
 def gather_transitions(oa, next_o, idx, c_in, c_in_next):
     """The replay DMA of one sampled minibatch: row ``idx[k]`` of ``oa`` (all agents'
     observations and actions, the critic-input layout) into ``c_in[k]`` and of ``next_o``
@@ -1028,17 +1016,6 @@ def put_columns(src, dst, col0):
     for k in range(np.uint64(src.shape[0])):
         for j in range(w):
             dst[k, c0 + j] = src[k, j]
-
-
-@njit(cache=True, boundscheck=False, nogil=True)
-def take_columns(src, col0, dst):
-    """``dst = src[:, col0:col0 + w]`` into a contiguous buffer (an agent's observations out of
-    the critic input, as its actor's input)."""
-    w = np.uint64(dst.shape[1])
-    c0 = np.uint64(max(col0, 0))
-    for k in range(np.uint64(dst.shape[0])):
-        for j in range(w):
-            dst[k, j] = src[k, c0 + j]
 
 
 @njit(cache=True, nogil=True)

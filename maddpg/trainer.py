@@ -170,7 +170,6 @@ class MADDPG:
     # ---- buffers --------------------------------------------------------------------------
 
     def _alloc(self, B: int) -> None:
-        self.obs_off = [int(v) for v in np.cumsum([0, *self.obs_dims])[:-1]]
         self.act_off = [int(v) for v in sum(self.obs_dims) + np.cumsum([0, *self.act_dims])[:-1]]
         # two sets of minibatch buffers: agent i's update works in slot i % 2 while the next
         # agent's minibatch is prepared in the other one
