@@ -3,15 +3,16 @@
 the same run. Shapes are simple_spread's: N agents, observation 4 + 2N + 4(N - 1), 5 actions,
 critics over all observations and actions, two 64-unit ReLU layers.
 
-    .venv/bin/python bench/maddpg_speed.py [--agents 3 6 12] [--repeats 20] [--rounds 3] [--batch 1024] [--serial]
+    .venv/bin/python bench/maddpg_speed.py [--agents 3 6 12] [--repeats 20] [--rounds 3] [--batch 1024]
+                                           [--threads N] [--batch-parts P]
 
 Each round builds fresh instances of both (so allocation luck varies between rounds), times
 ``--repeats`` updates of ours, then of PyTorch, and keeps each median; the table shows the
 median over ``--rounds`` rounds and the range of the per-round speed-ups (the machine may be
 shared: alternating rounds spreads load changes over both). The header names the commit,
-the thread counts and the load average before and after. Ours runs the kernels serially on
-the calling thread plus one helper thread that prepares the next agent's minibatch
-(``--serial``: calling thread only); PyTorch uses its default intra-op threads.
+the thread counts and the load average before and after. Ours splits each minibatch pass
+into ``--batch-parts`` row ranges (default: the trainer's, 2) run on Numba's threads
+(``--threads``, default: Numba's, one per CPU); PyTorch uses its default intra-op threads.
 
 PyTorch is the optional ``bench`` extra (``pip install -e '.[bench]'``); without it the
 PyTorch column is skipped with a message.
@@ -55,10 +56,11 @@ def _fill(rp, rng: np.random.Generator) -> None:
     rp.size = rp.pos = REPLAY
 
 
-def build_ours(n: int, batch: int, overlap: bool = True):
+def build_ours(n: int, batch: int, batch_parts: int | None = None):
     """A fresh trainer with a filled replay, warmed up; returns its update."""
-    cfg = make_config(env="simple_spread", n_agents=n, seed=0, batch_size=batch, buffer_size=REPLAY)
-    t = MADDPG(cfg, lambda *a: _ShapeOnlyEnv(n), overlap=overlap)
+    extra = {} if batch_parts is None else {"batch_parts": batch_parts}
+    cfg = make_config(env="simple_spread", n_agents=n, seed=0, batch_size=batch, buffer_size=REPLAY, **extra)
+    t = MADDPG(cfg, lambda *a: _ShapeOnlyEnv(n))
     _fill(t.replay, np.random.default_rng(0))
     t.update()  # warm-up (compilation, workspaces)
     return t.update
@@ -141,16 +143,26 @@ def _median_time(fn, repeats: int) -> float:
     return float(np.median(times))
 
 
-def time_round(n: int, batch: int, repeats: int, overlap: bool, with_torch: bool) -> tuple[float, float | None]:
+def time_round(n: int, batch: int, repeats: int, batch_parts: int | None, with_torch: bool) -> tuple[float, float | None]:
     """Median update time of ours, then of PyTorch's, over one round of fresh instances.
 
-    Blocks of updates, not one-by-one alternation: alternating one by one measured ours at
-    9.4 ms against 5-7 ms in blocks (3 agents). The likely cause, not proven: PyTorch's
-    OpenMP workers spin briefly on the second core after each of its updates, where our
-    helper thread runs (the core is idle again within 10 ms of PyTorch's last update)."""
-    ours = _median_time(build_ours(n, batch, overlap), repeats)
+    Blocks of updates, not one-by-one alternation: PyTorch's OpenMP workers spin briefly on
+    the other core after each of its updates, where our second thread runs (alternating one
+    by one measured ours at 9.4 ms against 5-7 ms in blocks, at 3 agents)."""
+    ours = _median_time(build_ours(n, batch, batch_parts), repeats)
     theirs = _median_time(build_torch(n, batch), repeats) if with_torch else None
     return ours, theirs
+
+
+def _threading_layer(n: int, batch: int, parts: int) -> str:
+    """Numba's threading layer (known once a parallel function has run: a warm-up update)."""
+    import numba
+
+    build_ours(n, batch, parts)
+    try:
+        return numba.threading_layer()
+    except ValueError:
+        return "none started"
 
 
 def _commit() -> str:
@@ -173,7 +185,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--repeats", type=int, default=20, help="updates per round (median)")
     ap.add_argument("--rounds", type=int, default=3, help="rounds of fresh instances of ours and PyTorch (median)")
-    ap.add_argument("--serial", action="store_true", help="ours on the calling thread only (no helper thread)")
+    ap.add_argument("--threads", type=int, default=None, help="Numba threads for ours (default: Numba's, one per CPU)")
+    ap.add_argument("--batch-parts", type=int, default=None, help="minibatch parts of ours (default: the trainer's)")
     args = ap.parse_args()
     try:
         import torch
@@ -184,18 +197,24 @@ def main() -> None:
         torch_info = "PyTorch not installed: skipping the PyTorch column (pip install -e '.[bench]')"
     import numba
 
+    if args.threads is not None:
+        if not 1 <= args.threads <= numba.config.NUMBA_NUM_THREADS:
+            ap.error(f"--threads must be in 1..{numba.config.NUMBA_NUM_THREADS}, got {args.threads}")
+        numba.set_num_threads(args.threads)
+    if args.batch_parts is not None and args.batch_parts < 1:
+        ap.error(f"--batch-parts must be >= 1, got {args.batch_parts}")
+    parts = args.batch_parts or make_config().batch_parts
     load0 = os.getloadavg()
     print(f"# MADDPG update time, batch {args.batch}, median of {args.rounds} rounds x {args.repeats} updates; "
           f"commit {_commit()}; {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; numba "
-          f"{numba.__version__} (kernels serial; "
-          f"{'calling thread only' if args.serial else 'calling thread + 1 helper thread preparing the next agent'}); "
-          f"{torch_info}")
+          f"{numba.__version__} ({parts} batch parts on {numba.get_num_threads()} threads, "
+          f"threading layer {_threading_layer(n=args.agents[0], batch=args.batch, parts=parts)}); {torch_info}")
     print(f"# load average before: {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}")
     print(f"{'agents':>6} {'ours ms':>9} {'torch ms':>9} {'speed-up':>9}  {'per-round range':>16}")
     for n in args.agents:
         ours_r, torch_r = [], []
         for _ in range(args.rounds):
-            o, t = time_round(n, args.batch, args.repeats, not args.serial, torch is not None)
+            o, t = time_round(n, args.batch, args.repeats, parts, torch is not None)
             ours_r.append(o)
             if t is not None:
                 torch_r.append(t)

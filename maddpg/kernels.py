@@ -22,9 +22,8 @@ accelerator model turns a LoopNest into cycles; the kernel and its nest are defi
 side from the same shapes, so they cannot drift. The unroll factor is an HLS pragma: on the
 CPU, LLVM's vectoriser realises the innermost (contiguous) loop instead.
 
-The kernels run serially: at MADDPG's sizes a kernel is tens of microseconds of work, less
-than a thread-pool launch costs when the machine is shared (a worker that has been
-descheduled costs an OS time slice, milliseconds).
+The kernels run serially on the rows they are given; :mod:`maddpg.batch_parts` runs a whole
+pass (several kernels) on row ranges of the minibatch in parallel, one fork-join per pass.
 
 Layout: activations are ``[batch, features]`` row-major; a weight matrix is ``W[in, out]`` so
 that the forward pass and the weight gradient stream contiguous rows (``out``); the input
@@ -337,7 +336,7 @@ IN_CHUNK = 128  # inputs per pass of a wide forward layer (128 x VW float32 weig
 
 # Float kernels: fastmath lets LLVM contract to FMA and vectorise; no bounds checks, numpy
 # error model (no Python-exception paths inside the loops); the GIL released while a kernel
-# runs (the trainer overlaps two agents' work on two threads).
+# runs.
 _KW = dict(cache=True, fastmath=True, boundscheck=False, error_model="numpy", nogil=True)
 
 

@@ -4,20 +4,24 @@ An :class:`MLP` owns one flat float32 parameter vector (and a gradient vector of
 layout); each layer's ``W[in, out]`` and ``b[out]`` are views into it, so Adam and the soft
 target update run once over the whole network. Activations and gradients live in
 workspaces allocated once per batch size — the kernels themselves never allocate.
+
+With ``parts > 1`` a pass splits the batch into that many row ranges run in parallel
+(:mod:`maddpg.batch_parts`); the weight gradient is the in-order sum of the parts'.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from maddpg import batch_parts as P
 from maddpg import kernels as K
 
 
 class _Workspace:
     def __init__(self, batch: int, sizes: list[int]) -> None:
         self.batch = batch
-        self.acts = [K.aligned_zeros((batch, n)) for n in sizes[1:]]
-        self.grads = [K.aligned_zeros((batch, n)) for n in sizes[1:]]
+        self.acts = tuple(K.aligned_zeros((batch, n)) for n in sizes[1:])
+        self.grads = tuple(K.aligned_zeros((batch, n)) for n in sizes[1:])
         self.dx: dict[int, np.ndarray] = {}  # input-gradient buffers by width
 
     def dx_buffer(self, width: int) -> np.ndarray:
@@ -30,8 +34,12 @@ class _Workspace:
 class MLP:
     """``sizes = [in, h1, ..., out]``; ReLU after every layer but the last (linear output)."""
 
-    def __init__(self, sizes: list[int], tiling: K.Tiling = K.Tiling(), q_frac: int = 0, q_bits: int = 0) -> None:
+    def __init__(self, sizes: list[int], tiling: K.Tiling = K.Tiling(), q_frac: int = 0, q_bits: int = 0,
+                 parts: int = 1) -> None:
+        if int(parts) < 1:
+            raise ValueError(f"parts must be >= 1, got {parts}")
         self.sizes = [int(s) for s in sizes]
+        self.parts = int(parts)
         self.tiling = tiling
         self.q_frac = int(q_frac)
         self.q_bits = int(q_bits)
@@ -43,12 +51,16 @@ class MLP:
         self.n_params = int(starts[-1])
         # 64-byte aligned (so is every layer's W and b when the widths are multiples of 16)
         self.params = K.aligned_zeros(self.n_params)
-        self.grad = K.aligned_zeros(self.n_params)
+        # one weight-gradient row per batch part, each starting on a cache line; row 0 is
+        # the gradient (the parts' sum)
+        stride = -(-self.n_params // 16) * 16
+        self.grad_parts = K.aligned_zeros((self.parts, stride))
+        self.grad = self.grad_parts[0, : self.n_params]
         self.W, self.b = self._views(self.params)
         self.dW, self.db = self._views(self.grad)
-        # per layer [out, in]: transposed weights (the narrow forward's and the input
-        # gradient's operand), rewritten by the kernels on every call that uses them
-        self.WT = [K.aligned_zeros((n_out, n_in)) for n_in, n_out in zip(self.sizes[:-1], self.sizes[1:])]
+        # per layer [parts, out, in]: transposed weights (the narrow forward's and the input
+        # gradient's operand), one copy per part, rewritten on every call that uses them
+        self.WT = tuple(K.aligned_zeros((self.parts, n_out, n_in)) for n_in, n_out in zip(self.sizes[:-1], self.sizes[1:]))
         self._ws: dict[int, _Workspace] = {}
         self._x: np.ndarray | None = None
 
@@ -80,13 +92,21 @@ class MLP:
         """Run the network on ``x[batch, in]`` (kept for :meth:`backward`); returns the output buffer."""
         ws = self.workspace(x.shape[0])
         self._x = x
-        h = x
-        last = len(self.W) - 1
-        tb, qf, qb = self.tiling.tile_b, self.q_frac, self.q_bits
-        for layer in range(last + 1):
-            K.dense_forward(h, self.W[layer], self.WT[layer], self.b[layer], ws.acts[layer], layer < last, tb, qf, qb)
-            h = ws.acts[layer]
-        return h
+        P.forward(x, self.params, self.seg_start, self.WT, ws.acts, P.effective_parts(self.parts, x.shape[0]),
+                  self.tiling.tile_b, self.q_frac, self.q_bits)
+        return ws.acts[-1]
+
+    def forward_sample(self, x: np.ndarray, u: np.ndarray, out: np.ndarray, temperature: float,
+                       into: tuple[np.ndarray, int] | None = None) -> np.ndarray:
+        """:meth:`forward`, then the Gumbel-softmax sample of the output logits with uniforms
+        ``u`` into ``out`` (``[batch, out]``, contiguous); ``into=(dst, col0)`` also copies it
+        into ``dst``'s columns ``col0 ..``. Returns ``out``."""
+        ws = self.workspace(x.shape[0])
+        self._x = x
+        dst, col0 = into if into is not None else (out, -1)
+        P.forward_sample(x, self.params, self.seg_start, self.WT, ws.acts, u, out, float(temperature), dst, int(col0),
+                         P.effective_parts(self.parts, x.shape[0]), self.tiling.tile_b, self.q_frac, self.q_bits)
+        return out
 
     def backward(self, dout: np.ndarray, weights: bool = True, inputs: bool | tuple[int, int] = False) -> np.ndarray | None:
         """Back-propagate ``dout`` (d loss / d output) through the last :meth:`forward`.
@@ -99,24 +119,15 @@ class MLP:
         x = self._x
         assert x is not None, "backward before forward"
         ws = self.workspace(x.shape[0])
-        tb, qf, qb = self.tiling.tile_b, self.q_frac, self.q_bits
-        g = dout
-        for layer in range(len(self.W) - 1, -1, -1):
-            h_in = x if layer == 0 else ws.acts[layer - 1]
-            if weights:
-                K.dense_backward_weights(h_in, g, self.dW[layer], self.db[layer], qf, qb)
-            if layer > 0:
-                gi = ws.grads[layer - 1]
-                K.dense_backward_input(g, self.W[layer], self.WT[layer], gi, 0, h_in, tb, qf, qb)
-                g = gi
-            elif inputs is not False:
-                col0, width = (0, self.sizes[0]) if inputs is True else (int(inputs[0]), int(inputs[1]))
-                if not (0 <= col0 and width >= 1 and col0 + width <= self.sizes[0]):
-                    raise ValueError(f"input columns {col0}..{col0 + width} outside 0..{self.sizes[0]}")
-                dx = ws.dx_buffer(width)
-                K.dense_backward_input(g, self.W[0], self.WT[0], dx, col0, None, tb, qf, qb)
-                return dx
-        return None
+        col0, width = -1, 1
+        if inputs is not False:
+            col0, width = (0, self.sizes[0]) if inputs is True else (int(inputs[0]), int(inputs[1]))
+            if not (0 <= col0 and width >= 1 and col0 + width <= self.sizes[0]):
+                raise ValueError(f"input columns {col0}..{col0 + width} outside 0..{self.sizes[0]}")
+        dx = ws.dx_buffer(width)
+        P.backward(x, dout, self.params, self.seg_start, self.WT, ws.acts, ws.grads, self.grad_parts, bool(weights),
+                   col0, dx, P.effective_parts(self.parts, x.shape[0]), self.tiling.tile_b, self.q_frac, self.q_bits)
+        return dx if col0 >= 0 else None
 
     def loop_nests(self, batch: int, forward: bool = True, backward: bool = True, weights: bool = True,
                    inputs: bool | tuple[int, int] = False) -> list[K.LoopNest]:

@@ -21,8 +21,6 @@ needs no saved state. Same seed, same result, byte for byte, with or without a r
 from __future__ import annotations
 
 import json
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -30,6 +28,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 from pydantic import Field, model_validator
 
+from maddpg import batch_parts as BP
 from maddpg import kernels as K
 from maddpg.checkpoint import CheckpointError, load_npz, save_npz_atomic
 from maddpg.kernels_mlp import MLP
@@ -63,6 +62,9 @@ class MADDPGConfig(StrictModel):
     adam_beta2: float = Field(0.999, ge=0, lt=1)
     adam_eps: float = Field(1e-8, gt=0)
     tile_b: int = Field(64, ge=1, description="batch rows per parallel tile of the kernels")
+    batch_parts: int = Field(2, ge=1, le=64, description="row ranges a minibatch is split into, run in parallel "
+                             "(Numba threads); weight gradients are the parts' in-order sum, so results depend "
+                             "on this, not on the thread count")
     unroll: int = Field(8, ge=1, description="innermost unroll factor (loop-nest data)")
     fixed_point_bits: int = Field(0, ge=0, le=32, description="total bits of the Q-format datapath; 0: float32")
     fixed_point_frac_bits: int = Field(0, ge=0, le=31)
@@ -102,10 +104,11 @@ class _Agent:
         hidden = [cfg.hidden_units] * cfg.hidden_layers
         a_sizes = [obs_dims[i], *hidden, act_dims[i]]
         c_sizes = [sum(obs_dims) + sum(act_dims), *hidden, 1]
-        self.actor = MLP(a_sizes, tiling, *q)
-        self.critic = MLP(c_sizes, tiling, *q)
-        self.actor_t = MLP(a_sizes, tiling, *q)
-        self.critic_t = MLP(c_sizes, tiling, *q)
+        parts = cfg.batch_parts
+        self.actor = MLP(a_sizes, tiling, *q, parts=parts)
+        self.critic = MLP(c_sizes, tiling, *q, parts=parts)
+        self.actor_t = MLP(a_sizes, tiling, *q, parts=parts)
+        self.critic_t = MLP(c_sizes, tiling, *q, parts=parts)
         self.opt = {}
         for name, net in (("actor", self.actor), ("critic", self.critic)):
             self.opt[name] = [K.aligned_zeros(net.n_params), K.aligned_zeros(net.n_params), 0]
@@ -116,8 +119,9 @@ class _Agent:
 
 class _Minibatch:
     """One agent's sampled minibatch: indices, the critic inputs (sampled ``[obs, actions]`` and
-    ``[next obs, target actions]``), the actors' inputs as column views of them, the Gumbel
-    uniforms and the sampled actions (target actors' and the updated actor's)."""
+    ``[next obs, target actions]``), the actors' inputs and the target actors' samples as
+    column views of them, the Gumbel uniforms and the sampled actions (target actors' and
+    the updated actor's)."""
 
     def __init__(self, B: int, obs_dims: list[int], act_dims: list[int]) -> None:
         n_in = sum(obs_dims) + sum(act_dims)
@@ -142,7 +146,7 @@ class _Minibatch:
 class MADDPG:
     """A MADDPG learner over an environment with the ``maddpg.env`` interface."""
 
-    def __init__(self, config: MADDPGConfig, env_factory: EnvFactory | None = None, overlap: bool = True) -> None:
+    def __init__(self, config: MADDPGConfig, env_factory: EnvFactory | None = None) -> None:
         self.cfg = cfg = config
         self.env = (env_factory or _default_env_factory)(cfg.env, cfg.n_agents, cfg.seed, cfg.max_cycles)
         self.n = self.env.n_agents
@@ -162,18 +166,12 @@ class MADDPG:
         self.rewards: list[float] = []
         self._q = (cfg.fixed_point_frac_bits, cfg.fixed_point_bits)
         self._alloc(cfg.batch_size)
-        # prepare the next agent's minibatch on a second thread during an agent's update (same
-        # results either way; off: everything on the calling thread)
-        self.overlap = bool(overlap)
-        self._pool: ThreadPoolExecutor | None = None
 
     # ---- buffers --------------------------------------------------------------------------
 
     def _alloc(self, B: int) -> None:
         self.act_off = [int(v) for v in sum(self.obs_dims) + np.cumsum([0, *self.act_dims])[:-1]]
-        # two sets of minibatch buffers: agent i's update works in slot i % 2 while the next
-        # agent's minibatch is prepared in the other one
-        self._slots = [_Minibatch(B, self.obs_dims, self.act_dims) for _ in range(2)]
+        self.mb = _Minibatch(B, self.obs_dims, self.act_dims)
         self.b_dlogits = [K.aligned_zeros((B, d)) for d in self.act_dims]
         self.dq = K.aligned_zeros((B, 1))
         self.a1_u = [np.zeros((1, d), np.float32) for d in self.act_dims]
@@ -215,78 +213,24 @@ class MADDPG:
         K.randint_fill(key_idx, rp.size, mb.idx)
         K.uniform_fill(key_u, mb.u_all[: B * (sum(self.act_dims) + self.act_dims[i])])
         # the sampled rows are the critics' inputs (the replay stores them in that layout)
-        K.gather_transitions(rp.oa, rp.next_o, mb.idx, mb.c_in, mb.c_in_next)
-
-    def _forward_work(self, i: int, mb: "_Minibatch", skip: int) -> "_WorkList":
-        """The forward passes of agent ``i``'s minibatch that need no update, as independent
-        items (each writes only its own buffers): agent ``i``'s critic on ``c_in``, its actor's
-        sample ``pi[i]`` and every target actor's sample but agent ``skip``'s (-1: none
-        skipped) into ``c_in_next`` — the larger networks first, so the last items are short."""
-        ag = self.agents[i]
-        c = self.cfg
-
-        def actor_sample() -> None:
-            # it replaces the sampled action in the critic input only after the critic step,
-            # which still needs the sampled one
-            logits = ag.actor.forward(mb.obs[i])
-            K.gumbel_softmax(logits, mb.u_actor[i], mb.pi[i], c.temperature, c.tile_b)
-
-        items = [lambda: ag.critic.forward(mb.c_in), actor_sample]
-        items += [(lambda j=j: self._target_action(j, mb)) for j in range(self.n) if j != skip]
-        return _WorkList(items)
-
-    def _prepare(self, i: int, mb: "_Minibatch", work: "_WorkList") -> None:
-        """On the helper thread: agent ``i``'s sample and gather, then its share of ``work``."""
-        try:
-            self._sample(i, mb)
-        except BaseException:
-            work.cancel()  # the calling thread must not wait for (or run) items on no data
-            raise
-        work.ready.set()
-        work.drain()
-
-    def _target_action(self, j: int, mb: "_Minibatch") -> None:
-        logits = self.agents[j].actor_t.forward(mb.nobs[j])
-        K.gumbel_softmax(logits, mb.u[j], mb.act[j], self.cfg.temperature, self.cfg.tile_b)
-        K.put_columns(mb.act[j], mb.c_in_next, self.act_off[j])
+        BP.gather_transitions(rp.oa, rp.next_o, mb.idx, mb.c_in, mb.c_in_next, BP.effective_parts(c.batch_parts, B))
 
     def update(self) -> float:
         """One MADDPG update of every agent (critic, actor, targets); returns the mean critic loss.
 
-        The agents update one after the other, as published. With :attr:`overlap` (and more
-        than one agent), agent ``i + 1``'s minibatch — everything of it that does not depend on
-        agent ``i``'s update: sampling, the replay gather, the target actors other than agent
-        ``i``'s, agent ``i + 1``'s critic forward pass — is prepared on a second thread while
-        agent ``i`` updates. Every value is computed from the same inputs as serially, so the
-        results are identical, bit for bit."""
+        The agents update one after the other, as published; each pass over a minibatch runs
+        its ``batch_parts`` row ranges in parallel (:mod:`maddpg.batch_parts`)."""
         losses = 0.0
-        pending = work = None
-        try:
-            for i, ag in enumerate(self.agents):
-                mb = self._slots[i % 2]
-                if work is None:  # the first agent (every agent when serial)
-                    self._sample(i, mb)
-                    work = self._forward_work(i, mb, i - 1)
-                    work.ready.set()
-                    if self.overlap:
-                        pending = self._helper().submit(work.drain)
-                # the calling thread takes its share of the forward passes (all of them when
-                # serial), then waits for the helper's last one
-                work.drain()
-                work = None
-                if pending is not None:
-                    pending.result()
-                    pending = None
-                if i > 0:
-                    self._target_action(i - 1, mb)  # agent i - 1's target actor has just been updated
-                if self.overlap and i + 1 < self.n:
-                    nxt = self._slots[(i + 1) % 2]
-                    work = self._forward_work(i + 1, nxt, i)
-                    pending = self._helper().submit(self._prepare, i + 1, nxt, work)
-                losses += self._update_agent(i, ag, mb)
-        finally:
-            if pending is not None:
-                pending.result()
+        mb = self.mb
+        c = self.cfg
+        for i, ag in enumerate(self.agents):
+            self._sample(i, mb)
+            for j in range(self.n):  # every target actor's sample, into the next-state critic input
+                self.agents[j].actor_t.forward_sample(mb.nobs[j], mb.u[j], mb.act[j], c.temperature,
+                                                      into=(mb.c_in_next, self.act_off[j]))
+            ag.critic.forward(mb.c_in)  # Q(x, a) on the sampled actions
+            ag.actor.forward_sample(mb.obs[i], mb.u_actor[i], mb.pi[i], c.temperature)
+            losses += self._update_agent(i, ag, mb)
         self.updates += 1
         return losses / self.n
 
@@ -297,14 +241,15 @@ class MADDPG:
         rp = self.replay
         tb = c.tile_b
         temp = c.temperature
-        # critic: minimise (Q(x, a) - (r + gamma Q'(x', mu'(o'))))^2 (Q(x, a) ran in _prepare)
+        # critic: minimise (Q(x, a) - (r + gamma Q'(x', mu'(o'))))^2 (Q(x, a) ran in update)
         q_next = ag.critic_t.forward(mb.c_in_next)
         q = ag.critic.workspace(B).acts[-1]
         loss = K.td_loss_grad(q, q_next, rp.rew[i], rp.done, mb.idx, c.gamma, self.dq)
         ag.critic.backward(self.dq, weights=True)
         self._adam(ag, "critic", ag.critic)
         # actor: maximise Q(x, a_1..mu_i(o_i)..a_n) with a Gumbel-softmax sample of mu_i (the
-        # actor's forward pass and sample ran in _prepare)
+        # actor's forward pass and sample ran in update; it replaces the sampled action in
+        # the critic input only now, since the critic step needed the sampled one)
         logits = ag.actor.workspace(B).acts[-1]
         K.put_columns(mb.pi[i], mb.c_in, self.act_off[i])
         ag.critic.forward(mb.c_in)
@@ -317,11 +262,6 @@ class MADDPG:
         K.soft_update(ag.actor_t.params, ag.actor.params, c.tau)
         K.soft_update(ag.critic_t.params, ag.critic.params, c.tau)
         return loss
-
-    def _helper(self) -> ThreadPoolExecutor:
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="maddpg-prepare")
-        return self._pool
 
     # ---- episodes -------------------------------------------------------------------------
 
@@ -466,32 +406,6 @@ class MADDPG:
             nests.append(K.soft_update_nest(ag.actor.n_params, t))
             nests.append(K.soft_update_nest(ag.critic.n_params, t))
         return nests
-
-
-class _WorkList:
-    """Independent work items that two threads take in order (each item once) once ``ready``
-    is set: the helper and, when it has finished its own work, the calling thread."""
-
-    def __init__(self, items: list[Callable[[], None]]) -> None:
-        self.items = items
-        self.ready = threading.Event()
-        self._lock = threading.Lock()
-        self._next = 0
-
-    def cancel(self) -> None:
-        with self._lock:
-            self._next = len(self.items)
-        self.ready.set()
-
-    def drain(self) -> None:
-        self.ready.wait()
-        while True:
-            with self._lock:
-                k = self._next
-                if k >= len(self.items):
-                    return
-                self._next = k + 1
-            self.items[k]()
 
 
 def _copy_into(dst: np.ndarray, src: np.ndarray, key: str) -> None:

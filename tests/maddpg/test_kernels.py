@@ -269,6 +269,98 @@ def test_fixed_point_forward_is_quantised_and_saturates():
     assert np.all(net.params * 256 == np.rint(net.params * 256))
 
 
+# ---- batch parts -------------------------------------------------------------------------
+
+
+def _mlp_pair(sizes, parts, seed, q=(0, 0)):
+    rng = np.random.default_rng(seed)
+    nets = [MLP(sizes, K.Tiling(tile_b=8), *q, parts=p) for p in (1, parts)]
+    nets[0].init_glorot(rng)
+    nets[0].b[0][...] = rng.normal(0, 0.3, nets[0].b[0].shape)
+    if q[1]:
+        K.quantize(nets[0].params, nets[0].params, *q)
+    nets[1].params[:] = nets[0].params
+    return nets
+
+
+@pytest.mark.parametrize("parts", [2, 3, 7])
+@pytest.mark.parametrize("batch", [1, 5, 130])
+def test_batch_parts_equal_the_whole_batch_but_for_gradient_rounding(parts, batch):
+    """A pass split into row ranges: forward outputs, Gumbel samples and input gradients are
+    the unsplit pass's bit for bit (rows are independent); weight gradients are the same sum
+    grouped by part (float32 rounding apart), and against float64 numpy."""
+    sizes = [69, 64, 64, 5]
+    whole, split = _mlp_pair(sizes, parts, seed=parts * 1000 + batch)
+    rng = np.random.default_rng(batch)
+    x = rng.normal(size=(batch, sizes[0])).astype(np.float32)
+    u = rng.random((batch, sizes[-1])).astype(np.float32)
+    dout = rng.normal(size=(batch, sizes[-1])).astype(np.float32)
+    outs = []
+    for net in (whole, split):
+        sample = np.zeros((batch, sizes[-1]), np.float32)
+        dst = np.full((batch, 9), 7.0, np.float32)
+        net.forward_sample(x, u, sample, 1.0, into=(dst, 2))
+        logits = net.workspace(batch).acts[-1].copy()
+        dx = net.backward(dout, weights=True, inputs=(60, 9)).copy()
+        outs.append((logits, sample, dst, dx, net.grad.copy()))
+    (l0, s0, d0, dx0, g0), (l1, s1, d1, dx1, g1) = outs
+    np.testing.assert_array_equal(l1, l0)
+    np.testing.assert_array_equal(s1, s0)
+    np.testing.assert_array_equal(d1, d0)
+    np.testing.assert_array_equal(d1[:, 2:7], s1)
+    assert np.all(d1[:, [0, 1, 7, 8]] == 7.0)
+    np.testing.assert_array_equal(dx1, dx0)
+    np.testing.assert_allclose(g1, g0, rtol=1e-5, atol=1e-5)
+    hs = ref_forward([w.astype(np.float64) for w in whole.W], [b.astype(np.float64) for b in whole.b], x.astype(np.float64))
+    dws, dbs, _ = ref_backward([w.astype(np.float64) for w in whole.W], hs, dout.astype(np.float64))
+    np.testing.assert_allclose(np.concatenate([np.concatenate([w.ravel(), b]) for w, b in zip(dws, dbs)]), g1,
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_batch_parts_in_fixed_point_sum_to_the_grid():
+    """Fixed point: the parts' weight gradients are wide partial sums, reduced, then rounded
+    to the Q grid and saturated once: the unsplit kernel's gradient up to float32 rounding."""
+    q = (6, 10)  # Q4.6: step 1/64, max 511/64
+    whole, split = _mlp_pair([12, 16, 3], 2, seed=3, q=q)
+    rng = np.random.default_rng(4)
+    x = K.aligned_zeros((200, 12))
+    x[:] = rng.normal(0, 3, size=x.shape)
+    K.quantize_rows(x, *q)
+    dout = np.full((200, 3), 0.5, np.float32)
+    for net in (whole, split):
+        net.forward(x)
+        net.backward(dout)
+    g = split.grad
+    assert np.all(g * 64 == np.rint(g * 64)) and g.min() >= -8 and g.max() <= 511 / 64  # Q4.6's range
+    assert g.max() == 511 / 64 and g.min() == -8  # some entries saturated (sums over 200 rows)
+    np.testing.assert_allclose(g, whole.grad, atol=1 / 64)  # at most one step where a sum ties
+
+
+def test_batch_parts_do_not_depend_on_the_thread_count():
+    import numba
+
+    sizes = [18, 64, 64, 5]
+    _, net = _mlp_pair(sizes, 4, seed=9)
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(1024, sizes[0])).astype(np.float32)
+    dout = rng.normal(size=(1024, sizes[-1])).astype(np.float32)
+    results = []
+    threads = numba.get_num_threads()
+    for n in sorted({1, threads}):
+        numba.set_num_threads(n)
+        try:
+            y = net.forward(x).copy()
+            net.backward(dout)
+            results.append((y, net.grad.copy()))
+        finally:
+            numba.set_num_threads(threads)
+    for y, g in results[1:]:
+        np.testing.assert_array_equal(y, results[0][0])
+        np.testing.assert_array_equal(g, results[0][1])
+    with pytest.raises(ValueError, match="parts"):
+        MLP(sizes, parts=0)
+
+
 # ---- register-blocked paths -------------------------------------------------------------
 
 
