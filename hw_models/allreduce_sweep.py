@@ -19,6 +19,7 @@ from nic.allreduce import NicConfig, simulate_allreduce
 from nic.message_sim import MODEL_VERSION as MESSAGE_MODEL_VERSION
 from nic.collectives import build
 from nic.result import AllreduceResult
+from noc.flit import MODEL_VERSION as FLIT_MODEL_VERSION
 from noc.topology import Topology
 
 
@@ -35,8 +36,10 @@ def run_key(topology: Topology, job: Job, nic: NicConfig, network, seed: int) ->
     net = network.model_dump(mode="json") if hasattr(network, "model_dump") else None
     fields = {"topology": topology.to_dict(), "job": job.__dict__, "nic": nic.model_dump(mode="json"),
               "network": net, "seed": seed}
-    if job.model == "message":  # results of an older message model are not reused
+    if job.model == "message":  # results of an older model are not reused
         fields["message_model_version"] = MESSAGE_MODEL_VERSION
+    elif job.model == "flit":
+        fields["flit_model_version"] = FLIT_MODEL_VERSION
     blob = json.dumps(fields, sort_keys=True)
     return f"{topology.name}|{job.algorithm}|{job.nic}|{job.model}|{job.size_bytes}|" + hashlib.sha1(blob.encode()).hexdigest()[:12]
 

@@ -11,7 +11,8 @@ flits. Per router and cycle, as in the textbook/BookSim router:
   (``noc.routing``: DOR with dateline VC classes on tori, NCA on fat-trees), ready
   ``routing_delay_cycles`` after the head reaches the front of its VC;
 * **VC allocation** — each free output VC of the route's VC class goes to one waiting
-  head (most urgent priority first, round-robin among equals); usable
+  head (most urgent priority first, round-robin among equals, one pointer per output link
+  and class); usable
   ``vc_alloc_delay_cycles`` later. Wormhole needs a free VC; virtual cut-through also
   needs room for the whole packet downstream;
 * **switch allocation** — separable, input first: each input port picks one of its VCs
@@ -105,7 +106,8 @@ State = namedtuple("State", [
     "owner", "credit",
     # link and credit pipelines (rings indexed by cycle)
     "lp_pkt", "lp_seq", "lp_hop", "lp_vc", "cp_vc",
-    # arbiter pointers (per link)
+    # arbiter pointers: switch allocation per input and per output link; VC allocation per
+    # (output link, VC class) at index link * V + class (an NI's injection VC rotation too)
     "sa_in_ptr", "sa_out_ptr", "va_ptr",
     # packets (slots, recycled)
     "p_src", "p_dst", "p_flits", "p_prio", "p_tag", "p_created", "p_injected", "p_sent", "p_ejected_flits",
@@ -149,6 +151,10 @@ _kernel = njit(cache=True, error_model="numpy", _nrt=False)
 # pieces of ``step``, inlined into it (a call would pass ~600 words of array descriptors)
 _stage = njit(cache=True, error_model="numpy", _nrt=False, inline="always")
 
+
+# Bumped whenever the simulator's results change, so stored sweep results are not reused.
+# 2: VC allocation round-robin per (output link, VC class), not per link.
+MODEL_VERSION = 2
 
 _MAX_SER_DENOMINATOR = 1 << 16
 
@@ -252,7 +258,7 @@ def new_state(net, max_packets):
         np.full((nl, V), -1, np.int64), credit,
         np.full((nl, net.ring), -1, np.int64), np.zeros((nl, net.ring), np.int64), np.zeros((nl, net.ring), np.int64),
         np.zeros((nl, net.ring), np.int64), np.full((nl, net.cring), -1, np.int64),
-        np.zeros(nl, np.int64), np.zeros(nl, np.int64), np.zeros(nl, np.int64),
+        np.zeros(nl, np.int64), np.zeros(nl, np.int64), np.zeros(nl * V, np.int64),
         np.zeros(max_packets, np.int64), np.zeros(max_packets, np.int64), np.zeros(max_packets, np.int64),
         np.zeros(max_packets, np.int64), np.zeros(max_packets, np.int64), np.zeros(max_packets, np.int64),
         np.zeros(max_packets, np.int64), np.zeros(max_packets, np.int64), np.zeros(max_packets, np.int64),
@@ -550,7 +556,7 @@ def _best_waiting_head(net, st, r, a, nw, lo, cls, ov):
         if net.vct and st.credit[lo, ov] < st.p_flits[pkt]:
             continue
         ib = (kv >> 6) * V + v
-        if best < 0 or _better(st.p_prio[pkt], ib, best_prio, best, st.va_ptr[lo], n_in):
+        if best < 0 or _better(st.p_prio[pkt], ib, best_prio, best, st.va_ptr[lo * V + cls], n_in):
             best_kv = kv
             best = ib
             best_prio = st.p_prio[pkt]
@@ -572,7 +578,7 @@ def _grant_vc(net, st, r, li, v, lo, ov, now):
 @_stage
 def _allocate_vcs(net, st, r, nw, now):
     """VC allocation of router r: each free output VC of a wanted (output, class) goes to
-    the best waiting head (most urgent first, then round-robin from the output's pointer),
+    the best waiting head (most urgent first, then round-robin from the (output, class) pointer),
     output VCs in increasing order, (output, class) groups in the order of their first head."""
     base = net.rin_off[r]
     n_in = (net.rin_off[r + 1] - base) * net.V
@@ -592,7 +598,7 @@ def _allocate_vcs(net, st, r, nw, now):
             best_kv, best, n = _best_waiting_head(net, st, r, a, nw, lo, cls, ov)
             if best_kv >= 0:
                 _grant_vc(net, st, r, net.rin_links[base + (best_kv >> 6)], best_kv & 63, lo, ov, now)
-                st.va_ptr[lo] = _wrap(best + 1, n_in)
+                st.va_ptr[lo * net.V + cls] = _wrap(best + 1, n_in)
                 n -= 1
             if n == 0:
                 break  # every head that wanted (lo, cls) has its VC: the other free ones stay free
@@ -736,12 +742,12 @@ def _injection_vc(net, st, ep, pkt, l):
     cls = net.route_class[st.p_src[pkt], st.p_dst[pkt], 0]
     vpc = net.vcs_per_class
     for k in range(vpc):
-        c = cls * vpc + (st.va_ptr[l] + k) % vpc
+        c = cls * vpc + (st.va_ptr[l * net.V + cls] + k) % vpc
         if st.owner[l, c] < 0 and (not net.vct or st.credit[l, c] >= st.p_flits[pkt]):
             st.owner[l, c] = -2 - ep
             st.ovc_free[l] &= ~_bit(c)
             st.q_vc[ep] = c
-            st.va_ptr[l] = (c - cls * vpc + 1) % vpc
+            st.va_ptr[l * net.V + cls] = (c - cls * vpc + 1) % vpc
             return c
     return -1
 
