@@ -146,9 +146,10 @@ def _median_time(fn, repeats: int) -> float:
 def time_round(n: int, batch: int, repeats: int, batch_parts: int | None, with_torch: bool) -> tuple[float, float | None]:
     """Median update time of ours, then of PyTorch's, over one round of fresh instances.
 
-    Blocks of updates, not one-by-one alternation: PyTorch's OpenMP workers spin briefly on
-    the other core after each of its updates, where our second thread runs (alternating one
-    by one measured ours at 9.4 ms against 5-7 ms in blocks, at 3 agents)."""
+    Blocks of updates, not one-by-one alternation: alternating one by one measured ours at
+    9.4 ms against 5-7 ms in blocks (3 agents, the earlier helper-thread trainer). The likely
+    cause, not proven: PyTorch's OpenMP workers spin briefly on the second core after each of
+    its updates, where our second thread runs."""
     ours = _median_time(build_ours(n, batch, batch_parts), repeats)
     theirs = _median_time(build_torch(n, batch), repeats) if with_torch else None
     return ours, theirs

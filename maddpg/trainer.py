@@ -119,9 +119,8 @@ class _Agent:
 
 class _Minibatch:
     """One agent's sampled minibatch: indices, the critic inputs (sampled ``[obs, actions]`` and
-    ``[next obs, target actions]``), the actors' inputs and the target actors' samples as
-    column views of them, the Gumbel uniforms and the sampled actions (target actors' and
-    the updated actor's)."""
+    ``[next obs, target actions]``), the actors' inputs as column views of them, the Gumbel
+    uniforms and the sampled actions (target actors' and the updated actor's)."""
 
     def __init__(self, B: int, obs_dims: list[int], act_dims: list[int]) -> None:
         n_in = sum(obs_dims) + sum(act_dims)

@@ -25,6 +25,9 @@ def train(
     resume: bool = typer.Option(False, "--resume", help="Continue from <out>/checkpoint.npz with nothing lost."),
     batch_size: int = typer.Option(1024, "--batch-size", min=1, help="Minibatch size (openai/maddpg: 1024)."),
     learning_starts: Optional[int] = typer.Option(None, "--learning-starts", min=1, help="Replay size before updates (default batch x episode length)."),
+    batch_parts: int = typer.Option(2, "--batch-parts", min=1, max=64,
+                                    help="Row ranges each minibatch pass is split into, run on Numba's threads; results "
+                                         "depend on this, not on the thread count (NUMBA_NUM_THREADS)."),
     random_episodes: int = typer.Option(100, "--random-episodes", min=0, help="Episodes of a uniformly random policy measured for the plot (0: skip)."),
     fixed_point: Optional[str] = typer.Option(None, "--fixed-point", metavar="BITS.FRAC",
                                               help="Fixed-point datapath: every kernel output rounded to a signed BITS-bit "
@@ -38,7 +41,7 @@ def train(
 
     q_bits, q_frac = _parse_fixed_point(fixed_point)
     cfg = make_config(env=env, n_agents=agents, seed=seed, batch_size=batch_size, learning_starts=learning_starts,
-                      fixed_point_bits=q_bits, fixed_point_frac_bits=q_frac)
+                      fixed_point_bits=q_bits, fixed_point_frac_bits=q_frac, batch_parts=batch_parts)
     out_dir = out or Path("results") / "maddpg" / f"{env}_{agents}a_seed{seed}"
     ck = out_dir / "checkpoint.npz"
     console = Console(width=None if sys.stdout.isatty() else 120)

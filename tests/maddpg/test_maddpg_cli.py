@@ -96,3 +96,23 @@ def test_bad_fixed_point_is_a_one_line_error(tmp_path, capsys, text):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --fixed-point") and err.count("\n") == 1
+
+
+def test_batch_parts_flag_reaches_the_trainer_and_a_mismatch_on_resume_is_named(tmp_path, capsys):
+    from maddpg.trainer import MADDPG, make_config
+
+    r = CliRunner().invoke(app, [*ARGS, "--episodes", "8", "--out", str(tmp_path), "--batch-parts", "3"])
+    assert r.exit_code == 0, r.output
+    t = MADDPG(make_config(env="simple", n_agents=1, seed=3, batch_size=16, learning_starts=50, batch_parts=3), make_standin)
+    t.train(8)
+    assert t.updates > 0
+    np.testing.assert_array_equal(np.load(tmp_path / "checkpoint.npz")["agent0/actor"], t.agents[0].actor.params)
+    np.testing.assert_allclose(_rewards(tmp_path / "rewards.csv"), t.rewards, rtol=0, atol=1e-6)  # CSV keeps 6 decimals
+    with pytest.raises(SystemExit) as exc:  # resuming with other parts would change the arithmetic
+        main([*ARGS, "--episodes", "9", "--out", str(tmp_path), "--resume"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "batch_parts" in err and err.count("\n") == 1
+    with pytest.raises(SystemExit) as exc:
+        main([*ARGS, "--episodes", "3", "--out", str(tmp_path), "--batch-parts", "0"])
+    assert exc.value.code == 2
