@@ -25,10 +25,10 @@ message level (docs/allreduce.md, "Calibration"):
   time (it reaches hop ``h``'s router ``head_latency_cycles[:, h]`` after it left or
   after it was last unblocked); it keeps every VC it holds while it waits for the next
   one, and data flows only once the head has reached the destination. A freed VC goes to
-  the most urgent waiting head, then round-robin over the router's input ports (the flit
-  router's VC allocator). ``vcs_per_class`` VCs per (link, class) therefore bound how
-  many transfers can cross a link at once, and blocked heads block the transfers behind
-  them (chains of waiting heads serialise whole steps).
+  the most urgent waiting head, then round-robin over the router's input ports, one
+  pointer per (link, class) (the flit router's VC allocator). ``vcs_per_class`` VCs per
+  (link, class) therefore bound how many transfers can cross a link at once, and blocked
+  heads block the transfers behind them (chains of waiting heads serialise whole steps).
 * **Buffering between the NI and the bottleneck.** A flow held back by a link further
   on fills the buffers in front of that link (``hop_buffer_bytes`` per hop: the VCs the
   flow can use times their depth) while its NI keeps injecting at full speed; the NI is
@@ -55,7 +55,8 @@ POLICY_CODESIGNED = 1
 
 # Bumped whenever the model's results change, so stored sweep results are not reused.
 # 2: VC holding, buffering before the bottleneck, one queue per NI.
-MODEL_VERSION = 2
+# 3: VC allocation round-robin per (link, VC class), as the flit level's (noc.flit MODEL_VERSION 2).
+MODEL_VERSION = 3
 
 # transfer states
 _WAITING, _QUEUED, _HEAD, _SENDING, _DRAINING, _IN_FLIGHT, _ARRIVED = 0, 1, 2, 3, 4, 5, 6
@@ -198,7 +199,7 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
     vc_free = np.full(n_links * n_cls, vcs_per_class, dtype=np.int64)
     head_hop = np.zeros(t_count, dtype=np.int64)
     head_key = np.zeros(t_count)
-    va_ptr = np.full(n_links, -1, dtype=np.int64)
+    va_ptr = np.full(n_links * n_cls, -1, dtype=np.int64)  # per (link, class)
     # NIs: the transfer each NI (node, slot) started last; queued transfers wait for it
     slot_tx = np.full(num_nodes * nis, -1, dtype=np.int64)
     waits_on = np.full(t_count, -1, dtype=np.int64)
@@ -293,7 +294,7 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                 h = head_hop[i]
                 if path_links[i, h] != lo or path_cls[i, h] != lc or not (head_key[i] <= now or h < catch_hops[i]):
                     continue
-                d = (in_port[i, h] - va_ptr[lo] - 1) % n_links
+                d = (in_port[i, h] - va_ptr[lo * n_cls + lc] - 1) % n_links
                 if best < 0:
                     better = True
                 else:
@@ -305,7 +306,7 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                     best_d = d
             i = heads[best]
             h = head_hop[i]
-            va_ptr[lo] = in_port[i, h]
+            va_ptr[lo * n_cls + lc] = in_port[i, h]
             vc_free[lo * n_cls + lc] -= 1
             if h + 1 < path_len[i]:
                 head_hop[i] = h + 1

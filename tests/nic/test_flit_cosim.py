@@ -17,17 +17,19 @@ SIZE = 256 * 1024
 
 # (topology, algorithm, NIC) -> the mechanism, where the message model is known to miss
 # the flit level by more than 5 % (measured residuals and evidence in docs/allreduce.md,
-# "Calibration"). All three are per-packet (baseline NIC) runs of the router's switch and
-# VC allocation, which the message model does not represent.
-_HOL = ("head-of-line blocking and separable switch allocation in the per-packet network: the distance-2 "
-        "exchanges of a 4-node torus ring put a flow that ejects and a flow that continues to a contended "
-        "output in the same input VCs, and the flit level delivers 0.38-0.49 instead of 0.5 flits/cycle per flow")
+# "Calibration"). All three are per-packet (baseline NIC) runs losing throughput in the
+# routers' FIFO VCs and switch allocation, which the message model does not represent.
+_HOL = ("head-of-line blocking in the per-packet network: the distance-2 exchanges of a 4-node torus ring "
+        "put a flow that ejects and a flow that continues to a contended output in the same input VCs; a VC is "
+        "re-allocated upstream before the previous packet drained, so ejecting packets queue behind continuing "
+        "ones, and the flit level delivers 0.35-0.49 instead of 0.5 flits/cycle per flow")
 KNOWN_RESIDUALS = {
     ("torus:4x4", "halving_doubling", "baseline"): _HOL,
     ("torus:4x4:c4", "halving_doubling", "baseline"): _HOL + "; with 4 NIs the step-0 transfers to a neighbour "
-    "also starve behind the step-1 transfers to the node beyond it in the shared class-0 VCs (some arrive 7000 cycles after their NI finished)",
-    ("fattree:k4:l2", "bidir_ring", "baseline"): "the round-robin switch allocator loses a few per cent of the "
-    "ejection links' cycles where a node's two rings hand over, the ring falls out of step and transfers collide "
+    "also wait behind the step-1 transfers to the node beyond it in the shared class-0 VCs (up to 2670 cycles after their NI finished)",
+    ("fattree:k4:l2", "bidir_ring", "baseline"): "separable input-first switch allocation: an NI's next transfer "
+    "shares the injection input with the previous one's waiting packets, the input sends one flit per cycle and "
+    "loses cycles to a contended output, the rings fall out of step and transfers collide "
     "(chaotic: within 4 % with 28- or 36-flit VCs, iSLIP or virtual cut-through; -16 to -23 % with 30-34 flits)",
 }
 
