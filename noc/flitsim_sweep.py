@@ -103,9 +103,10 @@ def zero_load_latency_cycles(topology: Topology, network: FlitNetworkConfig, tra
     rest = np.cumsum(d[:, :, ::-1], axis=2)[:, :, ::-1]  # d_j + ... + d_{n-1}
     sizes, cdf = traffic.size_table()
     probs = np.diff(np.r_[0.0, cdf])
+    r_path = r[links]  # cycles per flit of each link on each path
     per_pair = np.zeros((e, e))
     for f, p in zip(sizes, probs):
-        tail = np.where(mask, grant + (f - 1) * np.where(mask, r[links], 0.0) + rest, -np.inf).max(axis=2)
+        tail = np.where(mask, grant + (f - 1) * r_path + rest, -np.inf).max(axis=2)
         per_pair += p * np.where(mask.any(axis=2), tail, 0.0)
     dst = destinations(traffic.pattern, topology)
     off_diag = ~np.eye(e, dtype=bool)
