@@ -16,6 +16,7 @@ from pydantic import Field, field_validator
 from hw_models.units import parse_sizes_bytes
 from noc.config import StrictModel, read_toml, validate
 from noc.errors import ConfigError
+from noc.flit import FlitNetworkConfig
 from noc.topology import parse_spec
 
 PRESETS = ("isca2021",)
@@ -65,8 +66,23 @@ class RunConfig(StrictModel):
 
 class ExperimentConfig(StrictModel):
     network: NetworkConfig = NetworkConfig()
+    # the flit-level routers (VCs, buffers, allocators, pipeline delays); the message-level
+    # model takes its router delay, VC counts and buffer sizes from it too
+    router: FlitNetworkConfig = FlitNetworkConfig()
     allreduce: AllreduceConfig = AllreduceConfig()
     run: RunConfig = RunConfig()
+
+
+def resolve_router(network: NetworkConfig, router: FlitNetworkConfig, source: str) -> FlitNetworkConfig:
+    """The router config with its routing settled: ``router.routing``, or
+    ``network.routing`` when the router's is "auto"; two different explicit choices are an
+    error naming ``source``."""
+    if router.routing == "auto":
+        return router if network.routing == "auto" else router.model_copy(update={"routing": network.routing})
+    if network.routing not in ("auto", router.routing):
+        raise ConfigError(f"{source}: network.routing = {network.routing!r} and router.routing = {router.routing!r} "
+                          "disagree; set one of them")
+    return router
 
 
 def preset_path(name: str) -> Path:

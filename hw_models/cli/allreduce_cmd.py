@@ -33,7 +33,7 @@ def allreduce(
 
     from hw_models.allreduce_sweep import Job, plot_bandwidth, run_sweep, table_rows
     from hw_models.cli.schedule_cmd import resolve_topology
-    from hw_models.config import load_experiment
+    from hw_models.config import load_experiment, resolve_router
     from hw_models.store import ResultStore, write_csv_atomic
     from hw_models.units import format_size_bytes, parse_sizes_bytes
     from nic.allreduce import MODELS, NicConfig
@@ -56,7 +56,8 @@ def allreduce(
     run_seed = cfg.run.seed if seed is None else seed
     out_dir = out or Path(cfg.run.out_dir) / "allreduce"
     nic_cfg = NicConfig(element_bytes=cfg.allreduce.element_bytes, clock_ghz=net.clock_ghz)
-    network = _network_config(cfg)  # the message model takes its router delay from it too
+    # the flit-level routers; the message model takes its router delay, VCs and buffers from them too
+    network = resolve_router(net, cfg.router, str(config) if config else f"preset {preset}" if preset else "defaults")
     stem = f"{t.name.replace(':', '_')}_{model}"
     store = ResultStore(out_dir / f"{stem}.jsonl")
     if fresh and store.path.exists():
@@ -96,10 +97,3 @@ def allreduce(
     console.print(f"{len(results)} runs ({reused_count} reused from {store.path.name}); every schedule verified on exact "
                   f"integers; wrote {csv_path} and {png_path}")
 
-
-def _network_config(cfg):
-    """The flit-level network config of an experiment (defaults when the config has none)."""
-    from noc.flit import FlitNetworkConfig  # noqa: PLC0415
-
-    router = getattr(cfg, "router", None)
-    return router if isinstance(router, FlitNetworkConfig) else FlitNetworkConfig()

@@ -21,4 +21,5 @@ def show(
     from hw_models.config import load_experiment
 
     cfg = load_experiment(file, preset)
-    typer.echo(tomli_w.dumps(cfg.model_dump(mode="json")), nl=False)
+    # TOML has no null: unset optional keys (router.flit_bytes) are left out, meaning their default
+    typer.echo(tomli_w.dumps(cfg.model_dump(mode="json", exclude_none=True)), nl=False)

@@ -55,6 +55,7 @@ def load_experiment(config: Path, pattern: Optional[str] = None, seed: Optional[
     ``flit_bytes / link_bytes_per_cycle`` cycles; otherwise a link carries one flit per cycle);
     ``clock_ghz`` does not change the flit-level model."""
     from hw_models.cli.schedule_cmd import resolve_topology
+    from hw_models.config import resolve_router
     from noc.config import read_toml, validate
     from noc.errors import ConfigError
 
@@ -67,12 +68,8 @@ def load_experiment(config: Path, pattern: Optional[str] = None, seed: Optional[
             data = {**data, "traffic": {**traffic, **overrides}}
         source += " (with flags)"
     cfg = validate(data, experiment_model(), source=source)
-    net, router = cfg.network, cfg.router
-    if router.routing == "auto" and net.routing != "auto":
-        cfg = cfg.model_copy(update={"router": router.model_copy(update={"routing": net.routing})})
-    elif router.routing != "auto" and net.routing not in ("auto", router.routing):
-        raise ConfigError(f"{config}: network.routing = {net.routing!r} and router.routing = {router.routing!r} "
-                          "disagree; set one of them")
+    net = cfg.network
+    cfg = cfg.model_copy(update={"router": resolve_router(net, cfg.router, str(config))})
     t = resolve_topology(net.topology, net.nis_per_node if net.nis_per_node > 1 else None,
                          link_latency_cycles=net.link_latency_cycles, link_bytes_per_cycle=net.link_bytes_per_cycle)
     # fail before any progress bar: the pattern must suit the topology, the routing the VCs

@@ -52,6 +52,10 @@ def test_config_show_fills_defaults(tmp_path, capsys):
     assert cfg["network"]["topology"] == "mesh:4x4"
     assert cfg["network"]["link_bytes_per_cycle"] == 16.0  # default filled in
     assert cfg["allreduce"]["element_bytes"] == 4
+    assert cfg["router"]["num_vcs"] == 2 and "flit_bytes" not in cfg["router"]  # unset: one flit per cycle
+    f.write_text(out)  # what it prints reads back as the same config
+    code, again, _ = run(["config", "show", str(f)], capsys)
+    assert code in (0, None) and again == out
 
 
 @pytest.mark.parametrize(
@@ -92,3 +96,8 @@ def test_isca2021_preset_matches_the_published_setup(capsys):
     assert cfg["network"]["link_latency_cycles"] == 1
     assert cfg["network"]["nis_per_node"] == 4
     assert cfg["allreduce"]["sizes"] == "32KiB..64MiB" and cfg["allreduce"]["element_bytes"] == 4
+    # its routers: 4 VCs x 318 flits, iSLIP, routing delay 0 and credit delay 1 (torus), 128-bit flits
+    router = cfg["router"]
+    assert (router["num_vcs"], router["vc_depth_flits"], router["allocator"]) == (4, 318, "islip")
+    assert (router["routing_delay_cycles"], router["vc_alloc_delay_cycles"], router["sw_alloc_delay_cycles"],
+            router["credit_delay_cycles"], router["flit_bytes"]) == (0, 1, 1, 1, 16)

@@ -68,6 +68,35 @@ def test_allreduce_resumes_after_a_torn_store_line(tmp_path, capsys):
     assert code in (0, None) and "(1 reused" in out
 
 
+def test_allreduce_simulates_the_configs_router_and_routing(tmp_path, capsys):
+    import csv
+
+    from nic.allreduce import NicConfig, simulate_allreduce
+    from nic.collectives import build
+    from noc.flit import FlitNetworkConfig
+
+    f = tmp_path / "c.toml"
+    f.write_text('[network]\ntopology = "torus:4x4"\nnis_per_node = 4\nrouting = "shortest"\n'
+                 '[router]\nnum_vcs = 4\nvc_depth_flits = 32\n'
+                 '[allreduce]\nalgorithms = ["dbtree"]\nsizes = "1MiB"\n')
+    code, _, _ = run(["allreduce", "--config", str(f), "--out", str(tmp_path)], capsys)
+    assert code in (0, None)
+    rows = {r["algorithm"]: float(r["total_cycles"]) for r in csv.DictReader(open(tmp_path / "torus_4x4_c4_message.csv"))}
+    t = parse_spec("torus:4x4:c4")
+    want = simulate_allreduce(t, build(t, "dbtree"), NicConfig(),
+                              FlitNetworkConfig(num_vcs=4, vc_depth_flits=32, routing="shortest"), 1 << 20).total_cycles
+    for other in (FlitNetworkConfig(), FlitNetworkConfig(num_vcs=4, vc_depth_flits=32)):  # the run depends on both
+        assert simulate_allreduce(t, build(t, "dbtree"), NicConfig(), other, 1 << 20).total_cycles != want
+    assert rows["dbtree"] == pytest.approx(want, abs=1e-3)  # the CSV keeps 3 decimals
+
+
+def test_allreduce_refuses_two_different_routings(tmp_path, capsys):
+    f = tmp_path / "c.toml"
+    f.write_text('[network]\nrouting = "dor"\n[router]\nrouting = "shortest"\n')
+    code, _, err = run(["allreduce", "--config", str(f), "--out", str(tmp_path)], capsys)
+    assert code == 2 and "network.routing = 'dor' and router.routing = 'shortest' disagree" in err and str(f) in err
+
+
 @pytest.mark.parametrize("argv,msg", [
     (["--nic", "fancy"], "--nic 'fancy'"),
     (["--model", "spice"], "--model 'spice'"),
