@@ -20,9 +20,10 @@ SIZE = 256 * 1024
 # "Calibration"). All three are per-packet (baseline NIC) runs losing throughput in the
 # routers' FIFO VCs and switch allocation, which the message model does not represent.
 _HOL = ("head-of-line blocking in the per-packet network: the distance-2 exchanges of a 4-node torus ring "
-        "put a flow that ejects and a flow that continues to a contended output in the same input VCs; a VC is "
-        "re-allocated upstream before the previous packet drained, so ejecting packets queue behind continuing "
-        "ones, and the flit level delivers 0.35-0.49 instead of 0.5 flits/cycle per flow")
+        "put a flow that ejects and a flow that continues to a contended output in the same input VCs; the "
+        "continuing flow's packets fill them while they wait for that output or a VC beyond it, the ejecting "
+        "flow waits behind them, and the flit level delivers 0.35-0.49 instead of 0.5 flits/cycle per flow "
+        "(also with iSLIP, atomic VC allocation or a second switch-allocation iteration)")
 KNOWN_RESIDUALS = {
     ("torus:4x4", "halving_doubling", "baseline"): _HOL,
     ("torus:4x4:c4", "halving_doubling", "baseline"): _HOL + "; with 4 NIs the step-0 transfers to a neighbour "
