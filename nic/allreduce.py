@@ -191,24 +191,37 @@ def _message_routes(topology: Topology, network) -> RouteTable:
 
 
 def message_flow_control(topology: Topology, routes: RouteTable, prep: Prepared, nic: NicConfig,
-                         network) -> tuple[Wormhole | None, np.ndarray]:
+                         network) -> tuple[Wormhole | None, np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
     """What the message model takes from the flit-level network config: the wormhole
     description (VC classes and counts, head latencies, buffers; ``None`` without a
-    network config: a pure fluid) and each transfer's NI injection rate in bytes/cycle.
+    network config: a pure fluid), each transfer's NI injection rate in bytes/cycle, and
+    the VCs its packets share with other transfers' as ``(resources per transfer,
+    capacities)`` for :func:`nic.message_sim.simulate_transfers` (or ``None``).
 
     Per-packet flow control with one VC per class re-allocates that VC for every packet:
     the head of the next packet waits for the route and VC allocation stages after the
-    tail of the previous one left, so a flow moves ``L`` flits in ``L + rc + va`` cycles.
+    tail of the previous one left, so the packets of a class move ``L`` flits in
+    ``L + rc + va`` cycles on every link: the NI injects at that rate, and all transfers
+    whose packets use a link in the same class share that rate, while a link carrying two
+    classes is busy in one class's allocation bubble with the other's flits.
     """
     links = routes.links[prep.src_ep, prep.dst_ep].astype(np.int64)
     ni_bw = topology.link_bytes_per_cycle[links[:, 0]].astype(np.float64)
     if network is None or not hasattr(network, "num_vcs"):
-        return None, ni_bw
+        return None, ni_bw, None
     vcs = int(network.num_vcs) // int(routes.num_vc_classes)
     packet_flits = 1 + -(-nic.packet_bytes // nic.flit_bytes)
+    shared = None
     if not nic.bulk and vcs == 1:
         bubble = int(network.routing_delay_cycles) + int(network.vc_alloc_delay_cycles)
         ni_bw = ni_bw * packet_flits / (packet_flits + bubble)
+        # one resource per (link, VC class) after the injection hop, at the bubbled rate
+        n_cls = int(routes.num_vc_classes)
+        cls = routes.vc_class[prep.src_ep, prep.dst_ep].astype(np.int64)
+        res = np.where(links >= 0, links * n_cls + cls, -1)
+        res[:, 0] = -1
+        cap = np.repeat(topology.link_bytes_per_cycle.astype(np.float64), n_cls) * packet_flits / (packet_flits + bubble)
+        shared = (res, cap)
     link_lat = topology.link_latency_cycles.astype(np.float64)
     rd = router_delay_cycles(network)
     head_lat = np.zeros(links.shape)
@@ -222,7 +235,7 @@ def message_flow_control(topology: Topology, routes: RouteTable, prep: Prepared,
         vc_class=routes.vc_class[prep.src_ep, prep.dst_ep].astype(np.int64), head_latency_cycles=head_lat,
         in_port=in_port, num_vc_classes=int(routes.num_vc_classes), vcs_per_class=vcs, hold_vcs=nic.bulk,
         hop_buffer_bytes=float(per_hop_vcs * int(network.vc_depth_flits) * nic.flit_bytes))
-    return wormhole, ni_bw
+    return wormhole, ni_bw, shared
 
 
 def run_message(topology: Topology, prep: Prepared, nic: NicConfig, network, *,
@@ -234,7 +247,7 @@ def run_message(topology: Topology, prep: Prepared, nic: NicConfig, network, *,
     links = routes.links[prep.src_ep, prep.dst_ep].astype(np.int64)
     length = routes.length[prep.src_ep, prep.dst_ep].astype(np.int64)
     nl = topology.num_links
-    wormhole, ni_bw = message_flow_control(topology, routes, prep, nic, network)
+    wormhole, ni_bw, shared = message_flow_control(topology, routes, prep, nic, network)
     # The sending NI is whichever of the node's NIs is free (the NI count limits a node's
     # concurrent sends), so the injection hop is a private link per transfer at the NI's
     # bandwidth rather than one particular NI's link.
@@ -245,7 +258,8 @@ def run_message(topology: Topology, prep: Prepared, nic: NicConfig, network, *,
         dep_idx=prep.dep_idx, path_links=private, path_len=length, path_latency_cycles=lat[prep.src_ep, prep.dst_ep],
         link_bytes_per_cycle=np.concatenate([topology.link_bytes_per_cycle, ni_bw]), num_nodes=topology.num_nodes,
         nis_per_node=topology.nis_per_node, policy=nic.policy, issue_delay_cycles=float(nic.issue_delay_cycles),
-        wormhole=wormhole,
+        wormhole=wormhole, shared_resources=None if shared is None else shared[0],
+        shared_capacity=None if shared is None else shared[1],
     )
     valid = links >= 0
     link_bytes = np.bincount(links[valid], weights=np.repeat(prep.wire_bytes, valid.sum(axis=1)), minlength=nl)

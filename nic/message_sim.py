@@ -56,7 +56,8 @@ POLICY_CODESIGNED = 1
 # Bumped whenever the model's results change, so stored sweep results are not reused.
 # 2: VC holding, buffering before the bottleneck, one queue per NI.
 # 3: VC allocation round-robin per (link, VC class), as the flit level's (noc.flit MODEL_VERSION 2).
-MODEL_VERSION = 3
+# 4: per-packet flows with one VC per class share its allocation cycles per (link, class).
+MODEL_VERSION = 4
 
 # transfer states
 _WAITING, _QUEUED, _HEAD, _SENDING, _DRAINING, _IN_FLIGHT, _ARRIVED = 0, 1, 2, 3, 4, 5, 6
@@ -106,11 +107,15 @@ def simulate_transfers(
     issue_delay_cycles: float = 1.0,
     step_advance_cycles: float = 1.0,
     wormhole: Wormhole | None = None,
+    shared_resources: np.ndarray | None = None,
+    shared_capacity: np.ndarray | None = None,
 ) -> TransferTimes:
     """Run the event loop. Transfers must be listed in schedule order (by step, then table order).
 
     ``path_links[:, 0]`` is the NI's injection link: its capacity is the rate the NI
-    injects at.
+    injects at. ``shared_resources[i]`` (int, -1 padded) lists further capacities transfer
+    i shares with others besides its links, as indices into ``shared_capacity``
+    (bytes/cycle); rates are max-min fair over links and these together.
     """
     t = src_node.shape[0]
     # reverse dependencies (who waits for me), as CSR
@@ -129,6 +134,9 @@ def simulate_transfers(
                      1, 0, False, 0.0)
     else:
         w = wormhole
+    rate_links, rate_len, rate_cap = _rate_resources(links, path_len.astype(np.int64),
+                                                     link_bytes_per_cycle.astype(np.float64), shared_resources,
+                                                     shared_capacity)
     _run(
         src_node.astype(np.int64), step.astype(np.int64), wire_bytes.astype(np.float64),
         dep_ptr.astype(np.int64), rdep_ptr, rdep_idx, links, path_len.astype(np.int64),
@@ -136,12 +144,27 @@ def simulate_transfers(
         int(num_nodes), int(nis_per_node), int(policy), float(issue_delay_cycles), float(step_advance_cycles),
         w.vc_class.astype(np.int64), w.head_latency_cycles.astype(np.float64), w.in_port.astype(np.int64),
         int(w.num_vc_classes), int(w.vcs_per_class), bool(w.hold_vcs and w.vcs_per_class > 0),
-        float(w.hop_buffer_bytes), start, sent, arrive,
+        float(w.hop_buffer_bytes), rate_links, rate_len, rate_cap, start, sent, arrive,
     )
     if not np.isfinite(arrive).all():
         bad = int(np.nonzero(~np.isfinite(arrive))[0][0])
         raise RuntimeError(f"message-level simulation stalled: transfer {bad} never arrived (dependency cycle?)")
     return TransferTimes(start, sent, arrive)
+
+
+def _rate_resources(links, path_len, link_cap, extra, extra_cap):
+    """What rates are shared over: each transfer's links, then its ``extra`` resources
+    (numbered after the links)."""
+    if extra is None or extra.size == 0 or (extra < 0).all():
+        return links, path_len, link_cap
+    extra = np.asarray(extra, dtype=np.int64)
+    n_extra = (extra >= 0).sum(axis=1)
+    rate_len = path_len + n_extra
+    rate_links = np.full((links.shape[0], int(rate_len.max())), -1, dtype=np.int64)
+    for i in range(links.shape[0]):
+        rate_links[i, : path_len[i]] = links[i, : path_len[i]]
+        rate_links[i, path_len[i] : rate_len[i]] = extra[i][extra[i] >= 0] + link_cap.shape[0]
+    return rate_links, rate_len, np.concatenate([link_cap, np.asarray(extra_cap, dtype=np.float64)])
 
 
 @njit(cache=True)
@@ -168,7 +191,7 @@ def _activate(i, now, catch_hops, status, head_hop, head_key, head_lat, heads, n
 @njit(cache=True)
 def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, path_len, path_lat, link_cap,
          num_nodes, nis, policy, issue_delay, step_advance, path_cls, head_lat, in_port, n_cls, vcs_per_class, hold,
-         hop_buf, start, sent, arrive):
+         hop_buf, rate_links, rate_len, rate_cap, start, sent, arrive):
     t_count = src_node.shape[0]
     n_links = link_cap.shape[0]
     status = np.zeros(t_count, dtype=np.int64)
@@ -191,8 +214,8 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
     tail_lat = path_lat.copy()  # from the last byte passing the bottleneck to the arrival
     done_at = np.full(t_count, np.inf)
     priority = step.copy() if policy == POLICY_CODESIGNED else np.zeros(t_count, dtype=np.int64)
-    cap_left = np.empty(n_links)
-    users = np.empty(n_links, dtype=np.int64)
+    cap_left = np.empty(rate_cap.shape[0])
+    users = np.empty(rate_cap.shape[0], dtype=np.int64)
     load = np.zeros(n_links)
     max_rate = np.zeros(n_links)
     # wormhole: free VCs per (link, class), heads waiting for one, VC allocators' round-robin pointers
@@ -330,7 +353,7 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                 tail_lat[i] = path_lat[i] - head_lat[i, h]
         if rates_dirty:
             na = n_active[0]
-            max_min_rates(active[:na], priority, path_links, path_len, link_cap, rates, cap_left, users)
+            max_min_rates(active[:na], priority, rate_links, rate_len, rate_cap, rates, cap_left, users)
             rates_dirty = False
             if hop_buf > 0.0:
                 # each flow's first bottleneck: the first saturated link of its route on which

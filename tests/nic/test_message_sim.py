@@ -146,3 +146,32 @@ def test_packets_on_a_single_vc_per_class_lose_the_allocation_cycle_each():
     prep, r = _wormhole_run([(0, 0, 1)], NicConfig(design="baseline"), net, 16384)
     # 17-flit packets, the next head re-allocates the VC after the tail: 17 flits in 18 cycles
     assert r.arrive_cycles[0] == pytest.approx(prep.wire_bytes[0] / 16 * 18 / 17 + _torus_latency(0, 1, net))
+
+
+@pytest.mark.parametrize("pairs,shared_class", [
+    ([(0, 0, 2), (0, 1, 2)], True),   # share 17>18 and the ejection link, both in class 0
+    ([(0, 3, 1), (0, 0, 1)], True),   # share 16>17 in classes 1 and 0, and the ejection link in class 0
+    ([(0, 3, 1), (0, 0, 2)], False),  # share only 16>17, in classes 1 and 0
+])
+def test_packets_of_one_class_share_its_single_vcs_allocation_cycles(pairs, shared_class):
+    from nic.allreduce import NicConfig, prepare
+    from nic.collectives import Schedule
+    from nic.flit_cosim import run_flit
+    from nic.scheduler import OP_REDUCE
+    from noc.flit import FlitNetworkConfig
+    from noc.topology import parse_spec
+
+    # with one VC per class every packet re-allocates its class's VC on every link, so the
+    # packets of one class move 17 flits in 18 cycles per link whichever flows they belong
+    # to; two classes on a link fill each other's allocation cycles
+    net, nic = FlitNetworkConfig(num_vcs=2), NicConfig(design="baseline")
+    prep, r = _wormhole_run(pairs, nic, net, 2 * 65536)
+    w = prep.wire_bytes[0]
+    rate = 16 * 17 / 18 / 2 if shared_class else 16 / 2
+    want = [w / rate + _torus_latency(a, b, net) for a, b in zip(prep.src_node, prep.dst_node)]
+    assert r.arrive_cycles.tolist() == pytest.approx(want)
+    # and the flit level agrees within 0.3 %
+    t = parse_spec("torus:4x4")
+    s = Schedule.from_transfers("t", t.name, 16, 1, 2, [(st, a, b, k, OP_REDUCE) for k, (st, a, b) in enumerate(pairs)])
+    flit = run_flit(t, s, prepare(t, s, nic, 2 * 65536), nic, net)
+    assert flit.arrive_cycles.tolist() == pytest.approx(want, rel=0.003)
