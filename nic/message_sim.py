@@ -155,9 +155,15 @@ def simulate_transfers(
 def _rate_resources(links, path_len, link_cap, extra, extra_cap):
     """What rates are shared over: each transfer's links, then its ``extra`` resources
     (numbered after the links)."""
-    if extra is None or extra.size == 0 or (extra < 0).all():
+    if (extra is None) != (extra_cap is None):
+        raise ValueError("shared_resources and shared_capacity go together: give both or neither")
+    if extra is None:
         return links, path_len, link_cap
     extra = np.asarray(extra, dtype=np.int64)
+    if extra.ndim != 2 or extra.shape[0] != links.shape[0]:
+        raise ValueError(f"shared_resources must have one row per transfer ({links.shape[0]}), got shape {extra.shape}")
+    if extra.size and extra.max() >= len(extra_cap):
+        raise ValueError(f"shared_resources names resource {int(extra.max())} but shared_capacity has {len(extra_cap)}")
     n_extra = (extra >= 0).sum(axis=1)
     rate_len = path_len + n_extra
     rate_links = np.full((links.shape[0], int(rate_len.max())), -1, dtype=np.int64)

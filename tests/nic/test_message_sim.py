@@ -15,7 +15,7 @@ RT4 = route(T4)
 LAT4 = path_latency_cycles(T4, RT4, 2)  # one hop: 3 links + 2 routers = 7 cycles
 
 
-def run(pairs, steps, deps, policy, wire_bytes=1600.0, nis=1, issue_delay=1.0):
+def run(pairs, steps, deps, policy, wire_bytes=1600.0, nis=1, issue_delay=1.0, **kw):
     src = np.array([a for a, _ in pairs])
     dst = np.array([b for _, b in pairs])
     dep_ptr = np.zeros(len(pairs) + 1, dtype=np.int64)
@@ -27,7 +27,7 @@ def run(pairs, steps, deps, policy, wire_bytes=1600.0, nis=1, issue_delay=1.0):
         src_node=src, step=np.array(steps), wire_bytes=np.full(len(pairs), wire_bytes), dep_ptr=dep_ptr,
         dep_idx=np.array(flat, dtype=np.int64), path_links=RT4.links[src, dst], path_len=RT4.length[src, dst],
         path_latency_cycles=LAT4[src, dst], link_bytes_per_cycle=T4.link_bytes_per_cycle, num_nodes=4,
-        nis_per_node=nis, policy=policy, issue_delay_cycles=issue_delay,
+        nis_per_node=nis, policy=policy, issue_delay_cycles=issue_delay, **kw,
     )
 
 
@@ -41,6 +41,27 @@ def test_one_transfer_is_serialisation_plus_path_latency(policy):
 def test_two_flows_on_one_link_share_it_fairly():
     r = run([(0, 2), (1, 2)], [0, 0], [[], []], POLICY_BASELINE)
     assert r.sent_cycles.tolist() == pytest.approx([200, 200])
+
+
+def test_a_shared_resource_is_shared_like_a_link():
+    # 0->1 and 2->3 use no common link; a shared 8 B/cycle resource gives each 4 B/cycle,
+    # and a 12 B/cycle one, used by 0->1 only, leaves it the rest of its links' 16
+    shared = dict(shared_resources=np.array([[0, -1], [0, 1]]), shared_capacity=np.array([8.0, 12.0]))
+    r = run([(0, 1), (2, 3)], [0, 0], [[], []], POLICY_BASELINE, **shared)
+    assert r.sent_cycles.tolist() == pytest.approx([400, 400])
+    shared = dict(shared_resources=np.array([[1, -1], [-1, -1]]), shared_capacity=np.array([8.0, 12.0]))
+    r = run([(0, 1), (2, 3)], [0, 0], [[], []], POLICY_BASELINE, **shared)
+    assert r.sent_cycles.tolist() == pytest.approx([1600 / 12, 100])
+
+
+@pytest.mark.parametrize("kw,msg", [
+    (dict(shared_resources=np.zeros((2, 1), np.int64)), "give both or neither"),
+    (dict(shared_resources=np.zeros((3, 1), np.int64), shared_capacity=np.ones(1)), "one row per transfer"),
+    (dict(shared_resources=np.full((2, 1), 4), shared_capacity=np.ones(2)), "names resource 4"),
+])
+def test_bad_shared_resources_are_named(kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        run([(0, 1), (2, 3)], [0, 0], [[], []], POLICY_BASELINE, **kw)
 
 
 def test_codesigned_priority_lets_the_earlier_step_go_first():
