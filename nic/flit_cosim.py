@@ -247,9 +247,9 @@ def _cosim(net, st, codesigned, tabs, regs, row_tid, params, nis, node_eps, ep_n
     return now, arrived, errors
 
 
-def run_flit(topology: Topology, schedule, prep, nic, network: FlitNetworkConfig | None, *, seed: int = 0,
-             max_cycles: int = 2_000_000_000) -> FlitTiming:
-    """Co-simulate ``schedule`` (laid out by ``nic.allreduce.prepare``) at flit level."""
+def flit_network(topology: Topology, nic, network: FlitNetworkConfig | None):
+    """The flit-level network the co-simulation runs on, after checking that the router
+    config, the NIC and the topology fit together (a :class:`ConfigError` says how not)."""
     cfg = FlitNetworkConfig() if network is None else network
     flit_bytes = nic.flit_bytes
     if cfg.flit_bytes is not None and cfg.flit_bytes != flit_bytes:
@@ -265,7 +265,15 @@ def run_flit(topology: Topology, schedule, prep, nic, network: FlitNetworkConfig
                           f"{float(topology.link_bytes_per_cycle.max()):g} (the widest link)")
     # links narrower than a flit carry one flit every flit_bytes / bytes_per_cycle cycles
     cfg = cfg.model_copy(update={"flit_bytes": flit_bytes})
-    net = build_network(topology, cfg)
+    return build_network(topology, cfg)
+
+
+def run_flit(topology: Topology, schedule, prep, nic, network: FlitNetworkConfig | None, *, seed: int = 0,
+             max_cycles: int = 2_000_000_000) -> FlitTiming:
+    """Co-simulate ``schedule`` (laid out by ``nic.allreduce.prepare``) at flit level."""
+    net = flit_network(topology, nic, network)
+    cfg = FlitNetworkConfig() if network is None else network
+    flit_bytes = nic.flit_bytes
     n = topology.num_nodes
     nis = topology.nis_per_node
     tables, tids = node_tables_with_transfers(schedule, max(schedule.num_flows, 1))

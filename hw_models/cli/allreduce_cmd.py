@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from noc.errors import HwModelsError
+from noc.errors import ConfigError, HwModelsError
 
 DEFAULT_ALGORITHMS = "ring,ring2d,dbtree,multitree"
 
@@ -57,7 +57,16 @@ def allreduce(
     out_dir = out or Path(cfg.run.out_dir) / "allreduce"
     nic_cfg = NicConfig(element_bytes=cfg.allreduce.element_bytes, clock_ghz=net.clock_ghz)
     # the flit-level routers; the message model takes its router delay, VCs and buffers from them too
-    network = resolve_router(net, cfg.router, str(config) if config else f"preset {preset}" if preset else "defaults")
+    source = str(config) if config else f"preset {preset}" if preset else "defaults"
+    network = resolve_router(net, cfg.router, source)
+    # a router that does not fit the topology (or, at flit level, the NIC) fails here, before any run
+    from nic.flit_cosim import flit_network
+    from noc.flit import build_network
+
+    try:
+        flit_network(t, nic_cfg, network) if model == "flit" else build_network(t, network)
+    except ConfigError as exc:
+        raise ConfigError(f"{source} [router] on {t.name}: {exc}") from None
     stem = f"{t.name.replace(':', '_')}_{model}"
     store = ResultStore(out_dir / f"{stem}.jsonl")
     if fresh and store.path.exists():

@@ -90,6 +90,20 @@ def test_allreduce_simulates_the_configs_router_and_routing(tmp_path, capsys):
     assert rows["dbtree"] == pytest.approx(want, abs=1e-3)  # the CSV keeps 3 decimals
 
 
+@pytest.mark.parametrize("router,model,msg", [
+    ("num_vcs = 1", "message", "num_vcs must be a multiple of 2"),
+    ("num_vcs = 1", "flit", "num_vcs must be a multiple of 2"),
+    ("flit_bytes = 8", "flit", "router flit_bytes = 8 and the NIC's flit_bytes = 16 disagree"),
+])
+def test_allreduce_refuses_a_router_that_does_not_fit_before_any_run(tmp_path, capsys, router, model, msg):
+    f = tmp_path / "c.toml"
+    f.write_text(f'[network]\ntopology = "torus:4x4"\n[router]\n{router}\n')
+    code, out, err = run(["allreduce", "--config", str(f), "--model", model, "--sizes", "64KiB", "--out",
+                          str(tmp_path)], capsys)
+    assert code == 2 and msg in err and f"{f} [router] on torus:4x4" in err
+    assert "simulating" not in out and not list(tmp_path.glob("*.jsonl"))
+
+
 def test_allreduce_refuses_two_different_routings(tmp_path, capsys):
     f = tmp_path / "c.toml"
     f.write_text('[network]\nrouting = "dor"\n[router]\nrouting = "shortest"\n')
