@@ -209,7 +209,11 @@ def message_flow_control(topology: Topology, routes: RouteTable, prep: Prepared,
     ni_bw = topology.link_bytes_per_cycle[links[:, 0]].astype(np.float64)
     if network is None or not hasattr(network, "num_vcs"):
         return None, ni_bw, None
-    vcs = int(network.num_vcs) // int(routes.num_vc_classes)
+    classes = int(routes.num_vc_classes)
+    if network.num_vcs < classes or network.num_vcs % classes:  # as the flit level refuses it
+        raise ConfigError(f"num_vcs = {network.num_vcs}: {routes.algorithm} routing on {topology.name} uses {classes} "
+                          f"VC classes; num_vcs must be a multiple of {classes} (or set dateline = false)")
+    vcs = int(network.num_vcs) // classes
     packet_flits = 1 + -(-nic.packet_bytes // nic.flit_bytes)
     shared = None
     if not nic.bulk and vcs == 1:

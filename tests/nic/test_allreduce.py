@@ -117,3 +117,8 @@ def test_bad_inputs_are_clear_errors():
         validate({"design": "magic"}, NicConfig, "nic")
     with pytest.raises(Exception, match="16 nodes but torus:8x8 has 64"):
         simulate_allreduce(parse_spec("torus:8x8"), s, NicConfig(), None, MIB)
+    from noc.flit import FlitNetworkConfig
+
+    for model in ("message", "flit"):  # one VC cannot serve a torus's two dateline classes
+        with pytest.raises(ConfigError, match="num_vcs = 1: dor routing on torus:4x4 uses 2 VC classes"):
+            simulate_allreduce(t, s, NicConfig(), FlitNetworkConfig(num_vcs=1), MIB, model=model)
