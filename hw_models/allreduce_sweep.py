@@ -85,6 +85,23 @@ def table_rows(results: list[AllreduceResult]) -> list[dict]:
     return rows
 
 
+def calibration_rows(results: list[AllreduceResult]) -> list[dict]:
+    """Message level against flit level for every (size, algorithm, NIC) run by both:
+    both cycle counts and the message model's deviation in per cent (negative: faster)."""
+    by_model: dict[str, dict[tuple, AllreduceResult]] = {"message": {}, "flit": {}}
+    for r in results:
+        by_model[r.model][(r.size_bytes, r.algorithm, r.nic)] = r
+    rows = []
+    for key, f in by_model["flit"].items():
+        m = by_model["message"].get(key)
+        if m is None:
+            continue
+        rows.append({"size_bytes": key[0], "algorithm": key[1], "nic": key[2], "flit_cycles": f.total_cycles,
+                     "message_cycles": m.total_cycles,
+                     "message_vs_flit_percent": round(100 * (m.total_cycles / f.total_cycles - 1), 3)})
+    return rows
+
+
 def plot_bandwidth(results: list[AllreduceResult], path: str | Path, title: str) -> Path:
     """PNG: bus bandwidth (GB/s) against size, one line per algorithm (and NIC, model)."""
     import matplotlib

@@ -19,7 +19,8 @@ def allreduce(
     algorithms: Optional[str] = typer.Option(None, "--algorithms", "-a", help=f"Comma-separated (default {DEFAULT_ALGORITHMS})."),
     sizes: Optional[str] = typer.Option(None, "--sizes", "-s", help="e.g. 32KiB..64MiB (doubling) or 1MiB,16MiB."),
     nic: str = typer.Option("codesigned", "--nic", help="NIC design: codesigned, baseline, or both."),
-    model: str = typer.Option("message", "--model", help="message (fast, any size) or flit (cycle-level reference)."),
+    model: str = typer.Option("message", "--model", help="message (fast, any size), flit (cycle-level reference), "
+                              "or both (and the message model's deviation from the flit level)."),
     config: Optional[Path] = typer.Option(None, "--config", help="Experiment TOML (see `hw-models config show`)."),
     preset: Optional[str] = typer.Option(None, "--preset", help="A named config instead of a file: isca2021."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory (default: the config's run.out_dir/allreduce)."),
@@ -31,13 +32,15 @@ def allreduce(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from hw_models.allreduce_sweep import Job, plot_bandwidth, run_sweep, table_rows
+    from hw_models.allreduce_sweep import Job, calibration_rows, plot_bandwidth, run_sweep, table_rows
     from hw_models.cli.schedule_cmd import resolve_topology
     from hw_models.config import load_experiment, resolve_router
     from hw_models.store import ResultStore, write_csv_atomic
     from hw_models.units import format_size_bytes, parse_sizes_bytes
     from nic.allreduce import MODELS, NicConfig
     from nic.collectives import algorithm_name
+    from nic.flit_cosim import flit_network
+    from noc.flit import build_network
 
     cfg = load_experiment(config, preset)
     net = cfg.network
@@ -50,8 +53,9 @@ def allreduce(
     size_list = parse_sizes_bytes(sizes) if sizes is not None else cfg.allreduce.sizes_bytes
     if nic not in ("codesigned", "baseline", "both"):
         raise HwModelsError(f"--nic {nic!r}: choose codesigned, baseline or both")
-    if model not in MODELS:
-        raise HwModelsError(f"--model {model!r}: choose one of {', '.join(MODELS)}")
+    if model not in (*MODELS, "both"):
+        raise HwModelsError(f"--model {model!r}: choose one of {', '.join(MODELS)} or both")
+    models = list(MODELS) if model == "both" else [model]
     designs = ["codesigned", "baseline"] if nic == "both" else [nic]
     run_seed = cfg.run.seed if seed is None else seed
     out_dir = out or Path(cfg.run.out_dir) / "allreduce"
@@ -60,49 +64,65 @@ def allreduce(
     source = str(config) if config else f"preset {preset}" if preset else "defaults"
     network = resolve_router(net, cfg.router, source)
     # a router that does not fit the topology (or, at flit level, the NIC) fails here, before any run
-    from nic.flit_cosim import flit_network
-    from noc.flit import build_network
-
     try:
-        flit_network(t, nic_cfg, network) if model == "flit" else build_network(t, network)
+        flit_network(t, nic_cfg, network) if "flit" in models else build_network(t, network)
     except ConfigError as exc:
         raise ConfigError(f"{source} [router] on {t.name}: {exc}") from None
-    stem = f"{t.name.replace(':', '_')}_{model}"
-    store = ResultStore(out_dir / f"{stem}.jsonl")
-    if fresh and store.path.exists():
-        store.path.unlink()
-    jobs = [Job(a, s, d, model) for d in designs for s in size_list for a in names]
+    topo_stem = t.name.replace(":", "_")
+    stores = {m: ResultStore(out_dir / f"{topo_stem}_{m}.jsonl") for m in models}
+    if fresh:
+        for store in stores.values():
+            if store.path.exists():
+                store.path.unlink()
+    jobs = {m: [Job(a, s, d, m) for d in designs for s in size_list for a in names] for m in models}
+    n_jobs = sum(len(j) for j in jobs.values())
     console = Console(width=None if sys.stdout.isatty() else 120)
-    console.print(f"all-reduce on {t.name} ({t.num_nodes} nodes, {t.nis_per_node} NI(s)/node), {model}-level model, "
-                  f"NIC {', '.join(designs)}; {len(jobs)} runs; seed {run_seed}; results in {out_dir}")
-    results = []
+    console.print(f"all-reduce on {t.name} ({t.num_nodes} nodes, {t.nis_per_node} NI(s)/node), {' and '.join(models)}-level "
+                  f"model, NIC {', '.join(designs)}; {n_jobs} runs; seed {run_seed}; results in {out_dir}")
+    results: dict[str, list] = {}
     reused_count = 0
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console, transient=False) as progress:
-        task = progress.add_task("simulating", total=len(jobs))
+        task = progress.add_task("simulating", total=n_jobs)
 
         def on_result(job, res, reused):
             nonlocal reused_count
             reused_count += reused
-            progress.update(task, advance=1, description=f"{job.algorithm} {format_size_bytes(job.size_bytes)} {job.nic}")
+            progress.update(task, advance=1,
+                            description=f"{job.model} {job.algorithm} {format_size_bytes(job.size_bytes)} {job.nic}")
 
-        try:
-            results = run_sweep(t, jobs, nic=nic_cfg, network=network, store=store, seed=run_seed, on_result=on_result)
-        except KeyboardInterrupt:
-            progress.stop()
-            console.print(f"interrupted: finished runs are kept in {store.path}; run the same command again to resume")
-            raise typer.Exit(130) from None
-    rows = table_rows(results)
-    table = Table(title=f"all-reduce on {t.name}: {model}-level, clock {net.clock_ghz:g} GHz")
-    for col in ("size", "algorithm", "NIC", "cycles", "bus GB/s", "vs ring", "% of bound"):
-        table.add_column(col, justify="left" if col in ("algorithm", "NIC") else "right")
-    for r in rows:
-        table.add_row(format_size_bytes(r["size_bytes"]), r["algorithm"], r["nic"], f"{r['total_cycles']:,.0f}",
-                      f"{r['busbw_gbps']:.2f}", f"{r['speedup_vs_ring']:.2f}x" if r["speedup_vs_ring"] != "" else "-",
-                      f"{r['bound_percent']:.1f}")
-    console.print(table)
-    csv_path = write_csv_atomic(out_dir / f"{stem}.csv", rows)
-    png_path = plot_bandwidth(results, out_dir / f"{stem}.png", f"all-reduce on {t.name} ({model}-level model)")
-    console.print(f"{len(results)} runs ({reused_count} reused from {store.path.name}); every schedule verified on exact "
-                  f"integers; wrote {csv_path} and {png_path}")
-
+        for m in models:
+            try:
+                results[m] = run_sweep(t, jobs[m], nic=nic_cfg, network=network, store=stores[m], seed=run_seed,
+                                       on_result=on_result)
+            except KeyboardInterrupt:
+                progress.stop()
+                console.print(f"interrupted: finished runs are kept in {stores[m].path}; run the same command again "
+                              "to resume")
+                raise typer.Exit(130) from None
+    written = []
+    for m in models:
+        rows = table_rows(results[m])
+        table = Table(title=f"all-reduce on {t.name}: {m}-level, clock {net.clock_ghz:g} GHz")
+        for col in ("size", "algorithm", "NIC", "cycles", "bus GB/s", "vs ring", "% of bound"):
+            table.add_column(col, justify="left" if col in ("algorithm", "NIC") else "right")
+        for r in rows:
+            table.add_row(format_size_bytes(r["size_bytes"]), r["algorithm"], r["nic"], f"{r['total_cycles']:,.0f}",
+                          f"{r['busbw_gbps']:.2f}", f"{r['speedup_vs_ring']:.2f}x" if r["speedup_vs_ring"] != "" else "-",
+                          f"{r['bound_percent']:.1f}")
+        console.print(table)
+        written.append(write_csv_atomic(out_dir / f"{topo_stem}_{m}.csv", rows))
+        written.append(plot_bandwidth(results[m], out_dir / f"{topo_stem}_{m}.png", f"all-reduce on {t.name} ({m}-level model)"))
+    if len(models) > 1:
+        rows = calibration_rows(results["message"] + results["flit"])
+        table = Table(title=f"message level against flit level on {t.name} (negative: the message model is faster)")
+        for col in ("size", "algorithm", "NIC", "flit cycles", "message cycles", "message vs flit"):
+            table.add_column(col, justify="left" if col in ("algorithm", "NIC") else "right")
+        for r in rows:
+            table.add_row(format_size_bytes(r["size_bytes"]), r["algorithm"], r["nic"], f"{r['flit_cycles']:,.0f}",
+                          f"{r['message_cycles']:,.0f}", f"{r['message_vs_flit_percent']:+.2f} %")
+        console.print(table)
+        written.append(write_csv_atomic(out_dir / f"{topo_stem}_calibration.csv", rows))
+    n_runs = sum(len(r) for r in results.values())
+    console.print(f"{n_runs} runs ({reused_count} reused from {', '.join(st.path.name for st in stores.values())}); "
+                  f"every schedule verified on exact integers; wrote {', '.join(str(w) for w in written)}")

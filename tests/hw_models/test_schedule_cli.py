@@ -58,6 +58,27 @@ def test_allreduce_writes_table_csv_png_and_resumes(tmp_path, capsys):
     assert code in (0, None) and "(4 reused" in out
 
 
+def test_allreduce_with_both_models_reports_the_message_models_deviation(tmp_path, capsys):
+    import csv
+
+    argv = ["allreduce", "-t", "torus:4x4", "--nis", "4", "-a", "multitree", "--sizes", "64KiB", "--nic", "both",
+            "--model", "both", "--out", str(tmp_path)]
+    code, out, _ = run(argv, capsys)
+    assert code in (0, None) and "message level against flit level" in out and "(0 reused" in out
+    # each model's own CSV, as a single-model run writes it, and the comparison of the two
+    per_model = {m: {(r["algorithm"], r["nic"]): float(r["total_cycles"])
+                     for r in csv.DictReader(open(tmp_path / f"torus_4x4_c4_{m}.csv"))} for m in ("message", "flit")}
+    rows = list(csv.DictReader(open(tmp_path / "torus_4x4_c4_calibration.csv")))
+    assert {(r["algorithm"], r["nic"]) for r in rows} == set(per_model["flit"]) and len(rows) == 4
+    for r in rows:
+        key = (r["algorithm"], r["nic"])
+        f, m = per_model["flit"][key], per_model["message"][key]
+        assert (float(r["flit_cycles"]), float(r["message_cycles"])) == pytest.approx((f, m), abs=1e-3)
+        assert float(r["message_vs_flit_percent"]) == pytest.approx(100 * (m / f - 1), abs=1e-3)
+    code, out, _ = run(argv, capsys)  # both stores resume
+    assert code in (0, None) and "(8 reused" in out
+
+
 def test_allreduce_resumes_after_a_torn_store_line(tmp_path, capsys):
     argv = ["allreduce", "-t", "torus:4x4", "-a", "ring", "--sizes", "64KiB,128KiB", "--out", str(tmp_path)]
     run(argv, capsys)
@@ -113,7 +134,7 @@ def test_allreduce_refuses_two_different_routings(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv,msg", [
     (["--nic", "fancy"], "--nic 'fancy'"),
-    (["--model", "spice"], "--model 'spice'"),
+    (["--model", "spice"], "--model 'spice': choose one of message, flit or both"),
     (["--sizes", "1MiB..1KiB"], "runs backwards"),
     (["-a", "ring,warp"], "unknown algorithm 'warp'"),
     (["--preset", "nope"], "preset 'nope' is unknown"),
