@@ -39,7 +39,7 @@ from nic.scheduler import OP_GATHER, OP_REDUCE
 from noc.config import StrictModel
 from noc.errors import ConfigError, HwModelsError
 from noc.message import path_latency_cycles
-from noc.routing import RouteTable, route
+from noc.routing import RouteTable, check_vc_classes, route
 from noc.topology import Topology
 
 MODELS = ("message", "flit")
@@ -209,10 +209,11 @@ def message_flow_control(topology: Topology, routes: RouteTable, prep: Prepared,
     ni_bw = topology.link_bytes_per_cycle[links[:, 0]].astype(np.float64)
     if network is None or not hasattr(network, "num_vcs"):
         return None, ni_bw, None
+    check_vc_classes(topology, routes, int(network.num_vcs))  # as the flit level refuses it
+    if getattr(network, "flow_control", "wormhole") != "wormhole":
+        raise ConfigError(f"flow_control = {network.flow_control!r}: the message model represents wormhole routers "
+                          "only; use the flit level (model='flit') for virtual cut-through")
     classes = int(routes.num_vc_classes)
-    if network.num_vcs < classes or network.num_vcs % classes:  # as the flit level refuses it
-        raise ConfigError(f"num_vcs = {network.num_vcs}: {routes.algorithm} routing on {topology.name} uses {classes} "
-                          f"VC classes; num_vcs must be a multiple of {classes} (or set dateline = false)")
     vcs = int(network.num_vcs) // classes
     packet_flits = 1 + -(-nic.packet_bytes // nic.flit_bytes)
     shared = None
@@ -220,11 +221,10 @@ def message_flow_control(topology: Topology, routes: RouteTable, prep: Prepared,
         bubble = int(network.routing_delay_cycles) + int(network.vc_alloc_delay_cycles)
         ni_bw = ni_bw * packet_flits / (packet_flits + bubble)
         # one resource per (link, VC class) after the injection hop, at the bubbled rate
-        n_cls = int(routes.num_vc_classes)
         cls = routes.vc_class[prep.src_ep, prep.dst_ep].astype(np.int64)
-        res = np.where(links >= 0, links * n_cls + cls, -1)
+        res = np.where(links >= 0, links * classes + cls, -1)
         res[:, 0] = -1
-        cap = np.repeat(topology.link_bytes_per_cycle.astype(np.float64), n_cls) * packet_flits / (packet_flits + bubble)
+        cap = np.repeat(topology.link_bytes_per_cycle.astype(np.float64), classes) * packet_flits / (packet_flits + bubble)
         shared = (res, cap)
     link_lat = topology.link_latency_cycles.astype(np.float64)
     rd = router_delay_cycles(network)

@@ -264,6 +264,14 @@ def flit_network(topology: Topology, nic, network: FlitNetworkConfig | None):
                           "the flit level carries at most one flit per link per cycle; set flit_bytes to at least "
                           f"{float(topology.link_bytes_per_cycle.max()):g} (the widest link)")
     # links narrower than a flit carry one flit every flit_bytes / bytes_per_cycle cycles
+    if cfg.flow_control == "vct":
+        if nic.bulk:
+            raise ConfigError("flow_control = 'vct' needs room for a whole packet in a VC, and the NIC's bulk "
+                              "transfers are one packet each: use wormhole, or the NIC's per-packet flow control")
+        packet_flits = 1 + -(-nic.packet_bytes // flit_bytes)
+        if cfg.vc_depth_flits < packet_flits:
+            raise ConfigError(f"flow_control = 'vct' with vc_depth_flits = {cfg.vc_depth_flits}: the NIC's "
+                              f"{nic.packet_bytes} B packets are {packet_flits} flits and must fit in a VC")
     cfg = cfg.model_copy(update={"flit_bytes": flit_bytes})
     return build_network(topology, cfg)
 

@@ -17,7 +17,7 @@ Policies (the two NIC designs):
 Without a :class:`Wormhole` description the network is a pure fluid: a transfer occupies
 its whole route while it is being sent and the NI is busy until the last byte has passed
 the bottleneck. With one (``nic.allreduce`` derives it from the flit-level network
-config), three mechanisms of a wormhole virtual-channel network are reproduced at
+config), three more mechanisms of a wormhole virtual-channel network are reproduced at
 message level (docs/allreduce.md, "Calibration"):
 
 * **VC holding** (``hold_vcs``: one packet per transfer, the co-designed NIC's bulk flow
@@ -36,6 +36,11 @@ message level (docs/allreduce.md, "Calibration"):
 * **One NI, one queue.** The next transfer an NI starts while its previous one is still
   draining queues behind it: it leaves only when the previous transfer's tail has left
   the buffers their routes share, taking over the buffer space it freed.
+
+Rates are max-min fair over the links of the routes and, given ``shared_resources``, over
+further capacities a transfer shares with others: ``nic.allreduce`` uses one per (link,
+VC class) when per-packet flows have one VC per class, whose re-allocation after every
+packet costs the class a cycle per packet on every link.
 
 Times are float cycles. This is the fast model for large sizes; it is calibrated against
 the flit-level co-simulation (docs/allreduce.md).
@@ -162,11 +167,15 @@ def _rate_resources(links, path_len, link_cap, extra, extra_cap):
     extra = np.asarray(extra, dtype=np.int64)
     if extra.ndim != 2 or extra.shape[0] != links.shape[0]:
         raise ValueError(f"shared_resources must have one row per transfer ({links.shape[0]}), got shape {extra.shape}")
-    if extra.size and extra.max() >= len(extra_cap):
-        raise ValueError(f"shared_resources names resource {int(extra.max())} but shared_capacity has {len(extra_cap)}")
+    extra_cap = np.asarray(extra_cap, dtype=np.float64)
+    if extra_cap.ndim != 1:
+        raise ValueError(f"shared_capacity must be one capacity per resource, got shape {extra_cap.shape}")
+    if extra.size and (extra.max() >= len(extra_cap) or extra.min() < -1):
+        raise ValueError(f"shared_resources names resources {int(extra.min())}..{int(extra.max())} but shared_capacity "
+                         f"has {len(extra_cap)} (use -1 for none)")
     n_extra = (extra >= 0).sum(axis=1)
     rate_len = path_len + n_extra
-    rate_links = np.full((links.shape[0], int(rate_len.max())), -1, dtype=np.int64)
+    rate_links = np.full((links.shape[0], int(rate_len.max(initial=0))), -1, dtype=np.int64)
     for i in range(links.shape[0]):
         rate_links[i, : path_len[i]] = links[i, : path_len[i]]
         rate_links[i, path_len[i] : rate_len[i]] = extra[i][extra[i] >= 0] + link_cap.shape[0]

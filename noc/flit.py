@@ -50,7 +50,7 @@ from pydantic import Field
 
 from noc.config import StrictModel
 from noc.errors import ConfigError, DeadlockError
-from noc.routing import route
+from noc.routing import check_vc_classes, route
 from noc.topology import Topology
 
 
@@ -193,10 +193,8 @@ def build_network(topology: Topology, config: FlitNetworkConfig | None = None) -
                           f"narrowest link (flit_bytes = {cfg.flit_bytes} over {float(topology.link_bytes_per_cycle.min())!r} "
                           f"B/cycle); watchdog_cycles must be larger")
     routes = route(topology, cfg.routing, dateline=cfg.dateline)
+    check_vc_classes(topology, routes, cfg.num_vcs)
     classes = routes.num_vc_classes
-    if cfg.num_vcs < classes or cfg.num_vcs % classes:
-        raise ConfigError(f"num_vcs = {cfg.num_vcs}: {routes.algorithm} routing on {topology.name} uses {classes} VC classes; "
-                          f"num_vcs must be a multiple of {classes} (or set dateline = false)")
     e = topology.num_endpoints
     src, dst = topology.link_src.astype(np.int64), topology.link_dst.astype(np.int64)
     nl = topology.num_links

@@ -69,6 +69,14 @@ def default_algorithm(topology: Topology) -> str:
     return "shortest"
 
 
+def check_vc_classes(topology: Topology, routes: RouteTable, num_vcs: int) -> None:
+    """A :class:`ConfigError` unless ``num_vcs`` VCs split evenly into the routes' VC classes."""
+    classes = routes.num_vc_classes
+    if num_vcs % classes:
+        raise ConfigError(f"num_vcs = {num_vcs}: {routes.algorithm} routing on {topology.name} uses {classes} VC "
+                          f"classes; num_vcs must be a multiple of {classes} (or set dateline = false)")
+
+
 def route(topology: Topology, algorithm: str = "auto", *, dateline: bool = True) -> RouteTable:
     """Build the route table of ``topology`` with ``algorithm`` (``auto`` picks the family's own)."""
     if algorithm not in ALGORITHMS:

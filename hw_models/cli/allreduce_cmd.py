@@ -40,7 +40,7 @@ def allreduce(
     from nic.allreduce import MODELS, NicConfig
     from nic.collectives import algorithm_name
     from nic.flit_cosim import flit_network
-    from noc.flit import build_network
+    from noc.routing import check_vc_classes, route
 
     cfg = load_experiment(config, preset)
     net = cfg.network
@@ -59,15 +59,25 @@ def allreduce(
     designs = ["codesigned", "baseline"] if nic == "both" else [nic]
     run_seed = cfg.run.seed if seed is None else seed
     out_dir = out or Path(cfg.run.out_dir) / "allreduce"
-    nic_cfg = NicConfig(element_bytes=cfg.allreduce.element_bytes, clock_ghz=net.clock_ghz)
-    # the flit-level routers; the message model takes its router delay, VCs and buffers from them too
+    # the NIC's flits are the routers' (16 B unless [router] flit_bytes says otherwise)
+    nic_cfg = NicConfig(element_bytes=cfg.allreduce.element_bytes, clock_ghz=net.clock_ghz,
+                        flit_bytes=cfg.router.flit_bytes or 16)
+    # the flit-level routers; the message model takes its router delay, VCs and buffers from them too.
+    # Like the NI count, the config's network.routing belongs to the config's topology: a
+    # --topology flag gets its own family's routing unless [router] routing names one.
     source = str(config) if config else f"preset {preset}" if preset else "defaults"
-    network = resolve_router(net, cfg.router, source)
+    network = resolve_router(net.model_copy(update={"routing": "auto"}) if topology else net, cfg.router, source)
     # a router that does not fit the topology (or, at flit level, the NIC) fails here, before any run
     try:
-        flit_network(t, nic_cfg, network) if "flit" in models else build_network(t, network)
+        if "flit" in models:
+            flit_network(t, nic_cfg, network)
+        else:
+            check_vc_classes(t, route(t, network.routing, dateline=network.dateline), network.num_vcs)
+        if "message" in models and network.flow_control != "wormhole":
+            raise ConfigError(f"flow_control = {network.flow_control!r}: the message model represents wormhole routers "
+                              "only; use --model flit for virtual cut-through")
     except ConfigError as exc:
-        raise ConfigError(f"{source} [router] on {t.name}: {exc}") from None
+        raise ConfigError(f"{source} on {t.name}: {exc}") from None
     topo_stem = t.name.replace(":", "_")
     stores = {m: ResultStore(out_dir / f"{topo_stem}_{m}.jsonl") for m in models}
     if fresh:

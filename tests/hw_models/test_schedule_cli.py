@@ -114,15 +114,35 @@ def test_allreduce_simulates_the_configs_router_and_routing(tmp_path, capsys):
 @pytest.mark.parametrize("router,model,msg", [
     ("num_vcs = 1", "message", "num_vcs must be a multiple of 2"),
     ("num_vcs = 1", "flit", "num_vcs must be a multiple of 2"),
-    ("flit_bytes = 8", "flit", "router flit_bytes = 8 and the NIC's flit_bytes = 16 disagree"),
+    ("flit_bytes = 8", "flit", "flit_bytes = 8: torus:4x4 has links of [16.0] B/cycle, wider than a flit"),
+    ('flow_control = "vct"', "flit", "bulk transfers are one packet each"),
+    ('flow_control = "vct"', "message", "the message model represents wormhole routers only"),
 ])
 def test_allreduce_refuses_a_router_that_does_not_fit_before_any_run(tmp_path, capsys, router, model, msg):
     f = tmp_path / "c.toml"
     f.write_text(f'[network]\ntopology = "torus:4x4"\n[router]\n{router}\n')
     code, out, err = run(["allreduce", "--config", str(f), "--model", model, "--sizes", "64KiB", "--out",
                           str(tmp_path)], capsys)
-    assert code == 2 and msg in err and f"{f} [router] on torus:4x4" in err
-    assert "simulating" not in out and not list(tmp_path.glob("*.jsonl"))
+    assert code == 2 and msg in err and str(f) in err
+    assert "simulating" not in out and not list(tmp_path.glob("*.csv"))
+
+
+def test_allreduce_topology_flag_brings_its_own_routing_and_the_router_its_flit_size(tmp_path, capsys):
+    # the preset's network.routing = "dor" belongs to its torus: a fat-tree from the flag
+    # routes by its own family (nca) instead of failing
+    code, out, err = run(["allreduce", "--preset", "isca2021", "-t", "fattree:k4:l2", "-a", "ring", "--sizes", "64KiB",
+                          "--out", str(tmp_path)], capsys)
+    assert code in (0, None), err
+    # 32 B/cycle links need 32 B flits at flit level: [router] flit_bytes sets the NIC's too
+    f = tmp_path / "c.toml"
+    f.write_text('[network]\ntopology = "ring:4"\nlink_bytes_per_cycle = 32.0\n[router]\nflit_bytes = 32\n')
+    code, out, err = run(["allreduce", "--config", str(f), "-a", "ring", "--sizes", "64KiB", "--model", "both",
+                          "--out", str(tmp_path)], capsys)
+    assert code in (0, None), err
+    import csv
+
+    (row,) = list(csv.DictReader(open(tmp_path / "ring_4_calibration.csv")))
+    assert abs(float(row["message_vs_flit_percent"])) < 1  # one ring, both levels with 32 B flits
 
 
 def test_allreduce_refuses_two_different_routings(tmp_path, capsys):

@@ -57,7 +57,8 @@ def test_a_shared_resource_is_shared_like_a_link():
 @pytest.mark.parametrize("kw,msg", [
     (dict(shared_resources=np.zeros((2, 1), np.int64)), "give both or neither"),
     (dict(shared_resources=np.zeros((3, 1), np.int64), shared_capacity=np.ones(1)), "one row per transfer"),
-    (dict(shared_resources=np.full((2, 1), 4), shared_capacity=np.ones(2)), "names resource 4"),
+    (dict(shared_resources=np.full((2, 1), 4), shared_capacity=np.ones(2)), "names resources 4..4"),
+    (dict(shared_resources=np.full((2, 1), -2), shared_capacity=np.ones(2)), "use -1 for none"),
 ])
 def test_bad_shared_resources_are_named(kw, msg):
     with pytest.raises(ValueError, match=msg):
