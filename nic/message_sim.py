@@ -35,7 +35,10 @@ message level (docs/allreduce.md, "Calibration"):
   free once what is left fits in those buffers, and the rest drains afterwards.
 * **One NI, one queue.** The next transfer an NI starts while its previous one is still
   draining queues behind it: it leaves only when the previous transfer's tail has left
-  the buffers their routes share, taking over the buffer space it freed.
+  the buffers their routes share, taking over the buffer space it freed. This holds for
+  per-packet flows (their packets fill every VC of their class) and for bulk transfers
+  with one VC per class; with more, a bulk transfer takes a VC its predecessor does not
+  hold, and VC holding alone decides when its head gets through.
 
 Rates are max-min fair over the links of the routes and, given ``shared_resources``, over
 further capacities a transfer shares with others: ``nic.allreduce`` uses one per (link,
@@ -62,7 +65,8 @@ POLICY_CODESIGNED = 1
 # 2: VC holding, buffering before the bottleneck, one queue per NI.
 # 3: VC allocation round-robin per (link, VC class), as the flit level's (noc.flit MODEL_VERSION 2).
 # 4: per-packet flows with one VC per class share its allocation cycles per (link, class).
-MODEL_VERSION = 4
+# 5: a bulk transfer queues behind its NI's draining previous one only with one VC per class.
+MODEL_VERSION = 5
 
 # transfer states
 _WAITING, _QUEUED, _HEAD, _SENDING, _DRAINING, _IN_FLIGHT, _ARRIVED = 0, 1, 2, 3, 4, 5, 6
@@ -300,7 +304,10 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                         slot += 1
                     prev = slot_tx[slot]
                     slot_tx[slot] = i
-                    if prev >= 0 and status[prev] == _DRAINING:
+                    # per-packet flows fill every VC of their class: the next transfer is behind
+                    # the draining one; a bulk packet holds one VC per hop, and with more per class
+                    # the next one takes another VC (VC holding decides when it can go on)
+                    if prev >= 0 and status[prev] == _DRAINING and not (hold and vcs_per_class > 1):
                         status[i] = _QUEUED
                         n_queued += 1
                         waits_on[i] = prev

@@ -160,6 +160,29 @@ def test_the_next_transfer_of_an_ni_queues_behind_the_tail_of_the_previous_one()
     assert r.arrive_cycles[2] == pytest.approx(w[0] / 8 + w[2] / 16 + _torus_latency(0, 1, net))
 
 
+def test_a_bulk_transfer_passes_its_nis_draining_predecessor_in_another_vc():
+    from nic.allreduce import NicConfig, prepare
+    from nic.collectives import Schedule
+    from nic.flit_cosim import run_flit
+    from nic.scheduler import OP_REDUCE
+    from noc.flit import FlitNetworkConfig
+    from noc.topology import parse_spec
+
+    # as above, but one packet per transfer: 0->2 holds one VC per hop while it drains, and
+    # with two VCs per class 0->1 takes the other one instead of queueing behind its tail
+    net, nic = FlitNetworkConfig(num_vcs=4, vc_depth_flits=32), NicConfig(design="baseline", flow_control="bulk")
+    pairs = [(0, 0, 2), (0, 1, 2), (1, 0, 1)]
+    prep, r = _wormhole_run(pairs, nic, net, 3 * 16384)
+    w = prep.wire_bytes
+    assert r.start_cycles[2] == pytest.approx(r.sent_cycles[0])
+    queued = w[0] / 8 + w[2] / 16 + _torus_latency(0, 1, net)  # behind the tail, as a packet stream would be
+    assert r.arrive_cycles[2] < queued - 50
+    t = parse_spec("torus:4x4")
+    s = Schedule.from_transfers("t", t.name, 16, 1, 3, [(st, a, b, k, OP_REDUCE) for k, (st, a, b) in enumerate(pairs)])
+    flit = run_flit(t, s, prepare(t, s, nic, 3 * 16384), nic, net)
+    assert r.arrive_cycles.tolist() == pytest.approx(flit.arrive_cycles.tolist(), rel=0.005)
+
+
 def test_packets_on_a_single_vc_per_class_lose_the_allocation_cycle_each():
     from nic.allreduce import NicConfig
     from noc.flit import FlitNetworkConfig
