@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from nic import calibration
 from nic.allreduce import NicConfig, simulate_allreduce
 from nic.collectives import Schedule, build
 from nic.scheduler import OP_REDUCE
@@ -34,15 +35,17 @@ KNOWN_RESIDUALS = {
     "(chaotic: within 4 % with 28- or 36-flit VCs, iSLIP or virtual cut-through; -16 to -23 % with 30-34 flits)",
 }
 
-CASES = []
-for spec in ("torus:4x4", "torus:4x4:c4", "mesh:4x4", "fattree:k4:l2"):
-    for algorithm in ("ring", "bidir_ring", "ring2d", "dbtree", "halving_doubling", "multitree"):
-        if algorithm == "ring2d" and spec.startswith("fattree"):
-            continue  # ring2d is for 2D grids
-        for design in ("codesigned", "baseline"):
-            reason = KNOWN_RESIDUALS.get((spec, algorithm, design))
-            marks = [pytest.mark.xfail(strict=True, reason=f"known residual > 5 %: {reason}")] if reason else []
-            CASES.append(pytest.param(spec, algorithm, design, marks=marks, id=f"{spec}-{algorithm}-{design}"))
+CASES = [
+    pytest.param(spec, algorithm, design, id=f"{spec}-{algorithm}-{design}",
+                 marks=[pytest.mark.xfail(strict=True, reason=f"known residual > 5 %: {KNOWN_RESIDUALS[spec, algorithm, design]}")]
+                 if (spec, algorithm, design) in KNOWN_RESIDUALS else [])
+    for spec, algorithm, design in calibration.cases()
+]
+
+
+def test_the_calibration_matrix_has_its_46_cases_and_the_residuals_are_among_them():
+    assert len(CASES) == 46 == len(set(calibration.cases()))
+    assert set(KNOWN_RESIDUALS) <= set(calibration.cases())
 
 
 @pytest.mark.parametrize("spec,algorithm,design", CASES)

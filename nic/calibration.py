@@ -1,0 +1,58 @@
+"""The calibration matrix of the message-level model: which runs it is checked on against
+the flit level, and one comparison (docs/allreduce.md, "Calibration").
+
+The matrix is every algorithm on every topology below with both NICs, except the 2D ring
+on the fat-tree (the 2D ring is for 2D grids): 46 cases. ``tests/nic/test_flit_cosim.py``
+runs it with 4 VCs x 32 flits at 256 KiB; ``bench/message_calibration.py`` runs it with
+any router and size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from nic.allreduce import NicConfig, simulate_allreduce
+from nic.collectives import build
+from noc.topology import parse_spec
+
+TOPOLOGIES = ("torus:4x4", "torus:4x4:c4", "mesh:4x4", "fattree:k4:l2")
+ALGORITHMS = ("ring", "bidir_ring", "ring2d", "dbtree", "halving_doubling", "multitree")
+DESIGNS = ("codesigned", "baseline")
+
+
+def cases() -> Iterator[tuple[str, str, str]]:
+    """(topology spec, algorithm, NIC design) of every case, in table order."""
+    for spec in TOPOLOGIES:
+        for algorithm in ALGORITHMS:
+            if algorithm == "ring2d" and spec.startswith("fattree"):
+                continue  # the 2D ring is for 2D grids
+            for design in DESIGNS:
+                yield spec, algorithm, design
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Both models' total cycles for one case; ``error_percent`` < 0: the message model is faster."""
+
+    spec: str
+    algorithm: str
+    design: str
+    flit_cycles: float
+    message_cycles: float
+
+    @property
+    def error_percent(self) -> float:
+        return 100.0 * (self.message_cycles / self.flit_cycles - 1.0)
+
+
+def compare(spec: str, algorithm: str, design: str, network, size_bytes: int) -> Comparison:
+    """Run one case at both levels (each verifies its reduction) with router ``network``."""
+    t = parse_spec(spec)
+    s = build(t, algorithm)
+    nic = NicConfig(design=design)
+    flit = simulate_allreduce(t, s, nic, network, size_bytes, model="flit")
+    msg = simulate_allreduce(t, s, nic, network, size_bytes, model="message")
+    if not (flit.verified and msg.verified):
+        raise RuntimeError(f"{spec} {algorithm} {design}: a run did not verify its reduction")
+    return Comparison(spec, algorithm, design, flit.total_cycles, msg.total_cycles)

@@ -1,0 +1,40 @@
+"""bench/message_calibration.py: runs the calibration cases it is asked for, writes what the
+API computes, and names bad router keys."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+from nic import calibration
+from noc.flit import FlitNetworkConfig
+
+SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "message_calibration.py"
+
+
+def run(*args):
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=600)
+
+
+def test_the_bench_writes_the_apis_comparison_for_the_selected_cases(tmp_path):
+    out = tmp_path / "cal.csv"
+    p = run("--router", "num_vcs=2", "--router", "vc_depth_flits=8", "--size", "64KiB", "--only", "torus:4x4/ring/",
+            "--csv", str(out))
+    assert p.returncode == 0, p.stderr
+    rows = list(csv.DictReader(out.open()))
+    assert [(r["topology"], r["algorithm"], r["nic"]) for r in rows] == [
+        ("torus:4x4", "ring", "codesigned"), ("torus:4x4", "ring", "baseline")]
+    net = FlitNetworkConfig(num_vcs=2, vc_depth_flits=8)
+    for r in rows:
+        c = calibration.compare(r["topology"], r["algorithm"], r["nic"], net, 64 * 1024)
+        assert (float(r["flit_cycles"]), float(r["message_cycles"])) == (c.flit_cycles, c.message_cycles)
+    assert "of 2 within 5 %" in p.stdout
+
+
+def test_a_bad_router_key_is_named():
+    p = run("--router", "vcs=2")
+    assert p.returncode != 0 and "unknown key 'vcs'" in p.stderr
+    p = run("--router", "num_vcs")
+    assert p.returncode != 0 and "expected KEY=VALUE" in p.stderr
