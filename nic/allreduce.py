@@ -190,6 +190,14 @@ def _message_routes(topology: Topology, network) -> RouteTable:
     return route(topology, getattr(network, "routing", "auto"), dateline=bool(getattr(network, "dateline", True)))
 
 
+def check_router_flit_bytes(network, nic: NicConfig) -> None:
+    """The router's ``flit_bytes``, when set, must be the NIC's (both models refuse a mismatch)."""
+    fb = getattr(network, "flit_bytes", None)
+    if fb is not None and fb != nic.flit_bytes:
+        raise ConfigError(f"router flit_bytes = {fb} and the NIC's flit_bytes = {nic.flit_bytes} disagree; "
+                          "set one of them")
+
+
 def message_flow_control(topology: Topology, routes: RouteTable, prep: Prepared, nic: NicConfig,
                          network) -> tuple[Wormhole | None, np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
     """What the message model takes from the flit-level network config: the wormhole
@@ -210,6 +218,7 @@ def message_flow_control(topology: Topology, routes: RouteTable, prep: Prepared,
     if network is None or not hasattr(network, "num_vcs"):
         return None, ni_bw, None
     check_vc_classes(topology, routes, int(network.num_vcs))  # as the flit level refuses it
+    check_router_flit_bytes(network, nic)
     if getattr(network, "flow_control", "wormhole") != "wormhole":
         raise ConfigError(f"flow_control = {network.flow_control!r}: the message model represents wormhole routers "
                           "only; use the flit level (model='flit') for virtual cut-through")

@@ -47,12 +47,11 @@ class Comparison:
 
 
 def compare(spec: str, algorithm: str, design: str, network, size_bytes: int) -> Comparison:
-    """Run one case at both levels (each verifies its reduction) with router ``network``."""
+    """Run one case at both levels with router ``network`` (each run raises if its times
+    break a dependency of the verified schedule)."""
     t = parse_spec(spec)
     s = build(t, algorithm)
     nic = NicConfig(design=design)
     flit = simulate_allreduce(t, s, nic, network, size_bytes, model="flit")
     msg = simulate_allreduce(t, s, nic, network, size_bytes, model="message")
-    if not (flit.verified and msg.verified):
-        raise RuntimeError(f"{spec} {algorithm} {design}: a run did not verify its reduction")
     return Comparison(spec, algorithm, design, flit.total_cycles, msg.total_cycles)

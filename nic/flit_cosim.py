@@ -250,11 +250,11 @@ def _cosim(net, st, codesigned, tabs, regs, row_tid, params, nis, node_eps, ep_n
 def flit_network(topology: Topology, nic, network: FlitNetworkConfig | None):
     """The flit-level network the co-simulation runs on, after checking that the router
     config, the NIC and the topology fit together (a :class:`ConfigError` says how not)."""
+    from nic.allreduce import check_router_flit_bytes  # noqa: PLC0415 (nic.allreduce imports this module lazily)
+
     cfg = FlitNetworkConfig() if network is None else network
     flit_bytes = nic.flit_bytes
-    if cfg.flit_bytes is not None and cfg.flit_bytes != flit_bytes:
-        raise ConfigError(f"router flit_bytes = {cfg.flit_bytes} and the NIC's flit_bytes = {flit_bytes} disagree; "
-                          "set one of them")
+    check_router_flit_bytes(cfg, nic)
     wide = topology.link_bytes_per_cycle > flit_bytes
     if np.any(wide):
         # the flit level carries at most one flit per link per cycle: a wider link would be

@@ -127,6 +127,7 @@ def simulate_transfers(
     (bytes/cycle); rates are max-min fair over links and these together.
     """
     t = src_node.shape[0]
+    _check_transfers(src_node, step, wire_bytes, path_len, policy)
     # reverse dependencies (who waits for me), as CSR
     counts = np.bincount(dep_idx, minlength=t) if dep_idx.size else np.zeros(t, dtype=np.int64)
     rdep_ptr = np.zeros(t + 1, dtype=np.int64)
@@ -159,6 +160,27 @@ def simulate_transfers(
         bad = int(np.nonzero(~np.isfinite(arrive))[0][0])
         raise RuntimeError(f"message-level simulation stalled: transfer {bad} never arrived (dependency cycle?)")
     return TransferTimes(start, sent, arrive)
+
+
+def _check_transfers(src_node, step, wire_bytes, path_len, policy):
+    """Inputs the event loop cannot time (it would hang or blame a dependency cycle)."""
+    w = np.asarray(wire_bytes, dtype=np.float64)
+    if not np.isfinite(w).all() or (w < 0).any():
+        bad = int(np.nonzero(~(np.isfinite(w) & (w >= 0)))[0][0])
+        raise ValueError(f"wire_bytes must be finite and non-negative; transfer {bad} has {w[bad]}")
+    short = np.nonzero(np.asarray(path_len) < 1)[0]
+    if short.size:
+        raise ValueError(f"transfer {int(short[0])} has no route (path_len 0: source and destination are the same "
+                         "endpoint?)")
+    if policy == POLICY_CODESIGNED:
+        src, st = np.asarray(src_node), np.asarray(step)
+        for n in np.unique(src):
+            s = st[src == n]
+            back = np.nonzero(np.diff(s) < 0)[0]
+            if back.size:
+                k = int(back[0])
+                raise ValueError(f"node {int(n)} lists step {int(s[k + 1])} after step {int(s[k])}: transfers must be "
+                                 "in schedule order (by step, then table order)")
 
 
 def _rate_resources(links, path_len, link_cap, extra, extra_cap):

@@ -55,11 +55,10 @@ def test_message_model_is_within_5_percent_of_flit_level(spec, algorithm, design
 
 
 def _assert_models_agree(t, s, nic):
-    """Both network models verify the reduction and the message model is within 5 % of the
-    flit level; returns the flit-level result."""
+    """The message model is within 5 % of the flit level (each run raises if its times
+    break a dependency of the verified schedule); returns the flit-level result."""
     flit = simulate_allreduce(t, s, nic, NET, SIZE, model="flit")
     msg = simulate_allreduce(t, s, nic, NET, SIZE, model="message")
-    assert flit.verified and msg.verified
     assert msg.total_cycles == pytest.approx(flit.total_cycles, rel=0.05)
     return flit
 
@@ -129,6 +128,19 @@ def test_flit_level_refuses_links_wider_than_a_flit():
     t = parse_spec("torus:4x4").with_links(bytes_per_cycle=32)
     with pytest.raises(ConfigError, match=r"flit_bytes = 16: torus.* wider than a flit.*at least 32"):
         simulate_allreduce(t, build(t, "ring"), NicConfig(), NET, SIZE, model="flit")
-    with pytest.raises(ConfigError, match=r"router flit_bytes = 8 and the NIC's flit_bytes = 16 disagree"):
-        simulate_allreduce(parse_spec("torus:4x4"), build(t, "ring"), NicConfig(),
-                           NET.model_copy(update={"flit_bytes": 8}), SIZE, model="flit")
+    for model in ("flit", "message"):  # a mismatch is a config error at both levels
+        with pytest.raises(ConfigError, match=r"router flit_bytes = 8 and the NIC's flit_bytes = 16 disagree"):
+            simulate_allreduce(parse_spec("torus:4x4"), build(t, "ring"), NicConfig(),
+                               NET.model_copy(update={"flit_bytes": 8}), SIZE, model=model)
+
+
+def test_with_one_vc_per_class_a_bulk_transfer_queues_behind_its_nis_drain():
+    # the default router (2 VCs: one per dateline class on a torus): the NI's next bulk
+    # packet needs the VC the draining one still holds, so it queues behind it; letting it
+    # go at once instead puts this run at +7.4 % (measured with that change, docs/allreduce.md)
+    t = parse_spec("torus:4x4")
+    s = build(t, "dbtree")
+    net = FlitNetworkConfig()
+    flit = simulate_allreduce(t, s, NicConfig(), net, SIZE, model="flit")
+    msg = simulate_allreduce(t, s, NicConfig(), net, SIZE, model="message")
+    assert msg.total_cycles == pytest.approx(flit.total_cycles, rel=0.05)

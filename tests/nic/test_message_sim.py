@@ -65,6 +65,25 @@ def test_bad_shared_resources_are_named(kw, msg):
         run([(0, 1), (2, 3)], [0, 0], [[], []], POLICY_BASELINE, **kw)
 
 
+@pytest.mark.parametrize("kw,msg", [
+    (dict(wire_bytes=-1.0), "wire_bytes must be finite and non-negative"),
+    (dict(wire_bytes=float("nan")), "wire_bytes must be finite and non-negative"),
+])
+def test_bad_transfer_sizes_are_named(kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        run([(0, 1), (2, 3)], [0, 0], [[], []], POLICY_BASELINE, **kw)
+
+
+def test_a_transfer_without_a_route_is_named():
+    with pytest.raises(ValueError, match="transfer 1 has no route"):
+        run([(0, 1), (2, 2)], [0, 0], [[], []], POLICY_BASELINE)
+
+
+def test_codesigned_transfers_out_of_step_order_are_named():
+    with pytest.raises(ValueError, match="node 0 lists step 0 after step 1"):
+        run([(0, 1), (0, 2)], [1, 0], [[], []], POLICY_CODESIGNED)
+
+
 def test_codesigned_priority_lets_the_earlier_step_go_first():
     r = run([(0, 2), (1, 2)], [0, 1], [[], []], POLICY_CODESIGNED)
     assert r.sent_cycles.tolist() == pytest.approx([100, 200])
