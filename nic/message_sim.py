@@ -173,14 +173,13 @@ def _check_transfers(src_node, step, wire_bytes, path_len, policy):
         raise ValueError(f"transfer {int(short[0])} has no route (path_len 0: source and destination are the same "
                          "endpoint?)")
     if policy == POLICY_CODESIGNED:
-        src, st = np.asarray(src_node), np.asarray(step)
-        for n in np.unique(src):
-            s = st[src == n]
-            back = np.nonzero(np.diff(s) < 0)[0]
-            if back.size:
-                k = int(back[0])
-                raise ValueError(f"node {int(n)} lists step {int(s[k + 1])} after step {int(s[k])}: transfers must be "
-                                 "in schedule order (by step, then table order)")
+        order = np.argsort(np.asarray(src_node), kind="stable")  # each node's transfers, in listed order
+        src, st = np.asarray(src_node)[order], np.asarray(step)[order]
+        back = np.nonzero((np.diff(st) < 0) & (np.diff(src) == 0))[0]
+        if back.size:
+            k = int(back[0])
+            raise ValueError(f"node {int(src[k])} lists step {int(st[k + 1])} after step {int(st[k])}: transfers must "
+                             "be in schedule order (by step, then table order)")
 
 
 def _rate_resources(links, path_len, link_cap, extra, extra_cap):
