@@ -35,17 +35,35 @@ KNOWN_RESIDUALS = {
     "(chaotic: within 4 % with 28- or 36-flit VCs, iSLIP or virtual cut-through; -16 to -23 % with 30-34 flits)",
 }
 
-CASES = [
-    pytest.param(spec, algorithm, design, id=f"{spec}-{algorithm}-{design}",
-                 marks=[pytest.mark.xfail(strict=True, reason=f"known residual > 5 %: {KNOWN_RESIDUALS[spec, algorithm, design]}")]
-                 if (spec, algorithm, design) in KNOWN_RESIDUALS else [])
-    for spec, algorithm, design in calibration.cases()
-]
+# At 1 MiB and 4 MiB one more case misses (the others are the same three).
+LARGER_SIZE_RESIDUALS = {
+    **KNOWN_RESIDUALS,
+    ("torus:4x4:c4", "multitree", "baseline"): "per-packet MultiTree with 4 NIs: the message model is slower and the "
+    "gap grows with size (+1.2 % at 256 KiB, +5.0 % at 1 MiB, +7.4 % at 4 MiB); the as-soon-as-ready NIs start "
+    "transfers in a different order at the two levels after a flow gets 0.67 of a shared ejection link at flit "
+    "level where max-min gives 1/2 (the same three flows alone get 1/2 each at flit level), mechanism not "
+    "established",
+}
+
+
+def _cases(residuals, *extra_marks, size=None):
+    return [
+        pytest.param(*(() if size is None else (size,)), spec, algorithm, design,
+                     id=f"{spec}-{algorithm}-{design}" + ("" if size is None else f"-{size >> 20}MiB"),
+                     marks=[*extra_marks, *([pytest.mark.xfail(strict=True, reason=f"known residual > 5 %: "
+                                                               f"{residuals[spec, algorithm, design]}")]
+                                            if (spec, algorithm, design) in residuals else [])])
+        for spec, algorithm, design in calibration.cases()
+    ]
+
+
+CASES = _cases(KNOWN_RESIDUALS)
+LARGER_CASES = _cases(LARGER_SIZE_RESIDUALS, size=1 << 20) + _cases(LARGER_SIZE_RESIDUALS, pytest.mark.slow, size=4 << 20)
 
 
 def test_the_calibration_matrix_has_its_46_cases_and_the_residuals_are_among_them():
     assert len(CASES) == 46 == len(set(calibration.cases()))
-    assert set(KNOWN_RESIDUALS) <= set(calibration.cases())
+    assert set(LARGER_SIZE_RESIDUALS) <= set(calibration.cases())
 
 
 @pytest.mark.parametrize("spec,algorithm,design", CASES)
@@ -54,11 +72,18 @@ def test_message_model_is_within_5_percent_of_flit_level(spec, algorithm, design
     _assert_models_agree(t, build(t, algorithm), NicConfig(design=design))
 
 
-def _assert_models_agree(t, s, nic):
+@pytest.mark.parametrize("size,spec,algorithm,design", LARGER_CASES)
+def test_message_model_is_within_5_percent_of_flit_level_at_larger_sizes(size, spec, algorithm, design):
+    # 1 MiB runs with the suite (about 30 s for the matrix); 4 MiB is marked slow (about 2 min)
+    t = parse_spec(spec)
+    _assert_models_agree(t, build(t, algorithm), NicConfig(design=design), size)
+
+
+def _assert_models_agree(t, s, nic, size=SIZE):
     """The message model is within 5 % of the flit level (each run raises if its times
     break a dependency of the verified schedule); returns the flit-level result."""
-    flit = simulate_allreduce(t, s, nic, NET, SIZE, model="flit")
-    msg = simulate_allreduce(t, s, nic, NET, SIZE, model="message")
+    flit = simulate_allreduce(t, s, nic, NET, size, model="flit")
+    msg = simulate_allreduce(t, s, nic, NET, size, model="message")
     assert msg.total_cycles == pytest.approx(flit.total_cycles, rel=0.05)
     return flit
 
