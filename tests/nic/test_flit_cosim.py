@@ -41,8 +41,8 @@ LARGER_SIZE_RESIDUALS = {
     ("torus:4x4:c4", "multitree", "baseline"): "per-packet MultiTree with 4 NIs: the message model is slower and the "
     "gap grows with size (+1.2 % at 256 KiB, +5.0 % at 1 MiB, +7.4 % at 4 MiB); the as-soon-as-ready NIs start "
     "transfers in a different order at the two levels after a flow gets 0.67 of a shared ejection link at flit "
-    "level where max-min gives 1/2 (the same three flows alone get 1/2 each at flit level), mechanism not "
-    "established",
+    "level where max-min gives 1/2; on static flows, a flow sharing a FIFO input with a flow held back at another "
+    "output leaves it at that flow's pace, but max-min with that coupling is no better over the matrix",
 }
 
 
