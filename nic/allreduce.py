@@ -198,6 +198,17 @@ def check_router_flit_bytes(network, nic: NicConfig) -> None:
                           "set one of them")
 
 
+def check_message_router(topology: Topology, routes: RouteTable, nic: NicConfig, network) -> None:
+    """A :class:`ConfigError` unless the message model can represent ``network`` on these
+    routes with this NIC: VCs that split into the routes' classes, the NIC's flit size,
+    wormhole flow control."""
+    check_vc_classes(topology, routes, int(network.num_vcs))  # as the flit level refuses it
+    check_router_flit_bytes(network, nic)
+    if getattr(network, "flow_control", "wormhole") != "wormhole":
+        raise ConfigError(f"flow_control = {network.flow_control!r}: the message model represents wormhole routers "
+                          "only; use the flit level (model='flit') for virtual cut-through")
+
+
 def message_flow_control(topology: Topology, routes: RouteTable, prep: Prepared, nic: NicConfig,
                          network) -> tuple[Wormhole | None, np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
     """What the message model takes from the flit-level network config: the wormhole
@@ -217,11 +228,7 @@ def message_flow_control(topology: Topology, routes: RouteTable, prep: Prepared,
     ni_bw = topology.link_bytes_per_cycle[links[:, 0]].astype(np.float64)
     if network is None or not hasattr(network, "num_vcs"):
         return None, ni_bw, None
-    check_vc_classes(topology, routes, int(network.num_vcs))  # as the flit level refuses it
-    check_router_flit_bytes(network, nic)
-    if getattr(network, "flow_control", "wormhole") != "wormhole":
-        raise ConfigError(f"flow_control = {network.flow_control!r}: the message model represents wormhole routers "
-                          "only; use the flit level (model='flit') for virtual cut-through")
+    check_message_router(topology, routes, nic, network)
     classes = int(routes.num_vc_classes)
     vcs = int(network.num_vcs) // classes
     packet_flits = 1 + -(-nic.packet_bytes // nic.flit_bytes)

@@ -37,10 +37,10 @@ def allreduce(
     from hw_models.config import load_experiment, resolve_router
     from hw_models.store import ResultStore, write_csv_atomic
     from hw_models.units import format_size_bytes, parse_sizes_bytes
-    from nic.allreduce import MODELS, NicConfig
+    from nic.allreduce import MODELS, NicConfig, check_message_router
     from nic.collectives import algorithm_name
     from nic.flit_cosim import flit_network
-    from noc.routing import check_vc_classes, route
+    from noc.routing import route
 
     cfg = load_experiment(config, preset)
     net = cfg.network
@@ -71,11 +71,8 @@ def allreduce(
     try:
         if "flit" in models:
             flit_network(t, nic_cfg, network)
-        else:
-            check_vc_classes(t, route(t, network.routing, dateline=network.dateline), network.num_vcs)
-        if "message" in models and network.flow_control != "wormhole":
-            raise ConfigError(f"flow_control = {network.flow_control!r}: the message model represents wormhole routers "
-                              "only; use --model flit for virtual cut-through")
+        if "message" in models:
+            check_message_router(t, route(t, network.routing, dateline=network.dateline), nic_cfg, network)
     except ConfigError as exc:
         raise ConfigError(f"{source} on {t.name}: {exc}") from None
     topo_stem = t.name.replace(":", "_")
