@@ -38,3 +38,26 @@ def test_a_bad_router_key_is_named():
     assert p.returncode != 0 and "unknown key 'vcs'" in p.stderr
     p = run("--router", "num_vcs")
     assert p.returncode != 0 and "expected KEY=VALUE" in p.stderr
+
+
+HOL_SCRIPT = SCRIPT.with_name("ring_head_of_line.py")
+
+
+def test_the_head_of_line_bench_runs_the_mirrored_ring_as_the_mirror_image():
+    """The -x exchange uses links the +x one does not, and is its reflection (router x to
+    3 - x, dateline included), so each of its flows gets exactly its image's rate: the
+    bench's hand-built routes and VC classes are the ones noc.routing would give the reflection."""
+    p = subprocess.run([sys.executable, str(HOL_SCRIPT), "--mirror", "--packets", "80"], capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    rate = {}
+    for line in p.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 6 and parts[1] == "->":
+            rate[(int(parts[0]), int(parts[2]))] = float(parts[4])
+    assert len(rate) == 8
+    for x in range(4):  # +x flow of router x, -x flow of router 3 - x
+        plus = rate[(2 * x, 2 * ((x + 2) % 4))]
+        minus = rate[(2 * (3 - x) + 1, 2 * ((1 - x) % 4) + 1)]
+        assert plus == minus
+    assert all(r > 0 for r in rate.values())
