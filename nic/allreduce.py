@@ -70,10 +70,18 @@ class NicConfig(StrictModel):
         return POLICY_CODESIGNED if self.design == "codesigned" else POLICY_BASELINE
 
     def wire_bytes(self, payload_bytes: np.ndarray) -> np.ndarray:
-        """Bytes on the wire: payload plus head flits."""
-        payload = np.asarray(payload_bytes, dtype=np.float64)
-        heads = 1.0 if self.bulk else np.maximum(1.0, np.ceil(payload / self.packet_bytes))
-        return payload + heads * self.flit_bytes
+        """Bytes on the wire: whole flits, as the packetiser sends them. Each packet is a head
+        flit plus its payload rounded up to whole flits; bulk: one packet per transfer,
+        per-packet: ``packet_bytes`` each, the last one shorter (an empty transfer is a head)."""
+        payload = np.asarray(payload_bytes, dtype=np.int64)
+        f = self.flit_bytes
+        if self.bulk:
+            flits = 1 + -(-payload // f)
+        else:
+            full, rest = payload // self.packet_bytes, payload % self.packet_bytes
+            flits = full * (1 + -(-self.packet_bytes // f)) + np.where(rest > 0, 1 + -(-rest // f), 0)
+            flits = np.where(payload == 0, 1, flits)
+        return (flits * f).astype(np.float64)
 
 
 def router_delay_cycles(network) -> int:
@@ -127,9 +135,12 @@ def _ni_slots(step: np.ndarray, node: np.ndarray, nis: int) -> np.ndarray:
 
 
 def prepare(topology: Topology, schedule: Schedule, nic: NicConfig, size_bytes: int) -> Prepared:
-    if schedule.num_nodes != topology.num_nodes:
-        raise HwModelsError(f"schedule {schedule.algorithm!r} has {schedule.num_nodes} nodes but "
-                            f"{topology.name} has {topology.num_nodes}")
+    if schedule.num_nodes != topology.num_nodes or schedule.topology != topology.name:
+        raise HwModelsError(f"schedule {schedule.algorithm!r} was built for {schedule.topology} "
+                            f"({schedule.num_nodes} nodes), not for {topology.name}: build it for this topology")
+    if size_bytes % nic.element_bytes:
+        raise ConfigError(f"size {size_bytes} B is not a whole number of {nic.element_bytes}-byte elements "
+                          "(NicConfig.element_bytes)")
     if size_bytes < nic.element_bytes * schedule.num_flows:
         raise ConfigError(f"size {size_bytes} B is smaller than one {nic.element_bytes}-byte element per flow "
                           f"({schedule.num_flows} flows): at least {nic.element_bytes * schedule.num_flows} B")
@@ -146,9 +157,25 @@ def prepare(topology: Topology, schedule: Schedule, nic: NicConfig, size_bytes: 
 
 
 @lru_cache(maxsize=64)
-def _verified(schedule: Schedule) -> bool:
-    verify(schedule)
+def _verified(schedule: Schedule, seed: int) -> bool:
+    verify(schedule, seed=seed)
     return True
+
+
+def _check_arguments(topology, schedule, nic, network, size_bytes) -> int:
+    """Wrong types get a TypeError naming the argument (a network of the wrong type would
+    otherwise silently run the pure fluid model); returns the size as an int."""
+    from noc.flit import FlitNetworkConfig  # noqa: PLC0415
+
+    for name, value, cls in (("topology", topology, Topology), ("schedule", schedule, Schedule), ("nic", nic, NicConfig)):
+        if not isinstance(value, cls):
+            raise TypeError(f"{name} must be a {cls.__name__}, not {type(value).__name__}")
+    if network is not None and not isinstance(network, FlitNetworkConfig):
+        raise TypeError(f"network must be a FlitNetworkConfig or None, not {type(network).__name__}")
+    if isinstance(size_bytes, (bool, np.bool_)) or not isinstance(size_bytes, (int, np.integer)):
+        raise TypeError(f"size_bytes must be an int number of bytes, not {size_bytes!r} "
+                        "(hw_models.units.parse_size_bytes reads '64KiB')")
+    return int(size_bytes)
 
 
 def check_times(prep: Prepared, start: np.ndarray, arrive: np.ndarray, issue_delay: float = 0.0) -> None:
@@ -289,16 +316,19 @@ def run_message(topology: Topology, prep: Prepared, nic: NicConfig, network, *,
 def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | None = None, network=None,
                        size_bytes: int = 1 << 20, *, model: str = "message", routes: RouteTable | None = None,
                        seed: int = 0) -> AllreduceResult:
-    """Simulate one all-reduce of ``size_bytes``; see the module docstring."""
+    """Simulate one all-reduce of ``size_bytes`` (a whole number of ``nic.element_bytes``
+    elements, at least one per flow); see the module docstring. ``seed`` seeds the
+    functional verifier's random input vectors; both timing models are deterministic."""
     nic = NicConfig() if nic is None else nic
+    size_bytes = _check_arguments(topology, schedule, nic, network, size_bytes)
     if model not in MODELS:
         raise ConfigError(f"model {model!r} is unknown; choose one of {', '.join(MODELS)}")
-    prep = prepare(topology, schedule, nic, int(size_bytes))
-    verified = _verified(schedule)
+    prep = prepare(topology, schedule, nic, size_bytes)
+    verified = _verified(schedule, int(seed))
     if model == "flit":
         from nic.flit_cosim import run_flit  # noqa: PLC0415 (needs the flit-level network)
 
-        timing = run_flit(topology, schedule, prep, nic, network, seed=seed)
+        timing = run_flit(topology, schedule, prep, nic, network)
         start, sent, arrive = timing.start_cycles, timing.sent_cycles, timing.arrive_cycles
         link_bytes = timing.link_bytes
         extra = dict(timing.extra)
@@ -323,6 +353,7 @@ def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | 
         node_idle_fraction=_idle_fraction(prep, start, sent, topology.num_nodes, total),
         link_utilisation_mean=float(util[router].mean()) if router.any() else 0.0,
         link_utilisation_max=float(util[router].max()) if router.any() else 0.0,
+        link_utilisation=tuple(float(x) for x in util),
         seed=seed, extra=extra,
     )
 

@@ -276,7 +276,7 @@ def flit_network(topology: Topology, nic, network: FlitNetworkConfig | None):
     return build_network(topology, cfg)
 
 
-def run_flit(topology: Topology, schedule, prep, nic, network: FlitNetworkConfig | None, *, seed: int = 0,
+def run_flit(topology: Topology, schedule, prep, nic, network: FlitNetworkConfig | None, *,
              max_cycles: int = 2_000_000_000) -> FlitTiming:
     """Co-simulate ``schedule`` (laid out by ``nic.allreduce.prepare``) at flit level."""
     net = flit_network(topology, nic, network)

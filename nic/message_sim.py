@@ -66,7 +66,8 @@ POLICY_CODESIGNED = 1
 # 3: VC allocation round-robin per (link, VC class), as the flit level's (noc.flit MODEL_VERSION 2).
 # 4: per-packet flows with one VC per class share its allocation cycles per (link, class).
 # 5: a bulk transfer queues behind its NI's draining previous one only with one VC per class.
-MODEL_VERSION = 5
+# 6: wire bytes are whole flits per packet (a payload that is not a multiple of flit_bytes is padded).
+MODEL_VERSION = 6
 
 # transfer states
 _WAITING, _QUEUED, _HEAD, _SENDING, _DRAINING, _IN_FLIGHT, _ARRIVED = 0, 1, 2, 3, 4, 5, 6

@@ -29,7 +29,10 @@ class AllreduceResult:
     node_idle_fraction: tuple[float, ...] = ()  # per node: share of the run with no NI sending
     link_utilisation_mean: float = 0.0  # router-to-router links, busy fraction
     link_utilisation_max: float = 0.0
-    seed: int = 0
+    seed: int = 0  # of the functional verifier's random input vectors (both timing models are deterministic)
+    # per link, in topology link order (Topology.link_src / link_dst, injection and ejection
+    # links included): bytes carried / (bytes per cycle x total cycles)
+    link_utilisation: tuple[float, ...] = ()
     extra: dict = field(default_factory=dict)
 
     @property
@@ -81,4 +84,5 @@ class AllreduceResult:
         d = json.loads(text)
         d["step_end_cycles"] = tuple(d["step_end_cycles"])
         d["node_idle_fraction"] = tuple(d["node_idle_fraction"])
+        d["link_utilisation"] = tuple(d.get("link_utilisation", ()))
         return cls(**d)
