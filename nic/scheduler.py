@@ -39,6 +39,8 @@ N_REGS = 19
 (P_DEPTH, P_NIS, P_FLOW_W, P_NODE_W, P_STEP_W, P_LEN_W, P_CNT_W, P_ERR_W, P_ADDR_W) = range(9)
 N_PARAMS = 9
 
+MAX_NIS = 16  # NIs one scheduler serves (the NIS parameter's range)
+
 # ---- inputs (header; then recv_flow[NIS], recv_op[NIS], recv_src[NIS]) ---------------
 (I_RST, I_CLEAR, I_LOAD_VALID, I_LOAD_ADDR, I_LOAD_OP, I_LOAD_FLOW, I_LOAD_PEER, I_LOAD_STEP,
  I_LOAD_LEN, I_LOAD_DEP_OP, I_LOAD_DEP_COUNT, I_RD_EN, I_RD_ADDR, I_START, I_SEND_READY,
@@ -79,7 +81,7 @@ class SchedulerParams:
     err_w: int = 16
 
     _RANGES = {
-        "depth": (1, 4096), "nis": (1, 16), "flow_w": (1, 16), "node_w": (1, 16), "step_w": (1, 16),
+        "depth": (1, 4096), "nis": (1, MAX_NIS), "flow_w": (1, 16), "node_w": (1, 16), "step_w": (1, 16),
         "len_w": (1, 32), "cnt_w": (1, 8), "err_w": (1, 32),
     }
 
@@ -121,6 +123,13 @@ def new_inputs(params: SchedulerParams) -> np.ndarray:
 # --------------------------------------------------------------------------------------
 # The contract
 # --------------------------------------------------------------------------------------
+
+
+def _port_value(name: str, value, width: int) -> int:
+    v = int(value)
+    if not 0 <= v < (1 << width):
+        raise ConfigError(f"scheduler input {name} = {v} does not fit its {width}-bit port (0..{(1 << width) - 1})")
+    return v
 
 
 @njit(cache=True)
@@ -349,6 +358,13 @@ class SchedulerModel:
         self._out = np.zeros(N_OUTS, dtype=np.int64)
         self.cycle = 0
         self._index = {n: i for i, n in enumerate(SCALAR_INPUT_NAMES)}
+        pr = self.params
+        # port widths (docs/nic_scheduler.md, "Ports"): a value that does not fit is refused,
+        # where the hardware would silently drop its high bits
+        self._widths = dict.fromkeys(SCALAR_INPUT_NAMES, 1) | {
+            "load_addr": pr.addr_w, "rd_addr": pr.addr_w, "load_op": 2, "load_flow": pr.flow_w,
+            "load_peer": pr.node_w, "load_step": pr.step_w, "load_len": pr.len_w, "load_dep_count": pr.cnt_w,
+            "ni_done": pr.nis, "recv_valid": pr.nis}
 
     def outputs(self) -> dict[str, int]:
         sched_outputs(self.tab, self.regs, self._p, self._out)
@@ -362,10 +378,11 @@ class SchedulerModel:
         """
         inp = self._inp
         inp[:] = 0
+        widths = self._widths
         for name, value in inputs.items():
             if name not in self._index:
                 raise ConfigError(f"unknown scheduler input {name!r}; inputs are {', '.join(SCALAR_INPUT_NAMES)} and recv")
-            inp[self._index[name]] = int(value)
+            inp[self._index[name]] = _port_value(name, value, widths[name])
         nis = self.params.nis
         if recv:
             mask = 0
@@ -374,7 +391,8 @@ class SchedulerModel:
                     raise ConfigError(f"{len(recv)} receives in one cycle but NIS = {nis}")
                 if item is None:
                     continue
-                flow, op, src = item
+                flow, op, src = (_port_value(f"recv_{n}[{p}]", v, w) for n, v, w in
+                                 zip(("flow", "op", "src"), item, (self.params.flow_w, 1, self.params.node_w)))
                 mask |= 1 << p
                 inp[N_IN_HEADER + p] = flow
                 inp[N_IN_HEADER + nis + p] = op

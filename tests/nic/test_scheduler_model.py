@@ -149,10 +149,18 @@ def test_read_back_returns_the_entry_as_loaded_and_its_state():
     assert m.outputs()["rd_valid"] == 0 and m.outputs()["rd_flow"] == 5  # held
 
 
-def test_fields_are_truncated_to_their_widths():
-    m = make(flow_w=3, node_w=2)
-    m.tick(load_valid=1, load_addr=0, load_op=0, load_flow=13, load_peer=7)
-    assert m.tab[0, 2] == 13 & 7 and m.tab[0, 3] == 7 & 3
+def test_values_wider_than_their_port_are_refused_by_name():
+    """The hardware would drop the high bits (load_addr 5 on a 2-bit port writes entry 1, with
+    no error); the stepping API names the port instead."""
+    m = make(depth=4, flow_w=3, node_w=2)
+    for port, value, width in (("load_addr", 5, 2), ("load_flow", 13, 3), ("load_peer", 7, 2), ("load_op", 4, 2),
+                               ("load_valid", 2, 1), ("rd_addr", -1, 2)):
+        with pytest.raises(ConfigError, match=f"{port} = {value} does not fit its {width}-bit port"):
+            m.tick(**{port: value})
+    with pytest.raises(ConfigError, match=r"recv_flow\[0\] = 8 does not fit its 3-bit port"):
+        m.tick(recv=[(8, 0, 0)])
+    m.tick(load_valid=1, load_addr=3, load_op=0, load_flow=7, load_peer=3)  # the widest values fit
+    assert m.tab[3, 2] == 7 and m.tab[3, 3] == 3
 
 
 @pytest.mark.parametrize("bad", [dict(depth=0), dict(nis=17), dict(cnt_w=9), dict(flow_w=True)])
