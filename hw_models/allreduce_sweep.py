@@ -17,7 +17,7 @@ from pathlib import Path
 from hw_models.store import ResultStore
 from nic.allreduce import NicConfig, simulate_allreduce
 from nic.message_sim import MODEL_VERSION as MESSAGE_MODEL_VERSION
-from nic.collectives import build
+from nic.collectives import SCHEDULE_VERSION, build
 from nic.result import AllreduceResult
 from noc.flit import MODEL_VERSION as FLIT_MODEL_VERSION
 from noc.topology import Topology
@@ -31,11 +31,16 @@ class Job:
     model: str
 
 
-def run_key(topology: Topology, job: Job, nic: NicConfig, network, seed: int) -> str:
-    """Everything that determines a run, hashed into a short stable key."""
+def run_key(topology: Topology, job: Job, nic: NicConfig, network, seed: int,
+            schedule_options: dict | None = None) -> str:
+    """Everything that determines a run, hashed into a short stable key: the topology, the
+    job, the NIC and router configs, the seed, the schedule builder's options and version,
+    and the model's version."""
     net = network.model_dump(mode="json") if hasattr(network, "model_dump") else None
     fields = {"topology": topology.to_dict(), "job": job.__dict__, "nic": nic.model_dump(mode="json"),
-              "network": net, "seed": seed}
+              "network": net, "seed": seed, "schedule_version": SCHEDULE_VERSION}
+    if schedule_options:
+        fields["schedule_options"] = schedule_options
     if job.model == "message":  # results of an older model are not reused
         fields["message_model_version"] = MESSAGE_MODEL_VERSION
     elif job.model == "flit":
@@ -46,26 +51,35 @@ def run_key(topology: Topology, job: Job, nic: NicConfig, network, seed: int) ->
 
 def run_sweep(topology: Topology, jobs: Iterable[Job], *, nic: NicConfig, network=None, store: ResultStore | None,
               seed: int = 0, on_result: Callable[[Job, AllreduceResult, bool], None] | None = None,
-              schedule_options: dict | None = None) -> list[AllreduceResult]:
-    """Run ``jobs`` (skipping those already in ``store``); ``on_result(job, result, reused)`` after each."""
-    done = {r["key"]: r for r in store.records()} if store is not None else {}
-    schedules: dict[str, object] = {}
+              schedule_options: dict | None = None, fresh: bool = False,
+              schedules: dict | None = None) -> list[AllreduceResult]:
+    """Run ``jobs`` (skipping those already in ``store``, unless ``fresh``: then they run
+    again and their new records supersede the old); ``on_result(job, result, reused)``
+    after each. A job listed twice runs once. ``schedules`` maps algorithms to schedules
+    already built with ``schedule_options`` (the rest are built here)."""
+    done = {r["key"]: r for r in store.records()} if store is not None and not fresh else {}
+    this_run: dict[str, AllreduceResult] = {}
+    schedules = dict(schedules or {})
     out = []
     for job in jobs:
         cfg = nic.model_copy(update={"design": job.nic})
-        key = run_key(topology, job, cfg, network, seed)
-        if key in done:
+        options = (schedule_options or {}).get(job.algorithm, {})
+        key = run_key(topology, job, cfg, network, seed, options)
+        if key in this_run:
+            res, reused = this_run[key], True
+        elif key in done:
             rec = {k: v for k, v in done[key].items() if k != "key"}
             res = AllreduceResult.from_json(json.dumps(rec))
             reused = True
         else:
             if job.algorithm not in schedules:
-                schedules[job.algorithm] = build(topology, job.algorithm, **(schedule_options or {}).get(job.algorithm, {}))
+                schedules[job.algorithm] = build(topology, job.algorithm, **options)
             res = simulate_allreduce(topology, schedules[job.algorithm], cfg, network, job.size_bytes,
                                      model=job.model, seed=seed)
             if store is not None:
                 store.append(key, json.loads(res.to_json()))
             reused = False
+        this_run[key] = res
         out.append(res)
         if on_result is not None:
             on_result(job, res, reused)
@@ -114,21 +128,23 @@ def plot_bandwidth(results: list[AllreduceResult], path: str | Path, title: str)
         lines.setdefault((r.algorithm, r.nic, r.model), []).append((r.size_bytes, r.busbw_gbps))
     algos = list(dict.fromkeys(k[0] for k in lines))
     variants = list(dict.fromkeys(k[1:] for k in lines))
-    styles = ["-", "--", ":", "-."]
+    # colour: algorithm; line: NIC (solid co-designed, dashed baseline); marker: model
+    styles = {"codesigned": "-", "baseline": "--"}
+    markers = {"message": "o", "flit": "s"}
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     fig, ax = plt.subplots(figsize=(9, 5))
     for (algo, nic, model), pts in lines.items():
         pts.sort()
         label = algo if len(variants) == 1 else f"{algo} ({nic}, {model})"
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3, label=label,
-                color=colours[algos.index(algo) % len(colours)], linestyle=styles[variants.index((nic, model)) % len(styles)])
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=markers.get(model, "o"), markersize=3, label=label,
+                color=colours[algos.index(algo) % len(colours)], linestyle=styles.get(nic, "-."))
     if results:
         bound = {}
         for r in results:
             secs = r.bound_cycles / (r.clock_ghz * 1e9)
             bound[r.size_bytes] = r.size_bytes / secs / 1e9 * 2 * (r.num_nodes - 1) / r.num_nodes if secs > 0 else 0
         xs = sorted(bound)
-        ax.plot(xs, [bound[x] for x in xs], "k--", label="bandwidth bound")
+        ax.plot(xs, [bound[x] for x in xs], color="0.3", linestyle=":", linewidth=2, label="bandwidth bound")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("all-reduce size (bytes)")
     ax.set_ylabel("bus bandwidth (GB/s)")

@@ -1,7 +1,8 @@
 """Resumable result store: one JSON line per finished run, appended and flushed at once.
 
 An interrupted sweep keeps every run that finished; a torn last line (the process died
-mid-write) is ignored on reading. ``done_keys()`` tells a resumed sweep what to skip.
+mid-write) is ignored on reading, and the next record starts on a line of its own. When a
+key occurs more than once, the last record counts (a ``--fresh`` re-run appends). ``done_keys()`` tells a resumed sweep what to skip.
 CSV exports are written to a temporary file and renamed, so they are whole or absent.
 """
 
@@ -38,9 +39,16 @@ class ResultStore:
         return {r["key"] for r in self.records() if "key" in r}
 
     def append(self, key: str, record: dict) -> None:
+        """Add one finished run (a later record of the same key supersedes an earlier one)."""
         line = json.dumps({"key": key, **record}, sort_keys=True)
+        # after a torn write the file ends mid-line: start a new line, or this record would be lost with it
+        torn = False
+        if self.path.exists() and self.path.stat().st_size > 0:
+            with self.path.open("rb") as f:
+                f.seek(-1, os.SEEK_END)
+                torn = f.read(1) != b"\n"
         with self.path.open("a") as f:
-            f.write(line + "\n")
+            f.write(("\n" if torn else "") + line + "\n")
             f.flush()
             os.fsync(f.fileno())
 

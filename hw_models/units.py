@@ -7,6 +7,7 @@ import re
 from noc.errors import ConfigError
 
 _UNITS = {"": 1, "b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "kb": 10**3, "mb": 10**6, "gb": 10**9}
+MAX_SIZE_BYTES = 1 << 40  # 1 TiB: far beyond any all-reduce simulated here, and safe in int64 byte counts
 _SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmg]i?b|b)?\s*$", re.IGNORECASE)
 
 
@@ -21,6 +22,8 @@ def parse_size_bytes(text: str | int) -> int:
         value = int(m.group(1)) * _UNITS[(m.group(2) or "").lower()]
     if value <= 0:
         raise ConfigError(f"size {text!r} must be positive")
+    if value > MAX_SIZE_BYTES:
+        raise ConfigError(f"size {text!r} is larger than {MAX_SIZE_BYTES >> 40} TiB")
     return value
 
 

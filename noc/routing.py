@@ -77,6 +77,19 @@ def check_vc_classes(topology: Topology, routes: RouteTable, num_vcs: int) -> No
                           f"classes; num_vcs must be a multiple of {classes} (or set dateline = false)")
 
 
+MAX_TABLE_BYTES = 4 << 30
+
+
+def check_table_size(topology: Topology, max_links: int) -> None:
+    """A :class:`ConfigError` instead of running out of memory: a route table holds, for
+    every ordered pair of endpoints, up to ``max_links`` link ids (int32) and VC classes (int8)."""
+    e = topology.num_endpoints
+    need = e * e * (max_links * 5 + 2)
+    if need > MAX_TABLE_BYTES:
+        raise ConfigError(f"{topology.name}: route tables for {e} endpoints would take {need / 2**30:.1f} GiB "
+                          f"(limit {MAX_TABLE_BYTES >> 30} GiB); use fewer NIs per node or a smaller network")
+
+
 def route(topology: Topology, algorithm: str = "auto", *, dateline: bool = True) -> RouteTable:
     """Build the route table of ``topology`` with ``algorithm`` (``auto`` picks the family's own)."""
     if algorithm not in ALGORITHMS:
@@ -88,6 +101,7 @@ def route(topology: Topology, algorithm: str = "auto", *, dateline: bool = True)
             raise ConfigError(f"routing 'dor' needs a ring, mesh, torus or hypercube, not {topology.name}")
         rlinks, rvc = _dor_router_paths(topology, dateline and topology.wrap)
         classes = 2 if (dateline and topology.wrap) else 1
+        check_table_size(topology, rlinks.shape[2] + 2)
         links, vcs, length = _compose(topology.inject_link, topology.eject_link, topology.endpoint_router, rlinks, rvc)
         return RouteTable("dor" if classes == 2 or not topology.wrap else "dor-no-dateline", links, vcs, length, classes)
     if algorithm == "nca":
@@ -98,6 +112,7 @@ def route(topology: Topology, algorithm: str = "auto", *, dateline: bool = True)
     nbr = (topology.link_dst[out_links] - topology.num_endpoints).astype(np.int32)
     rlinks = _bfs_router_paths(offsets, out_links, nbr, topology.num_routers)
     rvc = np.zeros(rlinks.shape, dtype=np.int8)
+    check_table_size(topology, rlinks.shape[2] + 2)
     links, vcs, length = _compose(topology.inject_link, topology.eject_link, topology.endpoint_router, rlinks, rvc)
     return RouteTable("shortest", links, vcs, length, 1)
 
@@ -218,6 +233,8 @@ def _bfs_router_paths(offsets, out_links, nbr, nr):
 
 def _nca(t: Topology) -> RouteTable:
     e = t.num_endpoints
+    # up and down through at most every fat-tree level (BiGraph: 2 switch hops), plus NI links
+    check_table_size(t, 2 * t.params.get("levels", 2) + 2)
     lookup = {(int(s), int(d)): int(lid) for lid, (s, d) in enumerate(zip(t.link_src, t.link_dst))}
     paths: list[list[list[int]]] = [[[] for _ in range(e)] for _ in range(e)]
     if t.family == "fattree":

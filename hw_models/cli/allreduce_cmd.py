@@ -24,8 +24,10 @@ def allreduce(
     config: Optional[Path] = typer.Option(None, "--config", help="Experiment TOML (see `hw-models config show`)."),
     preset: Optional[str] = typer.Option(None, "--preset", help="A named config instead of a file: isca2021."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory (default: the config's run.out_dir/allreduce)."),
-    fresh: bool = typer.Option(False, "--fresh", help="Ignore finished runs in the result store (default: resume)."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed (default: the config's)."),
+    fresh: bool = typer.Option(False, "--fresh", help="Run again the runs already in the result store; their new "
+                               "records supersede the old (default: reuse them, resume)."),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, help="Seed of the functional verifier's random input "
+                                       "vectors (the timing models are deterministic; default: the config's)."),
 ) -> None:
     """Simulate all-reduces and print cycles, bus bandwidth, speedup over ring and % of the bound; write CSV and PNG."""
     from rich.console import Console
@@ -37,20 +39,35 @@ def allreduce(
     from hw_models.config import load_experiment, resolve_router
     from hw_models.store import ResultStore, write_csv_atomic
     from hw_models.units import format_size_bytes, parse_sizes_bytes
-    from nic.allreduce import MODELS, NicConfig, check_message_router
-    from nic.collectives import algorithm_name
+    from nic.allreduce import MODELS, NicConfig, check_message_router, prepare
+    from nic.collectives import algorithm_name, build
+    from nic.scheduler import MAX_NIS as MAX_SCHEDULER_NIS
     from nic.flit_cosim import flit_network
     from noc.routing import route
 
+    if config is not None and not config.is_file():
+        raise HwModelsError(f"--config {config}: {'is a directory' if config.is_dir() else 'no such file'}")
     cfg = load_experiment(config, preset)
     net = cfg.network
     links = {"link_bytes_per_cycle": net.link_bytes_per_cycle, "link_latency_cycles": net.link_latency_cycles}
+    if topology is not None and not topology.strip():
+        raise HwModelsError("--topology is empty; give a spec such as torus:4x4")
     # a --topology flag stands alone; the config's topology comes with the config's NI count
-    t = resolve_topology(topology or net.topology, nis if (nis is not None or topology) else net.nis_per_node, **links)
-    names = [algorithm_name(a) for a in (algorithms or ",".join(cfg.allreduce.algorithms)).split(",") if a.strip()]
+    if topology or nis is not None:
+        if nis is not None and topology and ":c" in topology:
+            spec_nis = resolve_topology(topology, None, **links).nis_per_node
+            if spec_nis != nis:
+                raise HwModelsError(f"--nis {nis} contradicts --topology {topology} ({spec_nis} NIs per node)")
+        t = resolve_topology(topology or net.topology, nis, **links)
+    else:
+        t = resolve_topology(net.topology, net.nis_per_node, flag="[network] nis_per_node", **links)
+    if algorithms is not None and not algorithms.replace(",", "").strip():
+        raise HwModelsError(f"--algorithms {algorithms!r} names no algorithm")
+    names = list(dict.fromkeys(algorithm_name(a) for a in (algorithms or ",".join(cfg.allreduce.algorithms)).split(",")
+                               if a.strip()))
     if "ring" not in names:
         names.insert(0, "ring")  # the baseline every speedup is measured against
-    size_list = parse_sizes_bytes(sizes) if sizes is not None else cfg.allreduce.sizes_bytes
+    size_list = list(dict.fromkeys(parse_sizes_bytes(sizes) if sizes is not None else cfg.allreduce.sizes_bytes))
     if nic not in ("codesigned", "baseline", "both"):
         raise HwModelsError(f"--nic {nic!r}: choose codesigned, baseline or both")
     if model not in (*MODELS, "both"):
@@ -59,6 +76,10 @@ def allreduce(
     designs = ["codesigned", "baseline"] if nic == "both" else [nic]
     run_seed = cfg.run.seed if seed is None else seed
     out_dir = out or Path(cfg.run.out_dir) / "allreduce"
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HwModelsError(f"--out {out_dir}: cannot make the output directory ({exc.strerror or exc})") from None
     # the NIC's flits are the routers' (16 B unless [router] flit_bytes says otherwise)
     nic_cfg = NicConfig(element_bytes=cfg.allreduce.element_bytes, clock_ghz=net.clock_ghz,
                         flit_bytes=cfg.router.flit_bytes or 16)
@@ -67,25 +88,33 @@ def allreduce(
     # --topology flag gets its own family's routing unless [router] routing names one.
     source = str(config) if config else f"preset {preset}" if preset else "defaults"
     network = resolve_router(net.model_copy(update={"routing": "auto"}) if topology else net, cfg.router, source)
-    # a router that does not fit the topology (or, at flit level, the NIC) fails here, before any run
+    # a router that does not fit the topology (or, at flit level, a NIC design) fails here, before any run
     try:
-        if "flit" in models:
-            flit_network(t, nic_cfg, network)
-        if "message" in models:
-            check_message_router(t, route(t, network.routing, dateline=network.dateline), nic_cfg, network)
+        for d in designs:
+            nic_d = nic_cfg.model_copy(update={"design": d})
+            if "flit" in models:
+                flit_network(t, nic_d, network)
+            if "message" in models:
+                check_message_router(t, route(t, network.routing, dateline=network.dateline), nic_d, network)
     except ConfigError as exc:
         raise ConfigError(f"{source} on {t.name}: {exc}") from None
+    if "flit" in models and t.nis_per_node > MAX_SCHEDULER_NIS:
+        raise HwModelsError(f"{t.name}: {t.nis_per_node} NIs per node; the flit level's NIC scheduler serves at most "
+                            f"{MAX_SCHEDULER_NIS} (docs/nic_scheduler.md)")
+    # so do algorithms that do not fit the topology, and sizes too small for their flows
+    schedules = {}
+    for a in names:
+        schedules[a] = build(t, a)
+        for s in size_list:
+            if s < nic_cfg.element_bytes * schedules[a].num_flows or s % nic_cfg.element_bytes:
+                prepare(t, schedules[a], nic_cfg, s)  # raises, naming the size
     topo_stem = t.name.replace(":", "_")
     stores = {m: ResultStore(out_dir / f"{topo_stem}_{m}.jsonl") for m in models}
-    if fresh:
-        for store in stores.values():
-            if store.path.exists():
-                store.path.unlink()
     jobs = {m: [Job(a, s, d, m) for d in designs for s in size_list for a in names] for m in models}
     n_jobs = sum(len(j) for j in jobs.values())
     console = Console(width=None if sys.stdout.isatty() else 120)
     console.print(f"all-reduce on {t.name} ({t.num_nodes} nodes, {t.nis_per_node} NI(s)/node), {' and '.join(models)}-level "
-                  f"model, NIC {', '.join(designs)}; {n_jobs} runs; seed {run_seed}; results in {out_dir}")
+                  f"model, NIC {', '.join(designs)}; {n_jobs} runs; verifier seed {run_seed}; results in {out_dir}")
     results: dict[str, list] = {}
     reused_count = 0
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -101,7 +130,7 @@ def allreduce(
         for m in models:
             try:
                 results[m] = run_sweep(t, jobs[m], nic=nic_cfg, network=network, store=stores[m], seed=run_seed,
-                                       on_result=on_result)
+                                       on_result=on_result, fresh=fresh, schedules=schedules)
             except KeyboardInterrupt:
                 progress.stop()
                 console.print(f"interrupted: finished runs are kept in {stores[m].path}; run the same command again "

@@ -11,17 +11,18 @@ import typer
 from noc.errors import HwModelsError
 
 
-def resolve_topology(spec: str, nis: Optional[int], **link_kwargs):
-    """The topology of ``spec`` (with ``link_kwargs``), with ``nis`` NIs per node when given."""
+def resolve_topology(spec: str, nis: Optional[int], flag: str = "--nis", **link_kwargs):
+    """The topology of ``spec`` (with ``link_kwargs``), with ``nis`` NIs per node when given
+    (errors name ``flag``: where the NI count came from)."""
     from noc.topology import parse_spec, with_concentration
 
     t = parse_spec(spec, **link_kwargs)
     if nis is None or nis == t.nis_per_node:
         return t
     if nis < 1:
-        raise HwModelsError(f"--nis {nis}: a node needs at least 1 NI")
+        raise HwModelsError(f"{flag} {nis}: a node needs at least 1 NI")
     if not t.is_direct:
-        raise HwModelsError(f"--nis {nis}: {t.name} is a switched network with one NI per endpoint; "
+        raise HwModelsError(f"{flag} {nis}: {t.name} is a switched network with one NI per endpoint; "
                             "more NIs per node need a direct network (torus, mesh, ring, hypercube, full)")
     return parse_spec(with_concentration(t, nis).name, **link_kwargs)
 

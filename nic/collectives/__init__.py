@@ -22,6 +22,10 @@ ALGORITHMS = {
     "halving_doubling": halving_doubling,
     "multitree": multitree,
 }
+# Bumped whenever a builder's schedules change, so stored all-reduce results built on
+# older schedules are not reused (hw_models.allreduce_sweep.run_key).
+SCHEDULE_VERSION = 1
+
 ALIASES = {"hd": "halving_doubling", "2dring": "ring2d", "bidir-ring": "bidir_ring", "double_binary_tree": "dbtree"}
 
 
@@ -44,7 +48,7 @@ def build(topology: Topology, algorithm: str, **options) -> Schedule:
 
 
 __all__ = [
-    "ALGORITHMS", "Bounds", "Contention", "OP_NAMES", "Schedule", "ScheduleError", "TableEntry",
+    "ALGORITHMS", "SCHEDULE_VERSION", "Bounds", "Contention", "OP_NAMES", "Schedule", "ScheduleError", "TableEntry",
     "VerificationError", "VerifyReport", "algorithm_name", "bidir_ring", "bounds", "build", "contention",
     "dbtree", "halving_doubling", "ideal_cycles", "multitree", "ring", "ring2d", "ring_order",
     "transfer_paths", "verify",

@@ -87,6 +87,54 @@ def test_allreduce_resumes_after_a_torn_store_line(tmp_path, capsys):
     store.write_text(lines[0] + "\n" + lines[1][: len(lines[1]) // 2])  # killed mid-write
     code, out, _ = run(argv, capsys)
     assert code in (0, None) and "(1 reused" in out
+    code, out, _ = run(argv, capsys)  # the record written after the torn line is on a line of its own
+    assert code in (0, None) and "(2 reused" in out
+
+
+def test_allreduce_runs_a_job_named_twice_once(tmp_path, capsys):
+    import json
+
+    argv = ["allreduce", "-t", "torus:4x4", "-a", "ring,multitree,MultiTree,RING", "--sizes", "64KiB,64KiB,65536",
+            "--out", str(tmp_path)]
+    code, out, _ = run(argv, capsys)
+    assert code in (0, None) and "2 runs (0 reused" in out
+    keys = [json.loads(line)["key"] for line in (tmp_path / "torus_4x4_message.jsonl").read_text().splitlines()]
+    assert len(keys) == len(set(keys)) == 2
+    assert len((tmp_path / "torus_4x4_message.csv").read_text().splitlines()) == 1 + 2
+
+
+def test_allreduce_fresh_reruns_this_commands_runs_and_keeps_the_others(tmp_path, capsys):
+    import json
+
+    store = tmp_path / "torus_4x4_message.jsonl"
+    run(["allreduce", "-t", "torus:4x4", "-a", "ring", "--sizes", "64KiB,128KiB", "--out", str(tmp_path)], capsys)
+    code, out, _ = run(["allreduce", "-t", "torus:4x4", "-a", "ring", "--sizes", "64KiB", "--fresh", "--out",
+                        str(tmp_path)], capsys)
+    assert code in (0, None) and "(0 reused" in out
+    records = [json.loads(line) for line in store.read_text().splitlines()]
+    assert len(records) == 3 and len({r["key"] for r in records}) == 2  # 128 KiB kept, 64 KiB appended again
+    code, out, _ = run(["allreduce", "-t", "torus:4x4", "-a", "ring", "--sizes", "64KiB,128KiB", "--out",
+                        str(tmp_path)], capsys)
+    assert "(2 reused" in out
+
+
+def test_allreduce_refuses_an_algorithm_that_does_not_fit_before_any_run(tmp_path, capsys):
+    code, _, err = run(["allreduce", "-t", "fattree:k4:l2", "-a", "ring,multitree,ring2d", "--nic", "both",
+                        "--out", str(tmp_path)], capsys)
+    assert code == 2 and "ring2d" in err
+    assert not (tmp_path / "fattree_k4_l2_message.jsonl").exists()
+
+
+def test_allreduce_takes_a_virtual_cut_through_router_for_the_baseline_nic_at_flit_level(tmp_path, capsys):
+    """VCT needs a packet to fit a VC: the co-designed NIC's bulk transfers do not, the
+    baseline's 17-flit packets fit 64-flit VCs."""
+    f = tmp_path / "vct.toml"
+    f.write_text('[router]\nflow_control = "vct"\nnum_vcs = 2\nvc_depth_flits = 64\n')
+    base = ["allreduce", "--config", str(f), "--model", "flit", "-a", "ring", "--sizes", "64KiB", "--out", str(tmp_path)]
+    code, out, err = run([*base, "--nic", "baseline"], capsys)
+    assert code in (0, None), err
+    code, _, err = run([*base, "--nic", "both"], capsys)
+    assert code == 2 and "bulk transfers" in err
 
 
 def test_allreduce_simulates_the_configs_router_and_routing(tmp_path, capsys):
@@ -158,7 +206,33 @@ def test_allreduce_refuses_two_different_routings(tmp_path, capsys):
     (["--sizes", "1MiB..1KiB"], "runs backwards"),
     (["-a", "ring,warp"], "unknown algorithm 'warp'"),
     (["--preset", "nope"], "preset 'nope' is unknown"),
+    (["-t", ""], "--topology is empty"),
+    (["-a", ""], "--algorithms '' names no algorithm"),
+    (["-a", ","], "--algorithms ',' names no algorithm"),
+    (["-t", "torus:4x4:c4", "--nis", "2"], "--nis 2 contradicts --topology torus:4x4:c4 (4 NIs per node)"),
+    (["--sizes", "99999999999999999999999"], "is larger than"),
+    (["--sizes", "1001"], "1001 B is not a whole number of 4-byte elements"),
+    (["--seed", "-1"], "greater than or equal to 0"),
+    (["-t", "torus:4x4", "--nis", "17", "--model", "flit"], "serves at most 16"),
+    (["-t", "torus:4x4", "--nis", "1000"], "route tables for 16000 endpoints"),
 ])
 def test_allreduce_bad_input(argv, msg, capsys, tmp_path):
     code, _, err = run(["allreduce", "--out", str(tmp_path), *argv], capsys)
     assert code == 2 and msg in err
+
+
+def test_allreduce_names_a_bad_config_or_output_path(tmp_path, capsys):
+    code, _, err = run(["allreduce", "--config", str(tmp_path)], capsys)
+    assert code == 2 and "is a directory" in err
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    for out in (blocker, blocker / "sub"):
+        code, _, err = run(["allreduce", "-a", "ring", "--sizes", "64KiB", "--out", str(out)], capsys)
+        assert code == 2 and "cannot make the output directory" in err
+
+
+def test_allreduce_names_the_config_key_a_bad_ni_count_came_from(tmp_path, capsys):
+    f = tmp_path / "c.toml"
+    f.write_text('[network]\ntopology = "fattree:k4:l2"\nnis_per_node = 4\n')
+    code, _, err = run(["allreduce", "--config", str(f), "--out", str(tmp_path)], capsys)
+    assert code == 2 and "[network] nis_per_node 4" in err and "--nis" not in err

@@ -20,3 +20,14 @@ def test_csv_is_written_whole(tmp_path):
     rows = list(csv.DictReader(p.open()))
     assert rows == [{"a": "1", "b": "2", "c": ""}, {"a": "3", "b": "", "c": "4"}]
     assert not (tmp_path / "o.csv.tmp").exists()
+
+
+def test_a_record_after_a_torn_line_starts_a_line_of_its_own(tmp_path):
+    s = ResultStore(tmp_path / "r.jsonl")
+    s.append("a", {"x": 1})
+    with (tmp_path / "r.jsonl").open("a") as f:
+        f.write('{"key": "b", "x"')  # the process died mid-write
+    s.append("c", {"x": 3})
+    s.append("a", {"x": 4})  # a re-run (--fresh) supersedes
+    assert [r["key"] for r in s.records()] == ["a", "c", "a"]
+    assert {r["key"]: r["x"] for r in s.records()} == {"a": 4, "c": 3}
