@@ -45,11 +45,37 @@ LARGER_SIZE_RESIDUALS = {
     "output leaves it at that flow's pace, but max-min with that coupling is no better over the matrix",
 }
 
+# At 32, 64 and 128 KiB (transfers of a few packets) more per-packet cases miss; measured
+# with bench/message_calibration.py (message MODEL_VERSION 6), mechanisms not analysed yet.
+_SMALL = "small-size residual (transfers of a few packets; mechanism not analysed yet): "
+SMALLER_SIZE_RESIDUALS = {
+    32 << 10: {
+        **KNOWN_RESIDUALS,
+        ("torus:4x4:c4", "dbtree", "baseline"): _SMALL + "+13.2 % at 32 KiB, +6.2 % at 64 KiB, -0.0 % at 256 KiB",
+        ("torus:4x4:c4", "multitree", "baseline"): _SMALL + "+11.1 % at 32 KiB, -8.2 % at 128 KiB, +1.2 % at 256 KiB",
+        ("mesh:4x4", "dbtree", "codesigned"): _SMALL + "-6.9 % at 32 KiB, within 5 % from 64 KiB",
+        ("mesh:4x4", "dbtree", "baseline"): _SMALL + "-9.0 % at 32 KiB, within 5 % from 64 KiB",
+        ("fattree:k4:l2", "multitree", "baseline"): _SMALL + "the message model is about 1 300-1 900 cycles fast at "
+        "every size (-27.0 % at 32 KiB, -11.9 % at 64 KiB, -5.1 % at 128 KiB, -2.4 % at 256 KiB)",
+    },
+}
+SMALLER_SIZE_RESIDUALS[64 << 10] = {k: v for k, v in SMALLER_SIZE_RESIDUALS[32 << 10].items()
+                                    if k[0:2] != ("mesh:4x4", "dbtree") and k[:2] != ("torus:4x4:c4", "multitree")}
+SMALLER_SIZE_RESIDUALS[128 << 10] = {
+    **KNOWN_RESIDUALS,
+    ("torus:4x4:c4", "multitree", "baseline"): SMALLER_SIZE_RESIDUALS[32 << 10][("torus:4x4:c4", "multitree", "baseline")],
+    ("fattree:k4:l2", "multitree", "baseline"): SMALLER_SIZE_RESIDUALS[32 << 10][("fattree:k4:l2", "multitree", "baseline")],
+}
+
+
+def _size_id(size):
+    return f"{size >> 20}MiB" if size >= 1 << 20 else f"{size >> 10}KiB"
+
 
 def _cases(residuals, *extra_marks, size=None):
     return [
         pytest.param(*(() if size is None else (size,)), spec, algorithm, design,
-                     id=f"{spec}-{algorithm}-{design}" + ("" if size is None else f"-{size >> 20}MiB"),
+                     id=f"{spec}-{algorithm}-{design}" + ("" if size is None else f"-{_size_id(size)}"),
                      marks=[*extra_marks, *([pytest.mark.xfail(strict=True, reason=f"known residual > 5 %: "
                                                                f"{residuals[spec, algorithm, design]}")]
                                             if (spec, algorithm, design) in residuals else [])])
@@ -59,11 +85,16 @@ def _cases(residuals, *extra_marks, size=None):
 
 CASES = _cases(KNOWN_RESIDUALS)
 LARGER_CASES = _cases(LARGER_SIZE_RESIDUALS, size=1 << 20) + _cases(LARGER_SIZE_RESIDUALS, pytest.mark.slow, size=4 << 20)
+SMALLER_CASES = (_cases(SMALLER_SIZE_RESIDUALS[32 << 10], size=32 << 10)
+                 + _cases(SMALLER_SIZE_RESIDUALS[64 << 10], size=64 << 10)
+                 + _cases(SMALLER_SIZE_RESIDUALS[128 << 10], pytest.mark.slow, size=128 << 10))
 
 
 def test_the_calibration_matrix_has_its_46_cases_and_the_residuals_are_among_them():
     assert len(CASES) == 46 == len(set(calibration.cases()))
     assert set(LARGER_SIZE_RESIDUALS) <= set(calibration.cases())
+    for residuals in SMALLER_SIZE_RESIDUALS.values():
+        assert set(residuals) <= set(calibration.cases())
 
 
 @pytest.mark.parametrize("spec,algorithm,design", CASES)
@@ -75,6 +106,13 @@ def test_message_model_is_within_5_percent_of_flit_level(spec, algorithm, design
 @pytest.mark.parametrize("size,spec,algorithm,design", LARGER_CASES)
 def test_message_model_is_within_5_percent_of_flit_level_at_larger_sizes(size, spec, algorithm, design):
     # 1 MiB runs with the suite (about 30 s for the matrix); 4 MiB is marked slow (about 2 min)
+    t = parse_spec(spec)
+    _assert_models_agree(t, build(t, algorithm), NicConfig(design=design), size)
+
+
+@pytest.mark.parametrize("size,spec,algorithm,design", SMALLER_CASES)
+def test_message_model_is_within_5_percent_of_flit_level_at_smaller_sizes(size, spec, algorithm, design):
+    # 32 and 64 KiB run with the suite; 128 KiB is marked slow
     t = parse_spec(spec)
     _assert_models_agree(t, build(t, algorithm), NicConfig(design=design), size)
 
