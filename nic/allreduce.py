@@ -18,9 +18,10 @@ and the **baseline** NIC (sends as soon as its data is ready, per-packet flow co
 a head flit per ``packet_bytes`` of payload, no priority).
 
 The result is checked: the schedule is executed on exact integers by the functional
-verifier, and the simulated times are checked to honour every dependency (no transfer
-starts before the messages it waits for arrived), so the timed run performed that
-verified reduction.
+verifier, the simulated times are checked to honour every dependency (no transfer starts
+before the messages it waits for arrived), and the verifier replays the schedule in the
+simulated order (each transfer carries its sender's data as it was when it started, and
+is applied when it arrives), so the timed run performed the exact all-reduce.
 """
 
 from __future__ import annotations
@@ -337,6 +338,9 @@ def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | 
         start, sent, arrive = times.start_cycles, times.sent_cycles, times.arrive_cycles
         extra = {}
     check_times(prep, start, arrive)
+    # the reduction the simulation performed: the schedule replayed on exact integers in the
+    # simulated order (each transfer carries its sender's data as it was when it started)
+    verify(schedule, seed=int(seed), times=(start, arrive))
     total = float(arrive.max()) if arrive.size else 0.0
     step_end = np.full(schedule.num_steps, 0.0)
     np.maximum.at(step_end, prep.step, arrive)

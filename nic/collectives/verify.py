@@ -2,7 +2,8 @@
 
 Each node starts with its own random int64 vector. Steps run in order; every transfer of a
 step reads its sender's state as it was at the start of the step, then all of the step's
-arrivals are applied. A REDUCE adds the sender's partial sum (and the set of nodes it
+arrivals are applied (or, given a simulation's start and arrival cycles, every transfer
+reads its sender's state when it starts and is applied when it arrives). A REDUCE adds the sender's partial sum (and the set of nodes it
 contains) into the receiver's; a GATHER copies the sender's final sum. The verifier tracks,
 per node and flow, exactly which nodes' contributions a partial sum holds, so it can name
 the first transfer that breaks the all-reduce:
@@ -55,8 +56,15 @@ def _nodes(mask: int) -> str:
     return f"node{'s' if len(out) != 1 else ''} {shown}"
 
 
-def verify(schedule: Schedule, *, num_elements: int | None = None, seed: int = 0) -> VerifyReport:
-    """Run ``schedule`` on random integers; raise :class:`VerificationError` on the first fault."""
+def verify(schedule: Schedule, *, num_elements: int | None = None, seed: int = 0,
+           times: tuple[np.ndarray, np.ndarray] | None = None) -> VerifyReport:
+    """Run ``schedule`` on random integers; raise :class:`VerificationError` on the first fault.
+
+    ``times = (start, arrive)``, per transfer (cycles, from a simulation), runs it in
+    simulated time instead of step by step: each transfer reads its sender's state when it
+    starts and is applied at the receiver when it arrives (arrivals before starts in the
+    same cycle), so a simulation whose times do not perform the all-reduce fails here.
+    """
     s = schedule
     n, nf = s.num_nodes, s.num_flows
     m = 2 * nf + 1 if num_elements is None else int(num_elements)
@@ -73,48 +81,70 @@ def verify(schedule: Schedule, *, num_elements: int | None = None, seed: int = 0
     final = np.zeros((n, m), dtype=np.int64)
     has_final = np.zeros((n, nf), dtype=bool)
     reduce_sent_at = np.full((n, nf), -1, dtype=np.int64)  # index of the node's REDUCE of a flow
+    payloads: dict[int, tuple[np.ndarray, int]] = {}
 
-    starts = np.searchsorted(s.step, np.arange(s.num_steps + 1))
-    for step in range(s.num_steps):
-        idx = range(int(starts[step]), int(starts[step + 1]))
-        payloads = []
-        for i in idx:  # sends: read the state at the start of the step
-            v, f, o = int(s.src[i]), int(s.flow[i]), int(s.op[i])
-            lo, hi = int(bounds[f]), int(bounds[f + 1])
-            if o == OP_REDUCE:
-                if reduce_sent_at[v, f] >= 0:
-                    raise VerificationError(
-                        f"{_describe(s, i)}: node {v} already sent its partial sum of flow {f} in "
-                        f"{_describe(s, int(reduce_sent_at[v, f]))}; its contributions would be counted twice")
-                reduce_sent_at[v, f] = i
-                payloads.append((acc[v, lo:hi].copy(), contrib[v][f]))
-            else:
-                if has_final[v, f]:
-                    payloads.append((final[v, lo:hi].copy(), everyone))
-                elif contrib[v][f] == everyone:
-                    payloads.append((acc[v, lo:hi].copy(), everyone))
-                else:
-                    missing = everyone & ~contrib[v][f]
-                    raise VerificationError(
-                        f"{_describe(s, i)}: sent before its children arrived: node {v}'s sum of flow {f} "
-                        f"still lacks the contributions of {_nodes(missing)}")
-        for i, (value, mask) in zip(idx, payloads):  # arrivals
-            v, d, f, o = int(s.src[i]), int(s.dst[i]), int(s.flow[i]), int(s.op[i])
-            lo, hi = int(bounds[f]), int(bounds[f + 1])
-            if o == OP_REDUCE:
-                twice = contrib[d][f] & mask
-                if twice:
-                    raise VerificationError(
-                        f"{_describe(s, i)}: contribution of {_nodes(twice)} to flow {f} counted twice at node {d}")
-                if reduce_sent_at[d, f] >= 0:
-                    raise VerificationError(
-                        f"{_describe(s, int(reduce_sent_at[d, f]))}: sent before its children arrived: "
-                        f"node {v}'s data of flow {f} reaches node {d} only in {_describe(s, i)}")
-                acc[d, lo:hi] += value
-                contrib[d][f] |= mask
-            else:
-                final[d, lo:hi] = value
-                has_final[d, f] = True
+    def when(i: int) -> str:
+        return "" if times is None else f" (started at cycle {float(times[0][i]):g})"
+
+    def send(i: int) -> None:  # read the sender's state as it is now
+        v, f, o = int(s.src[i]), int(s.flow[i]), int(s.op[i])
+        lo, hi = int(bounds[f]), int(bounds[f + 1])
+        if o == OP_REDUCE:
+            if reduce_sent_at[v, f] >= 0:
+                raise VerificationError(
+                    f"{_describe(s, i)}: node {v} already sent its partial sum of flow {f} in "
+                    f"{_describe(s, int(reduce_sent_at[v, f]))}; its contributions would be counted twice")
+            reduce_sent_at[v, f] = i
+            payloads[i] = (acc[v, lo:hi].copy(), contrib[v][f])
+        elif has_final[v, f]:
+            payloads[i] = (final[v, lo:hi].copy(), everyone)
+        elif contrib[v][f] == everyone:
+            payloads[i] = (acc[v, lo:hi].copy(), everyone)
+        else:
+            missing = everyone & ~contrib[v][f]
+            raise VerificationError(
+                f"{_describe(s, i)}{when(i)}: sent before its children arrived: node {v}'s sum of flow {f} "
+                f"still lacks the contributions of {_nodes(missing)}")
+
+    def arrive(i: int) -> None:
+        v, d, f, o = int(s.src[i]), int(s.dst[i]), int(s.flow[i]), int(s.op[i])
+        lo, hi = int(bounds[f]), int(bounds[f + 1])
+        if i not in payloads:
+            raise VerificationError(f"{_describe(s, i)}: arrives (cycle {float(times[1][i]):g}) before it starts"
+                                    f"{when(i)}")
+        value, mask = payloads.pop(i)
+        if o == OP_REDUCE:
+            twice = contrib[d][f] & mask
+            if twice:
+                raise VerificationError(
+                    f"{_describe(s, i)}: contribution of {_nodes(twice)} to flow {f} counted twice at node {d}")
+            if reduce_sent_at[d, f] >= 0:
+                k = int(reduce_sent_at[d, f])
+                raise VerificationError(
+                    f"{_describe(s, k)}{when(k)}: sent before its children arrived: "
+                    f"node {v}'s data of flow {f} reaches node {d} only in {_describe(s, i)}")
+            acc[d, lo:hi] += value
+            contrib[d][f] |= mask
+        else:
+            final[d, lo:hi] = value
+            has_final[d, f] = True
+
+    if times is None:
+        starts = np.searchsorted(s.step, np.arange(s.num_steps + 1))
+        for step in range(s.num_steps):
+            idx = range(int(starts[step]), int(starts[step + 1]))
+            for i in idx:  # sends read the state at the start of the step
+                send(i)
+            for i in idx:  # then the step's arrivals
+                arrive(i)
+    else:
+        start, arr = (np.asarray(x, dtype=np.float64) for x in times)
+        if start.shape != (s.num_transfers,) or arr.shape != (s.num_transfers,):
+            raise ScheduleError(f"times must be two arrays of {s.num_transfers} transfers, got shapes "
+                                f"{start.shape} and {arr.shape}")
+        events = sorted([(t, 1, i) for i, t in enumerate(start.tolist())] + [(t, 0, i) for i, t in enumerate(arr.tolist())])
+        for _, is_send, i in events:
+            (send if is_send else arrive)(i)
 
     for f in range(nf):
         lo, hi = int(bounds[f]), int(bounds[f + 1])

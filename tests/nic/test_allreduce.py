@@ -186,3 +186,40 @@ def test_bad_inputs_are_clear_errors():
     for model in ("message", "flit"):  # one VC cannot serve a torus's two dateline classes
         with pytest.raises(ConfigError, match="num_vcs = 1: dor routing on torus:4x4 uses 2 VC classes"):
             simulate_allreduce(t, s, NicConfig(), FlitNetworkConfig(num_vcs=1), MIB, model=model)
+
+
+def test_a_simulation_that_ignores_dependencies_fails_the_timed_replay(monkeypatch):
+    """If both models were given no dependencies (a bug shared by the simulators and
+    check_times), the verifier's replay in simulated order still catches it: sends then
+    carry partial sums that lack their children's data."""
+    import nic.allreduce as ar
+    from nic.collectives import VerificationError
+
+    t = parse_spec("torus:4x4")
+    s = build(t, "multitree")
+    none = (np.zeros(s.num_transfers + 1, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    monkeypatch.setattr(ar, "dependencies", lambda schedule: none)
+    for model in ("message", "flit"):
+        with pytest.raises(VerificationError, match="sent before its children arrived"):
+            simulate_allreduce(t, s, NicConfig(design="baseline"), None if model == "message" else FlitNetworkConfig(),
+                               MIB, model=model)
+
+
+def test_the_timed_replay_accepts_the_models_times_and_names_an_early_send():
+    from nic.allreduce import run_message
+    from nic.collectives import VerificationError, verify
+
+    t = parse_spec("torus:4x4")
+    s = build(t, "dbtree")
+    prep = prepare(t, s, NicConfig(), MIB)
+    times, _ = run_message(t, prep, NicConfig(), None)
+    start, arrive = times.start_cycles.copy(), times.arrive_cycles.copy()
+    verify(s, times=(start, arrive))
+    # a REDUCE whose sender has a child REDUCE of the same flow, started just before that child's data arrived
+    i, j = next((i, j) for i in range(s.num_transfers) for j in range(s.num_transfers)
+                if s.op[i] == s.op[j] == OP_REDUCE and s.flow[i] == s.flow[j] and s.dst[j] == s.src[i])
+    shift = start[i] - (arrive[j] - 1)
+    start[i] -= shift
+    arrive[i] -= shift
+    with pytest.raises(VerificationError, match=rf"transfer {i} .*sent before its children arrived"):
+        verify(s, times=(start, arrive))
