@@ -67,6 +67,29 @@ def test_codesigned_nic_never_slower_than_baseline_for_multitree(spec, network):
         assert co.total_cycles <= base.total_cycles
 
 
+FLIT_NET = FlitNetworkConfig(num_vcs=4, vc_depth_flits=32)  # the calibration matrix's router
+_LOCKSTEP_AT_32K = ("MultiTree on the 1-NI 8x8 torus has 126 steps, at 32 KiB one 512-byte transfer per node each: "
+                    "co-designed steps take 36 cycles (33 flits, then the lockstep advance and the issue), baseline "
+                    "steps 35 (34 flits, the next send overlapping the last arrival), so 4545 against 4421 cycles "
+                    "(+2.8 %) with 4 x 32 or the paper's routers (4545 / 4547 with the default router); within 1.5 % "
+                    "or faster from 64 KiB")
+
+
+@pytest.mark.parametrize("spec,size", [
+    pytest.param(spec, size, id=f"{spec}-{size >> 10}KiB",
+                 marks=[pytest.mark.xfail(strict=True, reason=_LOCKSTEP_AT_32K)] if (spec, size) == ("torus:8x8", 32 << 10)
+                 else [])
+    for spec in ("torus:4x4", "torus:4x4:c4", "mesh:4x4", "torus:8x8", "torus:8x8:c4", "fattree:k4:l2")
+    for size in (32 << 10, MIB)])
+def test_codesigned_nic_never_slower_than_baseline_for_multitree_at_flit_level(spec, size):
+    t = parse_spec(spec)
+    s = build(t, "multitree")
+    co = simulate_allreduce(t, s, NicConfig(design="codesigned"), FLIT_NET, size, model="flit")
+    base = simulate_allreduce(t, s, NicConfig(design="baseline"), FLIT_NET, size, model="flit")
+    assert co.total_cycles <= base.total_cycles
+    assert co.total_cycles >= co.bound_cycles and base.total_cycles >= base.bound_cycles
+
+
 def test_result_fields_are_consistent():
     t = parse_spec("torus:4x4:c4")
     r = simulate_allreduce(t, build(t, "multitree"), NicConfig(), None, 4 * MIB)
