@@ -53,6 +53,16 @@ def test_allreduce_writes_table_csv_png_and_resumes(tmp_path, capsys):
     assert "multitree" in out and "ring" in out and "seed 1" in out and "(0 reused" in out
     csv = (tmp_path / "torus_4x4_c4_message.csv").read_text().splitlines()
     assert len(csv) == 1 + 4 and "speedup_vs_ring" in csv[0]
+    import csv as csv_module
+
+    rows = list(csv_module.DictReader((tmp_path / "torus_4x4_c4_message.csv").open()))
+    ring = {r["size_bytes"]: float(r["total_cycles"]) for r in rows if r["algorithm"] == "ring"}
+    for r in rows:  # the derived columns, from the CSV's own cycle counts
+        cycles = float(r["total_cycles"])
+        assert float(r["speedup_vs_ring"]) == pytest.approx(ring[r["size_bytes"]] / cycles, rel=1e-3)
+        assert float(r["bound_percent"]) == pytest.approx(100 * float(r["bound_cycles"]) / cycles, abs=0.01)
+        assert float(r["algbw_gbps"]) == pytest.approx(int(r["size_bytes"]) / cycles, rel=1e-3)  # 1 GHz
+    assert float(next(r for r in rows if r["algorithm"] == "multitree")["speedup_vs_ring"]) > 1
     assert (tmp_path / "torus_4x4_c4_message.png").stat().st_size > 1000
     code, out, _ = run(argv, capsys)  # everything is in the store now
     assert code in (0, None) and "(4 reused" in out

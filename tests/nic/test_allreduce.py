@@ -18,15 +18,35 @@ MIB = 1 << 20
 NETWORKS = [pytest.param(None, id="fluid"), pytest.param(FlitNetworkConfig(), id="wormhole")]
 
 
-def test_ring_on_a_ring_matches_the_textbook_formula():
+# Ring all-reduce on ring:8 against 2(N-1)(alpha + M/(N B_eff)): alpha per step is the link
+# latency (1) + the issue delay (1), + the lockstep step advance (1) for the co-designed NIC;
+# B_eff is the link's 16 B/cycle, times 256/272 for the baseline's per-packet head flits, and
+# at flit level (default router: one VC per dateline class) times 17/18 for the VC
+# re-allocation cycle per 17-flit packet (docs/allreduce.md).
+RING_CASES = [("codesigned", 1.0, 3.0), ("baseline", 256 / 272, 2.0)]
+
+
+@pytest.mark.parametrize("design,efficiency,alpha", RING_CASES)
+def test_ring_on_a_ring_matches_the_textbook_formula(design, efficiency, alpha):
     t = parse_spec("ring:8")
     s = build(t, "ring")
     for size in (16 * MIB, 64 * MIB):
-        r = simulate_allreduce(t, s, NicConfig(), None, size)
-        # alpha per step: link latency (1) + issue delay (1) + lockstep step advance (1)
-        formula = ring_allreduce_cycles(8, size, float(t.link_bytes_per_cycle[0]), alpha_cycles=3.0)
-        assert r.total_cycles == pytest.approx(formula, rel=0.05)
+        r = simulate_allreduce(t, s, NicConfig(design=design), None, size)
+        formula = ring_allreduce_cycles(8, size, float(t.link_bytes_per_cycle[0]) * efficiency, alpha_cycles=alpha)
+        assert r.total_cycles == pytest.approx(formula, rel=1e-4)  # measured: 1.5e-5 (a head flit per step)
         assert r.verified
+
+
+@pytest.mark.parametrize("design,efficiency,alpha", RING_CASES)
+def test_ring_on_a_ring_matches_the_textbook_formula_at_flit_level(design, efficiency, alpha):
+    t = parse_spec("ring:8")
+    s = build(t, "ring")
+    if design == "baseline":
+        efficiency *= 17 / 18
+    for size in (MIB, 4 * MIB):
+        r = simulate_allreduce(t, s, NicConfig(design=design), FlitNetworkConfig(), size, model="flit")
+        formula = ring_allreduce_cycles(8, size, float(t.link_bytes_per_cycle[0]) * efficiency, alpha_cycles=alpha)
+        assert r.total_cycles == pytest.approx(formula, rel=2e-3)  # measured: 0.01-0.07 %
 
 
 BOUND_CASES = [(spec, a) for spec in ("torus:4x4", "torus:4x4:c4", "mesh:4x4", "fattree:k4:l2", "torus:8x8:c4")
@@ -97,6 +117,7 @@ def test_result_fields_are_consistent():
     assert np.all(np.diff(r.step_end_cycles) > 0)  # lockstep: steps finish in order
     assert len(r.node_idle_fraction) == 16 and all(0 <= x < 1 for x in r.node_idle_fraction)
     assert 0 < r.link_utilisation_mean <= r.link_utilisation_max <= 1 + 1e-9
+    assert r.algbw_gbps == pytest.approx(4 * MIB / r.total_cycles)  # bytes per ns at 1 GHz = GB/s
     assert r.busbw_gbps == pytest.approx(r.algbw_gbps * 2 * 15 / 16)
 
 
@@ -166,6 +187,27 @@ def test_dependencies_follow_the_tree():
         assert (s.step[deps] < s.step[i]).all()
         if s.op[i] == OP_REDUCE:
             assert (s.op[deps] == OP_REDUCE).all()
+
+
+@pytest.mark.parametrize("spec,algorithm", [("torus:4x4", "multitree"), ("torus:4x4:c4", "multitree"),
+                                            ("mesh:4x4", "dbtree"), ("fattree:k4:l2", "halving_doubling")])
+def test_dependencies_are_what_the_nic_tables_count(spec, algorithm):
+    """None missing: each transfer waits for exactly the dep_count messages of dep_op that
+    its row in the node's scheduler table counts (the table the flit level and the RTL run)."""
+    from nic.nic_table import node_tables_with_transfers
+
+    s = build(parse_spec(spec), algorithm)
+    ptr, idx = dependencies(s)
+    tables, tids = node_tables_with_transfers(s)
+    rows = 0
+    for table, tid in zip(tables, tids):
+        for row, i in zip(table, tid):
+            if i < 0:
+                continue  # a RECV row: no send
+            deps = idx[ptr[i]:ptr[i + 1]]
+            assert len(deps) == row[6] and (s.op[deps] == row[5]).all()
+            rows += 1
+    assert rows == s.num_transfers
 
 
 def test_time_check_catches_a_broken_dependency():
