@@ -12,9 +12,11 @@ of its packets' ejections) and the ring links' load.
 
 ``--mirror`` adds the same exchange the other way round from every router's second NI
 (NI 2x+1 to NI 2x+5, two hops in -x, VC classes by the same dateline rule): the route
-BookSim2's ``dim_order_torus`` gives a tie packet half of the time. It uses the -x
-links only, so it shows whether splitting the flows over both directions (each link then
-carries half of two flows) removes the loss (docs/allreduce.md, "The residual").
+BookSim2's ``dim_order_torus`` gives a tie packet half of the time. It uses the -x links
+and its own NIs, so it shares nothing with the +x exchange: it shows that the -x direction
+has the same pattern and the same loss. BookSim's split itself (each NI feeding both
+directions, half of its packets each way) is not simulated here (docs/allreduce.md,
+"The residual").
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
-from nic.collectives import Schedule, bounds, verify
+from nic.collectives import Schedule, ScheduleError, bounds, verify
 from nic.message_sim import POLICY_BASELINE, POLICY_CODESIGNED, TransferTimes, Wormhole, simulate_transfers
 from nic.result import AllreduceResult
 from nic.scheduler import OP_GATHER, OP_REDUCE
@@ -41,7 +41,7 @@ from noc.config import StrictModel
 from noc.errors import ConfigError, HwModelsError
 from noc.message import path_latency_cycles
 from noc.routing import RouteTable, check_vc_classes, route
-from noc.topology import Topology
+from noc.topology import Topology, parse_spec
 
 MODELS = ("message", "flit")
 
@@ -135,16 +135,30 @@ def _ni_slots(step: np.ndarray, node: np.ndarray, nis: int) -> np.ndarray:
     return out
 
 
-def prepare(topology: Topology, schedule: Schedule, nic: NicConfig, size_bytes: int) -> Prepared:
-    if schedule.num_nodes != topology.num_nodes or schedule.topology != topology.name:
-        raise HwModelsError(f"schedule {schedule.algorithm!r} was built for {schedule.topology} "
-                            f"({schedule.num_nodes} nodes), not for {topology.name}: build it for this topology")
+def check_size(schedule: Schedule, nic: NicConfig, size_bytes: int) -> None:
+    """A :class:`ConfigError` unless ``size_bytes`` is a whole number of elements, at least one per flow."""
     if size_bytes % nic.element_bytes:
         raise ConfigError(f"size {size_bytes} B is not a whole number of {nic.element_bytes}-byte elements "
                           "(NicConfig.element_bytes)")
     if size_bytes < nic.element_bytes * schedule.num_flows:
         raise ConfigError(f"size {size_bytes} B is smaller than one {nic.element_bytes}-byte element per flow "
                           f"({schedule.num_flows} flows): at least {nic.element_bytes * schedule.num_flows} B")
+
+
+def _built_for(schedule: Schedule, topology: Topology) -> bool:
+    if schedule.num_nodes != topology.num_nodes:
+        return False
+    try:
+        return parse_spec(schedule.topology).name == topology.name
+    except HwModelsError:  # not a spec (a hand-made schedule's label): the node count must do
+        return schedule.topology == topology.name
+
+
+def prepare(topology: Topology, schedule: Schedule, nic: NicConfig, size_bytes: int) -> Prepared:
+    if not _built_for(schedule, topology):
+        raise ScheduleError(f"schedule {schedule.algorithm!r} was built for {schedule.topology} "
+                            f"({schedule.num_nodes} nodes), not for {topology.name}: build it for this topology")
+    check_size(schedule, nic, size_bytes)
     elems = size_bytes // nic.element_bytes
     payload = schedule.transfer_elements(elems) * nic.element_bytes
     nis = topology.nis_per_node
@@ -367,5 +381,5 @@ def ring_allreduce_cycles(n: int, size_bytes: float, link_bytes_per_cycle: float
     return 2 * (n - 1) * (alpha_cycles + size_bytes / (n * link_bytes_per_cycle))
 
 
-__all__ = ["MODELS", "NicConfig", "Prepared", "check_times", "dependencies", "message_flow_control", "prepare",
+__all__ = ["MODELS", "NicConfig", "Prepared", "check_size", "check_times", "dependencies", "message_flow_control", "prepare",
            "ring_allreduce_cycles", "router_delay_cycles", "run_message", "simulate_allreduce"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Optional
@@ -39,7 +40,7 @@ def allreduce(
     from hw_models.config import load_experiment, resolve_router
     from hw_models.store import ResultStore, write_csv_atomic
     from hw_models.units import format_size_bytes, parse_sizes_bytes
-    from nic.allreduce import MODELS, NicConfig, check_message_router, prepare
+    from nic.allreduce import MODELS, NicConfig, check_message_router, check_size
     from nic.collectives import algorithm_name, build
     from nic.scheduler import MAX_NIS as MAX_SCHEDULER_NIS
     from nic.flit_cosim import flit_network
@@ -54,13 +55,14 @@ def allreduce(
         raise HwModelsError("--topology is empty; give a spec such as torus:4x4")
     # a --topology flag stands alone; the config's topology comes with the config's NI count
     if topology or nis is not None:
-        if nis is not None and topology and ":c" in topology:
+        if nis is not None and topology and re.search(r":c\d+\s*$", topology.lower()):
             spec_nis = resolve_topology(topology, None, **links).nis_per_node
             if spec_nis != nis:
                 raise HwModelsError(f"--nis {nis} contradicts --topology {topology} ({spec_nis} NIs per node)")
         t = resolve_topology(topology or net.topology, nis, **links)
-    else:
-        t = resolve_topology(net.topology, net.nis_per_node, flag="[network] nis_per_node", **links)
+    else:  # nis_per_node = 1 (its default) leaves a spec's own ':cN' alone
+        t = resolve_topology(net.topology, net.nis_per_node if net.nis_per_node > 1 else None,
+                             flag="[network] nis_per_node", **links)
     if algorithms is not None and not algorithms.replace(",", "").strip():
         raise HwModelsError(f"--algorithms {algorithms!r} names no algorithm")
     names = list(dict.fromkeys(algorithm_name(a) for a in (algorithms or ",".join(cfg.allreduce.algorithms)).split(",")
@@ -76,10 +78,6 @@ def allreduce(
     designs = ["codesigned", "baseline"] if nic == "both" else [nic]
     run_seed = cfg.run.seed if seed is None else seed
     out_dir = out or Path(cfg.run.out_dir) / "allreduce"
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise HwModelsError(f"--out {out_dir}: cannot make the output directory ({exc.strerror or exc})") from None
     # the NIC's flits are the routers' (16 B unless [router] flit_bytes says otherwise)
     nic_cfg = NicConfig(element_bytes=cfg.allreduce.element_bytes, clock_ghz=net.clock_ghz,
                         flit_bytes=cfg.router.flit_bytes or 16)
@@ -101,13 +99,16 @@ def allreduce(
     if "flit" in models and t.nis_per_node > MAX_SCHEDULER_NIS:
         raise HwModelsError(f"{t.name}: {t.nis_per_node} NIs per node; the flit level's NIC scheduler serves at most "
                             f"{MAX_SCHEDULER_NIS} (docs/nic_scheduler.md)")
-    # so do algorithms that do not fit the topology, and sizes too small for their flows
+    # so do algorithms that do not fit the topology, and sizes that are not whole elements for their flows
     schedules = {}
     for a in names:
         schedules[a] = build(t, a)
         for s in size_list:
-            if s < nic_cfg.element_bytes * schedules[a].num_flows or s % nic_cfg.element_bytes:
-                prepare(t, schedules[a], nic_cfg, s)  # raises, naming the size
+            check_size(schedules[a], nic_cfg, s)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HwModelsError(f"--out {out_dir}: cannot make the output directory ({exc.strerror or exc})") from None
     topo_stem = t.name.replace(":", "_")
     stores = {m: ResultStore(out_dir / f"{topo_stem}_{m}.jsonl") for m in models}
     jobs = {m: [Job(a, s, d, m) for d in designs for s in size_list for a in names] for m in models}

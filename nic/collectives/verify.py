@@ -142,9 +142,18 @@ def verify(schedule: Schedule, *, num_elements: int | None = None, seed: int = 0
         if start.shape != (s.num_transfers,) or arr.shape != (s.num_transfers,):
             raise ScheduleError(f"times must be two arrays of {s.num_transfers} transfers, got shapes "
                                 f"{start.shape} and {arr.shape}")
-        events = sorted([(t, 1, i) for i, t in enumerate(start.tolist())] + [(t, 0, i) for i, t in enumerate(arr.tolist())])
-        for _, is_send, i in events:
-            (send if is_send else arrive)(i)
+        # times within 1e-6 cycles are one instant (as in nic.allreduce.check_times); in an
+        # instant, arrivals come before starts, except a transfer's own arrival after its start
+        def instant(t: float) -> float:
+            return round(t * 1e6) / 1e6
+
+        events = [(instant(t), 1, i) for i, t in enumerate(start.tolist())]
+        events += [(instant(t), 2 if instant(t) <= instant(start[i]) else 0, i) for i, t in enumerate(arr.tolist())]
+        for when_, kind, i in sorted(events):
+            if kind == 2 and when_ < instant(start[i]):
+                raise VerificationError(f"{_describe(s, i)}: arrives (cycle {float(arr[i]):g}) before it starts"
+                                        f"{when(i)}")
+            (send if kind == 1 else arrive)(i)
 
     for f in range(nf):
         lo, hi = int(bounds[f]), int(bounds[f + 1])

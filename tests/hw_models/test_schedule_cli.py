@@ -246,3 +246,13 @@ def test_allreduce_names_the_config_key_a_bad_ni_count_came_from(tmp_path, capsy
     f.write_text('[network]\ntopology = "fattree:k4:l2"\nnis_per_node = 4\n')
     code, _, err = run(["allreduce", "--config", str(f), "--out", str(tmp_path)], capsys)
     assert code == 2 and "[network] nis_per_node 4" in err and "--nis" not in err
+
+
+def test_a_config_topology_keeps_its_own_ni_count(tmp_path, capsys):
+    f = tmp_path / "c.toml"
+    f.write_text('[network]\ntopology = "torus:4x4:c4"\n[allreduce]\nalgorithms = ["ring"]\nsizes = "64KiB"\n')
+    code, out, err = run(["allreduce", "--config", str(f), "--out", str(tmp_path)], capsys)
+    assert code in (0, None), err
+    assert "all-reduce on torus:4x4:c4 (16 nodes, 4 NI(s)/node)" in out
+    code, _, err = run(["allreduce", "-t", "TORUS:4x4:C4", "--nis", "2", "--out", str(tmp_path)], capsys)
+    assert code == 2 and "--nis 2 contradicts" in err

@@ -14,6 +14,13 @@ from noc.flit import FlitNetworkConfig
 from noc.topology import parse_spec
 
 NET = FlitNetworkConfig(num_vcs=4, vc_depth_flits=32)
+
+
+class CalibrationMiss(AssertionError):
+    """The message model is more than 5 % off the flit level: the only failure a known
+    residual's expected failure accepts (a broken bound or verification still fails it)."""
+
+
 SIZE = 256 * 1024
 
 # (topology, algorithm, NIC) -> the mechanism, where the message model is known to miss
@@ -76,7 +83,8 @@ def _cases(residuals, *extra_marks, size=None):
     return [
         pytest.param(*(() if size is None else (size,)), spec, algorithm, design,
                      id=f"{spec}-{algorithm}-{design}" + ("" if size is None else f"-{_size_id(size)}"),
-                     marks=[*extra_marks, *([pytest.mark.xfail(strict=True, reason=f"known residual > 5 %: "
+                     marks=[*extra_marks, *([pytest.mark.xfail(strict=True, raises=CalibrationMiss,
+                                                               reason=f"known residual > 5 %: "
                                                                f"{residuals[spec, algorithm, design]}")]
                                             if (spec, algorithm, design) in residuals else [])])
         for spec, algorithm, design in calibration.cases()
@@ -123,7 +131,9 @@ def _assert_models_agree(t, s, nic, size=SIZE, net=NET):
     flit = simulate_allreduce(t, s, nic, net, size, model="flit")
     assert flit.total_cycles >= flit.bound_cycles  # no run beats the bandwidth bound
     msg = simulate_allreduce(t, s, nic, net, size, model="message")
-    assert msg.total_cycles == pytest.approx(flit.total_cycles, rel=0.05)
+    if msg.total_cycles != pytest.approx(flit.total_cycles, rel=0.05):
+        raise CalibrationMiss(f"message {msg.total_cycles:.0f} vs flit {flit.total_cycles:.0f} cycles: "
+                              f"{100 * (msg.total_cycles / flit.total_cycles - 1):+.1f} %")
     return flit
 
 
