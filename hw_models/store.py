@@ -2,7 +2,8 @@
 
 An interrupted sweep keeps every run that finished; a torn last line (the process died
 mid-write) is ignored on reading, and the next record starts on a line of its own. When a
-key occurs more than once, the last record counts (a ``--fresh`` re-run appends). ``done_keys()`` tells a resumed sweep what to skip.
+key occurs more than once, the last record counts (a ``--fresh`` re-run appends).
+``done_keys()`` tells a resumed sweep what to skip.
 CSV exports are written to a temporary file and renamed, so they are whole or absent.
 """
 

@@ -148,10 +148,12 @@ def check_size(schedule: Schedule, nic: NicConfig, size_bytes: int) -> None:
 def _built_for(schedule: Schedule, topology: Topology) -> bool:
     if schedule.num_nodes != topology.num_nodes:
         return False
-    try:
+    if schedule.topology == topology.name:  # every built schedule: no spec to parse
+        return True
+    try:  # a hand-made schedule's label, e.g. 'Torus:4x4', naming the same topology
         return parse_spec(schedule.topology).name == topology.name
-    except HwModelsError:  # not a spec (a hand-made schedule's label): the node count must do
-        return schedule.topology == topology.name
+    except HwModelsError:  # a label that is no spec names some other network
+        return False
 
 
 def prepare(topology: Topology, schedule: Schedule, nic: NicConfig, size_bytes: int) -> Prepared:

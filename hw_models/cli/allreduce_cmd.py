@@ -88,12 +88,13 @@ def allreduce(
     network = resolve_router(net.model_copy(update={"routing": "auto"}) if topology else net, cfg.router, source)
     # a router that does not fit the topology (or, at flit level, a NIC design) fails here, before any run
     try:
+        routes = route(t, network.routing, dateline=network.dateline) if "message" in models else None
         for d in designs:
             nic_d = nic_cfg.model_copy(update={"design": d})
             if "flit" in models:
                 flit_network(t, nic_d, network)
-            if "message" in models:
-                check_message_router(t, route(t, network.routing, dateline=network.dateline), nic_d, network)
+            if routes is not None:
+                check_message_router(t, routes, nic_d, network)
     except ConfigError as exc:
         raise ConfigError(f"{source} on {t.name}: {exc}") from None
     if "flit" in models and t.nis_per_node > MAX_SCHEDULER_NIS:

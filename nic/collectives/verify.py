@@ -3,10 +3,11 @@
 Each node starts with its own random int64 vector. Steps run in order; every transfer of a
 step reads its sender's state as it was at the start of the step, then all of the step's
 arrivals are applied (or, given a simulation's start and arrival cycles, every transfer
-reads its sender's state when it starts and is applied when it arrives). A REDUCE adds the sender's partial sum (and the set of nodes it
-contains) into the receiver's; a GATHER copies the sender's final sum. The verifier tracks,
-per node and flow, exactly which nodes' contributions a partial sum holds, so it can name
-the first transfer that breaks the all-reduce:
+reads its sender's state when it starts and is applied when it arrives). A REDUCE adds the
+sender's partial sum (and the set of nodes it contains) into the receiver's; a GATHER
+copies the sender's final sum. The verifier tracks, per node and flow, exactly which nodes'
+contributions a partial sum holds, so it can name the first transfer that breaks the
+all-reduce:
 
 * a REDUCE sent before all of the sender's children's REDUCEs of that flow arrived
   (a child's data arrives at or after the step the sender sent its partial sum);
@@ -109,9 +110,6 @@ def verify(schedule: Schedule, *, num_elements: int | None = None, seed: int = 0
     def arrive(i: int) -> None:
         v, d, f, o = int(s.src[i]), int(s.dst[i]), int(s.flow[i]), int(s.op[i])
         lo, hi = int(bounds[f]), int(bounds[f + 1])
-        if i not in payloads:
-            raise VerificationError(f"{_describe(s, i)}: arrives (cycle {float(times[1][i]):g}) before it starts"
-                                    f"{when(i)}")
         value, mask = payloads.pop(i)
         if o == OP_REDUCE:
             twice = contrib[d][f] & mask
@@ -149,8 +147,8 @@ def verify(schedule: Schedule, *, num_elements: int | None = None, seed: int = 0
 
         events = [(instant(t), 1, i) for i, t in enumerate(start.tolist())]
         events += [(instant(t), 2 if instant(t) <= instant(start[i]) else 0, i) for i, t in enumerate(arr.tolist())]
-        for when_, kind, i in sorted(events):
-            if kind == 2 and when_ < instant(start[i]):
+        for at, kind, i in sorted(events):
+            if kind == 2 and at < instant(start[i]):
                 raise VerificationError(f"{_describe(s, i)}: arrives (cycle {float(arr[i]):g}) before it starts"
                                         f"{when(i)}")
             (send if kind == 1 else arrive)(i)
