@@ -39,6 +39,12 @@ message level (docs/allreduce.md, "Calibration"):
   per-packet flows (their packets fill every VC of their class) and for bulk transfers
   with one VC per class; with more, a bulk transfer takes a VC its predecessor does not
   hold, and VC holding alone decides when its head gets through.
+* **Shared buffers** (per-packet flows). The packets of every flow crossing a link share
+  the VCs at its far end, so the buffer of a hop is shared equally by the flows held back
+  beyond it: when several flows converge on a bottleneck, each fills only its part of the
+  buffers their routes share in front of it (``hop_buffer_bytes`` divided by their number),
+  not ``hop_buffer_bytes`` per hop each. The NI's own injection hop is the flow's alone (the
+  one-queue rule above covers the NI's next transfer).
 
 Rates are max-min fair over the links of the routes and, given ``shared_resources``, over
 further capacities a transfer shares with others: ``nic.allreduce`` uses one per (link,
@@ -67,7 +73,8 @@ POLICY_CODESIGNED = 1
 # 4: per-packet flows with one VC per class share its allocation cycles per (link, class).
 # 5: a bulk transfer queues behind its NI's draining previous one only with one VC per class.
 # 6: wire bytes are whole flits per packet (a payload that is not a multiple of flit_bytes is padded).
-MODEL_VERSION = 6
+# 7: per-packet flows share each hop's buffer equally with the other flows held back beyond it.
+MODEL_VERSION = 7
 
 # transfer states
 _WAITING, _QUEUED, _HEAD, _SENDING, _DRAINING, _IN_FLIGHT, _ARRIVED = 0, 1, 2, 3, 4, 5, 6
@@ -97,7 +104,7 @@ class Wormhole:
     num_vc_classes: int
     vcs_per_class: int
     hold_vcs: bool  # one packet per transfer: it holds a VC per hop from its head to its tail
-    hop_buffer_bytes: float  # buffer one flow can fill at the end of each hop
+    hop_buffer_bytes: float  # buffer at the end of each hop a flow can fill (per-packet flows share it)
 
 
 def simulate_transfers(
@@ -230,6 +237,58 @@ def _activate(i, now, catch_hops, status, head_hop, head_key, head_lat, heads, n
 
 
 @njit(cache=True)
+def _bottlenecks(active, na, rates, path_links, path_len, link_cap, load, max_rate, bneck):
+    """Each flow's first bottleneck: the first saturated link of its route on which it gets
+    the largest rate (or any saturated one when it is starved); 0 when none."""
+    for k in range(na):
+        i = active[k]
+        for h in range(path_len[i]):
+            load[path_links[i, h]] = 0.0
+            max_rate[path_links[i, h]] = 0.0
+    for k in range(na):
+        i = active[k]
+        for h in range(path_len[i]):
+            lk = path_links[i, h]
+            load[lk] += rates[i]
+            if rates[i] > max_rate[lk]:
+                max_rate[lk] = rates[i]
+    for k in range(na):
+        i = active[k]
+        bn = 0
+        for h in range(path_len[i]):
+            lk = path_links[i, h]
+            if load[lk] >= link_cap[lk] * (1.0 - 1e-9) and (
+                    rates[i] >= max_rate[lk] * (1.0 - 1e-9) or rates[i] == 0.0):
+                bn = h
+                break
+        bneck[i] = bn
+
+
+@njit(cache=True)
+def _count_backed(active, na, path_links, bneck, n_backed):
+    """Per link: how many flows are held back beyond the buffer at its far end."""
+    for k in range(na):
+        i = active[k]
+        for h in range(path_links.shape[1]):
+            if path_links[i, h] >= 0:
+                n_backed[path_links[i, h]] = 0
+    for k in range(na):
+        i = active[k]
+        for h in range(bneck[i]):
+            lk = path_links[i, h]
+            n_backed[lk] += 1
+
+
+@njit(cache=True)
+def _buffered_beyond(hshare, p, c, bn):
+    """Buffer bytes flow p may hold at the ends of hops c .. bn - 1."""
+    s = 0.0
+    for h in range(c, bn):
+        s += hshare[p, h]
+    return s
+
+
+@njit(cache=True)
 def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, path_len, path_lat, link_cap,
          num_nodes, nis, policy, issue_delay, step_advance, path_cls, head_lat, in_port, n_cls, vcs_per_class, hold,
          hop_buf, rate_links, rate_len, rate_cap, start, sent, arrive):
@@ -271,6 +330,9 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
     catch_hops = np.zeros(t_count, dtype=np.int64)
     inherit = np.zeros(t_count)  # bytes injected behind the predecessor while it drained
     buffered_at_sent = np.zeros(t_count)
+    hshare = np.zeros(path_links.shape)  # buffer bytes a flow may fill at the end of each hop before its bottleneck
+    share_bufs = hop_buf > 0.0 and not hold
+    n_backed = np.zeros(n_links, dtype=np.int64)  # flows held back beyond each link's buffer
     ni_busy = np.zeros(num_nodes, dtype=np.int64)
     # lockstep bookkeeping (co-designed): per node, the open step and when it opened
     unstarted_in_step = np.zeros(num_nodes, dtype=np.int64)
@@ -400,31 +462,16 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
             max_min_rates(active[:na], priority, rate_links, rate_len, rate_cap, rates, cap_left, users)
             rates_dirty = False
             if hop_buf > 0.0:
-                # each flow's first bottleneck: the first saturated link of its route on which
-                # it gets the largest rate (or any saturated one when it is starved)
+                _bottlenecks(active, na, rates, path_links, path_len, link_cap, load, max_rate, bneck)
+                if share_bufs:
+                    _count_backed(active, na, path_links, bneck, n_backed)
                 for k in range(na):
                     i = active[k]
-                    for h in range(path_len[i]):
-                        load[path_links[i, h]] = 0.0
-                        max_rate[path_links[i, h]] = 0.0
-                for k in range(na):
-                    i = active[k]
-                    for h in range(path_len[i]):
-                        lk = path_links[i, h]
-                        load[lk] += rates[i]
-                        if rates[i] > max_rate[lk]:
-                            max_rate[lk] = rates[i]
-                for k in range(na):
-                    i = active[k]
-                    bn = 0
-                    for h in range(path_len[i]):
-                        lk = path_links[i, h]
-                        if load[lk] >= link_cap[lk] * (1.0 - 1e-9) and (
-                                rates[i] >= max_rate[lk] * (1.0 - 1e-9) or rates[i] == 0.0):
-                            bn = h
-                            break
-                    bneck[i] = bn
-                    slack[i] = hop_buf * bn + pipe[i]
+                    sl = 0.0
+                    for h in range(bneck[i]):
+                        hshare[i, h] = hop_buf / n_backed[path_links[i, h]] if share_bufs else hop_buf
+                        sl += hshare[i, h]
+                    slack[i] = sl + pipe[i]
             else:
                 for k in range(na):
                     slack[active[k]] = pipe[active[k]]
@@ -457,7 +504,7 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                 if status[i] == _QUEUED:
                     p = waits_on[i]
                     if status[p] == _DRAINING and rates[p] > 0.0:
-                        tt = now + (rem[p] - hop_buf * max(0, bneck[p] - common[i])) / rates[p]
+                        tt = now + (rem[p] - _buffered_beyond(hshare, p, common[i], bneck[p])) / rates[p]
                         if now < tt < t_next:
                             t_next = tt
         for i in range(t_count):
@@ -513,7 +560,7 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                 p = waits_on[i]
                 thr = 0.0
                 if status[p] == _DRAINING:
-                    thr = hop_buf * max(0, bneck[p] - common[i])
+                    thr = _buffered_beyond(hshare, p, common[i], bneck[p])
                     if rem[p] > thr + tol[p]:
                         continue
                 n_queued -= 1
