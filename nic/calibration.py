@@ -46,12 +46,16 @@ class Comparison:
         return 100.0 * (self.message_cycles / self.flit_cycles - 1.0)
 
 
-def compare(spec: str, algorithm: str, design: str, network, size_bytes: int) -> Comparison:
+def compare(spec: str, algorithm: str, design: str, network, size_bytes: int,
+            flit_cycles: float | None = None) -> Comparison:
     """Run one case at both levels with router ``network`` (each run raises if its times
-    break a dependency of the verified schedule)."""
+    break a dependency of the verified schedule). ``flit_cycles``: the flit level's total
+    from an earlier run of the same case, router and size (flit ``MODEL_VERSION`` too);
+    then only the message model runs."""
     t = parse_spec(spec)
     s = build(t, algorithm)
     nic = NicConfig(design=design)
-    flit = simulate_allreduce(t, s, nic, network, size_bytes, model="flit")
+    if flit_cycles is None:
+        flit_cycles = simulate_allreduce(t, s, nic, network, size_bytes, model="flit").total_cycles
     msg = simulate_allreduce(t, s, nic, network, size_bytes, model="message")
-    return Comparison(spec, algorithm, design, flit.total_cycles, msg.total_cycles)
+    return Comparison(spec, algorithm, design, flit_cycles, msg.total_cycles)

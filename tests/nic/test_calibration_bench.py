@@ -4,6 +4,7 @@ API computes, and names bad router keys."""
 from __future__ import annotations
 
 import csv
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +32,26 @@ def test_the_bench_writes_the_apis_comparison_for_the_selected_cases(tmp_path):
         c = calibration.compare(r["topology"], r["algorithm"], r["nic"], net, 64 * 1024)
         assert (float(r["flit_cycles"]), float(r["message_cycles"])) == (c.flit_cycles, c.message_cycles)
     assert "of 2 within 5 %" in p.stdout
+
+
+def test_the_flit_cache_stores_each_flit_total_and_reuses_it(tmp_path):
+    out, cache = tmp_path / "cal.csv", tmp_path / "flit.json"
+    args = ("--router", "num_vcs=2", "--router", "vc_depth_flits=8", "--size", "32KiB", "--only",
+            "torus:4x4/ring/codesigned", "--csv", str(out), "--flit-cache", str(cache))
+    p = run(*args)
+    assert p.returncode == 0, p.stderr
+    first = next(csv.DictReader(out.open()))
+    stored = json.loads(cache.read_text())
+    (key, cycles), = stored.items()
+    assert key.endswith(" 32768 B torus:4x4/ring/codesigned") and cycles == float(first["flit_cycles"])
+    cache.write_text(json.dumps({key: 1000.0}))  # a stored total is used as it is, the flit level not rerun
+    p = run(*args)
+    assert p.returncode == 0, p.stderr
+    again = next(csv.DictReader(out.open()))
+    assert float(again["flit_cycles"]) == 1000.0 and again["message_cycles"] == first["message_cycles"]
+    cache.write_text("not json")
+    p = run(*args)
+    assert p.returncode != 0 and "--flit-cache" in p.stderr
 
 
 def test_a_bad_router_key_is_named():
