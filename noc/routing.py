@@ -234,9 +234,17 @@ def _bfs_router_paths(offsets, out_links, nbr, nr):
 def _nca(t: Topology) -> RouteTable:
     e = t.num_endpoints
     # up and down through at most every fat-tree level (BiGraph: 2 switch hops), plus NI links
-    check_table_size(t, 2 * t.params.get("levels", 2) + 2)
+    max_links = 2 * t.params.get("levels", 2) + 2
+    check_table_size(t, max_links)
     lookup = {(int(s), int(d)): int(lid) for lid, (s, d) in enumerate(zip(t.link_src, t.link_dst))}
-    paths: list[list[list[int]]] = [[[] for _ in range(e)] for _ in range(e)]
+    # written straight into the table (a Python list per pair would take several times its memory)
+    links = np.full((e, e, max_links), -1, dtype=np.int32)
+    length = np.zeros((e, e), dtype=np.int16)
+
+    def store(a: int, b: int, p: list[int]) -> None:
+        links[a, b, : len(p)] = p
+        length[a, b] = len(p)
+
     if t.family == "fattree":
         k, levels = t.params["k"], t.params["levels"]
         per_level = k ** (levels - 1)
@@ -267,7 +275,7 @@ def _nca(t: Topology) -> RouteTable:
                     s = s_dn
                 assert s == sb
                 p.append(int(t.eject_link[b]))
-                paths[a][b] = p
+                store(a, b, p)
     elif t.family == "bigraph":
         m, n = t.params["m"], t.params["n"]
         for a in range(e):
@@ -280,20 +288,13 @@ def _nca(t: Topology) -> RouteTable:
                     up = e + m + (b % m)
                     p += [lookup[(e + la, up)], lookup[(up, e + lb)]]
                 p.append(int(t.eject_link[b]))
-                paths[a][b] = p
+                store(a, b, p)
     else:  # single switch
         for a in range(e):
             for b in range(e):
                 if a != b:
-                    paths[a][b] = [int(t.inject_link[a]), int(t.eject_link[b])]
-    h = max(len(p) for row in paths for p in row)
-    links = np.full((e, e, h), -1, dtype=np.int32)
-    length = np.zeros((e, e), dtype=np.int16)
-    for a in range(e):
-        for b in range(e):
-            p = paths[a][b]
-            links[a, b, : len(p)] = p
-            length[a, b] = len(p)
+                    store(a, b, [int(t.inject_link[a]), int(t.eject_link[b])])
+    links = np.ascontiguousarray(links[:, :, : max(int(length.max()), 1)])
     return RouteTable("nca", links, np.zeros(links.shape, dtype=np.int8), length, 1)
 
 
