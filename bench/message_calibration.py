@@ -16,7 +16,8 @@ without it the test's router (4 VCs x 32 flits) is used. Examples (docs/allreduc
 The flit level takes about a minute for the matrix at 256 KiB on one core. When changing
 the message model, ``--flit-cache FILE`` keeps each flit-level total in a JSON file (keyed
 by the flit level's ``MODEL_VERSION``, the router, the size and the case, written after
-every case) and reuses it, so a rerun takes only the message model's seconds.
+every case) and reuses it, so a rerun takes only the message model's seconds. Start a new
+file after changing the flit level or the NIC co-simulation without bumping that version.
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ class FlitCache:
                 self.table = json.loads(path.read_text())
             except json.JSONDecodeError as err:
                 raise SystemExit(f"--flit-cache {path}: not a JSON file written by this script ({err})") from None
+            if not isinstance(self.table, dict) or not all(isinstance(v, (int, float)) for v in self.table.values()):
+                raise SystemExit(f"--flit-cache {path}: not a table of flit-level totals written by this script")
 
     def get(self, case: str) -> float | None:
         return self.table.get(self.prefix + case)

@@ -49,9 +49,10 @@ def test_the_flit_cache_stores_each_flit_total_and_reuses_it(tmp_path):
     assert p.returncode == 0, p.stderr
     again = next(csv.DictReader(out.open()))
     assert float(again["flit_cycles"]) == 1000.0 and again["message_cycles"] == first["message_cycles"]
-    cache.write_text("not json")
-    p = run(*args)
-    assert p.returncode != 0 and "--flit-cache" in p.stderr
+    for bad in ("not json", "[1, 2]", json.dumps({key: "fast"})):
+        cache.write_text(bad)
+        p = run(*args)
+        assert p.returncode != 0 and "--flit-cache" in p.stderr
 
 
 def test_a_bad_router_key_is_named():
