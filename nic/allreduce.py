@@ -303,9 +303,11 @@ def message_flow_control(topology: Topology, routes: RouteTable, prep: Prepared,
 
 
 def run_message(topology: Topology, prep: Prepared, nic: NicConfig, network, *,
-                routes: RouteTable | None = None) -> tuple[TransferTimes, np.ndarray]:
+                routes: RouteTable | None = None,
+                not_before: np.ndarray | None = None) -> tuple[TransferTimes, np.ndarray]:
     """Time a prepared schedule with the message-level model: per-transfer times and the
-    bytes each link carried."""
+    bytes each link carried. ``not_before``: per transfer, a cycle it may not start before
+    (e.g. the flit level's start times, to compare the two networks on one start order)."""
     routes = _message_routes(topology, network) if routes is None else routes
     lat = path_latency_cycles(topology, routes, router_delay_cycles(network))
     links = routes.links[prep.src_ep, prep.dst_ep].astype(np.int64)
@@ -323,7 +325,7 @@ def run_message(topology: Topology, prep: Prepared, nic: NicConfig, network, *,
         link_bytes_per_cycle=np.concatenate([topology.link_bytes_per_cycle, ni_bw]), num_nodes=topology.num_nodes,
         nis_per_node=topology.nis_per_node, policy=nic.policy, issue_delay_cycles=float(nic.issue_delay_cycles),
         wormhole=wormhole, shared_resources=None if shared is None else shared[0],
-        shared_capacity=None if shared is None else shared[1],
+        shared_capacity=None if shared is None else shared[1], not_before=not_before,
     )
     valid = links >= 0
     link_bytes = np.bincount(links[valid], weights=np.repeat(prep.wire_bytes, valid.sum(axis=1)), minlength=nl)

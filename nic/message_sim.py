@@ -126,6 +126,7 @@ def simulate_transfers(
     wormhole: Wormhole | None = None,
     shared_resources: np.ndarray | None = None,
     shared_capacity: np.ndarray | None = None,
+    not_before: np.ndarray | None = None,
 ) -> TransferTimes:
     """Run the event loop. Transfers must be listed in schedule order (by step, then table order).
 
@@ -133,9 +134,16 @@ def simulate_transfers(
     injects at. ``shared_resources[i]`` (int, -1 padded) lists further capacities transfer
     i shares with others besides its links, as indices into ``shared_capacity``
     (bytes/cycle); rates are max-min fair over links and these together.
+    ``not_before[i]``: transfer i starts no earlier than this cycle, whatever the NIC policy
+    allows (a diagnostic: give it another model's start times to compare the network alone).
     """
     t = src_node.shape[0]
     _check_transfers(src_node, step, wire_bytes, path_len, policy)
+    if not_before is None:
+        not_before = np.zeros(t)
+    not_before = np.asarray(not_before, dtype=np.float64)
+    if not_before.shape != (t,) or not (np.isfinite(not_before).all() and (not_before >= 0).all()):
+        raise ValueError(f"not_before must be {t} finite cycle counts >= 0, one per transfer")
     # reverse dependencies (who waits for me), as CSR
     counts = np.bincount(dep_idx, minlength=t) if dep_idx.size else np.zeros(t, dtype=np.int64)
     rdep_ptr = np.zeros(t + 1, dtype=np.int64)
@@ -162,7 +170,7 @@ def simulate_transfers(
         int(num_nodes), int(nis_per_node), int(policy), float(issue_delay_cycles), float(step_advance_cycles),
         w.vc_class.astype(np.int64), w.head_latency_cycles.astype(np.float64), w.in_port.astype(np.int64),
         int(w.num_vc_classes), int(w.vcs_per_class), bool(w.hold_vcs and w.vcs_per_class > 0),
-        float(w.hop_buffer_bytes), rate_links, rate_len, rate_cap, start, sent, arrive,
+        float(w.hop_buffer_bytes), rate_links, rate_len, rate_cap, start, sent, arrive, not_before,
     )
     if not np.isfinite(arrive).all():
         bad = int(np.nonzero(~np.isfinite(arrive))[0][0])
@@ -291,7 +299,7 @@ def _buffered_beyond(hshare, p, c, bn):
 @njit(cache=True)
 def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, path_len, path_lat, link_cap,
          num_nodes, nis, policy, issue_delay, step_advance, path_cls, head_lat, in_port, n_cls, vcs_per_class, hold,
-         hop_buf, rate_links, rate_len, rate_cap, start, sent, arrive):
+         hop_buf, rate_links, rate_len, rate_cap, start, sent, arrive, not_before):
     t_count = src_node.shape[0]
     n_links = link_cap.shape[0]
     status = np.zeros(t_count, dtype=np.int64)
@@ -378,7 +386,7 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                 if policy == POLICY_CODESIGNED:
                     if step[i] != open_step[n] or open_at[n] > now:
                         break  # later steps wait for the lockstep
-                if ready_at[i] <= now:
+                if ready_at[i] <= now and not_before[i] <= now:
                     start[i] = now
                     ni_busy[n] += 1
                     if policy == POLICY_CODESIGNED:
@@ -510,8 +518,8 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
         for i in range(t_count):
             if status[i] == _IN_FLIGHT and done_at[i] + tail_lat[i] < t_next:
                 t_next = done_at[i] + tail_lat[i]
-            elif status[i] == _WAITING and now < ready_at[i] < t_next:
-                t_next = ready_at[i]
+            elif status[i] == _WAITING and now < max(ready_at[i], not_before[i]) < t_next:
+                t_next = max(ready_at[i], not_before[i])
         if policy == POLICY_CODESIGNED:
             for n in range(num_nodes):
                 if now < open_at[n] < t_next:

@@ -94,6 +94,29 @@ def test_a_dependent_transfer_starts_after_arrival_plus_issue_delay():
     assert r.start_cycles[1] == r.arrive_cycles[0] + 3.0
 
 
+def test_not_before_holds_a_transfer_back_and_its_dependents_follow():
+    # 0->2 and 1->2 share link 1->2 (16 B/cycle): together each is sent at 200; with 1->2
+    # held back to cycle 150, 0->2 has the link alone (sent at 100) and so does 1->2 (250)
+    free = run([(0, 2), (1, 2), (2, 3)], [0, 0, 1], [[], [], [1]], POLICY_BASELINE)
+    assert free.sent_cycles[:2].tolist() == pytest.approx([200, 200])
+    held = run([(0, 2), (1, 2), (2, 3)], [0, 0, 1], [[], [], [1]], POLICY_BASELINE,
+               not_before=np.array([0.0, 150.0, 0.0]))
+    assert held.start_cycles[:2].tolist() == [0, 150]
+    assert held.sent_cycles[:2].tolist() == pytest.approx([100, 250])
+    assert held.start_cycles[2] == held.arrive_cycles[1] + 1.0
+    # the start times a run chose anyway change nothing
+    again = run([(0, 2), (1, 2), (2, 3)], [0, 0, 1], [[], [], [1]], POLICY_BASELINE, not_before=free.start_cycles)
+    for a, b in ((again.start_cycles, free.start_cycles), (again.sent_cycles, free.sent_cycles),
+                 (again.arrive_cycles, free.arrive_cycles)):
+        assert a.tolist() == b.tolist()
+
+
+@pytest.mark.parametrize("bad", [np.zeros(2), np.array([0.0, -1.0, 0.0]), np.array([0.0, np.inf, 0.0])])
+def test_a_bad_not_before_is_named(bad):
+    with pytest.raises(ValueError, match="not_before must be 3 finite cycle counts"):
+        run([(0, 2), (1, 2), (2, 3)], [0, 0, 1], [[], [], [1]], POLICY_BASELINE, not_before=bad)
+
+
 def test_lockstep_waits_for_the_ni_but_baseline_does_not():
     # node 0 sends twice: step 0 to node 1 and step 1 to node 3 (no dependency), 2 NIs.
     base = run([(0, 1), (0, 3)], [0, 1], [[], []], POLICY_BASELINE, nis=2)
