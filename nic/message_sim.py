@@ -274,12 +274,12 @@ def _bottlenecks(active, na, rates, path_links, path_len, link_cap, load, max_ra
 
 @njit(cache=True)
 def _count_backed(active, na, path_links, bneck, n_backed):
-    """Per link: how many flows are held back beyond the buffer at its far end."""
+    """Per link: how many flows are held back beyond the buffer at its far end (set on the
+    links before each flow's bottleneck, the only ones read)."""
     for k in range(na):
         i = active[k]
-        for h in range(path_links.shape[1]):
-            if path_links[i, h] >= 0:
-                n_backed[path_links[i, h]] = 0
+        for h in range(bneck[i]):
+            n_backed[path_links[i, h]] = 0
     for k in range(na):
         i = active[k]
         for h in range(bneck[i]):
