@@ -18,7 +18,7 @@ fi
 # Reinstall only when pyproject.toml is newer than the last successful install.
 stamp=.venv/.hw-models-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-    echo "setup: installing hw-models with its dev extra into .venv (first time: about 2 minutes)"
+    echo "setup: installing hw-models with its dev extra into .venv (first time: about a minute)"
     .venv/bin/python -m pip install --quiet --upgrade pip
     .venv/bin/python -m pip install --quiet -e '.[dev]'
     touch "$stamp"
