@@ -66,6 +66,13 @@ def test_allreduce_writes_table_csv_png_and_resumes(tmp_path, capsys):
     assert (tmp_path / "torus_4x4_c4_message.png").stat().st_size > 1000
     code, out, _ = run(argv, capsys)  # everything is in the store now
     assert code in (0, None) and "(4 reused" in out
+    assert "least accurate" not in out  # the note is for the baseline NIC's runs
+
+
+def test_message_level_baseline_runs_carry_the_calibration_note(tmp_path, capsys):
+    argv = ["allreduce", "-t", "torus:4x4", "-a", "ring", "--sizes", "64KiB", "--nic", "baseline", "--out", str(tmp_path)]
+    code, out, _ = run(argv, capsys)
+    assert code in (0, None) and "least accurate" in out and "--model both" in out
 
 
 def test_allreduce_with_both_models_reports_the_message_models_deviation(tmp_path, capsys):
@@ -75,6 +82,7 @@ def test_allreduce_with_both_models_reports_the_message_models_deviation(tmp_pat
             "--model", "both", "--out", str(tmp_path)]
     code, out, _ = run(argv, capsys)
     assert code in (0, None) and "message level against flit level" in out and "(0 reused" in out
+    assert "least accurate" not in out  # the deviation is measured, not noted
     # each model's own CSV, as a single-model run writes it, and the comparison of the two
     per_model = {m: {(r["algorithm"], r["nic"]): float(r["total_cycles"])
                      for r in csv.DictReader(open(tmp_path / f"torus_4x4_c4_{m}.csv"))} for m in ("message", "flit")}
