@@ -66,12 +66,20 @@ def validate(data: dict[str, Any], model: type[M], source: str = "config") -> M:
 
 def read_toml(path: str | Path) -> dict[str, Any]:
     """Read a TOML file, turning missing files and syntax errors into :class:`ConfigError`."""
+    if not str(path).strip():
+        raise ConfigError("the config file name is empty; give the path of a TOML file")
     p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"{p}: is a directory, not a config file")
     try:
         with p.open("rb") as f:
             return tomllib.load(f)
     except FileNotFoundError:
         raise ConfigError(f"{p}: no such config file") from None
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read the config file ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{p}: not a text file (TOML is UTF-8)") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: not valid TOML: {exc}") from None
 

@@ -86,6 +86,16 @@ def test_missing_config_file_and_unknown_preset(tmp_path, capsys):
     assert code == 2 and "isca2021" in err
 
 
+@pytest.mark.parametrize("command", [["config", "show"], ["noc", "run"], ["allreduce", "--config"]])
+def test_a_config_that_is_no_text_file_is_a_one_line_error(tmp_path, capsys, command):
+    binary = tmp_path / "bin.toml"
+    binary.write_bytes(b"\xff\xfe\x00[network]")
+    for path, says in ((tmp_path, "is a directory"), (binary, "not a text file")):
+        code, _, err = run([*command, str(path), *(["--out", str(tmp_path / "o")] if command[0] == "allreduce" else [])],
+                           capsys)
+        assert code == 2 and says in err and str(path) in err and len(err.strip().splitlines()) == 1
+
+
 def test_isca2021_preset_matches_the_published_setup(capsys):
     import tomllib
 
