@@ -67,9 +67,7 @@ def run_sweep(topology: Topology, jobs: Iterable[Job], *, nic: NicConfig, networ
         key = run_key(topology, job, cfg, network, seed, options)
         if key in this_run:
             res, reused = this_run[key], True
-        elif key in done:
-            rec = {k: v for k, v in done[key].items() if k != "key"}
-            res = AllreduceResult.from_json(json.dumps(rec))
+        elif key in done and (res := _stored_result(done[key])) is not None:
             reused = True
         else:
             if job.algorithm not in schedules:
@@ -84,6 +82,15 @@ def run_sweep(topology: Topology, jobs: Iterable[Job], *, nic: NicConfig, networ
         if on_result is not None:
             on_result(job, res, reused)
     return out
+
+
+def _stored_result(record: dict) -> AllreduceResult | None:
+    """The result a store record holds, or None when the record is damaged (the run is then
+    simulated again and its new record supersedes this one)."""
+    try:
+        return AllreduceResult.from_json(json.dumps({k: v for k, v in record.items() if k != "key"}))
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def table_rows(results: list[AllreduceResult]) -> list[dict]:

@@ -1,7 +1,7 @@
 """Resumable result store: one JSON line per finished run, appended and flushed at once.
 
 An interrupted sweep keeps every run that finished; a torn last line (the process died
-mid-write) is ignored on reading, and the next record starts on a line of its own. When a
+mid-write), or any line that is not a record (a JSON object with a ``key``), is ignored on reading, and the next record starts on a line of its own. When a
 key occurs more than once, the last record counts (a ``--fresh`` re-run appends).
 ``done_keys()`` tells a resumed sweep what to skip.
 CSV exports are written to a temporary file and renamed, so they are whole or absent.
@@ -15,11 +15,26 @@ import os
 from pathlib import Path
 from typing import Iterable
 
+from noc.errors import HwModelsError
+
+
+def check_output_file(path: str | Path) -> Path:
+    """``path`` can be written as a file: not a directory, and its directory exists or can
+    be made. Call it before long work, so a bad output path fails at once."""
+    out = Path(path)
+    if out.is_dir():
+        raise HwModelsError(f"{out}: is a directory, where a result file is to be written; move it away or choose "
+                            "another output directory")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HwModelsError(f"{out.parent}: cannot make the output directory ({exc.strerror or exc})") from None
+    return out
+
 
 class ResultStore:
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = check_output_file(path)
 
     def records(self) -> list[dict]:
         if not self.path.exists():
@@ -31,9 +46,11 @@ class ResultStore:
                 if not line:
                     continue
                 try:
-                    out.append(json.loads(line))
+                    record = json.loads(line)
                 except json.JSONDecodeError:
                     continue  # a torn line from an interrupted write
+                if isinstance(record, dict) and isinstance(record.get("key"), str):
+                    out.append(record)  # anything else is not a record of this store
         return out
 
     def done_keys(self) -> set[str]:
@@ -56,8 +73,7 @@ class ResultStore:
 
 def write_csv_atomic(path: str | Path, rows: Iterable[dict]) -> Path:
     rows = list(rows)
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    out = check_output_file(path)
     tmp = out.with_suffix(out.suffix + ".tmp")
     with tmp.open("w", newline="") as f:
         if rows:

@@ -46,7 +46,7 @@ def allreduce(
     from hw_models.allreduce_sweep import Job, calibration_rows, plot_bandwidth, run_sweep, table_rows
     from hw_models.cli.schedule_cmd import resolve_topology
     from hw_models.config import load_experiment, resolve_router
-    from hw_models.store import ResultStore, write_csv_atomic
+    from hw_models.store import ResultStore, check_output_file, write_csv_atomic
     from hw_models.units import format_size_bytes, parse_sizes_bytes
     from nic.allreduce import MODELS, NicConfig, check_message_router, check_size
     from nic.collectives import algorithm_name, build
@@ -120,6 +120,9 @@ def allreduce(
         raise HwModelsError(f"--out {out_dir}: cannot make the output directory ({exc.strerror or exc})") from None
     topo_stem = t.name.replace(":", "_")
     stores = {m: ResultStore(out_dir / f"{topo_stem}_{m}.jsonl") for m in models}
+    for name in [f"{topo_stem}_{m}.{ext}" for m in models for ext in ("csv", "png")] + (
+            [f"{topo_stem}_calibration.csv"] if len(models) > 1 else []):
+        check_output_file(out_dir / name)  # before the runs, not after them
     jobs = {m: [Job(a, s, d, m) for d in designs for s in size_list for a in names] for m in models}
     n_jobs = sum(len(j) for j in jobs.values())
     console = Console(width=None if sys.stdout.isatty() else 120)

@@ -109,6 +109,30 @@ def test_allreduce_resumes_after_a_torn_store_line(tmp_path, capsys):
     assert code in (0, None) and "(2 reused" in out
 
 
+def test_allreduce_reruns_a_damaged_store_record(tmp_path, capsys):
+    import json
+
+    argv = ["allreduce", "-t", "torus:4x4", "-a", "ring", "--sizes", "64KiB,128KiB", "--out", str(tmp_path)]
+    run(argv, capsys)
+    store = tmp_path / "torus_4x4_message.jsonl"
+    first, second = store.read_text().splitlines()
+    damaged = json.loads(first)
+    del damaged["total_cycles"]
+    store.write_text("[1, 2]\n" + json.dumps(damaged) + "\n" + second + "\n")
+    code, out, _ = run(argv, capsys)
+    assert code in (0, None) and "2 runs (1 reused" in out
+    code, out, _ = run(argv, capsys)  # the new record superseded the damaged one
+    assert code in (0, None) and "2 runs (2 reused" in out
+
+
+def test_a_directory_in_place_of_a_result_file_stops_allreduce_before_it_runs(tmp_path, capsys):
+    (tmp_path / "torus_4x4_message.csv").mkdir()
+    code, out, err = run(["allreduce", "-t", "torus:4x4", "-a", "ring", "--sizes", "64KiB", "--out", str(tmp_path)],
+                         capsys)
+    assert code == 2 and "torus_4x4_message.csv: is a directory" in err and "runs (" not in out
+    assert not (tmp_path / "torus_4x4_message.jsonl").exists() or not (tmp_path / "torus_4x4_message.jsonl").read_text()
+
+
 def test_allreduce_runs_a_job_named_twice_once(tmp_path, capsys):
     import json
 

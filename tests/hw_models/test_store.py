@@ -31,3 +31,23 @@ def test_a_record_after_a_torn_line_starts_a_line_of_its_own(tmp_path):
     s.append("a", {"x": 4})  # a re-run (--fresh) supersedes
     assert [r["key"] for r in s.records()] == ["a", "c", "a"]
     assert {r["key"]: r["x"] for r in s.records()} == {"a": 4, "c": 3}
+
+
+def test_lines_that_are_not_records_are_ignored(tmp_path):
+    (tmp_path / "r.jsonl").write_text('[1, 2]\n{"a": 1}\n{"key": 5}\n"text"\n')
+    s = ResultStore(tmp_path / "r.jsonl")
+    s.append("b", {"x": 2})
+    assert s.records() == [{"key": "b", "x": 2}] and s.done_keys() == {"b"}
+
+
+def test_a_directory_where_a_result_file_goes_is_named(tmp_path):
+    import pytest
+
+    from noc.errors import HwModelsError
+
+    (tmp_path / "r.jsonl").mkdir()
+    (tmp_path / "o.csv").mkdir()
+    with pytest.raises(HwModelsError, match="r.jsonl: is a directory"):
+        ResultStore(tmp_path / "r.jsonl")
+    with pytest.raises(HwModelsError, match="o.csv: is a directory"):
+        write_csv_atomic(tmp_path / "o.csv", [{"a": 1}])
