@@ -61,7 +61,7 @@ class AllreduceConfig(StrictModel):
 
 class RunConfig(StrictModel):
     seed: int = Field(1, ge=0, description="Seed of every random choice.")
-    out_dir: str = Field("results", description="Directory for CSV, PNG and traces.")
+    out_dir: str = Field("results", min_length=1, description="Directory for CSV, PNG and traces.")
 
 
 class ExperimentConfig(StrictModel):

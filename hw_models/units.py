@@ -6,9 +6,10 @@ import re
 
 from noc.errors import ConfigError
 
-_UNITS = {"": 1, "b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "kb": 10**3, "mb": 10**6, "gb": 10**9}
+_UNITS = {"": 1, "b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
+          "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
 MAX_SIZE_BYTES = 1 << 40  # 1 TiB: far beyond any all-reduce simulated here, and safe in int64 byte counts
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmg]i?b|b)?\s*$", re.IGNORECASE)
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmgt]i?b|b)?\s*$", re.IGNORECASE)
 
 
 def parse_size_bytes(text: str | int) -> int:
@@ -34,6 +35,8 @@ def parse_sizes_bytes(text: str) -> list[int]:
         part = part.strip()
         if ".." in part:
             lo_s, hi_s = part.split("..", 1)
+            if not lo_s.strip() or not hi_s.strip():
+                raise ConfigError(f"size range {part!r} needs both ends, e.g. 32KiB..64MiB")
             lo, hi = parse_size_bytes(lo_s), parse_size_bytes(hi_s)
             if hi < lo:
                 raise ConfigError(f"size range {part!r} runs backwards ({lo} > {hi} bytes)")
@@ -50,7 +53,7 @@ def parse_sizes_bytes(text: str) -> list[int]:
 
 def format_size_bytes(n: int) -> str:
     """16777216 → '16MiB' (exact binary multiples only, else bytes)."""
-    for unit, mult in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+    for unit, mult in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n % mult == 0:
             return f"{n // mult}{unit}"
     return f"{n}B"

@@ -139,7 +139,7 @@ def check_size(schedule: Schedule, nic: NicConfig, size_bytes: int) -> None:
     """A :class:`ConfigError` unless ``size_bytes`` is a whole number of elements, at least one per flow."""
     if size_bytes % nic.element_bytes:
         raise ConfigError(f"size {size_bytes} B is not a whole number of {nic.element_bytes}-byte elements "
-                          "(NicConfig.element_bytes)")
+                          "(element_bytes)")
     if size_bytes < nic.element_bytes * schedule.num_flows:
         raise ConfigError(f"size {size_bytes} B is smaller than one {nic.element_bytes}-byte element per flow "
                           f"({schedule.num_flows} flows): at least {nic.element_bytes * schedule.num_flows} B")

@@ -1,7 +1,8 @@
 """Validated configuration: TOML files into pydantic models, errors a user can act on.
 
 Every package defines its config sections as subclasses of :class:`StrictModel` (unknown
-keys are errors, values are immutable) with units in the key names
+keys are errors, values are immutable; :func:`validate` also refuses values of the wrong
+type instead of converting them) with units in the key names
 (``link_bytes_per_cycle``, ``link_latency_cycles``). :func:`load_toml` and
 :func:`validate` turn pydantic's validation errors into one :class:`ConfigError` whose
 message names the file, the key, the value and what is allowed.
@@ -55,7 +56,9 @@ def _allowed_keys(model: type[BaseModel], loc: tuple) -> str:
 def validate(data: dict[str, Any], model: type[M], source: str = "config") -> M:
     """Validate plain data into ``model``; raise :class:`ConfigError` naming source, key and value."""
     try:
-        return model.model_validate(data)
+        # strict: a value of the wrong type is an error ("4" or true for a count, 2.5 for an
+        # integer), never converted; an integer where a float is expected is fine
+        return model.model_validate(data, strict=True)
     except ValidationError as exc:
         errs = exc.errors()
         first = errs[0]

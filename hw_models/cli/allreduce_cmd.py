@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 from typing import Optional
@@ -25,8 +24,12 @@ BASELINE_MESSAGE_NOTE = (
 def allreduce(
     topology: Optional[str] = typer.Option(None, "--topology", "-t", help="Topology spec (default: the config's, torus:4x4)."),
     nis: Optional[int] = typer.Option(None, "--nis", help="NIs per node on direct networks (default: the config's)."),
-    algorithms: Optional[str] = typer.Option(None, "--algorithms", "-a", help=f"Comma-separated (default {DEFAULT_ALGORITHMS})."),
-    sizes: Optional[str] = typer.Option(None, "--sizes", "-s", help="e.g. 32KiB..64MiB (doubling) or 1MiB,16MiB."),
+    algorithms: Optional[str] = typer.Option(
+        None, "--algorithms", "-a", help="Comma-separated: ring, bidir_ring, ring2d, dbtree, halving_doubling, multitree "
+        f"(default: the config's, {DEFAULT_ALGORITHMS}, leaving out those the topology does not fit). Ring is always "
+        "run: the speedups are over it."),
+    sizes: Optional[str] = typer.Option(None, "--sizes", "-s", help="e.g. 32KiB..64MiB (doubling) or 1MiB,16MiB "
+                                        "(default: the config's, 32KiB..4MiB)."),
     nic: str = typer.Option("codesigned", "--nic", help="NIC design: codesigned, baseline, or both."),
     model: str = typer.Option("message", "--model", help="message (fast, any size), flit (cycle-level reference), "
                               "or both (and the message model's deviation from the flit level)."),
@@ -49,7 +52,7 @@ def allreduce(
     from hw_models.store import ResultStore, check_output_file, write_csv_atomic
     from hw_models.units import format_size_bytes, parse_sizes_bytes
     from nic.allreduce import MODELS, NicConfig, check_message_router, check_size
-    from nic.collectives import algorithm_name, build
+    from nic.collectives import ScheduleError, algorithm_name, build
     from nic.scheduler import MAX_NIS as MAX_SCHEDULER_NIS
     from nic.flit_cosim import flit_network
     from noc.routing import route
@@ -63,14 +66,11 @@ def allreduce(
         raise HwModelsError("--topology is empty; give a spec such as torus:4x4")
     # a --topology flag stands alone; the config's topology comes with the config's NI count
     if topology or nis is not None:
-        if nis is not None and topology and re.search(r":c\d+\s*$", topology.lower()):
-            spec_nis = resolve_topology(topology, None, **links).nis_per_node
-            if spec_nis != nis:
-                raise HwModelsError(f"--nis {nis} contradicts --topology {topology} ({spec_nis} NIs per node)")
-        t = resolve_topology(topology or net.topology, nis, **links)
+        t = resolve_topology(topology or net.topology, nis,
+                             spec_flag="--topology" if topology else "[network] topology", **links)
     else:  # nis_per_node = 1 (its default) leaves a spec's own ':cN' alone
         t = resolve_topology(net.topology, net.nis_per_node if net.nis_per_node > 1 else None,
-                             flag="[network] nis_per_node", **links)
+                             flag="[network] nis_per_node", spec_flag="[network] topology", **links)
     if algorithms is not None and not algorithms.replace(",", "").strip():
         raise HwModelsError(f"--algorithms {algorithms!r} names no algorithm")
     names = list(dict.fromkeys(algorithm_name(a) for a in (algorithms or ",".join(cfg.allreduce.algorithms)).split(",")
@@ -108,16 +108,26 @@ def allreduce(
     if "flit" in models and t.nis_per_node > MAX_SCHEDULER_NIS:
         raise HwModelsError(f"{t.name}: {t.nis_per_node} NIs per node; the flit level's NIC scheduler serves at most "
                             f"{MAX_SCHEDULER_NIS} (docs/nic_scheduler.md)")
-    # so do algorithms that do not fit the topology, and sizes that are not whole elements for their flows
-    schedules = {}
+    # so do algorithms that do not fit the topology (unless they are only the defaults: those
+    # that do not fit are left out, with a note), and sizes that are not whole elements for their flows
+    defaults_only = algorithms is None and "algorithms" not in cfg.allreduce.model_fields_set
+    schedules, left_out = {}, []
     for a in names:
-        schedules[a] = build(t, a)
+        try:
+            schedules[a] = build(t, a)
+        except ScheduleError as exc:
+            if not defaults_only or a == "ring":
+                raise
+            left_out.append(f"{a} ({exc})")
+    names = [a for a in names if a in schedules]
+    for a in names:
         for s in size_list:
             check_size(schedules[a], nic_cfg, s)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise HwModelsError(f"--out {out_dir}: cannot make the output directory ({exc.strerror or exc})") from None
+        named = "--out" if out else f"{source}: run.out_dir"  # where the directory came from
+        raise HwModelsError(f"{named} {out_dir}: cannot make the output directory ({exc.strerror or exc})") from None
     topo_stem = t.name.replace(":", "_")
     stores = {m: ResultStore(out_dir / f"{topo_stem}_{m}.jsonl") for m in models}
     for name in [f"{topo_stem}_{m}.{ext}" for m in models for ext in ("csv", "png")] + (
@@ -128,6 +138,8 @@ def allreduce(
     console = Console(width=None if sys.stdout.isatty() else 120)
     console.print(f"all-reduce on {t.name} ({t.num_nodes} nodes, {t.nis_per_node} NI(s)/node), {' and '.join(models)}-level "
                   f"model, NIC {', '.join(designs)}; {n_jobs} runs; verifier seed {run_seed}; results in {out_dir}")
+    for note in left_out:
+        console.print(f"left out of the default algorithms: {note}")
     results: dict[str, list] = {}
     reused_count = 0
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),

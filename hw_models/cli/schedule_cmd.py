@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Optional
@@ -11,9 +12,11 @@ import typer
 from noc.errors import HwModelsError
 
 
-def resolve_topology(spec: str, nis: Optional[int], flag: str = "--nis", **link_kwargs):
+def resolve_topology(spec: str, nis: Optional[int], flag: str = "--nis", spec_flag: str = "--topology",
+                     **link_kwargs):
     """The topology of ``spec`` (with ``link_kwargs``), with ``nis`` NIs per node when given
-    (errors name ``flag``: where the NI count came from)."""
+    (errors name ``flag`` and ``spec_flag``: where the NI count and the spec came from). A
+    spec that states its own NI count (``:cN``) and a different ``nis`` is an error."""
     from noc.topology import parse_spec, with_concentration
 
     t = parse_spec(spec, **link_kwargs)
@@ -21,6 +24,8 @@ def resolve_topology(spec: str, nis: Optional[int], flag: str = "--nis", **link_
         return t
     if nis < 1:
         raise HwModelsError(f"{flag} {nis}: a node needs at least 1 NI")
+    if re.search(r":c\d+$", spec.strip().lower()):
+        raise HwModelsError(f"{flag} {nis} contradicts {spec_flag} {spec.strip()} ({t.nis_per_node} NIs per node)")
     if not t.is_direct:
         raise HwModelsError(f"{flag} {nis}: {t.name} is a switched network with one NI per endpoint; "
                             "more NIs per node need a direct network (torus, mesh, ring, hypercube, full)")
@@ -44,14 +49,24 @@ def schedule(
     from rich.console import Console
     from rich.table import Table
 
+    from hw_models.store import check_output_file
     from hw_models.units import format_size_bytes, parse_size_bytes
+    from nic.allreduce import NicConfig, check_size
     from nic.collectives import algorithm_name, bounds, build, contention, ideal_cycles, verify
     from nic.collectives.analysis import message_starts, transfer_paths
     from noc.routing import route
 
     if fmt not in ("text", "json"):
         raise HwModelsError(f"--format {fmt!r}: choose text or json")
+    if node is not None and not tables:
+        raise HwModelsError("--node selects the table --tables prints: add --tables")
+    if out is not None and fmt != "json":
+        raise HwModelsError("--out is where --format json writes the schedule: add --format json")
+    if out is not None:
+        check_output_file(out)
     t = resolve_topology(topology, nis)
+    if node is not None and not 0 <= node < t.num_nodes:
+        raise HwModelsError(f"--node {node}: {t.name} has nodes 0..{t.num_nodes - 1}")
     size_bytes = parse_size_bytes(size)
     names = [algorithm_name(a) for a in algorithm.split(",") if a.strip()]
     if not names:
@@ -71,6 +86,7 @@ def schedule(
     built = []
     for name in names:
         s = build(t, name)
+        check_size(s, NicConfig(), size_bytes)
         if verify_:
             verify(s)
         c = contention(s, t, routes)
@@ -97,8 +113,6 @@ def schedule(
         for s in built:
             nodes = range(s.num_nodes) if node is None else [node]
             for v in nodes:
-                if not 0 <= v < s.num_nodes:
-                    raise HwModelsError(f"--node {v}: nodes are 0..{s.num_nodes - 1}")
                 tab = Table(title=f"{s.algorithm}: node {v}")
                 for col in ("step", "op", "flow", "peer", "waits for", "offset", "length"):
                     tab.add_column(col)
@@ -112,7 +126,6 @@ def schedule(
         if out is None:
             typer.echo(text)
         else:
-            out.parent.mkdir(parents=True, exist_ok=True)
             tmp = out.with_suffix(out.suffix + ".tmp")
             tmp.write_text(text)
             tmp.replace(out)

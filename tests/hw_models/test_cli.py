@@ -66,6 +66,12 @@ def test_config_show_fills_defaults(tmp_path, capsys):
         ('[network]\ntopology = "torus:0x4"\n', ["network.topology", "torus:0x4"]),
         ('[allreduce]\nsizes = "12 apples"\n', ["allreduce.sizes", "not a size"]),
         ('[network\n', ["not valid TOML"]),
+        # values of the wrong type are refused, not converted
+        ('[network]\nnis_per_node = "4"\n', ["'network.nis_per_node' = '4'", "valid integer"]),
+        ('[network]\nnis_per_node = true\n', ["'network.nis_per_node' = True", "valid integer"]),
+        ('[network]\nlink_latency_cycles = 2.0\n', ["'network.link_latency_cycles' = 2.0", "valid integer"]),
+        ('[router]\ndebug = "yes"\n', ["'router.debug' = 'yes'", "valid boolean"]),
+        ('[run]\nout_dir = ""\n', ["'run.out_dir' = ''", "at least 1 character"]),
     ],
 )
 def test_config_errors_name_file_key_and_value(tmp_path, capsys, text, fragments):

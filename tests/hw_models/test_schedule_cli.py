@@ -37,6 +37,11 @@ def test_json_output_round_trips(tmp_path, capsys):
     (["--size", "12 parsecs"], "size"),
     (["--tables", "--node", "99"], "--node 99"),
     (["-a", "ring,multitree", "--format", "json"], "one --algorithm"),
+    (["--node", "3"], "--node selects the table --tables prints"),
+    (["--out", "s.json"], "add --format json"),
+    (["-t", "torus:2x2:c2", "--nis", "4"], "--nis 4 contradicts --topology torus:2x2:c2 (2 NIs per node)"),
+    (["--size", "3"], "not a whole number of 4-byte elements"),
+    (["-t", "ring:4", "--size", "4"], "smaller than one 4-byte element per flow"),
 ])
 def test_bad_input_is_a_one_line_error(argv, msg, capsys):
     code, _, err = run(["schedule", *argv], capsys)
@@ -288,3 +293,38 @@ def test_a_config_topology_keeps_its_own_ni_count(tmp_path, capsys):
     assert "all-reduce on torus:4x4:c4 (16 nodes, 4 NI(s)/node)" in out
     code, _, err = run(["allreduce", "-t", "TORUS:4x4:C4", "--nis", "2", "--out", str(tmp_path)], capsys)
     assert code == 2 and "--nis 2 contradicts" in err
+
+
+def test_a_config_whose_ni_count_contradicts_its_topology_is_refused(tmp_path, capsys):
+    f = tmp_path / "c.toml"
+    f.write_text('[network]\ntopology = "torus:2x2:c2"\nnis_per_node = 4\n')
+    code, _, err = run(["allreduce", "--config", str(f), "--out", str(tmp_path)], capsys)
+    assert code == 2 and "[network] nis_per_node 4 contradicts [network] topology torus:2x2:c2 (2 NIs per node)" in err
+    code, _, err = run(["allreduce", "--config", str(f), "--nis", "4", "--out", str(tmp_path)], capsys)
+    assert code == 2 and "--nis 4 contradicts [network] topology torus:2x2:c2" in err
+
+
+def test_default_algorithms_that_do_not_fit_the_topology_are_left_out_with_a_note(tmp_path, capsys):
+    code, out, err = run(["allreduce", "-t", "ring:4", "--sizes", "64KiB", "--out", str(tmp_path)], capsys)
+    assert code in (0, None), err
+    assert "left out of the default algorithms: ring2d (ring2d needs a 2D mesh or torus" in out
+    import csv
+
+    rows = list(csv.DictReader(open(tmp_path / "ring_4_message.csv")))
+    assert sorted(r["algorithm"] for r in rows) == ["dbtree", "multitree", "ring"]
+    # named, they are errors as before
+    code, _, err = run(["allreduce", "-t", "ring:4", "-a", "ring2d", "--sizes", "64KiB", "--out", str(tmp_path)], capsys)
+    assert code == 2 and "ring2d needs a 2D mesh or torus" in err
+
+
+def test_an_unusable_config_out_dir_is_named_as_the_configs(tmp_path, capsys):
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    f = tmp_path / "c.toml"
+    f.write_text(f'[run]\nout_dir = "{blocker}"\n[allreduce]\nalgorithms = ["ring"]\nsizes = "64KiB"\n')
+    code, _, err = run(["allreduce", "--config", str(f)], capsys)
+    assert code == 2 and f"{f}: run.out_dir {blocker}/allreduce: cannot make the output directory" in err
+    assert "--out" not in err
+    f.write_text('[run]\nout_dir = ""\n')
+    code, _, err = run(["allreduce", "--config", str(f)], capsys)
+    assert code == 2 and "run.out_dir" in err

@@ -25,3 +25,16 @@ def test_ranges_double_and_lists_keep_order():
 def test_bad_sizes_are_config_errors(bad):
     with pytest.raises(ConfigError):
         parse_sizes_bytes(bad)
+
+
+def test_the_largest_size_has_its_unit_and_one_more_byte_is_refused():
+    assert parse_size_bytes("1TiB") == 2**40 == parse_size_bytes(2**40) and format_size_bytes(2**40) == "1TiB"
+    assert parse_size_bytes("1TB") == 10**12
+    with pytest.raises(ConfigError, match="larger than 1 TiB"):
+        parse_size_bytes(2**40 + 1)
+
+
+@pytest.mark.parametrize("bad", ["1..", "..4MiB", " .. "])
+def test_a_range_without_an_end_is_named(bad):
+    with pytest.raises(ConfigError, match="needs both ends"):
+        parse_sizes_bytes(bad)
