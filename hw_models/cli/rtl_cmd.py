@@ -133,11 +133,13 @@ def replay(
     waves: bool = typer.Option(False, "--waves", help="Dump waveforms."),
 ) -> None:
     """Replay a reproducer's input trace on RTL and model, comparing every cycle again."""
-    from hw_models.rtl.regress import replay as run
+    from hw_models.rtl.regress import load_reproducer, replay as run
+    from hw_models.toolchain import SIMULATORS
     from noc.errors import ConfigError
 
-    if not reproducer.is_file():
-        raise ConfigError(f"reproducer {reproducer} does not exist")
+    if sim not in SIMULATORS:
+        raise ConfigError(f"--sim = {sim!r} is not supported; choose one of {', '.join(SIMULATORS)}")
+    load_reproducer(reproducer)  # a file that cannot be replayed fails here, before the build
     r = run(sim, reproducer, out_dir=out, waves=waves or None)
     typer.echo(r.mismatch_text or f"{sim}: {r.cycles} cycles compared, no mismatch")
     if r.mismatches:

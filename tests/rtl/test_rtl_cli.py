@@ -1,0 +1,107 @@
+"""``hw-models rtl``: bad input is refused on one line (exit 2) before anything is built,
+simulated or synthesised; the simulators and Yosys are replaced by recorders here, so
+these tests are fast."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from rtl_matrix import HDL_PARAMS
+from hw_models.cli import main
+from hw_models.rtl import regress as R
+from hw_models.rtl import synth as Y
+from hw_models.rtl.lockstep import ModelStepper
+from hw_models.rtl.stimulus import Environment, StimulusError, random_episode
+
+
+def run(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    out = capsys.readouterr()
+    return info.value.code, out.out, out.err
+
+
+def one_line_error(code, err, *parts):
+    assert code == 2, err
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    for p in parts:
+        assert p in lines[0], (p, lines[0])
+    return lines[0]
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+    """Every long step records its call instead of running; tests assert none happened."""
+    calls = []
+    monkeypatch.setattr(R, "build", lambda *a, **k: calls.append("build") or pytest.fail("built"))
+    monkeypatch.setattr(R, "regress", lambda *a, **k: calls.append("regress") or pytest.fail("simulated"))
+    monkeypatch.setattr(Y, "sweep", lambda *a, **k: calls.append("sweep") or pytest.fail("synthesised"))
+    return calls
+
+
+def _result(sim, p, eps):
+    return R.RegressionResult(sim=sim, params=p.verilog_parameters(), schedules=len(eps), cycles=10 * len(eps),
+                              mismatches=0, mismatch_text=None, mismatch=None, wall_s=0.1, sim_wall_s=0.1,
+                              cycles_per_s=100.0)
+
+
+# ---- replay: a file that is not a reproducer -------------------------------------------
+
+_GOOD_PARAMS = {"depth": 4, "nis": 1, "flow_w": 8, "node_w": 8, "step_w": 8, "len_w": 24, "cnt_w": 4, "err_w": 16}
+
+
+@pytest.mark.parametrize("content, says", [
+    (b"{}", "no 'params'"),
+    (b"not json", "is not JSON (Expecting value at line 1 column 1)"),
+    (b"[1]", "expected a JSON object with 'params' and 'trace', got an array"),
+    (b"\xff\xfe\x00\x01", "is not a text file"),
+    (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+    (json.dumps({"params": _GOOD_PARAMS}).encode(), "no 'trace'"),
+    (json.dumps({"params": [4], "trace": []}).encode(), "'params' is an array, expected an object"),
+    (json.dumps({"params": _GOOD_PARAMS, "trace": 3}).encode(), "'trace' is a number, expected an array"),
+    (json.dumps({"params": {"depth": 4, "bogus": 1}, "trace": []}).encode(), "unknown scheduler parameter(s) 'bogus'"),
+    (json.dumps({"params": {"depth": 0}, "trace": []}).encode(), "DEPTH = 0 is out of range"),
+    (json.dumps({"params": _GOOD_PARAMS, "trace": [{}, 5]}).encode(), "trace[1] is a number"),
+    (json.dumps({"params": _GOOD_PARAMS, "trace": [{"go": 1}]}).encode(), "trace[0]: unknown input 'go'"),
+    (json.dumps({"params": _GOOD_PARAMS, "trace": [{"rst": "1"}]}).encode(), "trace[0]: input rst = '1' is not an integer"),
+    (json.dumps({"params": _GOOD_PARAMS, "trace": [{"load_addr": 4}]}).encode(),
+     "trace[0]: scheduler input load_addr = 4 does not fit its 2-bit port"),
+    (json.dumps({"params": _GOOD_PARAMS, "trace": [{"recv": [[1, 0]]}]}).encode(), "recv = [[1, 0]] is not a list"),
+    (json.dumps({"params": _GOOD_PARAMS, "trace": [{"recv": [None, [1, 0, 2]]}]}).encode(),
+     "2 receives in one cycle but NIS = 1"),
+])
+def test_replay_of_a_bad_reproducer_is_one_line_naming_the_file(content, says, tmp_path, capsys, no_work):
+    f = tmp_path / "mismatch.json"
+    f.write_bytes(content)
+    code, _out, err = run(["rtl", "replay", str(f), "--out", str(tmp_path / "o")], capsys)
+    one_line_error(code, err, f"reproducer {f}: ", says)
+    assert no_work == []
+
+
+def test_replay_of_a_directory_or_a_missing_file_says_which(tmp_path, capsys, no_work):
+    code, _out, err = run(["rtl", "replay", str(tmp_path)], capsys)
+    one_line_error(code, err, f"reproducer {tmp_path}: is a directory")
+    code, _out, err = run(["rtl", "replay", str(tmp_path / "nope.json")], capsys)
+    one_line_error(code, err, "nope.json: does not exist")
+    assert no_work == []
+
+
+@pytest.mark.parametrize("tag", list(HDL_PARAMS))
+def test_every_trace_the_environment_makes_passes_the_reproducer_check(tag, tmp_path):
+    """The check refuses only what the regression never writes: the inputs of whole runs
+    (errors injected, bad loads, reads beyond DEPTH), through JSON, are accepted as they are."""
+    params = HDL_PARAMS[tag]
+    eps = [random_episode(s, params, errors=s % 2 == 0) for s in range(16)]
+    env, model, trace = Environment(params, eps), ModelStepper(params), []
+    while (inp := env.next_inputs(model.outputs())) is not None:
+        trace.append(env.trace[-1])
+        model.edge(inp)
+    f = tmp_path / "r.json"
+    f.write_text(json.dumps({"params": params.__dict__, "trace": trace}, default=int))
+    p, t = R.load_reproducer(f)
+    assert p == params and t == json.loads(json.dumps(trace, default=int)) and len(t) > 300
