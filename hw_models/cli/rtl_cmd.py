@@ -31,6 +31,30 @@ def _parse_list(text: str, name: str) -> list[int]:
     return values
 
 
+def _topologies(specs: list[str]) -> dict[str, tuple]:
+    """MultiTree node tables of each -t spec ('none' skipped, duplicates once): a bad spec fails here, early."""
+    from hw_models.rtl.stimulus import multitree_node_tables
+
+    return {spec: multitree_node_tables(spec) for spec in dict.fromkeys(specs) if spec != "none"}
+
+
+def _out_dir(path: Path, flag: str = "--out") -> None:
+    """Make output directory ``path`` and check that files can be written in it, before any work."""
+    import tempfile
+
+    from noc.errors import HwModelsError
+
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HwModelsError(f"{flag} {path}: cannot make the output directory ({exc.strerror or exc})") from None
+    try:
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise HwModelsError(f"{flag} {path}: cannot write in the output directory ({exc.strerror or exc})") from None
+
+
 @app.command()
 def lint(
     depth: int = typer.Option(64, help="DEPTH parameter."),
@@ -56,7 +80,7 @@ def lint(
 def regress(
     sim: str = typer.Option("verilator", help="Simulator: verilator or icarus."),
     seeds: int = typer.Option(200, min=0, help="Random schedules (seeds first-seed .. first-seed+N-1)."),
-    first_seed: int = typer.Option(0, help="First seed."),
+    first_seed: int = typer.Option(0, min=0, help="First seed (seeds are integers >= 0)."),
     depth: int = typer.Option(64, help="DEPTH of the RTL for the random schedules."),
     nis: int = typer.Option(4, help="NIS of the RTL for the random schedules."),
     topology: list[str] = typer.Option(list(_TOPOLOGIES), "--topology", "-t",
@@ -73,24 +97,26 @@ def regress(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from hw_models.rtl.regress import random_episodes, regress as run
-    from hw_models.rtl.stimulus import multitree_node_tables, params_for_tables, table_episodes
+    from hw_models.rtl.stimulus import params_for_tables, table_episodes
     from hw_models.toolchain import SIMULATORS
     from noc.errors import ConfigError
 
     if sim not in SIMULATORS:
         raise ConfigError(f"--sim = {sim!r} is not supported; choose one of {', '.join(SIMULATORS)}")
+    topos = _topologies(topology)
+    if not seeds and not topos:
+        raise ConfigError("nothing to compare: --seeds 0 and no topology (-t none); give --seeds N >= 1 "
+                          "or a -t topology")
     console = Console()
     jobs = []  # (label, params, episodes)
     if seeds:
         p = _params(depth, nis)
         jobs.append((f"random x{seeds} (DEPTH={depth}, NIS={nis})", p,
                      random_episodes(p, range(first_seed, first_seed + seeds))))
-    for spec in topology:
-        if spec == "none":
-            continue
-        tables, tnis, src = multitree_node_tables(spec)
+    for spec, (tables, tnis, _src) in topos.items():
         p = params_for_tables(tables, tnis)
         jobs.append((f"MultiTree {spec} (DEPTH={p.depth}, NIS={p.nis})", p, table_episodes(tables, spec)))
+    _out_dir(out)
     results = []
     t0 = time.perf_counter()
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -140,6 +166,7 @@ def replay(
     if sim not in SIMULATORS:
         raise ConfigError(f"--sim = {sim!r} is not supported; choose one of {', '.join(SIMULATORS)}")
     load_reproducer(reproducer)  # a file that cannot be replayed fails here, before the build
+    _out_dir(out)
     r = run(sim, reproducer, out_dir=out, waves=waves or None)
     typer.echo(r.mismatch_text or f"{sim}: {r.cycles} cycles compared, no mismatch")
     if r.mismatches:

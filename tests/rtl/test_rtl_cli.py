@@ -105,3 +105,65 @@ def test_every_trace_the_environment_makes_passes_the_reproducer_check(tag, tmp_
     f.write_text(json.dumps({"params": params.__dict__, "trace": trace}, default=int))
     p, t = R.load_reproducer(f)
     assert p == params and t == json.loads(json.dumps(trace, default=int)) and len(t) > 300
+
+
+# ---- regress: seeds, something to compare, the output directory ------------------------
+
+
+def test_a_negative_first_seed_is_refused_before_anything_runs(capsys, no_work, tmp_path):
+    code, out, err = run(["rtl", "regress", "--seeds", "1", "--first-seed", "-5", "-t", "none",
+                          "--out", str(tmp_path / "rr")], capsys)
+    assert code == 2 and "--first-seed" in out + err and "greater than or equal to 0" in out + err
+    assert "Traceback" not in out + err and no_work == []
+
+
+def test_episode_seeds_are_any_integer_from_zero_up():
+    p = HDL_PARAMS["d6n3narrow"]
+    with pytest.raises(StimulusError, match="seed -1 is not an integer >= 0"):
+        random_episode(-1, p)
+    big = 2**64 + 3  # numpy's SeedSequence has no upper bound
+    assert np.array_equal(random_episode(big, p).rows, random_episode(big, p).rows)
+    assert random_episode(big, p).seed == big
+
+
+def test_a_regression_that_would_compare_nothing_is_an_error(capsys, no_work, tmp_path):
+    code, _out, err = run(["rtl", "regress", "--seeds", "0", "-t", "none", "--out", str(tmp_path / "rr")], capsys)
+    one_line_error(code, err, "nothing to compare", "--seeds")
+    assert no_work == [] and not (tmp_path / "rr").exists()
+
+
+def test_seeds_0_with_a_topology_runs_its_tables_once(capsys, monkeypatch, tmp_path):
+    jobs = []
+    monkeypatch.setattr(R, "regress", lambda sim, p, eps, **kw: jobs.append(eps) or _result(sim, p, eps))
+    code, out, err = run(["rtl", "regress", "--seeds", "0", "-t", "torus:4x4", "-t", "torus:4x4",
+                          "--out", str(tmp_path / "rr")], capsys)
+    assert code == 0, err
+    assert [len(e) for e in jobs] == [16]  # the duplicate -t runs once
+    assert "16 schedules, 160 cycles compared, 0 mismatches" in out
+    assert json.loads((tmp_path / "rr" / "summary-verilator.json").read_text())["schedules"] == 16
+
+
+def test_a_bad_topology_fails_before_the_random_schedules_run(capsys, no_work, tmp_path):
+    code, _out, err = run(["rtl", "regress", "--seeds", "1", "-t", "bogus", "--out", str(tmp_path / "rr")], capsys)
+    one_line_error(code, err, "bad topology spec 'bogus'")
+    assert no_work == []
+
+
+def test_an_unusable_regress_out_is_refused_before_anything_runs(capsys, no_work, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code, _out, err = run(["rtl", "regress", "--seeds", "1", "-t", "none", "--out", str(blocker / "rr")], capsys)
+    one_line_error(code, err, f"--out {blocker / 'rr'}: cannot make the output directory (Not a directory)")
+    code, _out, err = run(["rtl", "regress", "--seeds", "1", "-t", "none", "--out", str(blocker)], capsys)
+    one_line_error(code, err, f"--out {blocker}: cannot make the output directory")
+    assert no_work == []
+
+
+def test_replay_out_is_checked_too(capsys, no_work, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    f = tmp_path / "r.json"
+    f.write_text(json.dumps({"params": _GOOD_PARAMS, "trace": [{"rst": 1}]}))
+    code, _out, err = run(["rtl", "replay", str(f), "--out", str(blocker / "o")], capsys)
+    one_line_error(code, err, "--out", "cannot make the output directory")
+    assert no_work == []
