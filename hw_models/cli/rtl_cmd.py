@@ -20,6 +20,7 @@ def _params(depth: int, nis: int):
 
 
 def _parse_list(text: str, name: str) -> list[int]:
+    """Comma-separated integers, duplicates dropped (first occurrence kept)."""
     from noc.errors import ConfigError
 
     try:
@@ -28,7 +29,7 @@ def _parse_list(text: str, name: str) -> list[int]:
         raise ConfigError(f"--{name} = {text!r} is not a comma-separated list of integers") from None
     if not values:
         raise ConfigError(f"--{name} is empty")
-    return values
+    return list(dict.fromkeys(values))
 
 
 def _topologies(specs: list[str]) -> dict[str, tuple]:
@@ -53,6 +54,26 @@ def _out_dir(path: Path, flag: str = "--out") -> None:
             pass
     except OSError as exc:
         raise HwModelsError(f"{flag} {path}: cannot write in the output directory ({exc.strerror or exc})") from None
+
+
+def _out_file(path: Path, flag: str = "--out") -> None:
+    """Check that file ``path`` can be written (making its directory), before any work; leaves no new file."""
+    from noc.errors import HwModelsError
+
+    if path.is_dir():
+        raise HwModelsError(f"{flag} {path}: is a directory; give a file name")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HwModelsError(f"{flag} {path}: cannot make the directory {path.parent} ({exc.strerror or exc})") from None
+    existed = path.exists()
+    try:
+        with open(path, "a"):
+            pass
+    except OSError as exc:
+        raise HwModelsError(f"{flag} {path}: cannot write the file ({exc.strerror or exc})") from None
+    if not existed:
+        path.unlink()
 
 
 @app.command()
@@ -185,7 +206,6 @@ def synth(
     from rich.console import Console
     from rich.table import Table
 
-    from hw_models.rtl.stimulus import multitree_node_tables
     from hw_models.rtl.synth import CSV_FIELDS, sweep, to_csv
 
     d_list, n_list = _parse_list(depths, "depths"), _parse_list(nis, "nis")
@@ -193,6 +213,9 @@ def synth(
         _params(d, 1)
     for n in n_list:
         _params(16, n)
+    topos = _topologies(topology)
+    if out is not None:
+        _out_file(out)
     console = Console()
     with console.status("synthesising...") as status:
         rows = sweep(d_list, n_list, on_row=lambda r: status.update(f"synthesised DEPTH={r.depth} NIS={r.nis} "
@@ -203,17 +226,14 @@ def synth(
     for r in rows:
         table.add_row(*(str(getattr(r, f)) for f in CSV_FIELDS))
     console.print(table)
-    need = [s for s in topology if s != "none"]
-    if need:
+    if topos:
         t2 = Table(title="MultiTree node tables: entries per node and the DEPTH that holds them")
         for c in ("topology", "nodes", "NIs/node", "max entries", "DEPTH needed"):
             t2.add_column(c, justify="right")
-        for spec in need:
-            tables, tnis, _src = multitree_node_tables(spec)
+        for spec, (tables, tnis, _src) in topos.items():
             m = max(len(t) for t in tables)
             t2.add_row(spec, str(len(tables)), str(tnis), str(m), str(1 << max(0, (m - 1).bit_length())))
         console.print(t2)
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(to_csv(rows))
         typer.echo(f"wrote {out}")

@@ -167,3 +167,41 @@ def test_replay_out_is_checked_too(capsys, no_work, tmp_path):
     code, _out, err = run(["rtl", "replay", str(f), "--out", str(blocker / "o")], capsys)
     one_line_error(code, err, "--out", "cannot make the output directory")
     assert no_work == []
+
+
+# ---- synth: topologies, --out and duplicates before Yosys ------------------------------
+
+
+def test_a_bad_synth_topology_fails_before_yosys(capsys, no_work):
+    code, _out, err = run(["rtl", "synth", "--depths", "16", "--nis", "1", "-t", "bogus"], capsys)
+    one_line_error(code, err, "bad topology spec 'bogus'")
+    assert no_work == []
+
+
+def test_an_unusable_synth_out_fails_before_yosys(capsys, no_work, tmp_path):
+    code, _out, err = run(["rtl", "synth", "--depths", "16", "--nis", "1", "-t", "none", "--out", str(tmp_path)], capsys)
+    one_line_error(code, err, f"--out {tmp_path}: is a directory")
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code, _out, err = run(["rtl", "synth", "--depths", "16", "--nis", "1", "-t", "none",
+                           "--out", str(blocker / "s.csv")], capsys)
+    one_line_error(code, err, f"--out {blocker / 's.csv'}: cannot make the directory", "(File exists)")
+    assert no_work == []
+
+
+def test_synth_drops_duplicate_depths_and_nis_keeping_order(capsys, monkeypatch, tmp_path):
+    seen = []
+
+    def sweep(depths, nis_list, on_row=None):
+        seen.append((list(depths), list(nis_list)))
+        return [Y.SynthRow(depth=d, nis=n, cells=1, flip_flops=1, luts=1, ff_bits_per_entry=1.0, seconds=0.0)
+                for n in nis_list for d in depths]
+
+    monkeypatch.setattr(Y, "sweep", sweep)
+    out = tmp_path / "new" / "s.csv"
+    code, _o, err = run(["rtl", "synth", "--depths", "32,16,32,16", "--nis", "4,1,4", "-t", "none",
+                         "--out", str(out)], capsys)
+    assert code is None or code == 0, err
+    assert seen == [([32, 16], [4, 1])]
+    assert out.read_text().splitlines()[1:] == ["32,4,1,1,1,1.0,0.0", "16,4,1,1,1,1.0,0.0",
+                                                 "32,1,1,1,1,1.0,0.0", "16,1,1,1,1,1.0,0.0"]
