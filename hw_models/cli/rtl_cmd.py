@@ -20,6 +20,7 @@ def _params(depth: int, nis: int):
 
 
 def _parse_list(text: str, name: str) -> list[int]:
+    """Comma-separated integers, duplicates dropped (first occurrence kept)."""
     from noc.errors import ConfigError
 
     try:
@@ -28,7 +29,51 @@ def _parse_list(text: str, name: str) -> list[int]:
         raise ConfigError(f"--{name} = {text!r} is not a comma-separated list of integers") from None
     if not values:
         raise ConfigError(f"--{name} is empty")
-    return values
+    return list(dict.fromkeys(values))
+
+
+def _topologies(specs: list[str]) -> dict[str, tuple]:
+    """MultiTree node tables of each -t spec ('none' skipped, duplicates once): a bad spec fails here, early."""
+    from hw_models.rtl.stimulus import multitree_node_tables
+
+    return {spec: multitree_node_tables(spec) for spec in dict.fromkeys(specs) if spec != "none"}
+
+
+def _out_dir(path: Path, flag: str = "--out") -> None:
+    """Make output directory ``path`` and check that files can be written in it, before any work."""
+    import tempfile
+
+    from noc.errors import HwModelsError
+
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HwModelsError(f"{flag} {path}: cannot make the output directory ({exc.strerror or exc})") from None
+    try:
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise HwModelsError(f"{flag} {path}: cannot write in the output directory ({exc.strerror or exc})") from None
+
+
+def _out_file(path: Path, flag: str = "--out") -> None:
+    """Check that file ``path`` can be written (making its directory), before any work; leaves no new file."""
+    from noc.errors import HwModelsError
+
+    if path.is_dir():
+        raise HwModelsError(f"{flag} {path}: is a directory; give a file name")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HwModelsError(f"{flag} {path}: cannot make the directory {path.parent} ({exc.strerror or exc})") from None
+    existed = path.exists()
+    try:
+        with open(path, "a"):
+            pass
+    except OSError as exc:
+        raise HwModelsError(f"{flag} {path}: cannot write the file ({exc.strerror or exc})") from None
+    if not existed:
+        path.unlink()
 
 
 @app.command()
@@ -56,7 +101,7 @@ def lint(
 def regress(
     sim: str = typer.Option("verilator", help="Simulator: verilator or icarus."),
     seeds: int = typer.Option(200, min=0, help="Random schedules (seeds first-seed .. first-seed+N-1)."),
-    first_seed: int = typer.Option(0, help="First seed."),
+    first_seed: int = typer.Option(0, min=0, help="First seed (seeds are integers >= 0)."),
     depth: int = typer.Option(64, help="DEPTH of the RTL for the random schedules."),
     nis: int = typer.Option(4, help="NIS of the RTL for the random schedules."),
     topology: list[str] = typer.Option(list(_TOPOLOGIES), "--topology", "-t",
@@ -73,24 +118,26 @@ def regress(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from hw_models.rtl.regress import random_episodes, regress as run
-    from hw_models.rtl.stimulus import multitree_node_tables, params_for_tables, table_episodes
+    from hw_models.rtl.stimulus import params_for_tables, table_episodes
     from hw_models.toolchain import SIMULATORS
     from noc.errors import ConfigError
 
     if sim not in SIMULATORS:
         raise ConfigError(f"--sim = {sim!r} is not supported; choose one of {', '.join(SIMULATORS)}")
+    topos = _topologies(topology)
+    if not seeds and not topos:
+        raise ConfigError("nothing to compare: --seeds 0 and no topology (-t none); give --seeds N >= 1 "
+                          "or a -t topology")
     console = Console()
     jobs = []  # (label, params, episodes)
     if seeds:
         p = _params(depth, nis)
         jobs.append((f"random x{seeds} (DEPTH={depth}, NIS={nis})", p,
                      random_episodes(p, range(first_seed, first_seed + seeds))))
-    for spec in topology:
-        if spec == "none":
-            continue
-        tables, tnis, src = multitree_node_tables(spec)
+    for spec, (tables, tnis, _src) in topos.items():
         p = params_for_tables(tables, tnis)
         jobs.append((f"MultiTree {spec} (DEPTH={p.depth}, NIS={p.nis})", p, table_episodes(tables, spec)))
+    _out_dir(out)
     results = []
     t0 = time.perf_counter()
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -133,11 +180,14 @@ def replay(
     waves: bool = typer.Option(False, "--waves", help="Dump waveforms."),
 ) -> None:
     """Replay a reproducer's input trace on RTL and model, comparing every cycle again."""
-    from hw_models.rtl.regress import replay as run
+    from hw_models.rtl.regress import load_reproducer, replay as run
+    from hw_models.toolchain import SIMULATORS
     from noc.errors import ConfigError
 
-    if not reproducer.is_file():
-        raise ConfigError(f"reproducer {reproducer} does not exist")
+    if sim not in SIMULATORS:
+        raise ConfigError(f"--sim = {sim!r} is not supported; choose one of {', '.join(SIMULATORS)}")
+    load_reproducer(reproducer)  # a file that cannot be replayed fails here, before the build
+    _out_dir(out)
     r = run(sim, reproducer, out_dir=out, waves=waves or None)
     typer.echo(r.mismatch_text or f"{sim}: {r.cycles} cycles compared, no mismatch")
     if r.mismatches:
@@ -156,7 +206,6 @@ def synth(
     from rich.console import Console
     from rich.table import Table
 
-    from hw_models.rtl.stimulus import multitree_node_tables
     from hw_models.rtl.synth import CSV_FIELDS, sweep, to_csv
 
     d_list, n_list = _parse_list(depths, "depths"), _parse_list(nis, "nis")
@@ -164,6 +213,9 @@ def synth(
         _params(d, 1)
     for n in n_list:
         _params(16, n)
+    topos = _topologies(topology)
+    if out is not None:
+        _out_file(out)
     console = Console()
     with console.status("synthesising...") as status:
         rows = sweep(d_list, n_list, on_row=lambda r: status.update(f"synthesised DEPTH={r.depth} NIS={r.nis} "
@@ -174,17 +226,14 @@ def synth(
     for r in rows:
         table.add_row(*(str(getattr(r, f)) for f in CSV_FIELDS))
     console.print(table)
-    need = [s for s in topology if s != "none"]
-    if need:
+    if topos:
         t2 = Table(title="MultiTree node tables: entries per node and the DEPTH that holds them")
         for c in ("topology", "nodes", "NIs/node", "max entries", "DEPTH needed"):
             t2.add_column(c, justify="right")
-        for spec in need:
-            tables, tnis, _src = multitree_node_tables(spec)
+        for spec, (tables, tnis, _src) in topos.items():
             m = max(len(t) for t in tables)
             t2.add_row(spec, str(len(tables)), str(tnis), str(m), str(1 << max(0, (m - 1).bit_length())))
         console.print(t2)
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(to_csv(rows))
         typer.echo(f"wrote {out}")

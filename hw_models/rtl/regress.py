@@ -18,14 +18,14 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from hw_models.rtl.lockstep import Fault
 from hw_models.rtl.stimulus import Episode, random_episode
 from hw_models.toolchain import REPO_ROOT, SIMULATORS, ToolchainError, require_simulator, rtl_sources
-from nic.scheduler import SchedulerParams
-from noc.errors import HwModelsError
+from nic.scheduler import SCALAR_INPUT_NAMES, SchedulerModel, SchedulerParams
+from noc.errors import ConfigError, HwModelsError
 
 TOPLEVEL = "nic_scheduler"
 REGRESS_MODULE = "hw_models.rtl.cocotb_regress"
@@ -224,13 +224,97 @@ def regress(sim: str, params: SchedulerParams, episodes: Sequence[Episode], *, o
         episodes=r.get("episodes", []))
 
 
+class ReproducerError(HwModelsError):
+    """A reproducer file that cannot be replayed (unreadable, not JSON, or not a reproducer)."""
+
+
+_TRACE_INPUTS = frozenset(n for n in SCALAR_INPUT_NAMES if n != "recv_valid") | {"recv"}
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _json_kind(v) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number",
+            float: "a number", type(None): "null"}.get(type(v), type(v).__name__)
+
+
+def load_reproducer(path: Path) -> tuple[SchedulerParams, list[dict]]:
+    """Read and check a reproducer written by the regression: (its parameters, its input trace).
+
+    Every problem is a :class:`ReproducerError` naming the file and what is wrong, raised
+    before anything is built or simulated. The trace is stepped through the cycle model
+    (:class:`nic.scheduler.SchedulerModel`), which refuses unknown inputs and values that
+    do not fit their ports.
+    """
+    path = Path(path)
+
+    def bad(what: str) -> ReproducerError:
+        return ReproducerError(f"reproducer {path}: {what}")
+
+    if not path.exists():
+        raise bad("does not exist")
+    if path.is_dir():
+        raise bad("is a directory, not a reproducer file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise bad(f"is not a text file (byte {exc.start} is not UTF-8); expected the JSON written by "
+                  "`hw-models rtl regress`") from None
+    except OSError as exc:
+        raise bad(f"cannot be read ({exc.strerror or exc})") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise bad(f"is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except RecursionError:
+        raise bad("is not a reproducer: its JSON is nested too deeply") from None
+    if not isinstance(doc, dict):
+        raise bad(f"is not a reproducer: expected a JSON object with 'params' and 'trace', got {_json_kind(doc)}")
+    for key, kind in (("params", dict), ("trace", list)):
+        if key not in doc:
+            raise bad(f"is not a reproducer: no {key!r} (expected a JSON object with 'params' and 'trace')")
+        if not isinstance(doc[key], kind):
+            raise bad(f"{key!r} is {_json_kind(doc[key])}, expected {_json_kind(kind())}")
+    known = [f.name for f in fields(SchedulerParams)]
+    unknown = sorted(set(doc["params"]) - set(known))
+    if unknown:
+        raise bad(f"unknown scheduler parameter(s) {', '.join(map(repr, unknown))}; parameters are {', '.join(known)}")
+    try:
+        params = SchedulerParams(**doc["params"])
+    except ConfigError as exc:
+        raise bad(str(exc)) from None
+    trace = doc["trace"]
+    model = SchedulerModel(params)
+    for k, inp in enumerate(trace):
+        where = f"trace[{k}]"
+        if not isinstance(inp, dict):
+            raise bad(f"{where} is {_json_kind(inp)}, expected an object of input values")
+        for name, v in inp.items():
+            if name not in _TRACE_INPUTS:
+                raise bad(f"{where}: unknown input {name!r}; inputs are {', '.join(sorted(_TRACE_INPUTS))}")
+            if name != "recv" and not _is_int(v):
+                raise bad(f"{where}: input {name} = {v!r} is not an integer")
+        recv = inp.get("recv")
+        if recv is not None:
+            if not isinstance(recv, list) or not all(
+                    x is None or (isinstance(x, list) and len(x) == 3 and all(map(_is_int, x))) for x in recv):
+                raise bad(f"{where}: recv = {recv!r} is not a list of null or [flow, op, src] per port")
+            recv = [tuple(x) if x is not None else None for x in recv]
+        try:
+            model.tick(recv=recv, **{n: v for n, v in inp.items() if n != "recv"})
+        except ConfigError as exc:
+            raise bad(f"{where}: {exc}") from None
+    return params, trace
+
+
 def replay(sim: str, reproducer: Path, *, out_dir: Path | None = None, waves: bool | None = None) -> RegressionResult:
     """Replay a reproducer's input trace on RTL and model (compared every cycle again)."""
-    doc = json.loads(Path(reproducer).read_text())
-    params = SchedulerParams(**doc["params"])
+    params, trace = load_reproducer(reproducer)
     b = build(sim, params, waves=waves)
     out_dir = Path(out_dir or tempfile.mkdtemp(prefix=f"hwm-replay-{sim}-"))
-    job = {"sim": sim, "params": doc["params"], "trace": doc["trace"], "reproducer_dir": None}
+    job = {"sim": sim, "params": asdict(params), "trace": trace, "reproducer_dir": None}
     t0 = time.perf_counter()
     r = run_job(b, job, work_dir=out_dir)
     return RegressionResult(

@@ -142,7 +142,13 @@ class Episode:
 
 def random_episode(seed: int, params: SchedulerParams, *, prep: str | None = None, errors: bool | None = None,
                    rows: np.ndarray | None = None, name: str | None = None) -> Episode:
-    """An episode whose table (unless given) and environment knobs all come from ``seed``."""
+    """An episode whose table (unless given) and environment knobs all come from ``seed``.
+
+    ``seed`` is any integer >= 0 (numpy's SeedSequence takes arbitrarily large ones, but no
+    negative ones).
+    """
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise StimulusError(f"episode seed {seed!r} is not an integer >= 0")
     rng = np.random.default_rng([seed, 0x5C4ED])
     if rows is None:
         n = params.depth if rng.random() < 0.1 else None  # sometimes a full table
