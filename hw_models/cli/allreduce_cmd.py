@@ -15,9 +15,9 @@ DEFAULT_ALGORITHMS = "ring,ring2d,dbtree,multitree"
 # Printed under message-level results that include the baseline NIC: its per-packet runs are
 # where the message model is least accurate (docs/allreduce.md, "Calibration").
 BASELINE_MESSAGE_NOTE = (
-    "note: the baseline NIC's per-packet runs are where the message model is least accurate: on its "
-    "calibration matrix it is up to about 25 % fast where the routers lose throughput to head-of-line "
-    "blocking (halving-doubling on tori) and off either way at small sizes (docs/allreduce.md, "
+    "note: the baseline NIC's per-packet runs are where the message model is least accurate: it is up to "
+    "about 25 % fast where the routers lose throughput to head-of-line blocking (halving-doubling on tori), "
+    "and up to about 20 % off either way at small sizes and for the double binary tree (docs/allreduce.md, "
     "\"Calibration\"). Check the points that matter with --model both.")
 
 
