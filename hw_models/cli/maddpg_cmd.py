@@ -17,7 +17,7 @@ app = typer.Typer(help="MADDPG on MPE environments (HLS-style Numba kernels).", 
 @app.command()
 def train(
     env: str = typer.Option("simple_spread", "--env", help="MPE scenario: simple_spread, simple, simple_adversary, simple_tag."),
-    agents: int = typer.Option(3, "--agents", min=1, help="Number of agents (simple_spread: agents = landmarks)."),
+    agents: int = typer.Option(3, "--agents", min=1, max=64, help="Number of agents (simple_spread: agents = landmarks)."),
     episodes: int = typer.Option(..., "--episodes", min=1, help="Train until this many episodes (a resumed run counts the ones done)."),
     seed: int = typer.Option(0, "--seed", min=0, help="Seed of everything random (weights, exploration, batches, env resets)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory (default results/maddpg/<env>_<agents>a_seed<seed>)."),
@@ -44,6 +44,7 @@ def train(
                       fixed_point_bits=q_bits, fixed_point_frac_bits=q_frac, batch_parts=batch_parts)
     out_dir = out or Path("results") / "maddpg" / f"{env}_{agents}a_seed{seed}"
     ck = out_dir / "checkpoint.npz"
+    _check_out_dir(out_dir, "--out" if out else "the default output directory")  # before training, not after
     console = Console(width=None if sys.stdout.isatty() else 120)
     trainer = MADDPG(cfg, _env_factory())
     if resume:
@@ -87,6 +88,18 @@ def train(
                   f"mean reward (last {len(last)}) {sum(last) / max(len(last), 1):.2f}"
                   + (f", random policy {random_ret:.2f}" if random_ret is not None else ""))
     console.print(f"wrote {csv_path}, {png_path}, {ck}")
+
+
+def _check_out_dir(out_dir: Path, named: str) -> None:
+    """The run's output files can be written in ``out_dir`` (made if missing)."""
+    from hw_models.store import check_output_file
+
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HwModelsError(f"{named} {out_dir}: cannot make the output directory ({exc.strerror or exc})") from None
+    for name in ("rewards.csv", "learning_curve.png", "checkpoint.npz"):
+        check_output_file(out_dir / name)
 
 
 def _parse_fixed_point(text: Optional[str]) -> tuple[int, int]:

@@ -116,3 +116,18 @@ def test_batch_parts_flag_reaches_the_trainer_and_a_mismatch_on_resume_is_named(
     with pytest.raises(SystemExit) as exc:
         main([*ARGS, "--episodes", "3", "--out", str(tmp_path), "--batch-parts", "0"])
     assert exc.value.code == 2
+
+
+def test_an_unusable_output_directory_stops_the_run_before_training(tmp_path, capsys, monkeypatch):
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained although the outputs cannot be written")
+
+    monkeypatch.setattr("maddpg.trainer.MADDPG.train", no_training)
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    (tmp_path / "d" / "rewards.csv").mkdir(parents=True)
+    for out, says in ((blocker, "cannot make the output directory"), (tmp_path / "d", "rewards.csv: is a directory")):
+        with pytest.raises(SystemExit) as exc:
+            main([*ARGS, "--episodes", "3", "--out", str(out)])
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and says in err and err.count("\n") == 1
