@@ -132,8 +132,6 @@ def _run(net, st, rate, fixed_dst, hotspot, sizes, cdf, warmup, measure, drain_l
         if now == warmup:
             link_start[:] = st.link_flits
             ej_window[0] = st.counters[C_EJECTED_FLITS]
-        if now == end_measure:
-            ej_window[1] = st.counters[C_EJECTED_FLITS]
         creating = now < end_measure
         if creating:
             for s in range(e):
@@ -175,6 +173,10 @@ def _run(net, st, rate, fixed_dst, hotspot, sizes, cdf, warmup, measure, drain_l
                 m_ej[tag] = cyc
                 m_inj[tag] = st.ej_inj[(st.ej_r[0] - 1) % st.ej_inj.shape[0]]
                 outstanding -= 1
+        if now == end_measure - 1:
+            # the window's last cycle has been simulated: record its end here, not at the top of
+            # the next iteration, which never runs when nothing measured is outstanding now
+            ej_window[1] = st.counters[C_EJECTED_FLITS]
         if stuck(net, st):
             return m_created[:n_meas], m_inj[:n_meas], m_ej[:n_meas], m_hops[:n_meas], m_flits[:n_meas], now, 2, dropped, link_start, ej_window
         now += 1
