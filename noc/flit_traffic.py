@@ -203,6 +203,7 @@ class RunStats:
     stable: bool
     cycles: int
     link_utilisation: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
+    latency_std: float = float("nan")  # sample standard deviation of the total latency, cycles
 
     def row(self) -> dict:
         return {"offered_flits": round(self.offered_flits, 5), "accepted_flits": round(self.accepted_flits, 5),
@@ -250,4 +251,5 @@ def run_traffic(topology: Topology, network: FlitNetworkConfig | None, traffic: 
         network_latency_avg=float(nlat.mean()) if nlat.size else float("nan"),
         hops_avg=float(hp.mean()) if hp.size else 0.0, packets=int(ok.sum()),
         stable=status == 0 and dropped == 0, cycles=int(cycles), link_utilisation=util,
+        latency_std=float(lat.std(ddof=1)) if lat.size > 1 else float("nan"),
     )

@@ -197,6 +197,7 @@ def sweep_load_cmd(
     from rich.table import Table
 
     from hw_models.store import write_csv_atomic
+    from noc.errors import ConfigError
     from noc.flitsim_sweep import sweep_load
 
     cfg, t = load_experiment(config, pattern, seed)
@@ -213,7 +214,10 @@ def sweep_load_cmd(
             progress.update(task, completed=i, description=f"{load:.4f} flits/NI/cycle: "
                             f"{'saturated' if saturated else _fmt(stats.latency_avg, 1) + ' cycles'}")
 
-        res = sweep_load(t, cfg.router, tr, cfg.sweep, on_point=on_point)
+        try:
+            res = sweep_load(t, cfg.router, tr, cfg.sweep, on_point=on_point)
+        except ConfigError as exc:  # a first point that is not at near-zero load
+            raise ConfigError(f"{config}: {exc}") from None
         progress.update(task, total=len(res.points), completed=len(res.points))
     table = Table(title=f"load-latency: {t.name}, {tr.pattern}")
     for col in ("offered", "accepted", "lat avg", "p50", "p99", "net lat", "hops", "max link", "verdict"):
@@ -227,16 +231,30 @@ def sweep_load_cmd(
                       "saturated" if p.saturated else "ok")
     console.print(table)
     console.print(f"zero-load latency {res.zero_load_latency_cycles:.2f} cycles measured at {res.points[0].offered_flits:.4g} "
-                  f"flits/NI/cycle (analytic {res.zero_load_latency_analytic_cycles:.2f}); saturation throughput "
-                  f"{res.saturation_offered_flits:.4f} flits/NI/cycle offered (first saturated "
-                  f"{_fmt(res.first_saturated_flits, 4)}), peak accepted {res.peak_accepted_flits:.4f}; "
-                  f"uniform bisection bound {res.bound_flits:.4f} "
-                  f"({100 * res.saturation_offered_flits / res.bound_flits:.0f} % of it)")
+                  f"flits/NI/cycle (analytic {res.zero_load_latency_analytic_cycles:.2f})")
+    console.print(_saturation_line(res, cfg.sweep.max_points))
     out_dir = out or Path(cfg.out_dir)
     stem = f"sweep_{_stem(cfg)}"
     csv_path = write_csv_atomic(out_dir / f"{stem}.csv", res.rows)
     png_path = _plot_sweep(res, out_dir / f"{stem}.png", f"{t.name}, {tr.pattern} traffic")
     console.print(f"wrote {csv_path} and {png_path}")
+
+
+def _saturation_line(res, max_points: int) -> str:
+    """The sweep's saturation finding, or why there is none."""
+    tail = f"peak accepted {_fmt(res.peak_accepted_flits, 4)}; uniform bisection bound {res.bound_flits:.4f}"
+    if res.saturation_reached:
+        return (f"saturation throughput {res.saturation_offered_flits:.4f} flits/NI/cycle offered (first saturated "
+                f"{res.first_saturated_flits:.4f}, {100 * res.saturation_offered_flits / res.bound_flits:.0f} % of the "
+                f"bound), {tail}")
+    top = res.highest_offered_flits
+    if top >= res.max_offered_flits:
+        why = (f"saturation not reached: no point saturated up to {top:.4f} flits/NI/cycle, one packet per NI per "
+               f"cycle, the most the traffic generator offers")
+    else:
+        why = (f"saturation not reached within {max_points} points (highest load {top:.4f} flits/NI/cycle, not "
+               f"saturated; raise sweep.max_points or sweep.step_flits)")
+    return f"{why}; {tail}"
 
 
 def _plot_sweep(res, path: Path, title: str) -> Path:
@@ -250,7 +268,8 @@ def _plot_sweep(res, path: Path, title: str) -> Path:
     ax1.plot(x, [p.stats.latency_avg for p in res.points], "o-", label="average")
     ax1.plot(x, [p.stats.latency_p99 for p in res.points], "s--", label="p99", alpha=0.7)
     ax1.axhline(res.zero_load_latency_analytic_cycles, color="k", linestyle=":", label="zero-load (analytic)")
-    ax1.axvline(res.saturation_offered_flits, color="r", linestyle=":", label="saturation")
+    if res.saturation_reached:
+        ax1.axvline(res.saturation_offered_flits, color="r", linestyle=":", label="saturation")
     ax1.set_yscale("log")
     ax1.set_xlabel("offered load (flits/NI/cycle)")
     ax1.set_ylabel("packet latency (cycles)")
