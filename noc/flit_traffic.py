@@ -25,7 +25,7 @@ from typing import Literal
 
 import numpy as np
 from numba import njit
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from noc.config import StrictModel
 from noc.errors import ConfigError, DeadlockError
@@ -56,6 +56,18 @@ class TrafficConfig(StrictModel):
     def _sizes(cls, v: list[int]) -> list[int]:
         if min(v) < 1:
             raise ValueError("packet sizes must be >= 1 flit")
+        return v
+
+    @field_validator("packet_weights")
+    @classmethod
+    def _weights(cls, v: list[float] | None, info: ValidationInfo) -> list[float] | None:
+        if v is None:
+            return v
+        sizes = info.data.get("packet_flits")  # absent when packet_flits itself is invalid
+        if sizes is not None and len(v) != len(sizes):
+            raise ValueError(f"needs one weight per packet_flits entry ({len(sizes)}), got {len(v)}")
+        if min(v, default=0.0) < 0 or sum(v) <= 0:
+            raise ValueError("weights must be non-negative and not all zero")
         return v
 
     def size_table(self) -> tuple[np.ndarray, np.ndarray]:

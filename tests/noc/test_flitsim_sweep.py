@@ -114,6 +114,12 @@ def test_noc_cli_run_and_sweep_write_csv_and_png(tmp_path):
     ('[network]\nrouting = "nca"\n[router]\nrouting = "dor"\n', [], "disagree"),
     ('topology = "mesh:3x3"\n', [], "unknown key 'topology'"),
     ('[router]\nflow_control = "vct"\nvc_depth_flits = 4\n[traffic]\npacket_flits = [2, 8]\n', [], "do not fit a VC"),
+    ('[traffic]\npacket_flits = [1, 2]\npacket_weights = [1.0]\n', [],
+     "key 'traffic.packet_weights' = [1.0]: needs one weight per packet_flits entry (2), got 1"),
+    ('[traffic]\npacket_flits = [1, 2]\npacket_weights = [1.0, -0.5]\n', [],
+     "key 'traffic.packet_weights' = [1.0, -0.5]: weights must be non-negative and not all zero"),
+    ('[traffic]\npacket_flits = [1, 2]\npacket_weights = [0, 0]\n', [],
+     "key 'traffic.packet_weights' = [0, 0]: weights must be non-negative and not all zero"),
 ])
 @pytest.mark.parametrize("command", ["run", "sweep-load"])
 def test_noc_cli_bad_config_is_one_line_and_exit_2(tmp_path, capsys, body, flags, message, command):
@@ -290,3 +296,14 @@ def test_noc_cli_sweep_with_a_high_start_load_is_one_error_line(tmp_path, capsys
     assert exc.value.code == 2 and err.count("\n") == 1
     assert err.startswith(f"error: {cfg}: sweep.start_flits = 0.95 flits/NI/cycle is not a near-zero load")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", ["run", "sweep-load"])
+def test_noc_cli_bad_packet_weights_name_the_file(tmp_path, capsys, command):
+    from hw_models.cli import main
+
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text('[traffic]\npacket_flits = [1, 2]\npacket_weights = [1.0]\n')
+    with pytest.raises(SystemExit):
+        main(["noc", command, str(cfg), "--out", str(tmp_path / "out")])
+    assert capsys.readouterr().err.startswith(f"error: {cfg}: key 'traffic.packet_weights'")
