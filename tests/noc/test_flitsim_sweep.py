@@ -120,6 +120,11 @@ def test_noc_cli_run_and_sweep_write_csv_and_png(tmp_path):
      "key 'traffic.packet_weights' = [1.0, -0.5]: weights must be non-negative and not all zero"),
     ('[traffic]\npacket_flits = [1, 2]\npacket_weights = [0, 0]\n', [],
      "key 'traffic.packet_weights' = [0, 0]: weights must be non-negative and not all zero"),
+    ('[network]\ntopology = "torus:2x2:c2"\nnis_per_node = 4\n', [],
+     "network.nis_per_node = 4 contradicts network.topology = 'torus:2x2:c2' (2 NIs per node)"),
+    ('[network]\ntopology = "Torus:2x2:C2 "\nnis_per_node = 1\n', [],
+     "network.nis_per_node = 1 contradicts network.topology = 'Torus:2x2:C2 ' (2 NIs per node)"),
+    ('[network]\ntopology = "fattree:k4:l2"\nnis_per_node = 2\n', [], "network.nis_per_node = 2: fattree:k4:l2 is a switched"),
 ])
 @pytest.mark.parametrize("command", ["run", "sweep-load"])
 def test_noc_cli_bad_config_is_one_line_and_exit_2(tmp_path, capsys, body, flags, message, command):
@@ -299,11 +304,28 @@ def test_noc_cli_sweep_with_a_high_start_load_is_one_error_line(tmp_path, capsys
 
 
 @pytest.mark.parametrize("command", ["run", "sweep-load"])
-def test_noc_cli_bad_packet_weights_name_the_file(tmp_path, capsys, command):
+def test_noc_cli_config_errors_from_the_traffic_and_network_sections_name_the_file(tmp_path, capsys, command):
     from hw_models.cli import main
 
-    cfg = tmp_path / "bad.toml"
-    cfg.write_text('[traffic]\npacket_flits = [1, 2]\npacket_weights = [1.0]\n')
-    with pytest.raises(SystemExit):
-        main(["noc", command, str(cfg), "--out", str(tmp_path / "out")])
-    assert capsys.readouterr().err.startswith(f"error: {cfg}: key 'traffic.packet_weights'")
+    for body in ('[traffic]\npacket_flits = [1, 2]\npacket_weights = [1.0]\n',
+                 '[network]\ntopology = "torus:2x2:c2"\nnis_per_node = 4\n'):
+        cfg = tmp_path / "bad.toml"
+        cfg.write_text(body)
+        with pytest.raises(SystemExit):
+            main(["noc", command, str(cfg), "--out", str(tmp_path / "out")])
+        assert capsys.readouterr().err.startswith(f"error: {cfg}: ")
+
+
+@pytest.mark.parametrize("network,name", [
+    ('topology = "torus:2x2:c2"\nnis_per_node = 2\n', "torus:2x2:c2"),  # the two agree
+    ('topology = "torus:2x2:c2"\n', "torus:2x2:c2"),  # nis_per_node not given
+    ('topology = "torus:2x2"\nnis_per_node = 4\n', "torus:2x2:c4"),  # only nis_per_node gives the count
+    ('topology = "torus:2x2"\nnis_per_node = 1\n', "torus:2x2"),
+])
+def test_noc_config_ni_count_given_once_or_consistently_is_used(tmp_path, network, name):
+    from hw_models.cli.noc_cmd import load_experiment
+
+    cfg = tmp_path / "n.toml"
+    cfg.write_text("[network]\n" + network)
+    _, t = load_experiment(cfg)
+    assert t.name == name and t.num_endpoints == 4 * int(name.partition(":c")[2] or 1)
