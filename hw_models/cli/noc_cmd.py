@@ -93,8 +93,9 @@ def load_experiment(config: Path, pattern: Optional[str] = None, seed: Optional[
     return cfg, t
 
 
-def _stem(cfg) -> str:
-    return f"{cfg.network.topology.replace(':', '_')}_{cfg.traffic.pattern}"
+def _stem(t, cfg) -> str:
+    """File name stem: the parsed topology's normalised name (not the config's raw string) and the pattern."""
+    return f"{t.name.replace(':', '_')}_{cfg.traffic.pattern}"
 
 
 def _console():
@@ -162,7 +163,7 @@ def run(
     console.print(table)
 
     out_dir = out or Path(cfg.out_dir)
-    stem = f"run_{_stem(cfg)}_{tr.rate_packets:g}"
+    stem = f"run_{_stem(t, cfg)}_{tr.rate_packets:g}"
     row = {"topology": t.name, "pattern": tr.pattern, "rate_packets": tr.rate_packets, "seed": tr.seed, **stats.row(),
            "zero_load_latency_analytic": round(analytic, 3)}
     csv_path = write_csv_atomic(out_dir / f"{stem}.csv", [row])
@@ -243,7 +244,7 @@ def sweep_load_cmd(
                   f"flits/NI/cycle (analytic {res.zero_load_latency_analytic_cycles:.2f})")
     console.print(_saturation_line(res, cfg.sweep.max_points))
     out_dir = out or Path(cfg.out_dir)
-    stem = f"sweep_{_stem(cfg)}"
+    stem = f"sweep_{_stem(t, cfg)}"
     csv_path = write_csv_atomic(out_dir / f"{stem}.csv", res.rows)
     png_path = _plot_sweep(res, out_dir / f"{stem}.png", f"{t.name}, {tr.pattern} traffic")
     console.print(f"wrote {csv_path} and {png_path}")

@@ -329,3 +329,23 @@ def test_noc_config_ni_count_given_once_or_consistently_is_used(tmp_path, networ
     cfg.write_text("[network]\n" + network)
     _, t = load_experiment(cfg)
     assert t.name == name and t.num_endpoints == 4 * int(name.partition(":c")[2] or 1)
+
+
+@pytest.mark.parametrize("command", ["run", "sweep-load"])
+def test_noc_cli_file_names_use_the_normalised_topology_name(tmp_path, command):
+    """A spec written ' Torus:2x2 ' names files like 'torus:2x2' does (as hw-models allreduce
+    does with the parsed topology's name), not with the raw string's spaces and capitals."""
+    from typer.testing import CliRunner
+
+    from hw_models.cli import app
+
+    cfg = tmp_path / "n.toml"
+    cfg.write_text('[network]\ntopology = " Torus:2x2 "\n[traffic]\nwarmup_cycles = 100\nmeasure_cycles = 400\n'
+                   '[sweep]\nmax_points = 2\nrefine_steps = 0\n')
+    out = tmp_path / "out"
+    rate = ["--rate", "0.05"] if command == "run" else []
+    r = CliRunner().invoke(app, ["noc", command, str(cfg), "--out", str(out), *rate])
+    assert r.exit_code == 0, r.output
+    stem, png = ("run_torus_2x2_uniform_0.05", "_links.png") if command == "run" else ("sweep_torus_2x2_uniform", ".png")
+    assert (out / f"{stem}.csv").is_file() and (out / f"{stem}{png}").is_file()
+    assert all(" " not in f.name and f.name == f.name.lower() for f in out.iterdir())
