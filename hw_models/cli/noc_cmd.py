@@ -98,6 +98,23 @@ def _stem(t, cfg) -> str:
     return f"{t.name.replace(':', '_')}_{cfg.traffic.pattern}"
 
 
+def _output_dir(out: Optional[Path], cfg, config: Path) -> Path:
+    """Make the output directory (before simulating, so a bad one costs no run); one-line errors."""
+    from noc.errors import HwModelsError
+
+    out_dir = out if out is not None else Path(cfg.out_dir)
+    what = f"--out {out_dir}" if out is not None else f"{config}: out_dir = {str(out_dir)!r}"
+    if out_dir.exists() and not out_dir.is_dir():
+        raise HwModelsError(f"{what}: cannot make the output directory (a file of that name exists)")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HwModelsError(f"{what}: cannot make the output directory ({exc.strerror or exc})") from None
+    if not os.access(out_dir, os.W_OK | os.X_OK):
+        raise HwModelsError(f"{what}: the output directory is not writable")
+    return out_dir
+
+
 def _console():
     from rich.console import Console
 
@@ -133,6 +150,7 @@ def run(
     from noc.flitsim_sweep import bisection_bound_flits, zero_load_latency_cycles
 
     cfg, t = load_experiment(config, pattern, seed, rate)
+    out_dir = _output_dir(out, cfg, config)
     console = _console()
     tr = cfg.traffic
     with console.status(f"simulating {t.name}, {tr.pattern} at {tr.rate_packets:g} packets/NI/cycle ..."):
@@ -162,7 +180,6 @@ def run(
         table.add_row(k, v)
     console.print(table)
 
-    out_dir = out or Path(cfg.out_dir)
     stem = f"run_{_stem(t, cfg)}_{tr.rate_packets:g}"
     row = {"topology": t.name, "pattern": tr.pattern, "rate_packets": tr.rate_packets, "seed": tr.seed, **stats.row(),
            "zero_load_latency_analytic": round(analytic, 3)}
@@ -211,6 +228,7 @@ def sweep_load_cmd(
     from noc.flitsim_sweep import sweep_load
 
     cfg, t = load_experiment(config, pattern, seed)
+    out_dir = _output_dir(out, cfg, config)
     console = _console()
     tr = cfg.traffic
     console.print(f"load sweep on {t.name} ({t.num_endpoints} NIs), {tr.pattern} traffic, packets of "
@@ -243,7 +261,6 @@ def sweep_load_cmd(
     console.print(f"zero-load latency {res.zero_load_latency_cycles:.2f} cycles measured at {res.points[0].offered_flits:.4g} "
                   f"flits/NI/cycle (analytic {res.zero_load_latency_analytic_cycles:.2f})")
     console.print(_saturation_line(res, cfg.sweep.max_points))
-    out_dir = out or Path(cfg.out_dir)
     stem = f"sweep_{_stem(t, cfg)}"
     csv_path = write_csv_atomic(out_dir / f"{stem}.csv", res.rows)
     png_path = _plot_sweep(res, out_dir / f"{stem}.png", f"{t.name}, {tr.pattern} traffic")

@@ -300,7 +300,7 @@ def test_noc_cli_sweep_with_a_high_start_load_is_one_error_line(tmp_path, capsys
     err = capsys.readouterr().err
     assert exc.value.code == 2 and err.count("\n") == 1
     assert err.startswith(f"error: {cfg}: sweep.start_flits = 0.95 flits/NI/cycle is not a near-zero load")
-    assert not (tmp_path / "out").exists()
+    assert not list((tmp_path / "out").iterdir())  # made before simulating; nothing written into it
 
 
 @pytest.mark.parametrize("command", ["run", "sweep-load"])
@@ -349,3 +349,27 @@ def test_noc_cli_file_names_use_the_normalised_topology_name(tmp_path, command):
     stem, png = ("run_torus_2x2_uniform_0.05", "_links.png") if command == "run" else ("sweep_torus_2x2_uniform", ".png")
     assert (out / f"{stem}.csv").is_file() and (out / f"{stem}{png}").is_file()
     assert all(" " not in f.name and f.name == f.name.lower() for f in out.iterdir())
+
+
+@pytest.mark.parametrize("command", ["run", "sweep-load"])
+@pytest.mark.parametrize("kind", ["existing file", "under a file", "config out_dir"])
+def test_noc_cli_bad_output_directory_is_one_line_before_simulating(tmp_path, capsys, command, kind):
+    from hw_models.cli import main
+
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    cfg = tmp_path / "n.toml"
+    body = '[network]\ntopology = "torus:2x2"\n'
+    if kind == "config out_dir":
+        cfg.write_text(f'out_dir = "{a_file}"\n' + body)
+        flags, expect = [], f"error: {cfg}: out_dir = '{a_file}': cannot make the output directory (a file of that name exists)"
+    else:
+        cfg.write_text(body)
+        target = a_file if kind == "existing file" else a_file / "sub"
+        why = "a file of that name exists" if kind == "existing file" else "Not a directory"
+        flags, expect = ["--out", str(target)], f"error: --out {target}: cannot make the output directory ({why})"
+    with pytest.raises(SystemExit) as exc:
+        main(["noc", command, str(cfg), *flags])
+    captured = capsys.readouterr()
+    assert exc.value.code == 2 and captured.err == expect + "\n"
+    assert captured.out == ""  # refused before any table or progress bar, i.e. before simulating
