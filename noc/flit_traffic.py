@@ -25,7 +25,7 @@ from typing import Literal
 
 import numpy as np
 from numba import njit
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from noc.config import StrictModel
 from noc.errors import ConfigError, DeadlockError
@@ -56,6 +56,18 @@ class TrafficConfig(StrictModel):
     def _sizes(cls, v: list[int]) -> list[int]:
         if min(v) < 1:
             raise ValueError("packet sizes must be >= 1 flit")
+        return v
+
+    @field_validator("packet_weights")
+    @classmethod
+    def _weights(cls, v: list[float] | None, info: ValidationInfo) -> list[float] | None:
+        if v is None:
+            return v
+        sizes = info.data.get("packet_flits")  # absent when packet_flits itself is invalid
+        if sizes is not None and len(v) != len(sizes):
+            raise ValueError(f"needs one weight per packet_flits entry ({len(sizes)}), got {len(v)}")
+        if min(v, default=0.0) < 0 or sum(v) <= 0:
+            raise ValueError("weights must be non-negative and not all zero")
         return v
 
     def size_table(self) -> tuple[np.ndarray, np.ndarray]:
@@ -132,8 +144,6 @@ def _run(net, st, rate, fixed_dst, hotspot, sizes, cdf, warmup, measure, drain_l
         if now == warmup:
             link_start[:] = st.link_flits
             ej_window[0] = st.counters[C_EJECTED_FLITS]
-        if now == end_measure:
-            ej_window[1] = st.counters[C_EJECTED_FLITS]
         creating = now < end_measure
         if creating:
             for s in range(e):
@@ -175,6 +185,10 @@ def _run(net, st, rate, fixed_dst, hotspot, sizes, cdf, warmup, measure, drain_l
                 m_ej[tag] = cyc
                 m_inj[tag] = st.ej_inj[(st.ej_r[0] - 1) % st.ej_inj.shape[0]]
                 outstanding -= 1
+        if now == end_measure - 1:
+            # the window's last cycle has been simulated: record its end here, not at the top of
+            # the next iteration, which never runs when nothing measured is outstanding now
+            ej_window[1] = st.counters[C_EJECTED_FLITS]
         if stuck(net, st):
             return m_created[:n_meas], m_inj[:n_meas], m_ej[:n_meas], m_hops[:n_meas], m_flits[:n_meas], now, 2, dropped, link_start, ej_window
         now += 1
@@ -201,6 +215,7 @@ class RunStats:
     stable: bool
     cycles: int
     link_utilisation: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
+    latency_std: float = float("nan")  # sample standard deviation of the total latency, cycles
 
     def row(self) -> dict:
         return {"offered_flits": round(self.offered_flits, 5), "accepted_flits": round(self.accepted_flits, 5),
@@ -248,4 +263,5 @@ def run_traffic(topology: Topology, network: FlitNetworkConfig | None, traffic: 
         network_latency_avg=float(nlat.mean()) if nlat.size else float("nan"),
         hops_avg=float(hp.mean()) if hp.size else 0.0, packets=int(ok.sum()),
         stable=status == 0 and dropped == 0, cycles=int(cycles), link_utilisation=util,
+        latency_std=float(lat.std(ddof=1)) if lat.size > 1 else float("nan"),
     )

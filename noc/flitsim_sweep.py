@@ -6,7 +6,11 @@ drain of the measured packets). :func:`sweep_load` runs, in this order:
 1. a point at near-zero load (``start_flits``, default 1/50 of the bound below): its average
    latency is the measured **zero-load latency**, reported next to the analytic value
    :func:`zero_load_latency_cycles` (hops x per-hop delay + serialisation, averaged over the
-   pattern's source/destination pairs and the packet-size distribution);
+   pattern's source/destination pairs and the packet-size distribution). It must be one: a
+   first point that is unstable, delivers no measured packet, or whose average latency
+   exceeds the analytic value by more than ``ZERO_LOAD_TOLERANCE`` (20 %) + 1 cycle + 3
+   standard errors of its mean is not at near-zero load, and the sweep stops with a
+   :class:`ConfigError` (lower ``start_flits``) instead of judging saturation against it;
 2. points at ``step_flits``, 2 x ``step_flits``, ... (default step: 1/8 of the bound) until
    one is **saturated** — its drain did not finish (``stable`` is False: BookSim's
    "unstable"), or its average latency exceeds ``latency_limit_factor`` x the zero-load
@@ -15,6 +19,9 @@ drain of the measured packets). :func:`sweep_load` runs, in this order:
 
 The **saturation throughput** is the highest offered load that was not saturated (within the
 bisection's resolution); the peak accepted throughput of any point is reported next to it.
+When no point saturated (``max_points`` ran out, or the load reached one packet per NI per
+cycle) there is no saturation throughput: ``saturation_offered_flits`` is nan and
+``saturation_reached`` False.
 Loads are in flits per NI per cycle; ``bound_flits`` is the uniform-traffic bisection bound
 ``min(1, 4 B / E)`` (B = bisection links one way, E = NIs: 4/k on a k x k mesh, 8/k on a
 k x k torus; with ``router.flit_bytes`` set, each link counted at its flit rate, see
@@ -37,6 +44,13 @@ from noc.flit import FlitNetworkConfig
 from noc.flit_traffic import RunStats, TrafficConfig, destinations, run_traffic
 from noc.routing import route
 from noc.topology import Topology
+
+
+# How far the first point's average latency may exceed the analytic zero-load latency (as a
+# fraction of it, besides 1 cycle for fractional serialisation and 3 standard errors of the
+# measured mean) and still count as a zero-load measurement. Queueing at the default start,
+# 1/50 of the bisection bound, adds a few per cent on meshes and tori under uniform traffic.
+ZERO_LOAD_TOLERANCE = 0.2
 
 
 class SweepConfig(StrictModel):
@@ -135,11 +149,20 @@ class SweepResult:
     points: list[SweepPoint]  # in offered-load order
     zero_load_latency_cycles: float  # measured at the first (near-zero) load
     zero_load_latency_analytic_cycles: float
-    saturation_offered_flits: float  # highest unsaturated offered load
+    saturation_offered_flits: float  # highest unsaturated offered load below a saturated one (nan: none saturated)
     peak_accepted_flits: float  # highest accepted throughput of any point
     bound_flits: float  # uniform bisection bound
     first_saturated_flits: float = math.nan  # lowest saturated offered load (nan: never saturated)
     rows: list[dict] = field(default_factory=list)
+    max_offered_flits: float = math.nan  # the highest load the generator offers: 1 packet/NI/cycle, in flits
+
+    @property
+    def saturation_reached(self) -> bool:
+        return not math.isnan(self.first_saturated_flits)
+
+    @property
+    def highest_offered_flits(self) -> float:
+        return self.points[-1].offered_flits if self.points else math.nan
 
 
 def sweep_load(topology: Topology, network: FlitNetworkConfig, traffic: TrafficConfig, sweep: SweepConfig | None = None,
@@ -171,6 +194,7 @@ def sweep_load(topology: Topology, network: FlitNetworkConfig, traffic: TrafficC
         return pt
 
     first = run(start)
+    _check_zero_load(first.stats, start, analytic)
     good, bad = (None, start) if first.saturated else (start, None)
     k = 1
     while bad is None and len(done) < sw.max_points:
@@ -203,7 +227,25 @@ def sweep_load(topology: Topology, network: FlitNetworkConfig, traffic: TrafficC
         rows.append(r)
     return SweepResult(
         points=points, zero_load_latency_cycles=float(zero_load), zero_load_latency_analytic_cycles=analytic,
-        saturation_offered_flits=float(good) if good is not None else 0.0,
+        saturation_offered_flits=float(good) if good is not None and bad is not None else math.nan,
         peak_accepted_flits=max(accepted) if accepted else math.nan, bound_flits=bound,
-        first_saturated_flits=float(bad) if bad is not None else math.nan, rows=rows,
+        first_saturated_flits=float(bad) if bad is not None else math.nan, rows=rows, max_offered_flits=max_flits,
     )
+
+
+def _check_zero_load(stats: RunStats, start: float, analytic: float) -> None:
+    """Raise ConfigError unless the first point is a zero-load measurement (module docstring)."""
+    where = f"sweep.start_flits = {start:g} flits/NI/cycle"
+    if stats.packets == 0 or math.isnan(stats.latency_avg):
+        raise ConfigError(f"{where}: no measured packet was delivered, so there is no zero-load latency; "
+                          f"raise start_flits or traffic.measure_cycles")
+    if not stats.stable:
+        raise ConfigError(f"{where} is not a near-zero load: the run there is unstable (its measured packets "
+                          f"did not drain); lower start_flits")
+    se = stats.latency_std / math.sqrt(stats.packets) if stats.packets > 1 else 0.0
+    limit = analytic * (1 + ZERO_LOAD_TOLERANCE) + 1 + 3 * (0.0 if math.isnan(se) else se)
+    if stats.latency_avg > limit:
+        raise ConfigError(f"{where} is not a near-zero load: average latency there {stats.latency_avg:.1f} cycles, "
+                          f"{stats.latency_avg / analytic:.2f} x the analytic zero-load latency {analytic:.2f} "
+                          f"(at most {100 * ZERO_LOAD_TOLERANCE:.0f} % + 1 cycle + 3 standard errors above it); "
+                          f"lower start_flits")

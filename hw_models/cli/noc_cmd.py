@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Optional
@@ -70,8 +71,16 @@ def load_experiment(config: Path, pattern: Optional[str] = None, seed: Optional[
     cfg = validate(data, experiment_model(), source=source)
     net = cfg.network
     cfg = cfg.model_copy(update={"router": resolve_router(net, cfg.router, str(config))})
+    links = {"link_latency_cycles": net.link_latency_cycles, "link_bytes_per_cycle": net.link_bytes_per_cycle}
+    # an NI count given twice, in the spec (':cN') and as nis_per_node, must agree (as --nis and
+    # --topology must for hw-models allreduce); nis_per_node left at its default leaves ':cN' alone
+    if "nis_per_node" in net.model_fields_set and any(re.fullmatch(r"c\d+", p) for p in net.topology.strip().lower().split(":")[1:]):
+        spec_nis = resolve_topology(net.topology, None, **links).nis_per_node
+        if spec_nis != net.nis_per_node:
+            raise ConfigError(f"{config}: network.nis_per_node = {net.nis_per_node} contradicts network.topology = "
+                              f"{net.topology!r} ({spec_nis} NIs per node); give the NI count once")
     t = resolve_topology(net.topology, net.nis_per_node if net.nis_per_node > 1 else None,
-                         link_latency_cycles=net.link_latency_cycles, link_bytes_per_cycle=net.link_bytes_per_cycle)
+                         flag=f"{config}: network.nis_per_node =", **links)
     # fail before any progress bar: the pattern must suit the topology, the routing the VCs
     from noc.flit import build_network
     from noc.flit_traffic import destinations
@@ -84,8 +93,26 @@ def load_experiment(config: Path, pattern: Optional[str] = None, seed: Optional[
     return cfg, t
 
 
-def _stem(cfg) -> str:
-    return f"{cfg.network.topology.replace(':', '_')}_{cfg.traffic.pattern}"
+def _stem(t, cfg) -> str:
+    """File name stem: the parsed topology's normalised name (not the config's raw string) and the pattern."""
+    return f"{t.name.replace(':', '_')}_{cfg.traffic.pattern}"
+
+
+def _output_dir(out: Optional[Path], cfg, config: Path) -> Path:
+    """Make the output directory (before simulating, so a bad one costs no run); one-line errors."""
+    from noc.errors import HwModelsError
+
+    out_dir = out if out is not None else Path(cfg.out_dir)
+    what = f"--out {out_dir}" if out is not None else f"{config}: out_dir = {str(out_dir)!r}"
+    if out_dir.exists() and not out_dir.is_dir():
+        raise HwModelsError(f"{what}: cannot make the output directory (a file of that name exists)")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HwModelsError(f"{what}: cannot make the output directory ({exc.strerror or exc})") from None
+    if not os.access(out_dir, os.W_OK | os.X_OK):
+        raise HwModelsError(f"{what}: the output directory is not writable")
+    return out_dir
 
 
 def _console():
@@ -123,6 +150,7 @@ def run(
     from noc.flitsim_sweep import bisection_bound_flits, zero_load_latency_cycles
 
     cfg, t = load_experiment(config, pattern, seed, rate)
+    out_dir = _output_dir(out, cfg, config)
     console = _console()
     tr = cfg.traffic
     with console.status(f"simulating {t.name}, {tr.pattern} at {tr.rate_packets:g} packets/NI/cycle ..."):
@@ -152,8 +180,7 @@ def run(
         table.add_row(k, v)
     console.print(table)
 
-    out_dir = out or Path(cfg.out_dir)
-    stem = f"run_{_stem(cfg)}_{tr.rate_packets:g}"
+    stem = f"run_{_stem(t, cfg)}_{tr.rate_packets:g}"
     row = {"topology": t.name, "pattern": tr.pattern, "rate_packets": tr.rate_packets, "seed": tr.seed, **stats.row(),
            "zero_load_latency_analytic": round(analytic, 3)}
     csv_path = write_csv_atomic(out_dir / f"{stem}.csv", [row])
@@ -197,9 +224,11 @@ def sweep_load_cmd(
     from rich.table import Table
 
     from hw_models.store import write_csv_atomic
+    from noc.errors import ConfigError
     from noc.flitsim_sweep import sweep_load
 
     cfg, t = load_experiment(config, pattern, seed)
+    out_dir = _output_dir(out, cfg, config)
     console = _console()
     tr = cfg.traffic
     console.print(f"load sweep on {t.name} ({t.num_endpoints} NIs), {tr.pattern} traffic, packets of "
@@ -213,7 +242,10 @@ def sweep_load_cmd(
             progress.update(task, completed=i, description=f"{load:.4f} flits/NI/cycle: "
                             f"{'saturated' if saturated else _fmt(stats.latency_avg, 1) + ' cycles'}")
 
-        res = sweep_load(t, cfg.router, tr, cfg.sweep, on_point=on_point)
+        try:
+            res = sweep_load(t, cfg.router, tr, cfg.sweep, on_point=on_point)
+        except ConfigError as exc:  # a first point that is not at near-zero load
+            raise ConfigError(f"{config}: {exc}") from None
         progress.update(task, total=len(res.points), completed=len(res.points))
     table = Table(title=f"load-latency: {t.name}, {tr.pattern}")
     for col in ("offered", "accepted", "lat avg", "p50", "p99", "net lat", "hops", "max link", "verdict"):
@@ -227,16 +259,29 @@ def sweep_load_cmd(
                       "saturated" if p.saturated else "ok")
     console.print(table)
     console.print(f"zero-load latency {res.zero_load_latency_cycles:.2f} cycles measured at {res.points[0].offered_flits:.4g} "
-                  f"flits/NI/cycle (analytic {res.zero_load_latency_analytic_cycles:.2f}); saturation throughput "
-                  f"{res.saturation_offered_flits:.4f} flits/NI/cycle offered (first saturated "
-                  f"{_fmt(res.first_saturated_flits, 4)}), peak accepted {res.peak_accepted_flits:.4f}; "
-                  f"uniform bisection bound {res.bound_flits:.4f} "
-                  f"({100 * res.saturation_offered_flits / res.bound_flits:.0f} % of it)")
-    out_dir = out or Path(cfg.out_dir)
-    stem = f"sweep_{_stem(cfg)}"
+                  f"flits/NI/cycle (analytic {res.zero_load_latency_analytic_cycles:.2f})")
+    console.print(_saturation_line(res, cfg.sweep.max_points))
+    stem = f"sweep_{_stem(t, cfg)}"
     csv_path = write_csv_atomic(out_dir / f"{stem}.csv", res.rows)
     png_path = _plot_sweep(res, out_dir / f"{stem}.png", f"{t.name}, {tr.pattern} traffic")
     console.print(f"wrote {csv_path} and {png_path}")
+
+
+def _saturation_line(res, max_points: int) -> str:
+    """The sweep's saturation finding, or why there is none."""
+    tail = f"peak accepted {_fmt(res.peak_accepted_flits, 4)}; uniform bisection bound {res.bound_flits:.4f}"
+    if res.saturation_reached:
+        return (f"saturation throughput {res.saturation_offered_flits:.4f} flits/NI/cycle offered (first saturated "
+                f"{res.first_saturated_flits:.4f}, {100 * res.saturation_offered_flits / res.bound_flits:.0f} % of the "
+                f"bound), {tail}")
+    top = res.highest_offered_flits
+    if top >= res.max_offered_flits:
+        why = (f"saturation not reached: no point saturated up to {top:.4f} flits/NI/cycle, one packet per NI per "
+               f"cycle, the most the traffic generator offers")
+    else:
+        why = (f"saturation not reached within {max_points} points (highest load {top:.4f} flits/NI/cycle, not "
+               f"saturated; raise sweep.max_points or sweep.step_flits)")
+    return f"{why}; {tail}"
 
 
 def _plot_sweep(res, path: Path, title: str) -> Path:
@@ -250,7 +295,8 @@ def _plot_sweep(res, path: Path, title: str) -> Path:
     ax1.plot(x, [p.stats.latency_avg for p in res.points], "o-", label="average")
     ax1.plot(x, [p.stats.latency_p99 for p in res.points], "s--", label="p99", alpha=0.7)
     ax1.axhline(res.zero_load_latency_analytic_cycles, color="k", linestyle=":", label="zero-load (analytic)")
-    ax1.axvline(res.saturation_offered_flits, color="r", linestyle=":", label="saturation")
+    if res.saturation_reached:
+        ax1.axvline(res.saturation_offered_flits, color="r", linestyle=":", label="saturation")
     ax1.set_yscale("log")
     ax1.set_xlabel("offered load (flits/NI/cycle)")
     ax1.set_ylabel("packet latency (cycles)")
