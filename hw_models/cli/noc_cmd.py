@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Optional
@@ -72,15 +71,11 @@ def load_experiment(config: Path, pattern: Optional[str] = None, seed: Optional[
     net = cfg.network
     cfg = cfg.model_copy(update={"router": resolve_router(net, cfg.router, str(config))})
     links = {"link_latency_cycles": net.link_latency_cycles, "link_bytes_per_cycle": net.link_bytes_per_cycle}
-    # an NI count given twice, in the spec (':cN') and as nis_per_node, must agree (as --nis and
-    # --topology must for hw-models allreduce); nis_per_node left at its default leaves ':cN' alone
-    if "nis_per_node" in net.model_fields_set and any(re.fullmatch(r"c\d+", p) for p in net.topology.strip().lower().split(":")[1:]):
-        spec_nis = resolve_topology(net.topology, None, **links).nis_per_node
-        if spec_nis != net.nis_per_node:
-            raise ConfigError(f"{config}: network.nis_per_node = {net.nis_per_node} contradicts network.topology = "
-                              f"{net.topology!r} ({spec_nis} NIs per node); give the NI count once")
-    t = resolve_topology(net.topology, net.nis_per_node if net.nis_per_node > 1 else None,
-                         flag=f"{config}: network.nis_per_node =", **links)
+    # an NI count given twice, in the spec (':cN') and as nis_per_node, must agree (resolve_topology
+    # refuses a contradiction); nis_per_node left at its default leaves ':cN' alone
+    nis = net.nis_per_node if "nis_per_node" in net.model_fields_set else None
+    t = resolve_topology(net.topology, nis, flag=f"{config}: network.nis_per_node =", spec_flag="network.topology =",
+                         **links)
     # fail before any progress bar: the pattern must suit the topology, the routing the VCs
     from noc.flit import build_network
     from noc.flit_traffic import destinations

@@ -121,9 +121,9 @@ def test_noc_cli_run_and_sweep_write_csv_and_png(tmp_path):
     ('[traffic]\npacket_flits = [1, 2]\npacket_weights = [0, 0]\n', [],
      "key 'traffic.packet_weights' = [0, 0]: weights must be non-negative and not all zero"),
     ('[network]\ntopology = "torus:2x2:c2"\nnis_per_node = 4\n', [],
-     "network.nis_per_node = 4 contradicts network.topology = 'torus:2x2:c2' (2 NIs per node)"),
+     "network.nis_per_node = 4 contradicts network.topology = torus:2x2:c2 (2 NIs per node)"),
     ('[network]\ntopology = "Torus:2x2:C2 "\nnis_per_node = 1\n', [],
-     "network.nis_per_node = 1 contradicts network.topology = 'Torus:2x2:C2 ' (2 NIs per node)"),
+     "network.nis_per_node = 1 contradicts network.topology = Torus:2x2:C2 (2 NIs per node)"),
     ('[network]\ntopology = "fattree:k4:l2"\nnis_per_node = 2\n', [], "network.nis_per_node = 2: fattree:k4:l2 is a switched"),
 ])
 @pytest.mark.parametrize("command", ["run", "sweep-load"])
