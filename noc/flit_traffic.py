@@ -138,11 +138,11 @@ def _run(net, st, rate, fixed_dst, hotspot, sizes, cdf, warmup, measure, drain_l
     now = 0
     unstable = 0
     dropped = 0
-    link_start = np.zeros(st.link_flits.shape[0], np.int64)
+    link_window = np.zeros(st.link_flits.shape[0], np.int64)  # flits each link carried in the window
     ej_window = np.zeros(2, np.int64)  # flits ejected at the start and the end of the window
     while True:
         if now == warmup:
-            link_start[:] = st.link_flits
+            link_window[:] = -st.link_flits
             ej_window[0] = st.counters[C_EJECTED_FLITS]
         creating = now < end_measure
         if creating:
@@ -189,15 +189,16 @@ def _run(net, st, rate, fixed_dst, hotspot, sizes, cdf, warmup, measure, drain_l
             # the window's last cycle has been simulated: record its end here, not at the top of
             # the next iteration, which never runs when nothing measured is outstanding now
             ej_window[1] = st.counters[C_EJECTED_FLITS]
+            link_window += st.link_flits
         if stuck(net, st):
-            return m_created[:n_meas], m_inj[:n_meas], m_ej[:n_meas], m_hops[:n_meas], m_flits[:n_meas], now, 2, dropped, link_start, ej_window
+            return m_created[:n_meas], m_inj[:n_meas], m_ej[:n_meas], m_hops[:n_meas], m_flits[:n_meas], now, 2, dropped, link_window, ej_window
         now += 1
         if now >= end_measure and outstanding == 0:
             break
         if now >= end_measure + drain_limit:
             unstable = 1
             break
-    return m_created[:n_meas], m_inj[:n_meas], m_ej[:n_meas], m_hops[:n_meas], m_flits[:n_meas], now, unstable, dropped, link_start, ej_window
+    return m_created[:n_meas], m_inj[:n_meas], m_ej[:n_meas], m_hops[:n_meas], m_flits[:n_meas], now, unstable, dropped, link_window, ej_window
 
 
 @dataclass(frozen=True)
@@ -238,7 +239,7 @@ def run_traffic(topology: Topology, network: FlitNetworkConfig | None, traffic: 
     expected = int(traffic.rate_packets * e * (traffic.warmup_cycles + traffic.measure_cycles) * 1.5) + 1024
     st = new_state(net, expected)
     hops = np.maximum(net.route_len - 2, 0)
-    created, inj, ej, hp, fl, cycles, status, dropped, link_start, ej_window = _run(
+    created, inj, ej, hp, fl, cycles, status, dropped, link_window, ej_window = _run(
         net, st, traffic.rate_packets, destinations(traffic.pattern, topology),
         traffic.hotspot_fraction if traffic.pattern == "hotspot" else 0.0, sizes, cdf, traffic.warmup_cycles,
         traffic.measure_cycles, traffic.drain_limit_cycles, traffic.seed, hops, topology.is_router_link)
@@ -251,8 +252,7 @@ def run_traffic(topology: Topology, network: FlitNetworkConfig | None, traffic: 
     lat = (ej - created)[ok]
     nlat = (ej - inj)[ok]
     window = traffic.measure_cycles
-    measured_end = cycles - traffic.warmup_cycles
-    util = (st.link_flits - link_start) / max(measured_end, 1)
+    util = link_window / window  # over the measurement window, not the drain after it
     return RunStats(
         offered_flits=traffic.rate_packets * traffic.mean_packet_flits,
         accepted_flits=float(ej_window[1] - ej_window[0]) / (e * window) if status == 0 or cycles >= traffic.warmup_cycles + window
