@@ -38,6 +38,12 @@ class NetworkConfig(StrictModel):
         parse_spec(v)  # raises SpecError with the accepted forms
         return v
 
+    @property
+    def nis_given(self) -> int | None:
+        """``nis_per_node`` when the config sets it, else None: the topology spec's own NI
+        count (its ``:cN``, 1 without one) holds. A count set both ways must agree."""
+        return self.nis_per_node if "nis_per_node" in self.model_fields_set else None
+
 
 class AllreduceConfig(StrictModel):
     """Which all-reduces to run."""

@@ -1,8 +1,9 @@
 """Resumable result store: one JSON line per finished run, appended and flushed at once.
 
 An interrupted sweep keeps every run that finished; a torn last line (the process died
-mid-write), or any line that is not a record (a JSON object with a ``key``), is ignored on reading, and the next record starts on a line of its own. When a
-key occurs more than once, the last record counts (a ``--fresh`` re-run appends).
+mid-write), or any line that is not a record (a JSON object with a ``key``), is ignored on
+reading, and the next record starts on a line of its own. When a key occurs more than once,
+the last record counts (a ``--fresh`` re-run appends).
 ``done_keys()`` tells a resumed sweep what to skip.
 CSV exports are written to a temporary file and renamed, so they are whole or absent.
 """
@@ -12,23 +13,45 @@ from __future__ import annotations
 import csv
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Iterable
 
 from noc.errors import HwModelsError
 
 
-def check_output_file(path: str | Path) -> Path:
-    """``path`` can be written as a file: not a directory, and its directory exists or can
-    be made. Call it before long work, so a bad output path fails at once."""
+def check_output_dir(path: str | Path, named: str = "", files: Iterable[str] = ()) -> Path:
+    """Make output directory ``path`` and check that files can be written in it and that
+    none of ``files`` is a directory there. Errors name the directory as ``named`` (the flag
+    or config key it came from, e.g. ``--out``). Call it before long work, so a bad output
+    path fails at once."""
+    p = Path(path)
+    what = f"{named} {p}" if named else str(p)
+    if p.exists() and not p.is_dir():
+        raise HwModelsError(f"{what}: cannot make the output directory (a file of that name exists)")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HwModelsError(f"{what}: cannot make the output directory ({exc.strerror or exc})") from None
+    try:
+        with tempfile.TemporaryFile(dir=p):
+            pass
+    except OSError as exc:
+        raise HwModelsError(f"{what}: cannot write in the output directory ({exc.strerror or exc})") from None
+    for name in files:
+        if (p / name).is_dir():
+            raise HwModelsError(f"{what}: {name} there is a directory, where a result file is to be written; move it "
+                                "away or choose another output directory")
+    return p
+
+
+def check_output_file(path: str | Path, named: str = "") -> Path:
+    """File ``path`` can be written: it is not a directory, and its directory can be made and
+    written in (errors name it as ``named``, e.g. ``--out``)."""
     out = Path(path)
     if out.is_dir():
-        raise HwModelsError(f"{out}: is a directory, where a result file is to be written; move it away or choose "
-                            "another output directory")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise HwModelsError(f"{out.parent}: cannot make the output directory ({exc.strerror or exc})") from None
+        raise HwModelsError(f"{f'{named} ' if named else ''}{out}: is a directory; give a file name")
+    check_output_dir(out.parent, f"{named} {out}: its directory" if named else f"{out}: its directory")
     return out
 
 

@@ -81,8 +81,22 @@ class AllreduceResult:
 
     @classmethod
     def from_json(cls, text: str) -> "AllreduceResult":
+        """The result ``to_json`` wrote; a ``ValueError`` or ``TypeError`` names what does not fit."""
         d = json.loads(text)
+        for name, (kind, what) in _SCALAR_TYPES.items():
+            value = d.get(name)
+            fits = isinstance(value, bool) if kind is bool else isinstance(value, kind) and not isinstance(value, bool)
+            if name in d and not fits:
+                raise TypeError(f"AllreduceResult.{name} = {value!r} is not a {what}")
         d["step_end_cycles"] = tuple(d["step_end_cycles"])
         d["node_idle_fraction"] = tuple(d["node_idle_fraction"])
         d["link_utilisation"] = tuple(d.get("link_utilisation", ()))
         return cls(**d)
+
+
+# the scalar fields from_json checks: a stored result with a value of another type is damaged
+_NUMBER = ((int, float), "number")
+_SCALAR_TYPES = {"topology": (str, "string"), "algorithm": (str, "string"), "nic": (str, "string"),
+                 "model": (str, "string"), "size_bytes": (int, "whole number"), "num_nodes": (int, "whole number"),
+                 "nis_per_node": (int, "whole number"), "total_cycles": _NUMBER, "clock_ghz": _NUMBER,
+                 "bound_cycles": _NUMBER, "verified": (bool, "boolean")}

@@ -69,8 +69,6 @@ def validate(data: dict[str, Any], model: type[M], source: str = "config") -> M:
 
 def read_toml(path: str | Path) -> dict[str, Any]:
     """Read a TOML file, turning missing files and syntax errors into :class:`ConfigError`."""
-    if not str(path).strip():
-        raise ConfigError("the config file name is empty; give the path of a TOML file")
     p = Path(path)
     if p.is_dir():
         raise ConfigError(f"{p}: is a directory, not a config file")

@@ -195,7 +195,7 @@ def sweep_load(topology: Topology, network: FlitNetworkConfig, traffic: TrafficC
 
     first = run(start)
     _check_zero_load(first.stats, start, analytic)
-    good, bad = (None, start) if first.saturated else (start, None)
+    good, bad = start, None  # _check_zero_load passed: the first point is not saturated
     k = 1
     while bad is None and len(done) < sw.max_points:
         load = min(k * step, max_flits)
@@ -236,12 +236,12 @@ def sweep_load(topology: Topology, network: FlitNetworkConfig, traffic: TrafficC
 def _check_zero_load(stats: RunStats, start: float, analytic: float) -> None:
     """Raise ConfigError unless the first point is a zero-load measurement (module docstring)."""
     where = f"sweep.start_flits = {start:g} flits/NI/cycle"
+    if not stats.stable:  # first: an unstable run may also have delivered nothing
+        raise ConfigError(f"{where} is not a near-zero load: the run there is unstable (its measured packets "
+                          f"did not drain); lower start_flits")
     if stats.packets == 0 or math.isnan(stats.latency_avg):
         raise ConfigError(f"{where}: no measured packet was delivered, so there is no zero-load latency; "
                           f"raise start_flits or traffic.measure_cycles")
-    if not stats.stable:
-        raise ConfigError(f"{where} is not a near-zero load: the run there is unstable (its measured packets "
-                          f"did not drain); lower start_flits")
     se = stats.latency_std / math.sqrt(stats.packets) if stats.packets > 1 else 0.0
     limit = analytic * (1 + ZERO_LOAD_TOLERANCE) + 1 + 3 * (0.0 if math.isnan(se) else se)
     if stats.latency_avg > limit:

@@ -15,10 +15,10 @@ DEFAULT_ALGORITHMS = "ring,ring2d,dbtree,multitree"
 # Printed under message-level results that include the baseline NIC: its per-packet runs are
 # where the message model is least accurate (docs/allreduce.md, "Calibration").
 BASELINE_MESSAGE_NOTE = (
-    "note: the baseline NIC's per-packet runs are where the message model is least accurate: it is up to "
-    "about 25 % fast where the routers lose throughput to head-of-line blocking (halving-doubling on tori), "
-    "and up to about 20 % off either way at small sizes and for the double binary tree (docs/allreduce.md, "
-    "\"Calibration\"). Check the points that matter with --model both.")
+    "note: the baseline NIC's per-packet runs are where the message model is least accurate: against the flit "
+    "level it is off by more than 20 % on some of them (halving-doubling on tori, the bidirectional ring on a "
+    "fat-tree, the double binary tree at some sizes; docs/allreduce.md, \"Calibration\"). Check the points "
+    "that matter with --model both.")
 
 
 def allreduce(
@@ -49,7 +49,7 @@ def allreduce(
     from hw_models.allreduce_sweep import Job, calibration_rows, plot_bandwidth, run_sweep, table_rows
     from hw_models.cli.schedule_cmd import resolve_topology
     from hw_models.config import load_experiment, resolve_router
-    from hw_models.store import ResultStore, check_output_file, write_csv_atomic
+    from hw_models.store import ResultStore, check_output_dir, write_csv_atomic
     from hw_models.units import format_size_bytes, parse_sizes_bytes
     from nic.allreduce import MODELS, NicConfig, check_message_router, check_size
     from nic.collectives import ScheduleError, algorithm_name, build
@@ -65,12 +65,13 @@ def allreduce(
     if topology is not None and not topology.strip():
         raise HwModelsError("--topology is empty; give a spec such as torus:4x4")
     # a --topology flag stands alone; the config's topology comes with the config's NI count
+    source = str(config) if config else f"preset {preset}" if preset else "defaults"
     if topology or nis is not None:
         t = resolve_topology(topology or net.topology, nis,
-                             spec_flag="--topology" if topology else "[network] topology", **links)
-    else:  # nis_per_node = 1 (its default) leaves a spec's own ':cN' alone
-        t = resolve_topology(net.topology, net.nis_per_node if net.nis_per_node > 1 else None,
-                             flag="[network] nis_per_node", spec_flag="[network] topology", **links)
+                             spec_flag="--topology" if topology else f"{source}: network.topology =", **links)
+    else:
+        t = resolve_topology(net.topology, net.nis_given, flag=f"{source}: network.nis_per_node =",
+                             spec_flag="network.topology =", **links)
     if algorithms is not None and not algorithms.replace(",", "").strip():
         raise HwModelsError(f"--algorithms {algorithms!r} names no algorithm")
     names = list(dict.fromkeys(algorithm_name(a) for a in (algorithms or ",".join(cfg.allreduce.algorithms)).split(",")
@@ -92,7 +93,6 @@ def allreduce(
     # the flit-level routers; the message model takes its router delay, VCs and buffers from them too.
     # Like the NI count, the config's network.routing belongs to the config's topology: a
     # --topology flag gets its own family's routing unless [router] routing names one.
-    source = str(config) if config else f"preset {preset}" if preset else "defaults"
     network = resolve_router(net.model_copy(update={"routing": "auto"}) if topology else net, cfg.router, source)
     # a router that does not fit the topology (or, at flit level, a NIC design) fails here, before any run
     try:
@@ -123,16 +123,12 @@ def allreduce(
     for a in names:
         for s in size_list:
             check_size(schedules[a], nic_cfg, s)
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        named = "--out" if out else f"{source}: run.out_dir"  # where the directory came from
-        raise HwModelsError(f"{named} {out_dir}: cannot make the output directory ({exc.strerror or exc})") from None
+    # the output files, before the runs: not after them
     topo_stem = t.name.replace(":", "_")
+    check_output_dir(out_dir, "--out" if out else f"{source}: run.out_dir =",
+                     [f"{topo_stem}_{m}.{ext}" for m in models for ext in ("jsonl", "csv", "png")]
+                     + ([f"{topo_stem}_calibration.csv"] if len(models) > 1 else []))
     stores = {m: ResultStore(out_dir / f"{topo_stem}_{m}.jsonl") for m in models}
-    for name in [f"{topo_stem}_{m}.{ext}" for m in models for ext in ("csv", "png")] + (
-            [f"{topo_stem}_calibration.csv"] if len(models) > 1 else []):
-        check_output_file(out_dir / name)  # before the runs, not after them
     jobs = {m: [Job(a, s, d, m) for d in designs for s in size_list for a in names] for m in models}
     n_jobs = sum(len(j) for j in jobs.values())
     console = Console(width=None if sys.stdout.isatty() else 120)

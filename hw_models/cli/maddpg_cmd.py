@@ -37,6 +37,7 @@ def train(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from hw_models.store import check_output_dir
     from maddpg.trainer import MADDPG, make_config, random_policy_return
 
     q_bits, q_frac = _parse_fixed_point(fixed_point)
@@ -44,7 +45,9 @@ def train(
                       fixed_point_bits=q_bits, fixed_point_frac_bits=q_frac, batch_parts=batch_parts)
     out_dir = out or Path("results") / "maddpg" / f"{env}_{agents}a_seed{seed}"
     ck = out_dir / "checkpoint.npz"
-    _check_out_dir(out_dir, "--out" if out else "the default output directory")  # before training, not after
+    # before training, not after it
+    check_output_dir(out_dir, "--out" if out else "the default output directory",
+                     ("rewards.csv", "learning_curve.png", "checkpoint.npz"))
     console = Console(width=None if sys.stdout.isatty() else 120)
     trainer = MADDPG(cfg, _env_factory())
     if resume:
@@ -88,18 +91,6 @@ def train(
                   f"mean reward (last {len(last)}) {sum(last) / max(len(last), 1):.2f}"
                   + (f", random policy {random_ret:.2f}" if random_ret is not None else ""))
     console.print(f"wrote {csv_path}, {png_path}, {ck}")
-
-
-def _check_out_dir(out_dir: Path, named: str) -> None:
-    """The run's output files can be written in ``out_dir`` (made if missing)."""
-    from hw_models.store import check_output_file
-
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise HwModelsError(f"{named} {out_dir}: cannot make the output directory ({exc.strerror or exc})") from None
-    for name in ("rewards.csv", "learning_curve.png", "checkpoint.npz"):
-        check_output_file(out_dir / name)
 
 
 def _parse_fixed_point(text: Optional[str]) -> tuple[int, int]:

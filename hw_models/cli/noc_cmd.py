@@ -41,7 +41,7 @@ def experiment_model():
         router: FlitNetworkConfig = FlitNetworkConfig()
         traffic: TrafficConfig = TrafficConfig()
         sweep: SweepConfig = SweepConfig()
-        out_dir: str = Field("results/noc", description="Directory for CSV and PNG files.")
+        out_dir: str = Field("results/noc", min_length=1, description="Directory for CSV and PNG files.")
 
     return NocExperimentConfig
 
@@ -71,10 +71,7 @@ def load_experiment(config: Path, pattern: Optional[str] = None, seed: Optional[
     net = cfg.network
     cfg = cfg.model_copy(update={"router": resolve_router(net, cfg.router, str(config))})
     links = {"link_latency_cycles": net.link_latency_cycles, "link_bytes_per_cycle": net.link_bytes_per_cycle}
-    # an NI count given twice, in the spec (':cN') and as nis_per_node, must agree (resolve_topology
-    # refuses a contradiction); nis_per_node left at its default leaves ':cN' alone
-    nis = net.nis_per_node if "nis_per_node" in net.model_fields_set else None
-    t = resolve_topology(net.topology, nis, flag=f"{config}: network.nis_per_node =", spec_flag="network.topology =",
+    t = resolve_topology(net.topology, net.nis_given, flag=f"{config}: network.nis_per_node =", spec_flag="network.topology =",
                          **links)
     # fail before any progress bar: the pattern must suit the topology, the routing the VCs
     from noc.flit import build_network
@@ -93,21 +90,13 @@ def _stem(t, cfg) -> str:
     return f"{t.name.replace(':', '_')}_{cfg.traffic.pattern}"
 
 
-def _output_dir(out: Optional[Path], cfg, config: Path) -> Path:
-    """Make the output directory (before simulating, so a bad one costs no run); one-line errors."""
-    from noc.errors import HwModelsError
+def _output_dir(out: Optional[Path], cfg, config: Path, files: list[str]) -> Path:
+    """Make the output directory and check ``files`` can be written there, before simulating
+    (so a bad one costs no run); one-line errors naming --out or the config's out_dir."""
+    from hw_models.store import check_output_dir
 
     out_dir = out if out is not None else Path(cfg.out_dir)
-    what = f"--out {out_dir}" if out is not None else f"{config}: out_dir = {str(out_dir)!r}"
-    if out_dir.exists() and not out_dir.is_dir():
-        raise HwModelsError(f"{what}: cannot make the output directory (a file of that name exists)")
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise HwModelsError(f"{what}: cannot make the output directory ({exc.strerror or exc})") from None
-    if not os.access(out_dir, os.W_OK | os.X_OK):
-        raise HwModelsError(f"{what}: the output directory is not writable")
-    return out_dir
+    return check_output_dir(out_dir, "--out" if out is not None else f"{config}: out_dir =", files)
 
 
 def _console():
@@ -145,9 +134,10 @@ def run(
     from noc.flitsim_sweep import bisection_bound_flits, zero_load_latency_cycles
 
     cfg, t = load_experiment(config, pattern, seed, rate)
-    out_dir = _output_dir(out, cfg, config)
-    console = _console()
     tr = cfg.traffic
+    stem = f"run_{_stem(t, cfg)}_{tr.rate_packets:g}"
+    out_dir = _output_dir(out, cfg, config, [f"{stem}.csv", f"{stem}_links.csv", f"{stem}_links.png"])
+    console = _console()
     with console.status(f"simulating {t.name}, {tr.pattern} at {tr.rate_packets:g} packets/NI/cycle ..."):
         stats = run_traffic(t, cfg.router, tr)
     analytic = zero_load_latency_cycles(t, cfg.router, tr)
@@ -175,7 +165,6 @@ def run(
         table.add_row(k, v)
     console.print(table)
 
-    stem = f"run_{_stem(t, cfg)}_{tr.rate_packets:g}"
     row = {"topology": t.name, "pattern": tr.pattern, "rate_packets": tr.rate_packets, "seed": tr.seed, **stats.row(),
            "zero_load_latency_analytic": round(analytic, 3)}
     csv_path = write_csv_atomic(out_dir / f"{stem}.csv", [row])
@@ -223,7 +212,8 @@ def sweep_load_cmd(
     from noc.flitsim_sweep import sweep_load
 
     cfg, t = load_experiment(config, pattern, seed)
-    out_dir = _output_dir(out, cfg, config)
+    stem = f"sweep_{_stem(t, cfg)}"
+    out_dir = _output_dir(out, cfg, config, [f"{stem}.csv", f"{stem}.png"])
     console = _console()
     tr = cfg.traffic
     console.print(f"load sweep on {t.name} ({t.num_endpoints} NIs), {tr.pattern} traffic, packets of "
@@ -256,7 +246,6 @@ def sweep_load_cmd(
     console.print(f"zero-load latency {res.zero_load_latency_cycles:.2f} cycles measured at {res.points[0].offered_flits:.4g} "
                   f"flits/NI/cycle (analytic {res.zero_load_latency_analytic_cycles:.2f})")
     console.print(_saturation_line(res, cfg.sweep.max_points))
-    stem = f"sweep_{_stem(t, cfg)}"
     csv_path = write_csv_atomic(out_dir / f"{stem}.csv", res.rows)
     png_path = _plot_sweep(res, out_dir / f"{stem}.png", f"{t.name}, {tr.pattern} traffic")
     console.print(f"wrote {csv_path} and {png_path}")

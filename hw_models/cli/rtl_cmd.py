@@ -39,43 +39,6 @@ def _topologies(specs: list[str]) -> dict[str, tuple]:
     return {spec: multitree_node_tables(spec) for spec in dict.fromkeys(specs) if spec != "none"}
 
 
-def _out_dir(path: Path, flag: str = "--out") -> None:
-    """Make output directory ``path`` and check that files can be written in it, before any work."""
-    import tempfile
-
-    from noc.errors import HwModelsError
-
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise HwModelsError(f"{flag} {path}: cannot make the output directory ({exc.strerror or exc})") from None
-    try:
-        with tempfile.TemporaryFile(dir=path):
-            pass
-    except OSError as exc:
-        raise HwModelsError(f"{flag} {path}: cannot write in the output directory ({exc.strerror or exc})") from None
-
-
-def _out_file(path: Path, flag: str = "--out") -> None:
-    """Check that file ``path`` can be written (making its directory), before any work; leaves no new file."""
-    from noc.errors import HwModelsError
-
-    if path.is_dir():
-        raise HwModelsError(f"{flag} {path}: is a directory; give a file name")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise HwModelsError(f"{flag} {path}: cannot make the directory {path.parent} ({exc.strerror or exc})") from None
-    existed = path.exists()
-    try:
-        with open(path, "a"):
-            pass
-    except OSError as exc:
-        raise HwModelsError(f"{flag} {path}: cannot write the file ({exc.strerror or exc})") from None
-    if not existed:
-        path.unlink()
-
-
 @app.command()
 def lint(
     depth: int = typer.Option(64, help="DEPTH parameter."),
@@ -118,6 +81,7 @@ def regress(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from hw_models.rtl.regress import random_episodes, regress as run
+    from hw_models.store import check_output_dir
     from hw_models.rtl.stimulus import params_for_tables, table_episodes
     from hw_models.toolchain import SIMULATORS
     from noc.errors import ConfigError
@@ -137,7 +101,7 @@ def regress(
     for spec, (tables, tnis, _src) in topos.items():
         p = params_for_tables(tables, tnis)
         jobs.append((f"MultiTree {spec} (DEPTH={p.depth}, NIS={p.nis})", p, table_episodes(tables, spec)))
-    _out_dir(out)
+    check_output_dir(out, "--out")
     results = []
     t0 = time.perf_counter()
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -181,13 +145,14 @@ def replay(
 ) -> None:
     """Replay a reproducer's input trace on RTL and model, comparing every cycle again."""
     from hw_models.rtl.regress import load_reproducer, replay as run
+    from hw_models.store import check_output_dir
     from hw_models.toolchain import SIMULATORS
     from noc.errors import ConfigError
 
     if sim not in SIMULATORS:
         raise ConfigError(f"--sim = {sim!r} is not supported; choose one of {', '.join(SIMULATORS)}")
     load_reproducer(reproducer)  # a file that cannot be replayed fails here, before the build
-    _out_dir(out)
+    check_output_dir(out, "--out")
     r = run(sim, reproducer, out_dir=out, waves=waves or None)
     typer.echo(r.mismatch_text or f"{sim}: {r.cycles} cycles compared, no mismatch")
     if r.mismatches:
@@ -207,6 +172,7 @@ def synth(
     from rich.table import Table
 
     from hw_models.rtl.synth import CSV_FIELDS, sweep, to_csv
+    from hw_models.store import check_output_file
 
     d_list, n_list = _parse_list(depths, "depths"), _parse_list(nis, "nis")
     for d in d_list:
@@ -215,7 +181,7 @@ def synth(
         _params(16, n)
     topos = _topologies(topology)
     if out is not None:
-        _out_file(out)
+        check_output_file(out, "--out")
     console = Console()
     with console.status("synthesising...") as status:
         rows = sweep(d_list, n_list, on_row=lambda r: status.update(f"synthesised DEPTH={r.depth} NIS={r.nis} "

@@ -62,12 +62,12 @@ def schedule(
         raise HwModelsError("--node selects the table --tables prints: add --tables")
     if out is not None and fmt != "json":
         raise HwModelsError("--out is where --format json writes the schedule: add --format json")
-    if out is not None:
-        check_output_file(out)
     t = resolve_topology(topology, nis)
     if node is not None and not 0 <= node < t.num_nodes:
         raise HwModelsError(f"--node {node}: {t.name} has nodes 0..{t.num_nodes - 1}")
     size_bytes = parse_size_bytes(size)
+    if out is not None:
+        check_output_file(out, "--out")
     names = [algorithm_name(a) for a in algorithm.split(",") if a.strip()]
     if not names:
         raise HwModelsError("--algorithm: give at least one algorithm")

@@ -126,7 +126,7 @@ def test_an_unusable_output_directory_stops_the_run_before_training(tmp_path, ca
     blocker = tmp_path / "afile"
     blocker.write_text("x")
     (tmp_path / "d" / "rewards.csv").mkdir(parents=True)
-    for out, says in ((blocker, "cannot make the output directory"), (tmp_path / "d", "rewards.csv: is a directory")):
+    for out, says in ((blocker, "cannot make the output directory"), (tmp_path / "d", "rewards.csv there is a directory")):
         with pytest.raises(SystemExit) as exc:
             main([*ARGS, "--episodes", "3", "--out", str(out)])
         err = capsys.readouterr().err

@@ -362,7 +362,7 @@ def test_noc_cli_bad_output_directory_is_one_line_before_simulating(tmp_path, ca
     body = '[network]\ntopology = "torus:2x2"\n'
     if kind == "config out_dir":
         cfg.write_text(f'out_dir = "{a_file}"\n' + body)
-        flags, expect = [], f"error: {cfg}: out_dir = '{a_file}': cannot make the output directory (a file of that name exists)"
+        flags, expect = [], f"error: {cfg}: out_dir = {a_file}: cannot make the output directory (a file of that name exists)"
     else:
         cfg.write_text(body)
         target = a_file if kind == "existing file" else a_file / "sub"
@@ -373,6 +373,20 @@ def test_noc_cli_bad_output_directory_is_one_line_before_simulating(tmp_path, ca
     captured = capsys.readouterr()
     assert exc.value.code == 2 and captured.err == expect + "\n"
     assert captured.out == ""  # refused before any table or progress bar, i.e. before simulating
+
+
+@pytest.mark.parametrize("command,name", [("run", "run_torus_2x2_uniform_0.1_links.png"),
+                                          ("sweep-load", "sweep_torus_2x2_uniform.csv")])
+def test_noc_cli_refuses_a_directory_in_place_of_an_output_file_before_simulating(tmp_path, capsys, command, name):
+    from hw_models.cli import main
+
+    cfg = tmp_path / "n.toml"
+    cfg.write_text('[network]\ntopology = "torus:2x2"\n')
+    (tmp_path / "o" / name).mkdir(parents=True)
+    with pytest.raises(SystemExit) as exc:
+        main(["noc", command, str(cfg), "--out", str(tmp_path / "o")])
+    captured = capsys.readouterr()
+    assert exc.value.code == 2 and f"{name} there is a directory" in captured.err and captured.out == ""
 
 
 @pytest.mark.parametrize("spec,rate,measure", [("mesh:4x4", 0.05, 500), ("mesh:4x4", 0.09, 500), ("torus:4x4", 0.1, 1000)])

@@ -185,7 +185,7 @@ def test_an_unusable_synth_out_fails_before_yosys(capsys, no_work, tmp_path):
     blocker.write_text("x")
     code, _out, err = run(["rtl", "synth", "--depths", "16", "--nis", "1", "-t", "none",
                            "--out", str(blocker / "s.csv")], capsys)
-    one_line_error(code, err, f"--out {blocker / 's.csv'}: cannot make the directory", "(File exists)")
+    one_line_error(code, err, f"--out {blocker / 's.csv'}: its directory", "cannot make the output directory (a file of that name exists)")
     assert no_work == []
 
 
