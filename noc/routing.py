@@ -26,7 +26,7 @@ import numpy as np
 from numba import njit
 
 from noc.errors import ConfigError
-from noc.topology import Topology
+from noc.topology import MAX_TABLE_BYTES, Topology, route_table_bytes
 
 ALGORITHMS = ("auto", "dor", "nca", "shortest")
 
@@ -77,21 +77,44 @@ def check_vc_classes(topology: Topology, routes: RouteTable, num_vcs: int) -> No
                           f"classes; num_vcs must be a multiple of {classes} (or set dateline = false)")
 
 
-MAX_TABLE_BYTES = 4 << 30
-
-
-def check_table_size(topology: Topology, max_links: int) -> None:
+def check_table_size(topology: Topology, max_links: int, *, at_least: bool = False) -> None:
     """A :class:`ConfigError` instead of running out of memory: a route table holds, for
-    every ordered pair of endpoints, up to ``max_links`` link ids (int32) and VC classes (int8)."""
+    every ordered pair of endpoints, up to ``max_links`` link ids (int32) and VC classes (int8).
+
+    :func:`route` calls it with the table's width computed from the topology before it
+    builds any table (``noc.topology.MAX_TABLE_BYTES``, 4 GiB); ``at_least``: ``max_links``
+    is only a lower bound on the width."""
     e = topology.num_endpoints
-    need = e * e * (max_links * 5 + 2)
+    need = route_table_bytes(e, max_links)
     if need > MAX_TABLE_BYTES:
-        raise ConfigError(f"{topology.name}: route tables for {e} endpoints would take {need / 2**30:.1f} GiB "
+        paths = f"{max_links} or more" if at_least else f"up to {max_links}"
+        raise ConfigError(f"{topology.name}: route tables for {e} endpoints with paths of {paths} links "
+                          f"would take {'at least ' if at_least else ''}{need / 2**30:,.1f} GiB "
                           f"(limit {MAX_TABLE_BYTES >> 30} GiB); use fewer NIs per node or a smaller network")
 
 
-def route(topology: Topology, algorithm: str = "auto", *, dateline: bool = True) -> RouteTable:
-    """Build the route table of ``topology`` with ``algorithm`` (``auto`` picks the family's own)."""
+def _check_router_tables(topology: Topology, max_hops: int) -> None:
+    # breadth-first routing first builds router-level tables: distances and parents (int32[R, R]
+    # each), paths (int32[R, R, max_hops]) and their VC classes (int8)
+    r = topology.num_routers
+    need = r * r * (8 + 5 * max_hops)
+    if need > MAX_TABLE_BYTES:
+        raise ConfigError(f"{topology.name}: shortest-path tables for {r:,} routers with paths of up to {max_hops} "
+                          f"hops would take {need / 2**30:,.1f} GiB (limit {MAX_TABLE_BYTES >> 30} GiB); "
+                          "use the family's own routing (auto) or a smaller network")
+
+
+def dor_max_hops(topology: Topology) -> int:
+    """The width of DOR's router-level table: the longest dimension-order path (at least 1)."""
+    return max(sum(k // 2 if topology.wrap else k - 1 for k in topology.dims), 1)
+
+
+def plan_route(topology: Topology, algorithm: str = "auto", *, dateline: bool = True) -> tuple[str, int, int]:
+    """What :func:`route` would build, worked out before building anything: ``(algorithm,
+    table width in links, VC classes)``. A :class:`ConfigError` for an unknown or unsuitable
+    algorithm, and when the table (or shortest-path routing's router tables) would exceed
+    ``MAX_TABLE_BYTES``. The width is exact except for ``nca`` on BiGraph with one switch
+    per layer (4, the table is trimmed to 2)."""
     if algorithm not in ALGORITHMS:
         raise ConfigError(f"routing algorithm {algorithm!r} is unknown; allowed: {', '.join(ALGORITHMS)}")
     if algorithm == "auto":
@@ -99,20 +122,43 @@ def route(topology: Topology, algorithm: str = "auto", *, dateline: bool = True)
     if algorithm == "dor":
         if topology.family not in ("ring", "mesh", "torus", "hypercube"):
             raise ConfigError(f"routing 'dor' needs a ring, mesh, torus or hypercube, not {topology.name}")
-        rlinks, rvc = _dor_router_paths(topology, dateline and topology.wrap)
-        classes = 2 if (dateline and topology.wrap) else 1
-        check_table_size(topology, rlinks.shape[2] + 2)
-        links, vcs, length = _compose(topology.inject_link, topology.eject_link, topology.endpoint_router, rlinks, rvc)
-        return RouteTable("dor" if classes == 2 or not topology.wrap else "dor-no-dateline", links, vcs, length, classes)
+        width = dor_max_hops(topology) + 2
+        check_table_size(topology, width)
+        return "dor", width, 2 if (dateline and topology.wrap) else 1
     if algorithm == "nca":
         if topology.family not in ("fattree", "bigraph", "switch"):
             raise ConfigError(f"routing 'nca' needs a fat-tree, BiGraph or switch, not {topology.name}")
-        return _nca(topology)
+        # NI links plus up and down through the fat-tree's levels above the leaves (BiGraph: 2
+        # switch hops; a single switch: none)
+        width = {"fattree": 2 * topology.params.get("levels", 1), "bigraph": 4}.get(topology.family, 2)
+        check_table_size(topology, width)
+        return "nca", width, 1
+    # every path has at least one router hop of table width: check that bound before the
+    # all-pairs distances, then the exact width from them
+    check_table_size(topology, 3, at_least=True)
+    _check_router_tables(topology, 1)
+    max_hops = max(int(topology.router_distances.max()), 1)
+    check_table_size(topology, max_hops + 2)
+    _check_router_tables(topology, max_hops)
+    return "shortest", max_hops + 2, 1
+
+
+def route(topology: Topology, algorithm: str = "auto", *, dateline: bool = True) -> RouteTable:
+    """Build the route table of ``topology`` with ``algorithm`` (``auto`` picks the family's own).
+
+    Its size is checked first (:func:`plan_route`): a table over ``MAX_TABLE_BYTES`` is a
+    :class:`ConfigError` before any of it is allocated."""
+    algorithm, width, classes = plan_route(topology, algorithm, dateline=dateline)
+    if algorithm == "dor":
+        rlinks, rvc = _dor_router_paths(topology, dateline and topology.wrap)
+        links, vcs, length = _compose(topology.inject_link, topology.eject_link, topology.endpoint_router, rlinks, rvc)
+        return RouteTable("dor" if classes == 2 or not topology.wrap else "dor-no-dateline", links, vcs, length, classes)
+    if algorithm == "nca":
+        return _nca(topology, width)
     offsets, out_links = topology.router_out_links
     nbr = (topology.link_dst[out_links] - topology.num_endpoints).astype(np.int32)
     rlinks = _bfs_router_paths(offsets, out_links, nbr, topology.num_routers)
     rvc = np.zeros(rlinks.shape, dtype=np.int8)
-    check_table_size(topology, rlinks.shape[2] + 2)
     links, vcs, length = _compose(topology.inject_link, topology.eject_link, topology.endpoint_router, rlinks, rvc)
     return RouteTable("shortest", links, vcs, length, 1)
 
@@ -133,8 +179,7 @@ def _dor_router_paths(t: Topology, dateline: bool) -> tuple[np.ndarray, np.ndarr
         r = t.link_src[lid] - e
         d = t.link_dim[lid]
         nbr_link[r, d, 0 if t.link_sign[lid] > 0 else 1] = lid
-    max_h = int(sum(k // 2 if t.wrap else k - 1 for k in t.dims))
-    return _dor_kernel(dims, strides, t.wrap, dateline, nbr_link, t.router_coords.astype(np.int64), max(max_h, 1))
+    return _dor_kernel(dims, strides, t.wrap, dateline, nbr_link, t.router_coords.astype(np.int64), dor_max_hops(t))
 
 
 @njit(cache=True)
@@ -231,71 +276,100 @@ def _bfs_router_paths(offsets, out_links, nbr, nr):
 # --------------------------------------------------------------------------------------
 
 
-def _nca(t: Topology) -> RouteTable:
+def _nca(t: Topology, max_links: int) -> RouteTable:
     e = t.num_endpoints
-    # up and down through at most every fat-tree level (BiGraph: 2 switch hops), plus NI links
-    max_links = 2 * t.params.get("levels", 2) + 2
-    check_table_size(t, max_links)
-    lookup = {(int(s), int(d)): int(lid) for lid, (s, d) in enumerate(zip(t.link_src, t.link_dst))}
-    # written straight into the table (a Python list per pair would take several times its memory)
-    links = np.full((e, e, max_links), -1, dtype=np.int32)
-    length = np.zeros((e, e), dtype=np.int16)
-
-    def store(a: int, b: int, p: list[int]) -> None:
-        links[a, b, : len(p)] = p
-        length[a, b] = len(p)
-
+    # (source vertex, destination vertex) -> link id, as sorted keys searched in the kernel;
+    # of parallel links the last one wins, as in a dict built in link order
+    v = np.int64(t.num_vertices)
+    keys = t.link_src.astype(np.int64) * v + t.link_dst
+    order = np.argsort(keys, kind="stable")
+    inject = t.inject_link.astype(np.int64)
+    eject = t.eject_link.astype(np.int64)
     if t.family == "fattree":
-        k, levels = t.params["k"], t.params["levels"]
-        per_level = k ** (levels - 1)
-
-        def vtx(level: int, s: int) -> int:
-            return e + level * per_level + s
-
-        def digit(x: int, i: int) -> int:
-            return (x // k**i) % k
-
-        for a in range(e):
-            for b in range(e):
-                if a == b:
-                    continue
-                sa, sb = a // k, b // k
-                top = 0
-                while top < levels - 1 and (sa // k**top) != (sb // k**top):
-                    top += 1
-                p = [int(t.inject_link[a])]
-                s = sa
-                for lv in range(top):  # up: replace digit lv by the destination's digit lv
-                    s_up = s + (digit(b, lv) - digit(s, lv)) * k**lv
-                    p.append(lookup[(vtx(lv, s), vtx(lv + 1, s_up))])
-                    s = s_up
-                for lv in range(top - 1, -1, -1):  # down: set digit lv to the destination leaf's
-                    s_dn = s + (digit(sb, lv) - digit(s, lv)) * k**lv
-                    p.append(lookup[(vtx(lv + 1, s), vtx(lv, s_dn))])
-                    s = s_dn
-                assert s == sb
-                p.append(int(t.eject_link[b]))
-                store(a, b, p)
+        shape = (t.params["k"], t.params["levels"], 0)
     elif t.family == "bigraph":
-        m, n = t.params["m"], t.params["n"]
-        for a in range(e):
-            for b in range(e):
-                if a == b:
-                    continue
-                la, lb = a // n, b // n
-                p = [int(t.inject_link[a])]
-                if la != lb:
-                    up = e + m + (b % m)
-                    p += [lookup[(e + la, up)], lookup[(up, e + lb)]]
-                p.append(int(t.eject_link[b]))
-                store(a, b, p)
+        shape = (t.params["m"], t.params["n"], 1)
     else:  # single switch
-        for a in range(e):
-            for b in range(e):
-                if a != b:
-                    store(a, b, [int(t.inject_link[a]), int(t.eject_link[b])])
+        shape = (0, 0, 2)
+    links, length, bad = _nca_kernel(shape[2], shape[0], shape[1], e, inject, eject, keys[order], order.astype(np.int32),
+                                     v, max_links)
+    if bad >= 0:
+        raise ConfigError(f"{t.name}: not wired as its family's builder wires it (no nca path from endpoint "
+                          f"{bad // e} to {bad % e}); build it with noc.topology")
     links = np.ascontiguousarray(links[:, :, : max(int(length.max()), 1)])
     return RouteTable("nca", links, np.zeros(links.shape, dtype=np.int8), length, 1)
+
+
+@njit(cache=True)
+def _link_id(keys, lids, v, src, dst):
+    key = src * v + dst
+    i = np.searchsorted(keys, key, side="right") - 1
+    if i < 0 or keys[i] != key:
+        return -1
+    return lids[i]
+
+
+@njit(cache=True)
+def _nca_kernel(kind, p0, p1, e, inject, eject, keys, lids, v, max_links):
+    """Paths of every endpoint pair: kind 0 = fat-tree (p0 = k, p1 = levels), 1 = BiGraph
+    (p0 = m, p1 = n), 2 = single switch. Returns (links, length, first bad pair or -1)."""
+    links = np.full((e, e, max_links), -1, dtype=np.int32)
+    length = np.zeros((e, e), dtype=np.int16)
+    bad = -1
+    if kind == 0:
+        k, levels = p0, p1
+        pw = np.ones(max(levels, 1) + 1, dtype=np.int64)
+        for i in range(1, pw.shape[0]):
+            pw[i] = pw[i - 1] * k
+        per_level = pw[levels - 1]
+    for a in range(e):
+        for b in range(e):
+            if a == b:
+                continue
+            h = 0
+            links[a, b, h] = inject[a]
+            h += 1
+            if kind == 0:
+                sa = a // k
+                sb = b // k
+                top = 0
+                while top < levels - 1 and (sa // pw[top]) != (sb // pw[top]):
+                    top += 1
+                s = sa
+                for lv in range(top):  # up: replace digit lv by the destination's digit lv
+                    s_up = s + ((b // pw[lv]) % k - (s // pw[lv]) % k) * pw[lv]
+                    lid = _link_id(keys, lids, v, e + lv * per_level + s, e + (lv + 1) * per_level + s_up)
+                    if lid < 0 and bad < 0:
+                        bad = a * e + b
+                    links[a, b, h] = lid
+                    h += 1
+                    s = s_up
+                for lv in range(top - 1, -1, -1):  # down: set digit lv to the destination leaf's
+                    s_dn = s + ((sb // pw[lv]) % k - (s // pw[lv]) % k) * pw[lv]
+                    lid = _link_id(keys, lids, v, e + (lv + 1) * per_level + s, e + lv * per_level + s_dn)
+                    if lid < 0 and bad < 0:
+                        bad = a * e + b
+                    links[a, b, h] = lid
+                    h += 1
+                    s = s_dn
+                if s != sb and bad < 0:
+                    bad = a * e + b
+            elif kind == 1:
+                m, n = p0, p1
+                la = a // n
+                lb = b // n
+                if la != lb:  # up through the upper switch chosen by the destination, then down
+                    up = e + m + (b % m)
+                    for src, dst in ((e + la, up), (up, e + lb)):
+                        lid = _link_id(keys, lids, v, src, dst)
+                        if lid < 0 and bad < 0:
+                            bad = a * e + b
+                        links[a, b, h] = lid
+                        h += 1
+            links[a, b, h] = eject[b]
+            h += 1
+            length[a, b] = h
+    return links, length, bad
 
 
 # --------------------------------------------------------------------------------------
@@ -357,6 +431,39 @@ class DeadlockReport:
         return f"deadlock possible: dependency cycle of {len(self.cycle)} channels: {hops}"
 
 
+_DEP_BLOCK_ENTRIES = 1 << 22
+DEPENDENCY_BYTES = 48  # peak bytes per channel dependency in check_deadlock_free (measured: 43 on switch:6000)
+
+
+def dependency_bound(topology: Topology, num_vc_classes: int, max_links: int) -> int:
+    """At most this many channel dependencies: a dependency is a turn (a link into a router,
+    then a link out of it) in a pair of VC classes, and a step of some path in the table."""
+    e, c = topology.num_endpoints, num_vc_classes
+    into = np.bincount(topology.link_dst[topology.link_dst >= e] - e, minlength=topology.num_routers)
+    out = np.bincount(topology.link_src[topology.link_src >= e] - e, minlength=topology.num_routers)
+    turns = int(np.dot(into.astype(np.int64), out.astype(np.int64))) * c * c
+    return min(turns, e * e * max(max_links - 1, 0))
+
+
+def check_deadlock_size(topology: Topology, num_vc_classes: int, max_links: int) -> None:
+    """A :class:`ConfigError` when :func:`check_deadlock_free` would need more than
+    ``MAX_TABLE_BYTES`` (``max_links``, ``num_vc_classes``: those of the route table, e.g.
+    from :func:`plan_route`)."""
+    deps = dependency_bound(topology, num_vc_classes, max_links)
+    need = deps * DEPENDENCY_BYTES
+    if need > MAX_TABLE_BYTES:
+        raise ConfigError(f"{topology.name}: the deadlock check would track up to {deps:,} channel dependencies, "
+                          f"about {need / 2**30:,.1f} GiB (limit {MAX_TABLE_BYTES >> 30} GiB)")
+
+
+def _sorted_unique(x: np.ndarray) -> np.ndarray:
+    # np.unique's hash table (numpy >= 2.3) is several times slower than a sort on these
+    x = np.sort(x)
+    keep = np.ones(x.shape[0], dtype=np.bool_)
+    keep[1:] = x[1:] != x[:-1]
+    return x[keep]
+
+
 def check_deadlock_free(topology: Topology, routes: RouteTable, vcs: int | None = None) -> DeadlockReport:
     """Build the channel-dependency graph over (link, VC class) and prove it acyclic.
 
@@ -366,11 +473,20 @@ def check_deadlock_free(topology: Topology, routes: RouteTable, vcs: int | None 
     c = routes.num_vc_classes
     if vcs is not None and vcs < c:
         raise ConfigError(f"routing {routes.algorithm!r} needs {c} VC classes but vcs={vcs}")
-    a = routes.links[:, :, :-1].astype(np.int64) * c + routes.vc_class[:, :, :-1]
-    b = routes.links[:, :, 1:].astype(np.int64) * c + routes.vc_class[:, :, 1:]
-    ok = (routes.links[:, :, :-1] >= 0) & (routes.links[:, :, 1:] >= 0)
+    check_deadlock_size(topology, c, routes.max_links)
     n = topology.num_links * c
-    edges = np.unique(a[ok] * n + b[ok])
+    # Over blocks of source endpoints: the int64 temporaries take ~50 bytes per table entry,
+    # ten times the table itself, while the distinct dependencies are few.
+    e, h = routes.links.shape[0], routes.links.shape[2]
+    rows = max(1, _DEP_BLOCK_ENTRIES // max(e * (h - 1), 1))
+    parts = []
+    for s0 in range(0, e, rows):
+        lk, vc = routes.links[s0 : s0 + rows], routes.vc_class[s0 : s0 + rows]
+        a = lk[:, :, :-1].astype(np.int64) * c + vc[:, :, :-1]
+        b = lk[:, :, 1:].astype(np.int64) * c + vc[:, :, 1:]
+        ok = (lk[:, :, :-1] >= 0) & (lk[:, :, 1:] >= 0)
+        parts.append(_sorted_unique(a[ok] * n + b[ok]))
+    edges = _sorted_unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
     src = (edges // n).astype(np.int64)
     dst = (edges % n).astype(np.int64)
     remaining = _kahn_remaining(src, dst, n)

@@ -24,6 +24,7 @@ Distances and hop counts count router-to-router links only (a k×k torus has dia
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -38,6 +39,81 @@ DEFAULT_LINK_LATENCY_CYCLES = 1
 
 DIRECT_FAMILIES = ("ring", "mesh", "torus", "hypercube", "fully_connected")
 SWITCHED_FAMILIES = ("fattree", "bigraph", "switch")
+
+# Size limits, checked from the closed-form counts before a builder allocates anything
+# (docs/noc.md, "Topology and route-table sizes").
+#
+# Every model routes its topology, and a route table (noc.routing) holds, per ordered pair of
+# endpoints, H link ids (int32) and VC classes (int8) plus a length (int16): E*E*(5H + 2)
+# bytes, H >= 2 (injection + ejection). MAX_TABLE_BYTES caps it; MAX_ENDPOINTS is then the
+# most endpoints any table can hold (all paths 2 links long, a single switch). The router
+# all-pairs distances (int32[R, R], used by summary(), diameter, multitree) get the same cap
+# on R: 1.3 GiB at the limit. MAX_LINKS bounds the link arrays and their construction
+# (~150 bytes per link at the peak, ~0.25 s per million links) and the all-pairs BFS
+# (R x L steps: ~6 s for full:2047, the largest fully connected network allowed).
+MAX_TABLE_BYTES = 4 << 30
+MAX_ENDPOINTS = math.isqrt(MAX_TABLE_BYTES // 12)  # 18918
+MAX_ROUTERS = MAX_ENDPOINTS
+MAX_LINKS = 1 << 22  # 4,194,304 directed links
+BUILD_BYTES_PER_LINK = 150
+
+
+def route_table_bytes(num_endpoints: int, max_links: int) -> int:
+    """Bytes of a route table over ``num_endpoints`` endpoints with paths of up to ``max_links`` links."""
+    return num_endpoints * num_endpoints * (5 * max_links + 2)
+
+
+class TopologySizeError(SpecError):
+    """A topology too large to build or route; the message gives the estimate and the limit."""
+
+
+def _fmt_count(n: int) -> str:
+    if n < 10**15:
+        return f"{n:,}"
+    if n < 10**300:
+        return f"{float(n):.3g}"
+    return "more than 1e300"
+
+
+def _fmt_gib(nbytes: int) -> str:
+    if nbytes < 2**30 * 10**6:
+        return f"{nbytes / 2**30:,.1f} GiB"
+    if nbytes < 10**300:
+        return f"{nbytes / 2**30:.3g} GiB"
+    return "more than 1e300 GiB"
+
+
+def _short(name: str) -> str:
+    return name if len(name) <= 60 else name[:57] + "..."
+
+
+def check_size(name: str, endpoints: int, routers: int, links: int) -> None:
+    """A :class:`TopologySizeError` when a topology of these sizes (exact Python integers,
+    computed from its parameters) exceeds :data:`MAX_ENDPOINTS`, :data:`MAX_ROUTERS` or
+    :data:`MAX_LINKS`; builders call it before allocating anything."""
+    name = _short(name)
+    if endpoints > MAX_ENDPOINTS:
+        raise TopologySizeError(
+            f"{name} is too large: {_fmt_count(endpoints)} endpoints (limit {MAX_ENDPOINTS:,}: a route table "
+            f"for them, even with 2-link paths, needs {_fmt_gib(route_table_bytes(endpoints, 2))}, limit "
+            f"{MAX_TABLE_BYTES >> 30} GiB)")
+    if routers > MAX_ROUTERS:
+        raise TopologySizeError(
+            f"{name} is too large: {_fmt_count(routers)} routers (limit {MAX_ROUTERS:,}: their all-pairs "
+            f"distances alone take {_fmt_gib(4 * routers * routers)})")
+    if links > MAX_LINKS:
+        raise TopologySizeError(
+            f"{name} is too large: {_fmt_count(links)} directed links (limit {MAX_LINKS:,}: about "
+            f"{BUILD_BYTES_PER_LINK} bytes each to build, {_fmt_gib(BUILD_BYTES_PER_LINK * links)} here, and "
+            f"all-pairs routing reads every link once per router)")
+
+
+def _capped_pow(base: int, exp: int) -> int:
+    """``base ** exp``, or 2**1100 (beyond every limit) when that would be a huge number to compute."""
+    if exp * base.bit_length() > 1100:
+        return 1 << 1100
+    return base**exp
+
 
 SPEC_FORMS = (
     "ring:N[:cC]",
@@ -442,6 +518,13 @@ def _grid(
     for i, k in enumerate(dims):
         _check_int(f"{family} dimension {i} size", k, 2)
     c = _check_int("concentration c", concentration, 1)
+    dims_s = "x".join(str(k) for k in dims)
+    if name is None:
+        name = f"{family}:{dims_s}" + (f":c{c}" if c > 1 else "")
+    nr_exact = math.prod(dims)
+    # +/- links in every dimension, on a mesh k-1 of every k routers along it
+    router_links = sum(2 * nr_exact if wrap else 2 * (nr_exact // k) * (k - 1) for k in dims)
+    check_size(name, nr_exact * c, nr_exact, 2 * nr_exact * c + router_links)
     nr = int(np.prod(dims))
     strides = [int(np.prod(dims[:i])) for i in range(len(dims))]
     coords = np.zeros((nr, len(dims)), dtype=np.int32)
@@ -460,9 +543,6 @@ def _grid(
                     nx %= k
                 links.add(e + r, e + r + (nx - x) * s, d, sign)
     endpoint_router = np.repeat(np.arange(nr), c)
-    dims_s = "x".join(str(k) for k in dims)
-    if name is None:
-        name = f"{family}:{dims_s}" + (f":c{c}" if c > 1 else "")
     return _finish(
         name, family, links, e, nr, endpoint_router, coords, bytes_per_cycle, latency_cycles,
         dims=dims, wrap=wrap, concentration=c, params={"dims": list(dims), "c": c},
@@ -497,9 +577,12 @@ def ring(n: int, c: int = 1, *, link_bytes_per_cycle: float = DEFAULT_LINK_BYTES
 def hypercube(d: int, c: int = 1, *, link_bytes_per_cycle: float = DEFAULT_LINK_BYTES_PER_CYCLE,
               link_latency_cycles: int = DEFAULT_LINK_LATENCY_CYCLES) -> Topology:
     """Binary ``d``-cube: 2**d routers, one link each way per dimension."""
-    _check_int("hypercube dimension d", d, 1, 16)
-    return _grid("hypercube", (2,) * d, c, False, link_bytes_per_cycle, link_latency_cycles,
-                 name=f"hypercube:d{d}" + (f":c{c}" if c > 1 else ""))
+    _check_int("hypercube dimension d", d, 1)
+    c = _check_int("concentration c", c, 1)
+    name = f"hypercube:d{d}" + (f":c{c}" if c > 1 else "")
+    nr = _capped_pow(2, d)
+    check_size(name, nr * c, nr, 2 * nr * c + d * nr)  # before building the d-tuple of dimensions
+    return _grid("hypercube", (2,) * d, c, False, link_bytes_per_cycle, link_latency_cycles, name=name)
 
 
 def fully_connected(n: int, c: int = 1, *, link_bytes_per_cycle: float = DEFAULT_LINK_BYTES_PER_CYCLE,
@@ -507,6 +590,8 @@ def fully_connected(n: int, c: int = 1, *, link_bytes_per_cycle: float = DEFAULT
     """``n`` routers with a link each way between every pair."""
     _check_int("fully connected size n", n, 2)
     c = _check_int("concentration c", c, 1)
+    name = f"full:{n}" + (f":c{c}" if c > 1 else "")
+    check_size(name, n * c, n, 2 * n * c + n * (n - 1))
     e = n * c
     links = _LinkList()
     for a in range(n):
@@ -515,7 +600,7 @@ def fully_connected(n: int, c: int = 1, *, link_bytes_per_cycle: float = DEFAULT
                 links.add(e + a, e + b)
     coords = np.stack([np.zeros(n), np.arange(n)], axis=1)
     return _finish(
-        f"full:{n}" + (f":c{c}" if c > 1 else ""), "fully_connected", links, e, n,
+        name, "fully_connected", links, e, n,
         np.repeat(np.arange(n), c), coords, link_bytes_per_cycle, link_latency_cycles,
         concentration=c, params={"n": n, "c": c},
     )
@@ -525,6 +610,7 @@ def switch(n: int, *, link_bytes_per_cycle: float = DEFAULT_LINK_BYTES_PER_CYCLE
            link_latency_cycles: int = DEFAULT_LINK_LATENCY_CYCLES) -> Topology:
     """A single switch with ``n`` endpoints (star)."""
     _check_int("switch endpoints n", n, 2)
+    check_size(f"switch:{n}", n, 1, 2 * n)
     return _finish(
         f"switch:{n}", "switch", _LinkList(), n, 1, np.zeros(n, dtype=np.int32),
         np.zeros((1, 2)), link_bytes_per_cycle, link_latency_cycles, params={"n": n},
@@ -539,8 +625,10 @@ def fat_tree(k: int, levels: int, *, link_bytes_per_cycle: float = DEFAULT_LINK_
     whose index differs from ``s`` only in base-k digit ``l``. Full bisection bandwidth.
     Router index = level * k**(levels-1) + s; ``router_coords`` = (level, s).
     """
-    _check_int("fat-tree arity k", k, 2, 64)
-    _check_int("fat-tree levels", levels, 1, 6)
+    _check_int("fat-tree arity k", k, 2)
+    _check_int("fat-tree levels", levels, 1)
+    e_exact = _capped_pow(k, levels)
+    check_size(f"fattree:k{k}:l{levels}", e_exact, levels * (e_exact // k), 2 * e_exact + 2 * (levels - 1) * e_exact)
     per_level = k ** (levels - 1)
     e = k**levels
     nr = levels * per_level
@@ -570,6 +658,7 @@ def bigraph(m: int, n: int, *, link_bytes_per_cycle: float = DEFAULT_LINK_BYTES_
     """
     _check_int("bigraph switches per layer m", m, 1)
     _check_int("bigraph endpoints per switch n", n, 1)
+    check_size(f"bigraph:{m}x{n}", m * n, 2 * m, 2 * m * n + 2 * m * m)
     e = m * n
     links = _LinkList()
     for lo in range(m):
@@ -609,6 +698,8 @@ def parse_spec(spec: str, **link_kwargs) -> Topology:
     """
     if not isinstance(spec, str) or not spec.strip():
         raise _spec_error(str(spec), "empty spec")
+    if re.search(r"\d{19}", spec):  # also keeps int() away from its 4300-digit limit
+        raise _spec_error(spec, "a number with more than 18 digits")
     parts = spec.strip().lower().split(":")
     family, args = parts[0], parts[1:]
     try:
@@ -644,7 +735,7 @@ def parse_spec(spec: str, **link_kwargs) -> Topology:
                 raise _spec_error(spec, "switch needs an endpoint count like 'switch:16'")
             return switch(int(args[0]), **link_kwargs)
     except SpecError as exc:
-        if str(exc).startswith("bad topology spec"):
+        if isinstance(exc, TopologySizeError) or str(exc).startswith("bad topology spec"):
             raise
         raise _spec_error(spec, str(exc)) from None
     raise _spec_error(spec, f"unknown family {family!r}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -39,6 +40,113 @@ def test_bad_spec_is_one_line_and_exit_2(capsys):
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: bad topology spec 'torus:4x'")
     assert "Traceback" not in err
+
+
+# spec -> what the error must name: the over-limit count or estimate (worked out in
+# tests/noc/test_topology.py and test_routing.py)
+_DESCRIBE_TOO_LARGE = {
+    "torus:100x100": "47.7 GiB (limit 4 GiB)",  # 10000**2 pairs * (5 * 102 + 2) bytes
+    "torus:64x64": "5.2 GiB (limit 4 GiB)",
+    "switch:100000": "100,000 endpoints",
+    "bigraph:1000x1000": "1,000,000 endpoints",
+    "torus:99999x99999": "9,999,800,001 endpoints",
+    "hypercube:d16": "65,536 endpoints",
+    "fattree:k64:l6": "68,719,476,736 endpoints",
+    "full:5000": "25,005,000 directed links",
+    "ring:100000000": "100,000,000 endpoints",
+    "switch:12000": "144,000,000 channel dependencies",  # its 1.6 GiB table is not built either
+}
+
+_DESCRIBE_LIMITED = r'''
+import contextlib, io, json, resource, sys, time
+resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))  # each spec would need more if built
+from hw_models.cli import main
+for spec in sys.argv[1:]:
+    err, t0 = io.StringIO(), time.perf_counter()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            main(["topology", "describe", spec])
+            code = 0
+        except SystemExit as exc:
+            code = exc.code
+        except Exception as exc:  # noqa: BLE001
+            code, _ = f"raised {type(exc).__name__}", err.write(str(exc))
+    print(json.dumps([spec, code, err.getvalue(), time.perf_counter() - t0]), flush=True)
+'''
+
+
+def test_describe_refuses_too_large_topologies_before_building_them():
+    import json
+    import os
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[2])  # this checkout first, as in the parent process
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    res = subprocess.run([sys.executable, "-c", _DESCRIBE_LIMITED, *_DESCRIBE_TOO_LARGE], capture_output=True,
+                         text=True, timeout=300, env=env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    results = {row[0]: row[1:] for row in map(json.loads, res.stdout.splitlines())}
+    for spec, fragment in _DESCRIBE_TOO_LARGE.items():
+        code, err, seconds = results[spec]
+        assert code == 2, (spec, code, err)
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], (spec, err)
+        assert seconds < 10, (spec, seconds)
+
+
+@pytest.mark.parametrize(
+    "flag,name,fragment",
+    [
+        ("--json", "/proc/x", "cannot create a file in /proc"),
+        ("--json", "adir", "is a directory"),
+        ("--json", "", "empty file name"),
+        ("--json", "afile/t.json", "afile is not a directory"),
+        ("--png", "/proc/x.png", "cannot create a file in /proc"),
+        ("--png", "out.txt", "must end in .png"),
+        ("--png", "noext", "must end in .png"),
+        ("--png", "adir", "is a directory"),
+        ("--png", "adir.png", "is a directory"),
+    ],
+)
+def test_describe_checks_output_paths_before_any_work(tmp_path, capsys, monkeypatch, flag, name, fragment):
+    import noc.topology
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "adir.png").mkdir()
+    (tmp_path / "afile").write_text("")
+
+    def no_work(*_a, **_k):
+        raise AssertionError("the topology was built before the paths were checked")
+
+    monkeypatch.setattr(noc.topology, "parse_spec", no_work)
+    code, out, err = run(["topology", "describe", "ring:4", flag, name], capsys)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {flag}") and fragment in lines[0], err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "adir.png", "afile"]  # nothing written
+    assert not any((tmp_path / "adir").iterdir())
+
+
+def test_describe_reports_the_files_it_wrote(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(["topology", "describe", "ring:4", "--json", "sub/dir/t", "--png", "pics/r.PNG"], capsys)
+    assert code in (0, None)
+    wrote = [line.removeprefix("wrote ") for line in out.splitlines() if line.startswith("wrote ")]
+    assert wrote == [str(Path("sub/dir/t")), str(Path("pics/r.PNG"))]
+    assert Topology.from_json((tmp_path / "sub/dir/t").read_text()) == parse_spec("ring:4")
+    assert (tmp_path / "pics/r.PNG").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(p.name for p in (tmp_path / "pics").iterdir()) == ["r.PNG"]
+
+
+def test_describe_refuses_a_picture_of_too_many_links_before_routing(tmp_path, capsys, monkeypatch):
+    import noc.routing
+
+    monkeypatch.setattr(noc.routing, "route", lambda *a, **k: (_ for _ in ()).throw(AssertionError("routed")))
+    code, _, err = run(["topology", "describe", "full:150", "--png", str(tmp_path / "f.png")], capsys)
+    # full:150: 150*149 router links + 300 NI links
+    assert code == 2 and "22,650 directed links, too many to draw (limit 20,000" in err
+    assert not (tmp_path / "f.png").exists()
 
 
 def test_config_show_fills_defaults(tmp_path, capsys):

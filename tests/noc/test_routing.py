@@ -137,3 +137,103 @@ def test_unknown_or_mismatched_routing_is_an_error():
         route(parse_spec("fattree:k4:l2"), "dor")
     with pytest.raises(ConfigError, match="nca"):
         route(torus((4, 4)), "nca")
+
+
+# --------------------------------------------------------------------------------------
+# Size limits: route tables (and the deadlock check) too large are refused from estimates
+# --------------------------------------------------------------------------------------
+
+_LIMITED = r'''
+import json, resource, sys, time
+resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))  # each table below needs more than this
+from noc.routing import check_deadlock_free, route
+from noc.topology import parse_spec
+for arg in sys.argv[1:]:
+    spec, algorithm = arg.split("/")
+    t0 = time.perf_counter()
+    try:
+        t = parse_spec(spec)
+        check_deadlock_free(t, route(t, algorithm))
+        out = ["routed", ""]
+    except Exception as exc:  # noqa: BLE001
+        out = [type(exc).__name__, str(exc)]
+    print(json.dumps([arg, *out, time.perf_counter() - t0]), flush=True)
+'''
+
+
+def _gib(nbytes: int) -> str:
+    return f"{nbytes / 2**30:,.1f} GiB"
+
+
+# spec/algorithm -> the estimate the error must give, from the closed-form diameter D:
+# E*E pairs of (D + 2) links of 5 bytes (int32 link + int8 VC class) plus a 2-byte length
+ROUTE_TOO_LARGE = {
+    "torus:64x64/auto": _gib(4096**2 * (5 * (64 + 2) + 2)),  # 5.2 GiB, D = 32 + 32
+    "torus:100x100/auto": _gib(10000**2 * (5 * (100 + 2) + 2)),
+    "mesh:64x64/dor": _gib(4096**2 * (5 * (126 + 2) + 2)),  # D = 63 + 63
+    "hypercube:d14/auto": _gib(16384**2 * (5 * (14 + 2) + 2)),
+    "torus:64x64/shortest": _gib(4096**2 * (5 * (64 + 2) + 2)),  # from the distances, before the paths
+    "hypercube:d14/shortest": "at least " + _gib(16384**2 * (5 * 3 + 2)),  # on the lower bound, before any BFS
+    "fattree:k2:l11/shortest": "shortest-path tables for 11,264 routers",  # 11 levels of 2**10 switches
+    "switch:19000/auto": "19,000 endpoints",  # no route table fits: refused by parse_spec
+}
+
+
+def test_too_large_route_tables_are_refused_before_building_them():
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[2])  # this checkout first, as in the parent process
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    args = list(ROUTE_TOO_LARGE)
+    res = subprocess.run([sys.executable, "-c", _LIMITED, *args], capture_output=True, text=True, timeout=300, env=env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    results = {row[0]: row[1:] for row in map(json.loads, res.stdout.splitlines())}
+    for arg in args:
+        kind, msg, seconds = results[arg]
+        assert kind == ("TopologySizeError" if arg.startswith("switch") else "ConfigError"), (arg, kind, msg)
+        assert ROUTE_TOO_LARGE[arg] in msg and "limit" in msg and "\n" not in msg, msg
+        assert seconds < 10, (arg, seconds)
+
+
+def test_a_switch_whose_table_fits_but_whose_deadlock_check_does_not(monkeypatch):
+    from noc.routing import check_deadlock_size, plan_route
+
+    t = parse_spec("switch:12000")
+    assert plan_route(t) == ("nca", 2, 1)  # 1.6 GiB of table: routable
+    # a single switch: every injection link depends on every ejection link, 12000**2 of them
+    with pytest.raises(ConfigError, match="144,000,000 channel dependencies"):
+        check_deadlock_size(t, 1, 2)
+
+
+@pytest.mark.parametrize("spec", ALL_SPECS + ["bigraph:1x3", "fattree:k3:l1", "torus:8x8:c4", "mesh:8x8"])
+@pytest.mark.parametrize("algorithm", ["auto", "shortest"])
+def test_the_planned_table_is_the_built_one(spec, algorithm):
+    from noc.routing import dependency_bound, plan_route
+    from noc.topology import route_table_bytes
+
+    t = parse_spec(spec)
+    alg, width, classes = plan_route(t, algorithm)
+    rt = route(t, algorithm)
+    assert rt.num_vc_classes == classes and rt.algorithm.startswith(alg)
+    if spec == "bigraph:1x3" and alg == "nca":  # one upper switch: never used, the table is trimmed
+        assert (width, rt.max_links) == (4, 2)
+    else:
+        assert width == rt.max_links
+    assert route_table_bytes(t.num_endpoints, rt.max_links) == rt.links.nbytes + rt.vc_class.nbytes + rt.length.nbytes
+    assert check_deadlock_free(t, rt).dependencies <= dependency_bound(t, classes, width)
+
+
+def test_the_deadlock_check_gives_the_same_answer_in_blocks(monkeypatch):
+    import noc.routing as routing
+
+    for t, rt in [(torus((5, 3)), None), (torus((4, 4), 2), None), (parse_spec("fattree:k3:l3"), None)]:
+        for dateline in (True, False):
+            rt = route(t, dateline=dateline)
+            whole = check_deadlock_free(t, rt)
+            monkeypatch.setattr(routing, "_DEP_BLOCK_ENTRIES", 7)  # a source endpoint per block
+            assert check_deadlock_free(t, rt) == whole
+            monkeypatch.undo()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -201,3 +202,100 @@ def test_bad_link_parameters_are_rejected():
         torus((4, 4), link_bytes_per_cycle=0)
     with pytest.raises(SpecError, match="link_latency_cycles"):
         mesh((4, 4), link_latency_cycles=0)
+
+
+# --------------------------------------------------------------------------------------
+# Size limits: too-large specs are refused from closed-form counts, before any allocation
+# --------------------------------------------------------------------------------------
+
+_LIMITED = r'''
+import json, resource, sys, time
+resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))  # every spec below needs far more
+from noc.topology import parse_spec
+for spec in sys.argv[1:]:
+    t0 = time.perf_counter()
+    try:
+        parse_spec(spec)
+        out = ["built", ""]
+    except Exception as exc:  # noqa: BLE001
+        out = [type(exc).__name__, str(exc)]
+    print(json.dumps([spec, *out, time.perf_counter() - t0]), flush=True)
+'''
+
+# spec -> the count that is over its limit, worked out by hand from the family's formula
+TOO_LARGE = {
+    "switch:100000": "100,000 endpoints",
+    "bigraph:1000x1000": "1,000,000 endpoints",
+    "torus:99999x99999": "9,999,800,001 endpoints",
+    "torus:64x64:c8": "32,768 endpoints",
+    "hypercube:d16": "65,536 endpoints",
+    "fattree:k64:l6": "68,719,476,736 endpoints",  # 64**6
+    "ring:100000000": "100,000,000 endpoints",
+    "fattree:k2:l12": "24,576 routers",  # 12 levels of 2**11 switches, 4096 endpoints
+    "full:5000": "25,005,000 directed links",  # 5000*4999 router links + 2*5000 NI links
+    "bigraph:2000x1": "8,004,000 directed links",  # 2*2000**2 + 2*2000
+    "full:2048": "4,196,352 directed links",  # the smallest fully connected network over the limit
+    "hypercube:d100000": "more than 1e300 endpoints",
+}
+
+
+def _run_limited(script: str, args: list[str]) -> dict:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = str(Path(__file__).resolve().parents[2])  # this checkout first, as in the parent process
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    res = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    return {row[0]: row[1:] for row in map(json.loads, res.stdout.splitlines())}
+
+
+def test_too_large_specs_are_refused_before_allocating():
+    results = _run_limited(_LIMITED, list(TOO_LARGE))
+    for spec, count in TOO_LARGE.items():
+        kind, msg, seconds = results[spec]
+        assert kind == "TopologySizeError", (spec, kind, msg)
+        assert count in msg and "too large" in msg and "limit" in msg and "\n" not in msg, msg
+        assert seconds < 5, (spec, seconds)
+
+
+def test_size_limits_follow_from_the_route_table_limit():
+    from noc.topology import MAX_ENDPOINTS, MAX_TABLE_BYTES, route_table_bytes
+
+    # the most endpoints whose smallest possible route table (2-link paths) fits
+    assert 12 * MAX_ENDPOINTS**2 <= MAX_TABLE_BYTES < 12 * (MAX_ENDPOINTS + 1) ** 2
+    assert route_table_bytes(MAX_ENDPOINTS, 2) == 12 * MAX_ENDPOINTS**2
+    assert switch(MAX_ENDPOINTS).num_endpoints == MAX_ENDPOINTS
+    with pytest.raises(SpecError, match=f"{MAX_ENDPOINTS + 1:,} endpoints"):
+        switch(MAX_ENDPOINTS + 1)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["torus:4x4", "torus:2x3x4:c3", "torus:2x2", "mesh:3x5:c2", "mesh:2x7x3", "ring:7:c4", "hypercube:d5:c2", "full:6:c3",
+     "fattree:k3:l3", "fattree:k2:l1", "fattree:k4:l2", "bigraph:3x5", "bigraph:1x4", "switch:9"],
+)
+def test_the_size_estimates_are_the_built_sizes(spec, monkeypatch):
+    import noc.topology as topo
+
+    seen = []
+    real = topo.check_size
+    monkeypatch.setattr(topo, "check_size", lambda *a: (seen.append(a[1:]), real(*a)))
+    t = parse_spec(spec)
+    assert seen and set(seen) == {(t.num_endpoints, t.num_routers, t.num_links)}
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["torus:8x8", "torus:8x8:c4", "torus:16x16", "torus:32x32:c4", "mesh:8x8:c4", "fattree:k8:l2", "fattree:k8:l3",
+     "fattree:k4:l3", "bigraph:4x16", "full:66", "switch:80", "hypercube:d6", "hypercube:d14", "ring:6:c2"],
+)
+def test_sizes_in_use_still_build(spec):
+    assert parse_spec(spec).num_endpoints > 0
+
+
+def test_numbers_too_long_for_a_spec_are_one_line_errors():
+    with pytest.raises(SpecError, match="more than 18 digits"):
+        parse_spec("ring:" + "9" * 5000)
