@@ -49,8 +49,11 @@ def check_output_file(path: str | Path, named: str = "") -> Path:
     """File ``path`` can be written: it is not a directory, and its directory can be made and
     written in (errors name it as ``named``, e.g. ``--out``)."""
     out = Path(path)
+    what = f"{named} {out}" if named else str(out)
     if out.is_dir():
-        raise HwModelsError(f"{f'{named} ' if named else ''}{out}: is a directory; give a file name")
+        raise HwModelsError(f"{what}: is a directory; give a file name")
+    if out.exists() and not os.access(out, os.W_OK):
+        raise HwModelsError(f"{what}: the file exists and cannot be written")
     check_output_dir(out.parent, f"{named} {out}: its directory" if named else f"{out}: its directory")
     return out
 

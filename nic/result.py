@@ -81,22 +81,39 @@ class AllreduceResult:
 
     @classmethod
     def from_json(cls, text: str) -> "AllreduceResult":
-        """The result ``to_json`` wrote; a ``ValueError`` or ``TypeError`` names what does not fit."""
+        """The result ``to_json`` wrote; a ``ValueError`` or ``TypeError`` names what does not fit
+        (every field is checked, so a damaged stored result fails here, not in a table later)."""
         d = json.loads(text)
-        for name, (kind, what) in _SCALAR_TYPES.items():
-            value = d.get(name)
-            fits = isinstance(value, bool) if kind is bool else isinstance(value, kind) and not isinstance(value, bool)
-            if name in d and not fits:
-                raise TypeError(f"AllreduceResult.{name} = {value!r} is not a {what}")
+        if not isinstance(d, dict):
+            raise TypeError(f"a stored AllreduceResult is a JSON object, not {type(d).__name__}")
+        for name, (kind, what) in _FIELD_TYPES.items():
+            if name not in d:
+                continue
+            items = d[name] if name in _SEQUENCES else [d[name]]
+            if name in _SEQUENCES and not isinstance(items, list):
+                raise TypeError(f"AllreduceResult.{name} = {items!r} is not a list")
+            for value in items:
+                fits = isinstance(value, bool) if kind is bool else isinstance(value, kind) and not isinstance(value, bool)
+                if not fits:
+                    raise TypeError(f"AllreduceResult.{name} holds {value!r}, not a {what}")
+        if "clock_ghz" in d and not d["clock_ghz"] > 0:
+            raise ValueError(f"AllreduceResult.clock_ghz = {d['clock_ghz']!r} is not positive")
+        if "total_cycles" in d and not 0 <= d["total_cycles"] < float("inf"):
+            raise ValueError(f"AllreduceResult.total_cycles = {d['total_cycles']!r} is not a finite count")
         d["step_end_cycles"] = tuple(d["step_end_cycles"])
         d["node_idle_fraction"] = tuple(d["node_idle_fraction"])
         d["link_utilisation"] = tuple(d.get("link_utilisation", ()))
         return cls(**d)
 
 
-# the scalar fields from_json checks: a stored result with a value of another type is damaged
+# the fields from_json checks (for the sequences: every item): a stored result with a value of
+# another type is damaged
 _NUMBER = ((int, float), "number")
-_SCALAR_TYPES = {"topology": (str, "string"), "algorithm": (str, "string"), "nic": (str, "string"),
-                 "model": (str, "string"), "size_bytes": (int, "whole number"), "num_nodes": (int, "whole number"),
-                 "nis_per_node": (int, "whole number"), "total_cycles": _NUMBER, "clock_ghz": _NUMBER,
-                 "bound_cycles": _NUMBER, "verified": (bool, "boolean")}
+_WHOLE = (int, "whole number")
+_STRING = (str, "string")
+_FIELD_TYPES = {"topology": _STRING, "algorithm": _STRING, "nic": _STRING, "model": _STRING, "size_bytes": _WHOLE,
+                "num_nodes": _WHOLE, "nis_per_node": _WHOLE, "total_cycles": _NUMBER, "clock_ghz": _NUMBER,
+                "bound_cycles": _NUMBER, "verified": (bool, "boolean"), "step_end_cycles": _NUMBER,
+                "node_idle_fraction": _NUMBER, "link_utilisation_mean": _NUMBER, "link_utilisation_max": _NUMBER,
+                "seed": _WHOLE, "link_utilisation": _NUMBER, "extra": (dict, "JSON object")}
+_SEQUENCES = ("step_end_cycles", "node_idle_fraction", "link_utilisation")

@@ -113,8 +113,8 @@ def plan_route(topology: Topology, algorithm: str = "auto", *, dateline: bool = 
     """What :func:`route` would build, worked out before building anything: ``(algorithm,
     table width in links, VC classes)``. A :class:`ConfigError` for an unknown or unsuitable
     algorithm, and when the table (or shortest-path routing's router tables) would exceed
-    ``MAX_TABLE_BYTES``. The width is exact except for ``nca`` on BiGraph with one switch
-    per layer (4, the table is trimmed to 2)."""
+    ``MAX_TABLE_BYTES``. The width is exact except for a network of one endpoint (no paths:
+    the table is trimmed to width 1)."""
     if algorithm not in ALGORITHMS:
         raise ConfigError(f"routing algorithm {algorithm!r} is unknown; allowed: {', '.join(ALGORITHMS)}")
     if algorithm == "auto":
@@ -130,7 +130,10 @@ def plan_route(topology: Topology, algorithm: str = "auto", *, dateline: bool = 
             raise ConfigError(f"routing 'nca' needs a fat-tree, BiGraph or switch, not {topology.name}")
         # NI links plus up and down through the fat-tree's levels above the leaves (BiGraph: 2
         # switch hops; a single switch: none)
-        width = {"fattree": 2 * topology.params.get("levels", 1), "bigraph": 4}.get(topology.family, 2)
+        if topology.family == "bigraph":  # up to the other layer and back; one switch per layer: no switch hop
+            width = 4 if topology.params["m"] > 1 else 2
+        else:
+            width = 2 * topology.params.get("levels", 1) if topology.family == "fattree" else 2
         check_table_size(topology, width)
         return "nca", width, 1
     # every path has at least one router hop of table width: check that bound before the

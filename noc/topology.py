@@ -515,6 +515,9 @@ def _grid(
     dims = tuple(dims) if not isinstance(dims, int) else (dims,)
     if len(dims) == 0:
         raise SpecError(f"{family} needs at least one dimension")
+    if len(dims) > MAX_ROUTERS.bit_length():  # every dimension is >= 2: refuse before multiplying them out
+        raise TopologySizeError(f"{family} with {len(dims):,} dimensions is too large: at least 2**{len(dims):,} "
+                                f"routers (limit {MAX_ROUTERS:,})")
     for i, k in enumerate(dims):
         _check_int(f"{family} dimension {i} size", k, 2)
     c = _check_int("concentration c", concentration, 1)

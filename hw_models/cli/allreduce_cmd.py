@@ -125,7 +125,7 @@ def allreduce(
             check_size(schedules[a], nic_cfg, s)
     # the output files, before the runs: not after them
     topo_stem = t.name.replace(":", "_")
-    check_output_dir(out_dir, "--out" if out else f"{source}: run.out_dir =",
+    check_output_dir(out_dir, "--out" if out else f"{source}: run.out_dir = {cfg.run.out_dir!r}: its directory",
                      [f"{topo_stem}_{m}.{ext}" for m in models for ext in ("jsonl", "csv", "png")]
                      + ([f"{topo_stem}_calibration.csv"] if len(models) > 1 else []))
     stores = {m: ResultStore(out_dir / f"{topo_stem}_{m}.jsonl") for m in models}

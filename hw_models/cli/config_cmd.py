@@ -20,6 +20,11 @@ def show(
 
     from hw_models.config import load_experiment
 
+    from noc.topology import parse_spec
+
     cfg = load_experiment(file, preset)
     # TOML has no null: unset optional keys (router.flit_bytes) are left out, meaning their default
-    typer.echo(tomli_w.dumps(cfg.model_dump(mode="json", exclude_none=True)), nl=False)
+    data = cfg.model_dump(mode="json", exclude_none=True)
+    if cfg.network.nis_given is None:  # the spec's own count (its ':cN'), which the printed key must not contradict
+        data["network"]["nis_per_node"] = parse_spec(cfg.network.topology).nis_per_node
+    typer.echo(tomli_w.dumps(data), nl=False)

@@ -27,6 +27,8 @@ def _out_file(flag: str, raw: Optional[str], suffix: Optional[str] = None) -> Op
         return None
     if not raw.strip():
         raise HwModelsError(f"{flag}: empty file name")
+    if raw.endswith(("/", os.sep)):
+        raise HwModelsError(f"{flag} {raw}: names a directory; give a file name")
     path = Path(raw)
     if path.is_dir():
         raise HwModelsError(f"{flag} {raw}: is a directory; give a file name")

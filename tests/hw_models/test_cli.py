@@ -100,6 +100,7 @@ def test_describe_refuses_too_large_topologies_before_building_them():
         ("--json", "/proc/x", "cannot create a file in /proc"),
         ("--json", "adir", "is a directory"),
         ("--json", "", "empty file name"),
+        ("--json", "newdir/", "names a directory"),
         ("--json", "afile/t.json", "afile is not a directory"),
         ("--png", "/proc/x.png", "cannot create a file in /proc"),
         ("--png", "out.txt", "must end in .png"),
@@ -191,6 +192,21 @@ def test_config_errors_name_file_key_and_value(tmp_path, capsys, text, fragments
     assert "\n" not in line and str(f) in line
     for frag in fragments:
         assert frag in line
+
+
+def test_config_show_prints_a_config_that_loads_the_same(tmp_path, capsys):
+    from hw_models.config import load_experiment
+
+    f = tmp_path / "c.toml"
+    f.write_text('[network]\ntopology = "torus:4x4:c2"\n')
+    code, out, _ = run(["config", "show", str(f)], capsys)
+    assert code in (0, None) and "nis_per_node = 2" in out  # the spec's own count, not the key's default 1
+    shown = tmp_path / "shown.toml"
+    shown.write_text(out)
+    code, _, err = run(["allreduce", "--config", str(shown), "-a", "ring", "--sizes", "64KiB", "--out",
+                        str(tmp_path / "o")], capsys)
+    assert code in (0, None), err
+    assert load_experiment(shown).network.nis_per_node == 2
 
 
 def test_missing_config_file_and_unknown_preset(tmp_path, capsys):

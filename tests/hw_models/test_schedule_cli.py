@@ -329,7 +329,7 @@ def test_an_unusable_config_out_dir_is_named_as_the_configs(tmp_path, capsys):
     f = tmp_path / "c.toml"
     f.write_text(f'[run]\nout_dir = "{blocker}"\n[allreduce]\nalgorithms = ["ring"]\nsizes = "64KiB"\n')
     code, _, err = run(["allreduce", "--config", str(f)], capsys)
-    assert code == 2 and f"{f}: run.out_dir = {blocker}/allreduce: cannot make the output directory" in err
+    assert code == 2 and f"{f}: run.out_dir = '{blocker}': its directory {blocker}/allreduce: cannot make the output directory" in err
     assert "--out" not in err
     f.write_text('[run]\nout_dir = ""\n')
     code, _, err = run(["allreduce", "--config", str(f)], capsys)

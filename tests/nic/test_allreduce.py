@@ -294,3 +294,22 @@ def test_the_timed_replay_accepts_the_models_times_and_names_an_early_send():
     arrive[i] -= shift
     with pytest.raises(VerificationError, match=rf"transfer {i} .*sent before its children arrived"):
         verify(s, times=(start, arrive))
+
+
+@pytest.mark.parametrize("field,value", [
+    ("total_cycles", None), ("total_cycles", -1.0), ("clock_ghz", 0), ("link_utilisation_mean", "0.5"),
+    ("link_utilisation_max", None), ("seed", "x"), ("step_end_cycles", "ab"), ("node_idle_fraction", ["x"]),
+    ("verified", 1), ("size_bytes", 1.5),
+])
+def test_a_stored_result_with_a_damaged_field_is_refused_by_name(field, value):
+    import json
+
+    from nic.result import AllreduceResult
+
+    t = parse_spec("ring:4")
+    res = simulate_allreduce(t, build(t, "ring"), NicConfig(), None, 1 << 12)
+    assert AllreduceResult.from_json(res.to_json()) == res  # the round trip
+    d = json.loads(res.to_json())
+    d[field] = value
+    with pytest.raises((TypeError, ValueError), match=field):
+        AllreduceResult.from_json(json.dumps(d))
