@@ -137,6 +137,37 @@ def _assert_models_agree(t, s, nic, size=SIZE, net=NET):
     return flit
 
 
+# The main job's own runs (hw-models demo: torus:4x4:c4, 4 NIs, the CLI's default router of
+# 2 VCs x 8 flits, 32 KiB..64 MiB; docs/allreduce.md "The main job's own runs"). Up to 4 MiB
+# they run with the suite (about 15 s); 8-64 MiB are marked slow (about 10 minutes).
+DEMO_NET = FlitNetworkConfig()
+_DEMO_DBTREE_CO = ("one VC per class: bulk transfers wait for each other's VCs whole, and the model hands a VC "
+                   "over about 5 cycles late per handover, which decides some races the other way (+7.8 % at "
+                   "32 KiB, +5.0 % at 512 KiB, +4.9 % from 1 MiB)")
+_DEMO_DBTREE_BASE = ("the flit level itself does not scale smoothly with size (per-packet allocation races); the "
+                     "message model, which does, is -4.5 to +20.8 % off it")
+DEMO_MISSES = {
+    ("dbtree", "codesigned"): ({32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10}, _DEMO_DBTREE_CO),
+    ("dbtree", "baseline"): ({32 << 10, 64 << 10, 128 << 10, 512 << 10, 8 << 20, 32 << 20, 64 << 20}, _DEMO_DBTREE_BASE),
+    ("multitree", "baseline"): ({64 << 10}, "small-size start-order residual of the as-soon-as-ready NICs (+8.0 %)"),
+}
+DEMO_CASES = [
+    pytest.param(size, algorithm, design, id=f"{algorithm}-{design}-{_size_id(size)}", marks=[
+        *([pytest.mark.slow] if size > 4 << 20 else []),
+        *([pytest.mark.xfail(strict=True, raises=CalibrationMiss, reason=f"known residual > 5 %: "
+                             f"{DEMO_MISSES[algorithm, design][1]}")]
+          if size in DEMO_MISSES.get((algorithm, design), ((), ""))[0] else [])])
+    for size in [(32 << 10) << i for i in range(12)]
+    for algorithm in ("ring", "ring2d", "dbtree", "multitree") for design in ("codesigned", "baseline")
+]
+
+
+@pytest.mark.parametrize("size,algorithm,design", DEMO_CASES)
+def test_the_main_jobs_runs_agree_with_the_flit_level(size, algorithm, design):
+    t = parse_spec("torus:4x4:c4")
+    _assert_models_agree(t, build(t, algorithm), NicConfig(design=design), size, net=DEMO_NET)
+
+
 def test_single_transfer_times_are_exact():
     t = parse_spec("ring:4")
     s = Schedule.from_transfers("one", "ring:4", 4, 1, 1, [(0, 0, 1, 0, OP_REDUCE)])
