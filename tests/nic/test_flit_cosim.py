@@ -139,7 +139,7 @@ def _assert_models_agree(t, s, nic, size=SIZE, net=NET):
 
 # The main job's own runs (hw-models demo: torus:4x4:c4, 4 NIs, the CLI's default router of
 # 2 VCs x 8 flits, 32 KiB..64 MiB; docs/allreduce.md "The main job's own runs"). Up to 4 MiB
-# they run with the suite (about 15 s); 8-64 MiB are marked slow (about 10 minutes).
+# they run with the suite (about 15 s); 8-64 MiB are marked slow (about 4 minutes).
 DEMO_NET = FlitNetworkConfig()
 _DEMO_DBTREE_CO = ("one VC per class: bulk transfers wait for each other's VCs whole, and the model hands a VC "
                    "over about 5 cycles late per handover, which decides some races the other way (+7.8 % at "
