@@ -209,7 +209,7 @@ def sweep_load(topology: Topology, network: FlitNetworkConfig, traffic: TrafficC
         if load >= max_flits:
             break
     for _ in range(sw.refine_steps):
-        if good is None or bad is None or len(done) >= sw.max_points:
+        if bad is None or len(done) >= sw.max_points:
             break
         mid = round((good + bad) / 2, 6)
         if mid in done:
@@ -227,7 +227,7 @@ def sweep_load(topology: Topology, network: FlitNetworkConfig, traffic: TrafficC
         rows.append(r)
     return SweepResult(
         points=points, zero_load_latency_cycles=float(zero_load), zero_load_latency_analytic_cycles=analytic,
-        saturation_offered_flits=float(good) if good is not None and bad is not None else math.nan,
+        saturation_offered_flits=float(good) if bad is not None else math.nan,
         peak_accepted_flits=max(accepted) if accepted else math.nan, bound_flits=bound,
         first_saturated_flits=float(bad) if bad is not None else math.nan, rows=rows, max_offered_flits=max_flits,
     )

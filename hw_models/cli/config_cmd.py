@@ -19,7 +19,6 @@ def show(
     import tomli_w
 
     from hw_models.config import load_experiment
-
     from noc.topology import parse_spec
 
     cfg = load_experiment(file, preset)

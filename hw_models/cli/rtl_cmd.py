@@ -32,6 +32,15 @@ def _parse_list(text: str, name: str) -> list[int]:
     return list(dict.fromkeys(values))
 
 
+def _check_sim(sim: str) -> None:
+    """--sim names a supported simulator (checked before any build)."""
+    from hw_models.toolchain import SIMULATORS
+    from noc.errors import ConfigError
+
+    if sim not in SIMULATORS:
+        raise ConfigError(f"--sim = {sim!r} is not supported; choose one of {', '.join(SIMULATORS)}")
+
+
 def _topologies(specs: list[str]) -> dict[str, tuple]:
     """MultiTree node tables of each -t spec ('none' skipped, duplicates once): a bad spec fails here, early."""
     from hw_models.rtl.stimulus import multitree_node_tables
@@ -81,13 +90,11 @@ def regress(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from hw_models.rtl.regress import random_episodes, regress as run
-    from hw_models.store import check_output_dir
     from hw_models.rtl.stimulus import params_for_tables, table_episodes
-    from hw_models.toolchain import SIMULATORS
+    from hw_models.store import check_output_dir
     from noc.errors import ConfigError
 
-    if sim not in SIMULATORS:
-        raise ConfigError(f"--sim = {sim!r} is not supported; choose one of {', '.join(SIMULATORS)}")
+    _check_sim(sim)
     topos = _topologies(topology)
     if not seeds and not topos:
         raise ConfigError("nothing to compare: --seeds 0 and no topology (-t none); give --seeds N >= 1 "
@@ -146,11 +153,8 @@ def replay(
     """Replay a reproducer's input trace on RTL and model, comparing every cycle again."""
     from hw_models.rtl.regress import load_reproducer, replay as run
     from hw_models.store import check_output_dir
-    from hw_models.toolchain import SIMULATORS
-    from noc.errors import ConfigError
 
-    if sim not in SIMULATORS:
-        raise ConfigError(f"--sim = {sim!r} is not supported; choose one of {', '.join(SIMULATORS)}")
+    _check_sim(sim)
     load_reproducer(reproducer)  # a file that cannot be replayed fails here, before the build
     check_output_dir(out, "--out")
     r = run(sim, reproducer, out_dir=out, waves=waves or None)
