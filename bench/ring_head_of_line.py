@@ -6,9 +6,10 @@ Four flows on row 0 of ``torus:4x4:c2``, all started in cycle 0, per-packet (17-
 packets, the baseline NIC's 256 B): NI 2x of router x sends to NI 2x+4 (mod 8) of router
 x+2, two hops in +x (the DOR tie at k/2, which ``noc.routing`` sends +). Each ring link
 carries one flow that continues at the next router and one that ejects there; max-min
-fairness gives every flow 0.5 flits/cycle, and so does the message model. The script
-prints what the flit level gives each flow (flits/cycle between the 1/8 and the 1/2 mark
-of its packets' ejections) and the ring links' load.
+fairness gives every flow 0.5 flits/cycle, the message model's head-of-line rule 0.375
+(message MODEL_VERSION 8: each ring input at 0.75 of its link, docs/allreduce.md). The
+script prints what the flit level gives each flow (flits/cycle between the 1/8 and the 1/2
+mark of its packets' ejections) and the ring links' load.
 
 ``--mirror`` adds the same exchange the other way round from every router's second NI
 (NI 2x+1 to NI 2x+5, two hops in -x, VC classes by the same dateline rule): the route

@@ -34,7 +34,8 @@ import numpy as np
 from pydantic import Field
 
 from nic.collectives import Schedule, ScheduleError, bounds, verify
-from nic.message_sim import POLICY_BASELINE, POLICY_CODESIGNED, TransferTimes, Wormhole, simulate_transfers
+from nic.message_sim import (HEAD_OF_LINE_LIMIT, POLICY_BASELINE, POLICY_CODESIGNED, TransferTimes, Wormhole,
+                             simulate_transfers)
 from nic.result import AllreduceResult
 from nic.scheduler import OP_GATHER, OP_REDUCE
 from noc.config import StrictModel
@@ -266,7 +267,9 @@ def message_flow_control(topology: Topology, routes: RouteTable, prep: Prepared,
     tail of the previous one left, so the packets of a class move ``L`` flits in
     ``L + rc + va`` cycles on every link: the NI injects at that rate, and all transfers
     whose packets use a link in the same class share that rate, while a link carrying two
-    classes is busy in one class's allocation bubble with the other's flits.
+    classes is busy in one class's allocation bubble with the other's flits. With several
+    VCs per class, a router input holds packets for more than one output, and the
+    wormhole's head-of-line rule applies (:data:`nic.message_sim.HEAD_OF_LINE_LIMIT`).
     """
     links = routes.links[prep.src_ep, prep.dst_ep].astype(np.int64)
     ni_bw = topology.link_bytes_per_cycle[links[:, 0]].astype(np.float64)
@@ -298,7 +301,10 @@ def message_flow_control(topology: Topology, routes: RouteTable, prep: Prepared,
     wormhole = Wormhole(
         vc_class=routes.vc_class[prep.src_ep, prep.dst_ep].astype(np.int64), head_latency_cycles=head_lat,
         in_port=in_port, num_vc_classes=int(routes.num_vc_classes), vcs_per_class=vcs, hold_vcs=nic.bulk,
-        hop_buffer_bytes=float(per_hop_vcs * int(network.vc_depth_flits) * nic.flit_bytes))
+        hop_buffer_bytes=float(per_hop_vcs * int(network.vc_depth_flits) * nic.flit_bytes),
+        # per-packet flows with several VCs per class queue packets for two outputs in one input port
+        # (with one, the per-class VC re-allocation rule above applies instead)
+        head_of_line_limit=HEAD_OF_LINE_LIMIT if not nic.bulk and vcs > 1 else 0.0)
     return wormhole, ni_bw, shared
 
 

@@ -46,6 +46,21 @@ message level (docs/allreduce.md, "Calibration"):
   not ``hop_buffer_bytes`` per hop each. The NI's own injection hop is the flow's alone (the
   one-queue rule above covers the NI's next transfer).
 
+* **Head-of-line blocking** (``head_of_line_limit``: per-packet flows with several VCs per
+  class). A router input port sends one flit per cycle, whichever VC it comes from. A port
+  whose packets go two ways, some ejecting at this router and some continuing into an
+  output that is saturated and also carries a flow from this router's own NI (a
+  competitor that is never idle), is served like an input of a 2×2 switch with FIFO inputs
+  under saturation: a packet waiting for the busy output blocks the one behind it that
+  could eject. Where the continuing flow enters such a port again at the next router (the
+  ports form, or lead into, a loop), the port carries at most ``head_of_line_limit`` of
+  its link (:data:`HEAD_OF_LINE_LIMIT`, 0.75: the saturation throughput of a 2×2
+  input-queued switch, Karol, Hluchyj and Morgan 1987); on an open chain the last port
+  drains and nothing is lost. Each input port a flow enters a router by and leaves it
+  again is a rate resource at the link's capacity; after the max-min pass the ports that
+  qualify with at least that load get the lower capacity, and the rates are shared out
+  again.
+
 Rates are max-min fair over the links of the routes and, given ``shared_resources``, over
 further capacities a transfer shares with others: ``nic.allreduce`` uses one per (link,
 VC class) when per-packet flows have one VC per class, whose re-allocation after every
@@ -74,7 +89,13 @@ POLICY_CODESIGNED = 1
 # 5: a bulk transfer queues behind its NI's draining previous one only with one VC per class.
 # 6: wire bytes are whole flits per packet (a payload that is not a multiple of flit_bytes is padded).
 # 7: per-packet flows share each hop's buffer equally with the other flows held back beyond it.
-MODEL_VERSION = 7
+# 8: head-of-line blocking caps router input ports in loops of ports that eject one flow and pass one on.
+MODEL_VERSION = 8
+
+# The saturation throughput of a 2x2 switch with FIFO input queues and uniform traffic
+# (Karol, Hluchyj, Morgan, "Input versus output queueing on a space-division packet
+# switch", IEEE Trans. Commun. 35(12), 1987: 0.75 for N = 2, 2 - sqrt(2) as N grows).
+HEAD_OF_LINE_LIMIT = 0.75
 
 # transfer states
 _WAITING, _QUEUED, _HEAD, _SENDING, _DRAINING, _IN_FLIGHT, _ARRIVED = 0, 1, 2, 3, 4, 5, 6
@@ -105,6 +126,7 @@ class Wormhole:
     vcs_per_class: int
     hold_vcs: bool  # one packet per transfer: it holds a VC per hop from its head to its tail
     hop_buffer_bytes: float  # buffer at the end of each hop a flow can fill (per-packet flows share it)
+    head_of_line_limit: float = 0.0  # share of its link a head-of-line blocked input carries (0: no such rule)
 
 
 def simulate_transfers(
@@ -163,6 +185,14 @@ def simulate_transfers(
     rate_links, rate_len, rate_cap = _rate_resources(links, path_len.astype(np.int64),
                                                      link_bytes_per_cycle.astype(np.float64), shared_resources,
                                                      shared_capacity)
+    if not 0.0 <= w.head_of_line_limit <= 1.0:
+        raise ValueError(f"head_of_line_limit must be a share of a link in [0, 1], got {w.head_of_line_limit}")
+    hol = float(w.head_of_line_limit) if not w.hold_vcs else 0.0  # bulk transfers have one packet: no line
+    if hol > 0.0:
+        rate_links, rate_len, rate_cap, in_res = _input_resources(
+            links, path_len.astype(np.int64), rate_links, rate_len, rate_cap, link_bytes_per_cycle.astype(np.float64))
+    else:
+        in_res = np.full(links.shape, -1, dtype=np.int64)
     _run(
         src_node.astype(np.int64), step.astype(np.int64), wire_bytes.astype(np.float64),
         dep_ptr.astype(np.int64), rdep_ptr, rdep_idx, links, path_len.astype(np.int64),
@@ -170,7 +200,7 @@ def simulate_transfers(
         int(num_nodes), int(nis_per_node), int(policy), float(issue_delay_cycles), float(step_advance_cycles),
         w.vc_class.astype(np.int64), w.head_latency_cycles.astype(np.float64), w.in_port.astype(np.int64),
         int(w.num_vc_classes), int(w.vcs_per_class), bool(w.hold_vcs and w.vcs_per_class > 0),
-        float(w.hop_buffer_bytes), rate_links, rate_len, rate_cap, start, sent, arrive, not_before,
+        float(w.hop_buffer_bytes), rate_links, rate_len, rate_cap, start, sent, arrive, not_before, in_res, hol,
     )
     if not np.isfinite(arrive).all():
         bad = int(np.nonzero(~np.isfinite(arrive))[0][0])
@@ -221,6 +251,74 @@ def _rate_resources(links, path_len, link_cap, extra, extra_cap):
         rate_links[i, : path_len[i]] = links[i, : path_len[i]]
         rate_links[i, path_len[i] : rate_len[i]] = extra[i][extra[i] >= 0] + link_cap.shape[0]
     return rate_links, rate_len, np.concatenate([link_cap, np.asarray(extra_cap, dtype=np.float64)])
+
+
+def _input_resources(links, path_len, rate_links, rate_len, rate_cap, link_cap):
+    """Add a rate resource per router input port transfers pass through: the link of each
+    hop ``1 .. len - 2`` (it enters a router by it and leaves again), all VC classes
+    together (the port sends one flit per cycle whichever VC it comes from), at the link's
+    capacity, which the link itself already bounds until the head-of-line rule lowers it.
+    Returns the new resources and, per transfer and hop, its input's resource (-1: none)."""
+    hop = np.arange(links.shape[1])
+    inner = (hop[None, :] >= 1) & (hop[None, :] < path_len[:, None] - 1)
+    used, dense = np.unique(links[inner], return_inverse=True)
+    in_res = np.full(links.shape, -1, dtype=np.int64)
+    in_res[inner] = dense.reshape(-1) + rate_cap.shape[0]
+    new_len = rate_len + inner.sum(axis=1)
+    new_links = np.full((links.shape[0], max(int(new_len.max(initial=0)), rate_links.shape[1])), -1, dtype=np.int64)
+    new_links[:, : rate_links.shape[1]] = rate_links
+    for i in range(links.shape[0]):
+        new_links[i, rate_len[i] : new_len[i]] = in_res[i, inner[i]]
+    return new_links, new_len, np.concatenate([rate_cap, link_cap[used]]), in_res
+
+
+@njit(cache=True)
+def _head_of_line_caps(active, na, rates, path_links, path_len, link_cap, in_res, rate_cap, limit, load, injected,
+                       in_load, blocked, keep, cap_eff):
+    """Lower to ``limit`` of its link the capacity (``cap_eff``) of every head-of-line
+    blocked router input: it carries at least that share of its link, a flow ejects at
+    this router, and a flow goes on into an output that is saturated, also carries a flow
+    injected by this router's NI, and leads into another such input (so the inputs form,
+    or lead into, a loop). Returns True when some input was lowered. The other arguments
+    are scratch arrays."""
+    load[:] = 0.0
+    injected[:] = False
+    in_load[:] = 0.0
+    blocked[:] = False
+    for k in range(na):
+        i = active[k]
+        n = path_len[i]
+        for h in range(n):
+            load[path_links[i, h]] += rates[i]
+        if n > 2:
+            injected[path_links[i, 1]] = True  # leaves the router of its own NI
+            blocked[in_res[i, n - 2]] = True  # an input with a flow ejecting next
+        for h in range(1, n - 1):
+            in_load[in_res[i, h]] += rates[i]
+    for r in range(rate_cap.shape[0]):
+        blocked[r] = blocked[r] and in_load[r] >= limit * rate_cap[r] * (1.0 - 1e-9)
+    # an input stays blocked while one of its flows goes on through a contended output into
+    # an input that stays blocked: on an open chain the last input drains and nothing is lost
+    changed = True
+    while changed:
+        keep[:] = False
+        for k in range(na):
+            i = active[k]
+            for h in range(1, path_len[i] - 2):
+                out = path_links[i, h + 1]
+                if blocked[in_res[i, h]] and blocked[in_res[i, h + 1]] and injected[out] and (
+                        load[out] >= link_cap[out] * (1.0 - 1e-9)):
+                    keep[in_res[i, h]] = True
+        changed = False
+        for r in range(rate_cap.shape[0]):
+            if blocked[r] and not keep[r]:
+                blocked[r] = False
+                changed = True
+    lowered = False
+    for r in range(rate_cap.shape[0]):
+        cap_eff[r] = limit * rate_cap[r] if blocked[r] else rate_cap[r]
+        lowered = lowered or blocked[r]
+    return lowered
 
 
 @njit(cache=True)
@@ -299,7 +397,7 @@ def _buffered_beyond(hshare, p, c, bn):
 @njit(cache=True)
 def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, path_len, path_lat, link_cap,
          num_nodes, nis, policy, issue_delay, step_advance, path_cls, head_lat, in_port, n_cls, vcs_per_class, hold,
-         hop_buf, rate_links, rate_len, rate_cap, start, sent, arrive, not_before):
+         hop_buf, rate_links, rate_len, rate_cap, start, sent, arrive, not_before, in_res, hol):
     t_count = src_node.shape[0]
     n_links = link_cap.shape[0]
     status = np.zeros(t_count, dtype=np.int64)
@@ -326,6 +424,12 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
     users = np.empty(rate_cap.shape[0], dtype=np.int64)
     load = np.zeros(n_links)
     max_rate = np.zeros(n_links)
+    # head-of-line rule: scratch per link and per rate resource, and the lowered capacities
+    injected = np.zeros(n_links, dtype=np.bool_)
+    in_load = np.zeros(rate_cap.shape[0])
+    blocked = np.zeros(rate_cap.shape[0], dtype=np.bool_)
+    keep = np.zeros(rate_cap.shape[0], dtype=np.bool_)
+    cap_eff = rate_cap.copy()
     # wormhole: free VCs per (link, class), heads waiting for one, VC allocators' round-robin pointers
     vc_free = np.full(n_links * n_cls, vcs_per_class, dtype=np.int64)
     head_hop = np.zeros(t_count, dtype=np.int64)
@@ -468,6 +572,9 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
         if rates_dirty:
             na = n_active[0]
             max_min_rates(active[:na], priority, rate_links, rate_len, rate_cap, rates, cap_left, users)
+            if hol > 0.0 and _head_of_line_caps(active, na, rates, path_links, path_len, link_cap, in_res, rate_cap,
+                                                hol, load, injected, in_load, blocked, keep, cap_eff):
+                max_min_rates(active[:na], priority, rate_links, rate_len, cap_eff, rates, cap_left, users)
             rates_dirty = False
             if hop_buf > 0.0:
                 _bottlenecks(active, na, rates, path_links, path_len, link_cap, load, max_rate, bneck)

@@ -262,3 +262,69 @@ def test_packets_of_one_class_share_its_single_vcs_allocation_cycles(pairs, shar
     s = Schedule.from_transfers("t", t.name, 16, 1, 2, [(st, a, b, k, OP_REDUCE) for k, (st, a, b) in enumerate(pairs)])
     flit = run_flit(t, s, prepare(t, s, nic, 2 * 65536), nic, net)
     assert flit.arrive_cycles.tolist() == pytest.approx(want, rel=0.003)
+
+
+def _flit_run(pairs, nic, network, size):
+    """The same transfers at flit level."""
+    from nic.allreduce import prepare
+    from nic.collectives import Schedule
+    from nic.flit_cosim import run_flit
+    from nic.scheduler import OP_REDUCE
+    from noc.topology import parse_spec
+
+    t = parse_spec("torus:4x4")
+    s = Schedule.from_transfers("t", t.name, 16, 1, len(pairs), [(st, a, b, k, OP_REDUCE) for k, (st, a, b) in enumerate(pairs)])
+    return run_flit(t, s, prepare(t, s, nic, size), nic, network)
+
+
+RING_EXCHANGE = [(0, 0, 2), (0, 1, 3), (0, 2, 0), (0, 3, 1)]  # distance 2 around routers 16..19, all +x
+
+
+def test_inputs_head_of_line_blocked_around_a_loop_carry_three_quarters_of_their_link():
+    from nic.allreduce import NicConfig
+    from nic.message_sim import HEAD_OF_LINE_LIMIT
+    from noc.flit import FlitNetworkConfig
+
+    # every router input of the ring holds a flow that ejects there and one that goes on to
+    # an output shared with the router's own NI's flow, and that one's next input is the
+    # same again: each input carries 0.75 of its link (Karol et al.'s 2x2 switch), so each
+    # flow gets 0.375 of a link (6 B/cycle) where max-min alone gives it 0.5
+    net, nic = FlitNetworkConfig(num_vcs=4, vc_depth_flits=32), NicConfig(design="baseline")
+    size = 4 * 256 * 1024
+    prep, r = _wormhole_run(RING_EXCHANGE, nic, net, size)
+    w = prep.wire_bytes[0]
+    assert HEAD_OF_LINE_LIMIT == 0.75
+    want = [w / (16 * 0.75 / 2) + _torus_latency(a, b, net) for _, a, b in RING_EXCHANGE]
+    assert r.arrive_cycles.tolist() == pytest.approx(want)
+    # the flit level delivers 0.38-0.49 flits/cycle per flow (bench/ring_head_of_line.py):
+    # its last flow arrives within 5 % of the model's (max-min alone would be 25 % early)
+    flit = _flit_run(RING_EXCHANGE, nic, net, size)
+    assert r.total_cycles == pytest.approx(flit.arrive_cycles.max(), rel=0.05)
+    # bulk transfers are one packet each: no line forms behind a head, no cap
+    _, bulk = _wormhole_run(RING_EXCHANGE, NicConfig(design="baseline", flow_control="bulk"), net, size)
+    assert bulk.total_cycles < 0.8 * r.total_cycles
+
+
+def test_an_open_chain_of_such_inputs_loses_nothing():
+    from nic.allreduce import NicConfig
+    from noc.flit import FlitNetworkConfig
+
+    # without 3->1 the input of router 16 carries 2->0 only, which ejects: the chain is open,
+    # the last input drains, and the flit level gives every flow 0.5 flits/cycle as max-min does
+    pairs = RING_EXCHANGE[:3]
+    net, nic = FlitNetworkConfig(num_vcs=4, vc_depth_flits=32), NicConfig(design="baseline")
+    size = 3 * 256 * 1024
+    prep, r = _wormhole_run(pairs, nic, net, size)
+    w = prep.wire_bytes[0]
+    assert r.arrive_cycles.tolist() == pytest.approx([w / 8 + _torus_latency(a, b, net) for _, a, b in pairs])
+    flit = _flit_run(pairs, nic, net, size)
+    assert flit.arrive_cycles.tolist() == pytest.approx(r.arrive_cycles.tolist(), rel=0.01)
+
+
+def test_a_head_of_line_limit_outside_0_1_is_named():
+    from nic.message_sim import Wormhole
+
+    shape = (1, 3)
+    w = Wormhole(np.zeros(shape, np.int64), np.zeros(shape), np.full(shape, -1, np.int64), 1, 2, False, 0.0, 1.5)
+    with pytest.raises(ValueError, match="head_of_line_limit must be a share of a link in \\[0, 1\\], got 1.5"):
+        run([(0, 2)], [0], [[]], POLICY_BASELINE, wormhole=w)
