@@ -267,9 +267,9 @@ def message_flow_control(topology: Topology, routes: RouteTable, prep: Prepared,
     tail of the previous one left, so the packets of a class move ``L`` flits in
     ``L + rc + va`` cycles on every link: the NI injects at that rate, and all transfers
     whose packets use a link in the same class share that rate, while a link carrying two
-    classes is busy in one class's allocation bubble with the other's flits. With several
-    VCs per class, a router input holds packets for more than one output, and the
-    wormhole's head-of-line rule applies (:data:`nic.message_sim.HEAD_OF_LINE_LIMIT`).
+    classes is busy in one class's allocation bubble with the other's flits. Per-packet
+    flows also get the wormhole's head-of-line rule (:data:`nic.message_sim.HEAD_OF_LINE_LIMIT`):
+    a router input port holds packets for more than one output.
     """
     links = routes.links[prep.src_ep, prep.dst_ep].astype(np.int64)
     ni_bw = topology.link_bytes_per_cycle[links[:, 0]].astype(np.float64)
@@ -280,8 +280,8 @@ def message_flow_control(topology: Topology, routes: RouteTable, prep: Prepared,
     vcs = int(network.num_vcs) // classes
     packet_flits = 1 + -(-nic.packet_bytes // nic.flit_bytes)
     shared = None
+    bubble = int(network.routing_delay_cycles) + int(network.vc_alloc_delay_cycles)
     if not nic.bulk and vcs == 1:
-        bubble = int(network.routing_delay_cycles) + int(network.vc_alloc_delay_cycles)
         ni_bw = ni_bw * packet_flits / (packet_flits + bubble)
         # one resource per (link, VC class) after the injection hop, at the bubbled rate
         cls = routes.vc_class[prep.src_ep, prep.dst_ep].astype(np.int64)
@@ -302,9 +302,10 @@ def message_flow_control(topology: Topology, routes: RouteTable, prep: Prepared,
         vc_class=routes.vc_class[prep.src_ep, prep.dst_ep].astype(np.int64), head_latency_cycles=head_lat,
         in_port=in_port, num_vc_classes=int(routes.num_vc_classes), vcs_per_class=vcs, hold_vcs=nic.bulk,
         hop_buffer_bytes=float(per_hop_vcs * int(network.vc_depth_flits) * nic.flit_bytes),
-        # per-packet flows with several VCs per class queue packets for two outputs in one input port
-        # (with one, the per-class VC re-allocation rule above applies instead)
-        head_of_line_limit=HEAD_OF_LINE_LIMIT if not nic.bulk and vcs > 1 else 0.0)
+        # per-packet flows queue packets for two outputs in one input port
+        head_of_line_limit=0.0 if nic.bulk else HEAD_OF_LINE_LIMIT,
+        # with one VC per class, packets fill a link of one class at the re-allocation rate above
+        saturated_share=packet_flits / (packet_flits + bubble) if not nic.bulk and vcs == 1 else 1.0)
     return wormhole, ni_bw, shared
 
 

@@ -45,11 +45,11 @@ message level (docs/allreduce.md, "Calibration"):
   buffers their routes share in front of it (``hop_buffer_bytes`` divided by their number),
   not ``hop_buffer_bytes`` per hop each. The NI's own injection hop is the flow's alone (the
   one-queue rule above covers the NI's next transfer).
-
-* **Head-of-line blocking** (``head_of_line_limit``: per-packet flows with several VCs per
-  class). A router input port sends one flit per cycle, whichever VC it comes from. A port
-  whose packets go two ways, some ejecting at this router and some continuing into an
-  output that is saturated and also carries a flow from this router's own NI (a
+* **Head-of-line blocking** (``head_of_line_limit``: per-packet flows). A router input
+  port sends one flit per cycle, whichever VC it comes from. A port whose packets go two
+  ways, some ejecting at this router and some continuing into an output that is saturated
+  (loaded to ``saturated_share`` of its link: 1, or with one VC per class the rate its
+  re-allocation leaves) and also carries a flow from this router's own NI (a
   competitor that is never idle), is served like an input of a 2×2 switch with FIFO inputs
   under saturation: a packet waiting for the busy output blocks the one behind it that
   could eject. Where the continuing flow enters such a port again at the next router (the
@@ -127,6 +127,7 @@ class Wormhole:
     hold_vcs: bool  # one packet per transfer: it holds a VC per hop from its head to its tail
     hop_buffer_bytes: float  # buffer at the end of each hop a flow can fill (per-packet flows share it)
     head_of_line_limit: float = 0.0  # share of its link a head-of-line blocked input carries (0: no such rule)
+    saturated_share: float = 1.0  # load share at which a link counts as saturated (below 1: a VC per class)
 
 
 def simulate_transfers(
@@ -185,8 +186,9 @@ def simulate_transfers(
     rate_links, rate_len, rate_cap = _rate_resources(links, path_len.astype(np.int64),
                                                      link_bytes_per_cycle.astype(np.float64), shared_resources,
                                                      shared_capacity)
-    if not 0.0 <= w.head_of_line_limit <= 1.0:
-        raise ValueError(f"head_of_line_limit must be a share of a link in [0, 1], got {w.head_of_line_limit}")
+    for name in ("head_of_line_limit", "saturated_share"):
+        if not 0.0 <= getattr(w, name) <= 1.0:
+            raise ValueError(f"{name} must be a share of a link in [0, 1], got {getattr(w, name)}")
     hol = float(w.head_of_line_limit) if not w.hold_vcs else 0.0  # bulk transfers have one packet: no line
     if hol > 0.0:
         rate_links, rate_len, rate_cap, in_res = _input_resources(
@@ -201,6 +203,7 @@ def simulate_transfers(
         w.vc_class.astype(np.int64), w.head_latency_cycles.astype(np.float64), w.in_port.astype(np.int64),
         int(w.num_vc_classes), int(w.vcs_per_class), bool(w.hold_vcs and w.vcs_per_class > 0),
         float(w.hop_buffer_bytes), rate_links, rate_len, rate_cap, start, sent, arrive, not_before, in_res, hol,
+        float(w.saturated_share),
     )
     if not np.isfinite(arrive).all():
         bad = int(np.nonzero(~np.isfinite(arrive))[0][0])
@@ -273,14 +276,15 @@ def _input_resources(links, path_len, rate_links, rate_len, rate_cap, link_cap):
 
 
 @njit(cache=True)
-def _head_of_line_caps(active, na, rates, path_links, path_len, link_cap, in_res, rate_cap, limit, load, injected,
-                       in_load, blocked, keep, cap_eff):
+def _head_of_line_caps(active, na, rates, path_links, path_len, link_cap, saturated, in_res, rate_cap, limit, load,
+                       injected, in_load, blocked, keep, cap_eff):
     """Lower to ``limit`` of its link the capacity (``cap_eff``) of every head-of-line
     blocked router input: it carries at least that share of its link, a flow ejects at
     this router, and a flow goes on into an output that is saturated, also carries a flow
     injected by this router's NI, and leads into another such input (so the inputs form,
-    or lead into, a loop). Returns True when some input was lowered. The other arguments
-    are scratch arrays."""
+    or lead into, a loop). An output is saturated when its flows fill ``saturated`` of the
+    link. Returns True when some input was lowered. The other arguments are scratch
+    arrays."""
     load[:] = 0.0
     injected[:] = False
     in_load[:] = 0.0
@@ -307,7 +311,7 @@ def _head_of_line_caps(active, na, rates, path_links, path_len, link_cap, in_res
             for h in range(1, path_len[i] - 2):
                 out = path_links[i, h + 1]
                 if blocked[in_res[i, h]] and blocked[in_res[i, h + 1]] and injected[out] and (
-                        load[out] >= link_cap[out] * (1.0 - 1e-9)):
+                        load[out] >= saturated * link_cap[out] * (1.0 - 1e-9)):
                     keep[in_res[i, h]] = True
         changed = False
         for r in range(rate_cap.shape[0]):
@@ -397,7 +401,7 @@ def _buffered_beyond(hshare, p, c, bn):
 @njit(cache=True)
 def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, path_len, path_lat, link_cap,
          num_nodes, nis, policy, issue_delay, step_advance, path_cls, head_lat, in_port, n_cls, vcs_per_class, hold,
-         hop_buf, rate_links, rate_len, rate_cap, start, sent, arrive, not_before, in_res, hol):
+         hop_buf, rate_links, rate_len, rate_cap, start, sent, arrive, not_before, in_res, hol, saturated):
     t_count = src_node.shape[0]
     n_links = link_cap.shape[0]
     status = np.zeros(t_count, dtype=np.int64)
@@ -572,8 +576,8 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
         if rates_dirty:
             na = n_active[0]
             max_min_rates(active[:na], priority, rate_links, rate_len, rate_cap, rates, cap_left, users)
-            if hol > 0.0 and _head_of_line_caps(active, na, rates, path_links, path_len, link_cap, in_res, rate_cap,
-                                                hol, load, injected, in_load, blocked, keep, cap_eff):
+            if hol > 0.0 and _head_of_line_caps(active, na, rates, path_links, path_len, link_cap, saturated, in_res,
+                                                rate_cap, hol, load, injected, in_load, blocked, keep, cap_eff):
                 max_min_rates(active[:na], priority, rate_links, rate_len, cap_eff, rates, cap_left, users)
             rates_dirty = False
             if hop_buf > 0.0:
