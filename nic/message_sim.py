@@ -189,7 +189,10 @@ def simulate_transfers(
     for name in ("head_of_line_limit", "saturated_share"):
         if not 0.0 <= getattr(w, name) <= 1.0:
             raise ValueError(f"{name} must be a share of a link in [0, 1], got {getattr(w, name)}")
-    hol = float(w.head_of_line_limit) if not w.hold_vcs else 0.0  # bulk transfers have one packet: no line
+    if w.hold_vcs and w.head_of_line_limit > 0.0:
+        raise ValueError("head_of_line_limit is for per-packet flows: with hold_vcs every transfer is one packet, "
+                         "and no packet waits behind another in a VC; give 0")
+    hol = float(w.head_of_line_limit)
     if hol > 0.0:
         rate_links, rate_len, rate_cap, in_res = _input_resources(
             links, path_len.astype(np.int64), rate_links, rate_len, rate_cap, link_bytes_per_cycle.astype(np.float64))

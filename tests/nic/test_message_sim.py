@@ -133,18 +133,34 @@ def test_a_dependency_cycle_is_reported():
 # ---- the wormhole mechanisms (nic.allreduce.message_flow_control), on a 4x4 torus row:
 # routers 16..19 in a ring, DOR with dateline VC classes, 16 B/cycle links
 
-def _wormhole_run(pairs, nic, network, size):
-    """(step, src, dst) transfers, one flow each, timed by the message model (unverified schedule)."""
-    from nic.allreduce import prepare, run_message
+def _transfers(pairs):
+    """The torus and an (unverified) schedule of (step, src, dst) transfers, one flow each."""
     from nic.collectives import Schedule
     from nic.scheduler import OP_REDUCE
     from noc.topology import parse_spec
 
     t = parse_spec("torus:4x4")
-    s = Schedule.from_transfers("t", t.name, 16, 1, len(pairs), [(st, a, b, k, OP_REDUCE) for k, (st, a, b) in enumerate(pairs)])
+    return t, Schedule.from_transfers("t", t.name, 16, 1, len(pairs),
+                                      [(st, a, b, k, OP_REDUCE) for k, (st, a, b) in enumerate(pairs)])
+
+
+def _wormhole_run(pairs, nic, network, size):
+    """The transfers timed by the message model."""
+    from nic.allreduce import prepare, run_message
+
+    t, s = _transfers(pairs)
     prep = prepare(t, s, nic, size)
     times, _ = run_message(t, prep, nic, network)
     return prep, times
+
+
+def _flit_run(pairs, nic, network, size):
+    """The same transfers at flit level."""
+    from nic.allreduce import prepare
+    from nic.flit_cosim import run_flit
+
+    t, s = _transfers(pairs)
+    return run_flit(t, s, prepare(t, s, nic, size), nic, network)
 
 
 def _torus_latency(src, dst, network):
@@ -203,12 +219,8 @@ def test_the_next_transfer_of_an_ni_queues_behind_the_tail_of_the_previous_one()
 
 
 def test_a_bulk_transfer_passes_its_nis_draining_predecessor_in_another_vc():
-    from nic.allreduce import NicConfig, prepare
-    from nic.collectives import Schedule
-    from nic.flit_cosim import run_flit
-    from nic.scheduler import OP_REDUCE
+    from nic.allreduce import NicConfig
     from noc.flit import FlitNetworkConfig
-    from noc.topology import parse_spec
 
     # as above, but one packet per transfer: 0->2 holds one VC per hop while it drains, and
     # with two VCs per class 0->1 takes the other one instead of queueing behind its tail
@@ -219,9 +231,7 @@ def test_a_bulk_transfer_passes_its_nis_draining_predecessor_in_another_vc():
     assert r.start_cycles[2] == pytest.approx(r.sent_cycles[0])
     queued = w[0] / 8 + w[2] / 16 + _torus_latency(0, 1, net)  # behind the tail, as a packet stream would be
     assert r.arrive_cycles[2] < queued - 50
-    t = parse_spec("torus:4x4")
-    s = Schedule.from_transfers("t", t.name, 16, 1, 3, [(st, a, b, k, OP_REDUCE) for k, (st, a, b) in enumerate(pairs)])
-    flit = run_flit(t, s, prepare(t, s, nic, 3 * 16384), nic, net)
+    flit = _flit_run(pairs, nic, net, 3 * 16384)
     assert r.arrive_cycles.tolist() == pytest.approx(flit.arrive_cycles.tolist(), rel=0.005)
 
 
@@ -241,12 +251,8 @@ def test_packets_on_a_single_vc_per_class_lose_the_allocation_cycle_each():
     ([(0, 3, 1), (0, 0, 2)], False),  # share only 16>17, in classes 1 and 0
 ])
 def test_packets_of_one_class_share_its_single_vcs_allocation_cycles(pairs, shared_class):
-    from nic.allreduce import NicConfig, prepare
-    from nic.collectives import Schedule
-    from nic.flit_cosim import run_flit
-    from nic.scheduler import OP_REDUCE
+    from nic.allreduce import NicConfig
     from noc.flit import FlitNetworkConfig
-    from noc.topology import parse_spec
 
     # with one VC per class every packet re-allocates its class's VC on every link, so the
     # packets of one class move 17 flits in 18 cycles per link whichever flows they belong
@@ -258,23 +264,8 @@ def test_packets_of_one_class_share_its_single_vcs_allocation_cycles(pairs, shar
     want = [w / rate + _torus_latency(a, b, net) for a, b in zip(prep.src_node, prep.dst_node)]
     assert r.arrive_cycles.tolist() == pytest.approx(want)
     # and the flit level agrees within 0.3 %
-    t = parse_spec("torus:4x4")
-    s = Schedule.from_transfers("t", t.name, 16, 1, 2, [(st, a, b, k, OP_REDUCE) for k, (st, a, b) in enumerate(pairs)])
-    flit = run_flit(t, s, prepare(t, s, nic, 2 * 65536), nic, net)
+    flit = _flit_run(pairs, nic, net, 2 * 65536)
     assert flit.arrive_cycles.tolist() == pytest.approx(want, rel=0.003)
-
-
-def _flit_run(pairs, nic, network, size):
-    """The same transfers at flit level."""
-    from nic.allreduce import prepare
-    from nic.collectives import Schedule
-    from nic.flit_cosim import run_flit
-    from nic.scheduler import OP_REDUCE
-    from noc.topology import parse_spec
-
-    t = parse_spec("torus:4x4")
-    s = Schedule.from_transfers("t", t.name, 16, 1, len(pairs), [(st, a, b, k, OP_REDUCE) for k, (st, a, b) in enumerate(pairs)])
-    return run_flit(t, s, prepare(t, s, nic, size), nic, network)
 
 
 RING_EXCHANGE = [(0, 0, 2), (0, 1, 3), (0, 2, 0), (0, 3, 1)]  # distance 2 around routers 16..19, all +x
@@ -344,7 +335,7 @@ def test_an_open_chain_of_such_inputs_loses_nothing():
     assert flit.arrive_cycles.tolist() == pytest.approx(r.arrive_cycles.tolist(), rel=0.01)
 
 
-def test_a_head_of_line_limit_outside_0_1_is_named():
+def test_bad_head_of_line_settings_are_named():
     from nic.message_sim import Wormhole
 
     shape = (1, 3)
@@ -353,4 +344,8 @@ def test_a_head_of_line_limit_outside_0_1_is_named():
         run([(0, 2)], [0], [[]], POLICY_BASELINE, wormhole=w)
     w = Wormhole(np.zeros(shape, np.int64), np.zeros(shape), np.full(shape, -1, np.int64), 1, 2, False, 0.0, 0.75, -1)
     with pytest.raises(ValueError, match="saturated_share must be a share of a link in \\[0, 1\\], got -1"):
+        run([(0, 2)], [0], [[]], POLICY_BASELINE, wormhole=w)
+    # bulk transfers (hold_vcs) are one packet each: a head-of-line limit for them is a mistake
+    w = Wormhole(np.zeros(shape, np.int64), np.zeros(shape), np.full(shape, -1, np.int64), 1, 2, True, 0.0, 0.75)
+    with pytest.raises(ValueError, match="head_of_line_limit is for per-packet flows"):
         run([(0, 2)], [0], [[]], POLICY_BASELINE, wormhole=w)
