@@ -164,3 +164,43 @@ def test_bad_configs_are_clear_errors():
                     TrafficConfig(packet_flits=[8]))
     with pytest.raises(ConfigError, match="sorted by injection cycle"):
         run_packets(parse_spec("mesh:2x2"), None, np.array([[5, 0, 1, 1], [0, 1, 0, 1]]))
+
+
+def _parking_lot_finish(work_flits: float) -> list[float]:
+    """When each router of the ``torus:4x4:c4`` row test below finishes, by the fluid
+    rules of round-robin over input ports with FIFO VCs and credit backpressure: the
+    router whose ejecting flow meets the continuing one in another VC class (the dateline)
+    sends at 4/5 of its output (four NIs and the ring input, one turn each), the router
+    feeding it gets the ring input's 1/5, and each router further back a quarter of the
+    one after it (its flow ejects behind the next router's continuing flow, which its own
+    output lets through 1 : 4 against its four NIs). A router alone gets its whole link."""
+    left = [float(work_flits)] * 4  # in the order the routers finish: 3, 2, 1, 0
+    now, finish = 0.0, []
+    for k in range(4):
+        rates = [(0.8 if k < 3 else 1.0) / 4 ** j for j in range(4 - k)]
+        dt = left[k] / rates[0]
+        now += dt
+        finish.append(now)
+        for j in range(1, 4 - k):
+            left[k + j] -= rates[j] * dt
+    return finish
+
+
+def test_input_port_round_robin_with_fifo_vcs_starves_the_routers_upstream_in_turn():
+    """The parking-lot effect at flit level, against the fluid rules above (an independent
+    model): on one row of ``torus:4x4:c4`` every NI sends to the same NI two routers on
+    (+x, through the next router). Max-min fairness would give every router half a link
+    and finish all four together; the routers instead finish one after another, at the
+    fluid rules' times (docs/allreduce.md, "The residual": the message model has no such
+    rule, which is what its halving-doubling baseline on this topology misses)."""
+    t = parse_spec("torus:4x4:c4")
+    cfg = FlitNetworkConfig(num_vcs=4, vc_depth_flits=32)
+    packets, flits = 64, 17
+    flows = [(4 * x + j, 4 * ((x + 2) % 4) + j) for x in range(4) for j in range(4)]
+    pk = np.array([(0, s, d, flits) for _ in range(packets) for s, d in flows], dtype=np.int64)
+    _, ej, _ = run_packets(t, cfg, pk)
+    ej = np.asarray(ej).reshape(packets, len(flows))
+    finish = [ej[:, 4 * x : 4 * x + 4].max() for x in (3, 2, 1, 0)]
+    want = _parking_lot_finish(4 * packets * flits)
+    assert finish == pytest.approx(want, rel=0.03)
+    assert want[0] < 0.35 * want[3]  # far from max-min's all-together finish
