@@ -204,3 +204,22 @@ def test_input_port_round_robin_with_fifo_vcs_starves_the_routers_upstream_in_tu
     want = _parking_lot_finish(4 * packets * flits)
     assert finish == pytest.approx(want, rel=0.03)
     assert want[0] < 0.35 * want[3]  # far from max-min's all-together finish
+
+
+@pytest.mark.parametrize("vcs", [2, 4, 8])
+def test_the_fifo_coupling_holds_with_more_vcs_per_class(vcs):
+    """The same rules on an open chain of a ``mesh:4x4:c4`` row (one VC class): the NIs of
+    router 0 send to router 2's, router 1's to router 3's, router 2's to router 3's. While
+    router 2 sends, the fluid rules give routers 2, 1 and 0 a share 4/5, 1/5 and 1/20 of a
+    link, however many VCs the class has: a VC freed by the blocked flow goes to the next
+    packet in line, so a full buffer stays a FIFO."""
+    t = parse_spec("mesh:4x4:c4")
+    cfg = FlitNetworkConfig(num_vcs=vcs, vc_depth_flits=32)
+    packets, flits = 64, 17
+    flows = [(j, 8 + j) for j in range(4)] + [(4 + j, 12 + j) for j in range(4)] + [(8 + j, 12 + j) for j in range(4)]
+    pk = np.array([(0, s, d, flits) for _ in range(packets) for s, d in flows], dtype=np.int64)
+    _, ej, _ = run_packets(t, cfg, pk)
+    ej = np.asarray(ej).reshape(packets, len(flows))
+    end = ej[:, 8:12].max()  # router 2 is done
+    rates = [(ej[:, 4 * x : 4 * x + 4] <= end).sum() * flits / end for x in (2, 1, 0)]
+    assert rates == pytest.approx([0.8, 0.2, 0.05], rel=0.06)
