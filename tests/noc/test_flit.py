@@ -1,5 +1,6 @@
 """noc.flit and noc.flit_traffic: exact zero-load latency, conservation, invariants,
-saturation against the bisection bound, deadlock detection, priorities, determinism."""
+saturation against the bisection bound, deadlock detection, priorities, determinism, and
+round-robin over input ports with FIFO VCs against a fluid model (the parking-lot effect)."""
 
 from __future__ import annotations
 
