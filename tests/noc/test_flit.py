@@ -167,6 +167,18 @@ def test_bad_configs_are_clear_errors():
         run_packets(parse_spec("mesh:2x2"), None, np.array([[5, 0, 1, 1], [0, 1, 0, 1]]))
 
 
+PACKETS, PACKET_FLITS = 64, 17  # per flow, all injected at cycle 0
+
+
+def _static_ejections(spec: str, num_vcs: int, flows: list[tuple[int, int]]) -> np.ndarray:
+    """Tail ejection cycle of every packet of ``flows`` (src NI, dst NI), all started at
+    cycle 0 with PACKETS packets each: int[packet, flow], flows in the given order."""
+    cfg = FlitNetworkConfig(num_vcs=num_vcs, vc_depth_flits=32)
+    pk = np.array([(0, s, d, PACKET_FLITS) for _ in range(PACKETS) for s, d in flows], dtype=np.int64)
+    _, ej, _ = run_packets(parse_spec(spec), cfg, pk)
+    return np.asarray(ej).reshape(PACKETS, len(flows))
+
+
 def _parking_lot_finish(work_flits: float) -> list[float]:
     """When each router of the ``torus:4x4:c4`` row test below finishes, by the fluid
     rules of round-robin over input ports with FIFO VCs and credit backpressure: the
@@ -194,15 +206,10 @@ def test_input_port_round_robin_with_fifo_vcs_starves_the_routers_upstream_in_tu
     and finish all four together; the routers instead finish one after another, at the
     fluid rules' times (docs/allreduce.md, "The residual": the message model has no such
     rule, which is what its halving-doubling baseline on this topology misses)."""
-    t = parse_spec("torus:4x4:c4")
-    cfg = FlitNetworkConfig(num_vcs=4, vc_depth_flits=32)
-    packets, flits = 64, 17
     flows = [(4 * x + j, 4 * ((x + 2) % 4) + j) for x in range(4) for j in range(4)]
-    pk = np.array([(0, s, d, flits) for _ in range(packets) for s, d in flows], dtype=np.int64)
-    _, ej, _ = run_packets(t, cfg, pk)
-    ej = np.asarray(ej).reshape(packets, len(flows))
+    ej = _static_ejections("torus:4x4:c4", 4, flows)
     finish = [ej[:, 4 * x : 4 * x + 4].max() for x in (3, 2, 1, 0)]
-    want = _parking_lot_finish(4 * packets * flits)
+    want = _parking_lot_finish(4 * PACKETS * PACKET_FLITS)
     assert finish == pytest.approx(want, rel=0.03)
     assert want[0] < 0.35 * want[3]  # far from max-min's all-together finish
 
@@ -214,13 +221,8 @@ def test_the_fifo_coupling_holds_with_more_vcs_per_class(vcs):
     router 2 sends, the fluid rules give routers 2, 1 and 0 a share 4/5, 1/5 and 1/20 of a
     link, however many VCs the class has: a VC freed by the blocked flow goes to the next
     packet in line, so a full buffer stays a FIFO."""
-    t = parse_spec("mesh:4x4:c4")
-    cfg = FlitNetworkConfig(num_vcs=vcs, vc_depth_flits=32)
-    packets, flits = 64, 17
     flows = [(j, 8 + j) for j in range(4)] + [(4 + j, 12 + j) for j in range(4)] + [(8 + j, 12 + j) for j in range(4)]
-    pk = np.array([(0, s, d, flits) for _ in range(packets) for s, d in flows], dtype=np.int64)
-    _, ej, _ = run_packets(t, cfg, pk)
-    ej = np.asarray(ej).reshape(packets, len(flows))
+    ej = _static_ejections("mesh:4x4:c4", vcs, flows)
     end = ej[:, 8:12].max()  # router 2 is done
-    rates = [(ej[:, 4 * x : 4 * x + 4] <= end).sum() * flits / end for x in (2, 1, 0)]
+    rates = [(ej[:, 4 * x : 4 * x + 4] <= end).sum() * PACKET_FLITS / end for x in (2, 1, 0)]
     assert rates == pytest.approx([0.8, 0.2, 0.05], rel=0.06)
