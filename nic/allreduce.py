@@ -31,7 +31,7 @@ from functools import lru_cache
 from typing import Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from nic.collectives import Schedule, ScheduleError, bounds, verify
 from nic.message_sim import (HEAD_OF_LINE_LIMIT, POLICY_BASELINE, POLICY_CODESIGNED, TransferTimes, Wormhole,
@@ -58,8 +58,17 @@ class NicConfig(StrictModel):
     packet_bytes: int = Field(256, ge=16, le=1 << 20, description="Payload bytes per packet in per-packet mode (256 B = 16 flits of 16 B).")
     flit_bytes: int = Field(16, ge=1, le=1024, description="Bytes per flit (the head flit's size).")
     element_bytes: int = Field(4, ge=1, le=16, description="Bytes per vector element (fp32 = 4).")
-    issue_delay_cycles: int = Field(1, ge=0, le=1000, description="Cycles from a message's arrival to a send it unblocks.")
+    issue_delay_cycles: int = Field(1, ge=0, le=1000, description="Baseline NIC: cycles from a message's arrival to "
+                                    "a send it unblocks (the co-designed NIC's delays are its scheduler's).")
     clock_ghz: float = Field(1.0, gt=0, le=100, description="Cycles to seconds and GB/s.")
+
+    @model_validator(mode="after")
+    def _issue_delay_is_the_baselines(self) -> "NicConfig":
+        if self.design == "codesigned" and self.issue_delay_cycles != 1:
+            raise ValueError(f"issue_delay_cycles={self.issue_delay_cycles} is for the baseline NIC: the co-designed "
+                             "NIC's scheduler offers a send 2 cycles after the arrival it waits for "
+                             "(docs/nic_scheduler.md); leave it at 1 or use design='baseline'")
+        return self
 
     @property
     def bulk(self) -> bool:
@@ -305,7 +314,9 @@ def message_flow_control(topology: Topology, routes: RouteTable, prep: Prepared,
         # per-packet flows queue packets for two outputs in one input port
         head_of_line_limit=0.0 if nic.bulk else HEAD_OF_LINE_LIMIT,
         # with one VC per class, packets fill a link of one class at the re-allocation rate above
-        saturated_share=packet_flits / (packet_flits + bubble) if not nic.bulk and vcs == 1 else 1.0)
+        saturated_share=packet_flits / (packet_flits + bubble) if not nic.bulk and vcs == 1 else 1.0,
+        # a flit crosses a link in one cycle, or ser cycles on a link narrower than a flit
+        tail_slot_cycles=np.maximum(1.0, nic.flit_bytes / topology.link_bytes_per_cycle[links[:, 0]]))
     return wormhole, ni_bw, shared
 
 
@@ -330,7 +341,7 @@ def run_message(topology: Topology, prep: Prepared, nic: NicConfig, network, *,
         src_node=prep.src_node, step=prep.step, wire_bytes=prep.wire_bytes, dep_ptr=prep.dep_ptr,
         dep_idx=prep.dep_idx, path_links=private, path_len=length, path_latency_cycles=lat[prep.src_ep, prep.dst_ep],
         link_bytes_per_cycle=np.concatenate([topology.link_bytes_per_cycle, ni_bw]), num_nodes=topology.num_nodes,
-        nis_per_node=topology.nis_per_node, policy=nic.policy, issue_delay_cycles=float(nic.issue_delay_cycles),
+        nis_per_node=topology.nis_per_node, policy=nic.policy, **nic_delays(nic),
         wormhole=wormhole, shared_resources=None if shared is None else shared[0],
         shared_capacity=None if shared is None else shared[1], not_before=not_before,
     )
@@ -385,6 +396,25 @@ def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | 
         link_utilisation=tuple(float(x) for x in util),
         seed=seed, extra=extra,
     )
+
+
+def nic_delays(nic: NicConfig) -> dict[str, float]:
+    """The NIC's own cycle delays, as the flit level has them (``simulate_transfers`` keywords).
+
+    Co-designed (the scheduler contract, docs/nic_scheduler.md): the start pulse is in
+    cycle 0, so the first send is offered in cycle 1; an arrival is a receive event in the
+    next cycle and counts at that cycle's edge, so the send it unblocks is offered 2
+    cycles after it; ``ni_done`` pulses the cycle after the last flit left and the NI is
+    idle from that edge, so the NI's next send is offered 2 cycles after; a step whose
+    sends are over advances one cycle after its NIs are idle. Baseline
+    (``nic.flit_cosim``): a free NI looks again the cycle after its last flit left, and a
+    send waits ``issue_delay_cycles`` after the arrival it needs.
+    """
+    if nic.policy == POLICY_CODESIGNED:
+        return {"first_start_cycles": 1.0, "issue_delay_cycles": 2.0, "ni_free_delay_cycles": 2.0,
+                "step_advance_cycles": 1.0}
+    return {"first_start_cycles": 0.0, "issue_delay_cycles": float(nic.issue_delay_cycles),
+            "ni_free_delay_cycles": 1.0, "step_advance_cycles": 1.0}
 
 
 def ring_allreduce_cycles(n: int, size_bytes: float, link_bytes_per_cycle: float, alpha_cycles: float) -> float:

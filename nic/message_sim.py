@@ -1,10 +1,13 @@
 """Message-level co-simulation: NIC start rules over the fluid network of ``noc.message``.
 
 Each transfer starts when the NIC policy allows it, is served at the max-min fair rate
-of its route (recomputed whenever the set of flows changes), frees its NI when its last
-byte has left the NI, and arrives ``path latency`` cycles after its last byte passed
-the route's bottleneck. A transfer may start once every transfer it depends on has
-*arrived*, plus ``issue_delay_cycles``.
+of its route (recomputed whenever the set of flows changes), frees its NI
+``ni_free_delay_cycles`` after its last byte has left the NI, and arrives ``path
+latency`` cycles after its last byte passed the route's bottleneck (with a
+:class:`Wormhole`, after its tail flit's slot *began*: ``tail_slot_cycles`` earlier). A
+transfer may start once every transfer it depends on has *arrived*, plus
+``issue_delay_cycles``, and not before ``first_start_cycles``. ``nic.allreduce.nic_delays``
+gives these delays for the two NIC designs, as the flit level has them.
 
 Policies (the two NIC designs):
 
@@ -90,7 +93,9 @@ POLICY_CODESIGNED = 1
 # 6: wire bytes are whole flits per packet (a payload that is not a multiple of flit_bytes is padded).
 # 7: per-packet flows share each hop's buffer equally with the other flows held back beyond it.
 # 8: head-of-line blocking caps router input ports in loops of ports that eject one flow and pass one on.
-MODEL_VERSION = 8
+# 9: the NICs' own cycle delays (first send, issue after an arrival, NI release) and the tail flit's latency
+#    from the start of its slot, as at flit level: uncontended schedules now match it to the cycle.
+MODEL_VERSION = 9
 
 # The saturation throughput of a 2x2 switch with FIFO input queues and uniform traffic
 # (Karol, Hluchyj, Morgan, "Input versus output queueing on a space-division packet
@@ -128,6 +133,9 @@ class Wormhole:
     hop_buffer_bytes: float  # buffer at the end of each hop a flow can fill (per-packet flows share it)
     head_of_line_limit: float = 0.0  # share of its link a head-of-line blocked input carries (0: no such rule)
     saturated_share: float = 1.0  # load share at which a link counts as saturated (below 1: a VC per class)
+    # float[T] or None (fluid): the tail flit's slot on the injection link, in cycles; the tail
+    # arrives the path latency after its slot *began*, one slot before the last byte left
+    tail_slot_cycles: np.ndarray | None = None
 
 
 def simulate_transfers(
@@ -146,6 +154,8 @@ def simulate_transfers(
     policy: int,
     issue_delay_cycles: float = 1.0,
     step_advance_cycles: float = 1.0,
+    ni_free_delay_cycles: float = 0.0,
+    first_start_cycles: float = 0.0,
     wormhole: Wormhole | None = None,
     shared_resources: np.ndarray | None = None,
     shared_capacity: np.ndarray | None = None,
@@ -193,6 +203,9 @@ def simulate_transfers(
         raise ValueError("head_of_line_limit is for per-packet flows: with hold_vcs every transfer is one packet, "
                          "and no packet waits behind another in a VC; give 0")
     hol = float(w.head_of_line_limit)
+    tail_slot = np.zeros(t) if w.tail_slot_cycles is None else np.asarray(w.tail_slot_cycles, dtype=np.float64)
+    if tail_slot.shape != (t,) or not (np.isfinite(tail_slot).all() and (tail_slot >= 0).all()):
+        raise ValueError(f"tail_slot_cycles must be {t} finite cycle counts >= 0, one per transfer")
     if hol > 0.0:
         rate_links, rate_len, rate_cap, in_res = _input_resources(
             links, path_len.astype(np.int64), rate_links, rate_len, rate_cap, link_bytes_per_cycle.astype(np.float64))
@@ -203,10 +216,11 @@ def simulate_transfers(
         dep_ptr.astype(np.int64), rdep_ptr, rdep_idx, links, path_len.astype(np.int64),
         path_latency_cycles.astype(np.float64), link_bytes_per_cycle.astype(np.float64),
         int(num_nodes), int(nis_per_node), int(policy), float(issue_delay_cycles), float(step_advance_cycles),
+        float(ni_free_delay_cycles), float(first_start_cycles),
         w.vc_class.astype(np.int64), w.head_latency_cycles.astype(np.float64), w.in_port.astype(np.int64),
         int(w.num_vc_classes), int(w.vcs_per_class), bool(w.hold_vcs and w.vcs_per_class > 0),
         float(w.hop_buffer_bytes), rate_links, rate_len, rate_cap, start, sent, arrive, not_before, in_res, hol,
-        float(w.saturated_share),
+        float(w.saturated_share), tail_slot,
     )
     if not np.isfinite(arrive).all():
         bad = int(np.nonzero(~np.isfinite(arrive))[0][0])
@@ -403,8 +417,8 @@ def _buffered_beyond(hshare, p, c, bn):
 
 @njit(cache=True)
 def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, path_len, path_lat, link_cap,
-         num_nodes, nis, policy, issue_delay, step_advance, path_cls, head_lat, in_port, n_cls, vcs_per_class, hold,
-         hop_buf, rate_links, rate_len, rate_cap, start, sent, arrive, not_before, in_res, hol, saturated):
+         num_nodes, nis, policy, issue_delay, step_advance, ni_free_delay, first_start, path_cls, head_lat, in_port, n_cls, vcs_per_class, hold,
+         hop_buf, rate_links, rate_len, rate_cap, start, sent, arrive, not_before, in_res, hol, saturated, tail_slot):
     t_count = src_node.shape[0]
     n_links = link_cap.shape[0]
     status = np.zeros(t_count, dtype=np.int64)
@@ -413,7 +427,7 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
     for i in range(t_count):
         deps_left[i] = dep_ptr[i + 1] - dep_ptr[i]
         if deps_left[i] == 0:
-            ready_at[i] = 0.0
+            ready_at[i] = first_start
     rem = wire_bytes.copy()  # bytes not yet past the bottleneck
     inj = wire_bytes.copy()  # bytes not yet out of the NI
     tol = 1e-9 * wire_bytes + 1e-12
@@ -424,7 +438,9 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
     slack = np.zeros(t_count)  # bytes the flow may have buffered in the network (pipeline + buffers)
     pipe = np.zeros(t_count)  # bytes already in the network when it started flowing
     bneck = np.zeros(t_count, dtype=np.int64)  # hop of its first bottleneck
-    tail_lat = path_lat.copy()  # from the last byte passing the bottleneck to the arrival
+    # from the last byte passing the bottleneck to the arrival (the tail flit's latency runs
+    # from the start of its slot)
+    tail_lat = path_lat - tail_slot
     done_at = np.full(t_count, np.inf)
     priority = step.copy() if policy == POLICY_CODESIGNED else np.zeros(t_count, dtype=np.int64)
     cap_left = np.empty(rate_cap.shape[0])
@@ -453,6 +469,9 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
     share_bufs = hop_buf > 0.0 and not hold
     n_backed = np.zeros(n_links, dtype=np.int64)  # flows held back beyond each link's buffer
     ni_busy = np.zeros(num_nodes, dtype=np.int64)
+    # an NI takes its next transfer ni_free_delay after its last byte left
+    free_at = np.full(t_count, np.inf)  # pending releases (finite until the NI is free)
+    n_releasing = 0
     # lockstep bookkeeping (co-designed): per node, the open step and when it opened
     unstarted_in_step = np.zeros(num_nodes, dtype=np.int64)
     open_step = np.full(num_nodes, -1, dtype=np.int64)
@@ -503,7 +522,7 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                     if policy == POLICY_CODESIGNED:
                         unstarted_in_step[n] -= 1
                     slot = n * nis  # the lowest free NI
-                    while slot_tx[slot] >= 0 and status[slot_tx[slot]] <= _SENDING:
+                    while slot_tx[slot] >= 0 and (status[slot_tx[slot]] <= _SENDING or free_at[slot_tx[slot]] < np.inf):
                         slot += 1
                     prev = slot_tx[slot]
                     slot_tx[slot] = i
@@ -575,7 +594,7 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                     pre = wire_bytes[i]
                 inj[i] = wire_bytes[i] - pre
                 pipe[i] = pre
-                tail_lat[i] = path_lat[i] - head_lat[i, h]
+                tail_lat[i] = path_lat[i] - head_lat[i, h] - tail_slot[i]
         if rates_dirty:
             na = n_active[0]
             max_min_rates(active[:na], priority, rate_links, rate_len, rate_cap, rates, cap_left, users)
@@ -638,6 +657,10 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
             for n in range(num_nodes):
                 if now < open_at[n] < t_next:
                     t_next = open_at[n]
+        if n_releasing > 0:
+            for i in range(t_count):
+                if free_at[i] < t_next:
+                    t_next = free_at[i]
         if t_next == np.inf:
             return  # stalled: the caller reports the transfer that never arrived
         dt = t_next - now
@@ -661,7 +684,11 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
             if status[i] == _SENDING and (inj[i] <= tol[i] or rem[i] <= tol[i]):
                 status[i] = _DRAINING
                 sent[i] = now
-                ni_busy[src_node[i]] -= 1
+                if ni_free_delay > 0.0:
+                    free_at[i] = now + ni_free_delay
+                    n_releasing += 1
+                else:
+                    ni_busy[src_node[i]] -= 1
                 buffered_at_sent[i] = max(rem[i] - inj[i], 0.0)
             if rem[i] <= tol[i]:
                 status[i] = _IN_FLIGHT
@@ -693,6 +720,13 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                     inj[i] = wire_bytes[i] - inherit[i]
                     pipe[i] = inherit[i]
                     rates_dirty = True
+        # ---- NIs whose last transfer left ni_free_delay ago take the next one
+        if n_releasing > 0:
+            for i in range(t_count):
+                if free_at[i] <= now:
+                    free_at[i] = np.inf
+                    n_releasing -= 1
+                    ni_busy[src_node[i]] -= 1
         # ---- arrivals release dependents
         for i in range(t_count):
             if status[i] == _IN_FLIGHT and done_at[i] + tail_lat[i] <= now:

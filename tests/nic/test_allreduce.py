@@ -76,19 +76,8 @@ def test_multitree_with_four_nis_beats_ring_at_large_sizes(spec, network):
         assert mt.total_cycles < ring.total_cycles / 2  # 4 NIs: ~3x on these tori
 
 
-@pytest.mark.parametrize("network", NETWORKS)
-@pytest.mark.parametrize("spec", ["torus:4x4", "torus:4x4:c4", "mesh:4x4", "torus:8x8", "torus:8x8:c4", "fattree:k4:l2"])
-def test_codesigned_nic_never_slower_than_baseline_for_multitree(spec, network):
-    t = parse_spec(spec)
-    s = build(t, "multitree")
-    for size in (32 * 1024, MIB, 64 * MIB):
-        co = simulate_allreduce(t, s, NicConfig(design="codesigned"), network, size)
-        base = simulate_allreduce(t, s, NicConfig(design="baseline"), network, size)
-        assert co.total_cycles <= base.total_cycles
-
-
 class SlowerThanBaseline(AssertionError):
-    """The one failure the expected-failure case below accepts (a broken bound still fails it)."""
+    """The one failure the expected-failure cases below accept (a broken bound still fails them)."""
 
 
 FLIT_NET = FlitNetworkConfig(num_vcs=4, vc_depth_flits=32)  # the calibration matrix's router
@@ -97,6 +86,27 @@ _LOCKSTEP_AT_32K = ("MultiTree on the 1-NI 8x8 torus has 126 steps, at 32 KiB on
                     "steps 35 (34 flits, the next send overlapping the last arrival), so 4545 against 4421 cycles "
                     "(+2.8 %) with 4 x 32 or the paper's routers (4545 / 4547 with the default router); co-designed "
                     "ahead from 64 KiB (0.985 of the baseline's cycles)")
+_MULTITREE_SPECS = ["torus:4x4", "torus:4x4:c4", "mesh:4x4", "torus:8x8", "torus:8x8:c4", "fattree:k4:l2"]
+
+
+def _not_slower(co, base):
+    assert co.total_cycles >= co.bound_cycles and base.total_cycles >= base.bound_cycles
+    if co.total_cycles > base.total_cycles:
+        raise SlowerThanBaseline(f"co-designed {co.total_cycles:.0f} > baseline {base.total_cycles:.0f} cycles")
+
+
+@pytest.mark.parametrize("spec,network,size", [
+    pytest.param(spec, net.values[0], size, id=f"{spec}-{net.id}-{size >> 10}KiB",
+                 # with the scheduler's own cycle delays (message MODEL_VERSION 9) the pure fluid
+                 # finds what the flit level finds here: 4539 against 4415 cycles
+                 marks=[pytest.mark.xfail(strict=True, raises=SlowerThanBaseline, reason=_LOCKSTEP_AT_32K)]
+                 if (spec, net.id, size) == ("torus:8x8", "fluid", 32 << 10) else [])
+    for spec in _MULTITREE_SPECS for net in NETWORKS for size in (32 << 10, MIB, 64 * MIB)])
+def test_codesigned_nic_never_slower_than_baseline_for_multitree(spec, network, size):
+    t = parse_spec(spec)
+    s = build(t, "multitree")
+    _not_slower(simulate_allreduce(t, s, NicConfig(design="codesigned"), network, size),
+                simulate_allreduce(t, s, NicConfig(design="baseline"), network, size))
 
 
 @pytest.mark.parametrize("spec,size", [
@@ -104,16 +114,12 @@ _LOCKSTEP_AT_32K = ("MultiTree on the 1-NI 8x8 torus has 126 steps, at 32 KiB on
                  marks=[pytest.mark.xfail(strict=True, raises=SlowerThanBaseline, reason=_LOCKSTEP_AT_32K)]
                  if (spec, size) == ("torus:8x8", 32 << 10)
                  else [])
-    for spec in ("torus:4x4", "torus:4x4:c4", "mesh:4x4", "torus:8x8", "torus:8x8:c4", "fattree:k4:l2")
-    for size in (32 << 10, MIB)])
+    for spec in _MULTITREE_SPECS for size in (32 << 10, MIB)])
 def test_codesigned_nic_never_slower_than_baseline_for_multitree_at_flit_level(spec, size):
     t = parse_spec(spec)
     s = build(t, "multitree")
-    co = simulate_allreduce(t, s, NicConfig(design="codesigned"), FLIT_NET, size, model="flit")
-    base = simulate_allreduce(t, s, NicConfig(design="baseline"), FLIT_NET, size, model="flit")
-    assert co.total_cycles >= co.bound_cycles and base.total_cycles >= base.bound_cycles
-    if co.total_cycles > base.total_cycles:
-        raise SlowerThanBaseline(f"co-designed {co.total_cycles:.0f} > baseline {base.total_cycles:.0f} cycles")
+    _not_slower(simulate_allreduce(t, s, NicConfig(design="codesigned"), FLIT_NET, size, model="flit"),
+                simulate_allreduce(t, s, NicConfig(design="baseline"), FLIT_NET, size, model="flit"))
 
 
 def test_result_fields_are_consistent():
@@ -237,6 +243,10 @@ def test_bad_inputs_are_clear_errors():
         simulate_allreduce(t, s, NicConfig(), None, 8)
     with pytest.raises(ConfigError, match="design"):
         validate({"design": "magic"}, NicConfig, "nic")
+    # the co-designed NIC's delays are its scheduler's: an issue delay for it is refused
+    with pytest.raises(ConfigError, match="issue_delay_cycles=3 is for the baseline NIC"):
+        validate({"issue_delay_cycles": 3}, NicConfig, "nic")
+    assert validate({"design": "baseline", "issue_delay_cycles": 3}, NicConfig, "nic").issue_delay_cycles == 3
     with pytest.raises(ScheduleError, match=r"built for torus:4x4 \(16 nodes\), not for torus:8x8"):
         simulate_allreduce(parse_spec("torus:8x8"), s, NicConfig(), None, MIB)
     with pytest.raises(ScheduleError, match="built for torus:4x4 .*, not for mesh:4x4"):  # same node count

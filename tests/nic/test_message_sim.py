@@ -94,6 +94,32 @@ def test_a_dependent_transfer_starts_after_arrival_plus_issue_delay():
     assert r.start_cycles[1] == r.arrive_cycles[0] + 3.0
 
 
+@pytest.mark.parametrize("policy", [POLICY_BASELINE, POLICY_CODESIGNED])
+def test_the_nics_own_cycle_delays(policy):
+    # one NI at node 0 sends 0->1 then 0->2 (step 1, lockstep for the co-designed NIC);
+    # node 1 forwards 1->2 once 0->1 has arrived. 100 cycles of serialisation each, 7 and
+    # 14 cycles of latency, counted from the start of the tail's 1-cycle slot
+    pairs, steps, deps = [(0, 1), (0, 2), (1, 2)], [0, 1, 1], [[], [], [0]]
+    kw = dict(first_start_cycles=3.0, ni_free_delay_cycles=2.0, step_advance_cycles=1.0 if policy else 0.0,
+              wormhole=_fluid_wormhole(3, tail_slot=1.0))
+    r = run(pairs, steps, deps, policy, issue_delay=5.0, **kw)
+    first_sent = 3 + 100
+    assert r.start_cycles[0] == 3 and r.sent_cycles[0] == first_sent
+    assert r.arrive_cycles[0] == first_sent - 1 + LAT4[0, 1]
+    # the NI takes its next transfer 2 cycles after its last byte left (+1 for the step advance)
+    assert r.start_cycles[1] == first_sent + 2 + (1 if policy == POLICY_CODESIGNED else 0)
+    assert r.start_cycles[2] == r.arrive_cycles[0] + 5
+
+
+def _fluid_wormhole(t, tail_slot):
+    """A wormhole description that changes nothing but the tail flit's slot."""
+    from nic.message_sim import Wormhole
+
+    h = RT4.links.shape[1]
+    return Wormhole(np.zeros((t, h), np.int64), np.zeros((t, h)), np.full((t, h), -1, np.int64), 1, 0, False, 0.0,
+                    tail_slot_cycles=np.full(t, tail_slot))
+
+
 def test_not_before_holds_a_transfer_back_and_its_dependents_follow():
     # 0->2 and 1->2 share link 1->2 (16 B/cycle): together each is sent at 200; with 1->2
     # held back to cycle 150, 0->2 has the link alone (sent at 100) and so does 1->2 (250)
@@ -163,12 +189,15 @@ def _flit_run(pairs, nic, network, size):
     return run_flit(t, s, prepare(t, s, nic, size), nic, network)
 
 
-def _torus_latency(src, dst, network):
+def _tail_latency(src, dst, network):
+    """From a transfer's last byte leaving the NI (or its bottleneck) to its arrival: the
+    route's head latency counted from the start of the tail flit's slot, which on these
+    16 B/cycle links begins one cycle before the last byte has left."""
     from nic.allreduce import router_delay_cycles
     from noc.topology import parse_spec
 
     t = parse_spec("torus:4x4")
-    return path_latency_cycles(t, route(t), router_delay_cycles(network))[src, dst]
+    return path_latency_cycles(t, route(t), router_delay_cycles(network))[src, dst] - 1.0
 
 
 def test_bulk_transfers_holding_the_only_vc_of_their_class_serialise_in_a_chain():
@@ -202,7 +231,7 @@ def test_an_ni_is_free_once_the_rest_of_its_transfer_fits_in_the_buffers_before_
     prep, r = _wormhole_run([(0, 0, 2), (0, 1, 2)], NicConfig(design="baseline"), net, 2 * 16384)
     w = prep.wire_bytes
     assert r.sent_cycles.tolist() == pytest.approx([(w[0] - 2048) / 8, (w[1] - 1024) / 8])
-    assert r.arrive_cycles.tolist() == pytest.approx([w[0] / 8 + _torus_latency(0, 2, net), w[1] / 8 + _torus_latency(1, 2, net)])
+    assert r.arrive_cycles.tolist() == pytest.approx([w[0] / 8 + _tail_latency(0, 2, net), w[1] / 8 + _tail_latency(1, 2, net)])
 
 
 def test_the_next_transfer_of_an_ni_queues_behind_the_tail_of_the_previous_one():
@@ -214,8 +243,10 @@ def test_the_next_transfer_of_an_ni_queues_behind_the_tail_of_the_previous_one()
     # but its packets are behind the first transfer's in the buffers of 0>16 and 16>17
     prep, r = _wormhole_run([(0, 0, 2), (0, 1, 2), (1, 0, 1)], NicConfig(design="baseline"), net, 3 * 16384)
     w = prep.wire_bytes
-    assert r.start_cycles[2] == pytest.approx(r.sent_cycles[0])
-    assert r.arrive_cycles[2] == pytest.approx(w[0] / 8 + w[2] / 16 + _torus_latency(0, 1, net))
+    # the baseline NI looks for its next transfer the cycle after its last flit left
+    assert r.start_cycles[2] == pytest.approx(r.sent_cycles[0] + 1)
+    # its packets follow the first transfer's tail, so that cycle does not add to its arrival
+    assert r.arrive_cycles[2] == pytest.approx(w[0] / 8 + w[2] / 16 + _tail_latency(0, 1, net))
 
 
 def test_a_bulk_transfer_passes_its_nis_draining_predecessor_in_another_vc():
@@ -228,8 +259,8 @@ def test_a_bulk_transfer_passes_its_nis_draining_predecessor_in_another_vc():
     pairs = [(0, 0, 2), (0, 1, 2), (1, 0, 1)]
     prep, r = _wormhole_run(pairs, nic, net, 3 * 16384)
     w = prep.wire_bytes
-    assert r.start_cycles[2] == pytest.approx(r.sent_cycles[0])
-    queued = w[0] / 8 + w[2] / 16 + _torus_latency(0, 1, net)  # behind the tail, as a packet stream would be
+    assert r.start_cycles[2] == pytest.approx(r.sent_cycles[0] + 1)
+    queued = w[0] / 8 + w[2] / 16 + _tail_latency(0, 1, net)  # behind the tail, as a packet stream would be
     assert r.arrive_cycles[2] < queued - 50
     flit = _flit_run(pairs, nic, net, 3 * 16384)
     assert r.arrive_cycles.tolist() == pytest.approx(flit.arrive_cycles.tolist(), rel=0.005)
@@ -242,7 +273,7 @@ def test_packets_on_a_single_vc_per_class_lose_the_allocation_cycle_each():
     net = FlitNetworkConfig(num_vcs=2)  # one VC per class on a torus
     prep, r = _wormhole_run([(0, 0, 1)], NicConfig(design="baseline"), net, 16384)
     # 17-flit packets, the next head re-allocates the VC after the tail: 17 flits in 18 cycles
-    assert r.arrive_cycles[0] == pytest.approx(prep.wire_bytes[0] / 16 * 18 / 17 + _torus_latency(0, 1, net))
+    assert r.arrive_cycles[0] == pytest.approx(prep.wire_bytes[0] / 16 * 18 / 17 + _tail_latency(0, 1, net))
 
 
 @pytest.mark.parametrize("pairs,shared_class", [
@@ -261,7 +292,7 @@ def test_packets_of_one_class_share_its_single_vcs_allocation_cycles(pairs, shar
     prep, r = _wormhole_run(pairs, nic, net, 2 * 65536)
     w = prep.wire_bytes[0]
     rate = 16 * 17 / 18 / 2 if shared_class else 16 / 2
-    want = [w / rate + _torus_latency(a, b, net) for a, b in zip(prep.src_node, prep.dst_node)]
+    want = [w / rate + _tail_latency(a, b, net) for a, b in zip(prep.src_node, prep.dst_node)]
     assert r.arrive_cycles.tolist() == pytest.approx(want)
     # and the flit level agrees within 0.3 %
     flit = _flit_run(pairs, nic, net, 2 * 65536)
@@ -285,7 +316,7 @@ def test_inputs_head_of_line_blocked_around_a_loop_carry_three_quarters_of_their
     prep, r = _wormhole_run(RING_EXCHANGE, nic, net, size)
     w = prep.wire_bytes[0]
     assert HEAD_OF_LINE_LIMIT == 0.75
-    want = [w / (16 * 0.75 / 2) + _torus_latency(a, b, net) for _, a, b in RING_EXCHANGE]
+    want = [w / (16 * 0.75 / 2) + _tail_latency(a, b, net) for _, a, b in RING_EXCHANGE]
     assert r.arrive_cycles.tolist() == pytest.approx(want)
     # the flit level delivers 0.38-0.49 flits/cycle per flow (bench/ring_head_of_line.py):
     # its last flow arrives within 5 % of the model's (max-min alone would be 25 % early)
@@ -308,13 +339,13 @@ def test_with_one_vc_per_class_the_loop_is_capped_too_and_the_flit_level_loses_m
     size = 4 * 256 * 1024
     prep, r = _wormhole_run(RING_EXCHANGE, nic, net, size)
     w = prep.wire_bytes[0]
-    assert r.arrive_cycles.tolist() == pytest.approx([w / 6 + _torus_latency(a, b, net) for _, a, b in RING_EXCHANGE])
+    assert r.arrive_cycles.tolist() == pytest.approx([w / 6 + _tail_latency(a, b, net) for _, a, b in RING_EXCHANGE])
     flit_rate = w / _flit_run(RING_EXCHANGE, nic, net, size).arrive_cycles.max() / 16
     assert flit_rate == pytest.approx(1 / 3, rel=0.02)
     # the open chain keeps max-min's 17/36 at both levels
     prep, chain = _wormhole_run(RING_EXCHANGE[:3], nic, net, 3 * 256 * 1024)
     assert chain.arrive_cycles.tolist() == pytest.approx(
-        [w / (16 * 17 / 36) + _torus_latency(a, b, net) for _, a, b in RING_EXCHANGE[:3]])
+        [w / (16 * 17 / 36) + _tail_latency(a, b, net) for _, a, b in RING_EXCHANGE[:3]])
     flit = _flit_run(RING_EXCHANGE[:3], nic, net, 3 * 256 * 1024)
     assert flit.arrive_cycles.tolist() == pytest.approx(chain.arrive_cycles.tolist(), rel=0.01)
 
@@ -330,9 +361,14 @@ def test_an_open_chain_of_such_inputs_loses_nothing():
     size = 3 * 256 * 1024
     prep, r = _wormhole_run(pairs, nic, net, size)
     w = prep.wire_bytes[0]
-    assert r.arrive_cycles.tolist() == pytest.approx([w / 8 + _torus_latency(a, b, net) for _, a, b in pairs])
+    assert r.arrive_cycles.tolist() == pytest.approx([w / 8 + _tail_latency(a, b, net) for _, a, b in pairs])
     flit = _flit_run(pairs, nic, net, size)
     assert flit.arrive_cycles.tolist() == pytest.approx(r.arrive_cycles.tolist(), rel=0.01)
+
+
+def test_a_bad_tail_slot_is_named():
+    with pytest.raises(ValueError, match="tail_slot_cycles must be 1 finite"):
+        run([(0, 1)], [0], [[]], POLICY_BASELINE, wormhole=_fluid_wormhole(1, tail_slot=-1.0))
 
 
 def test_bad_head_of_line_settings_are_named():
