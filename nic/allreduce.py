@@ -281,7 +281,8 @@ def message_flow_control(topology: Topology, routes: RouteTable, prep: Prepared,
     a router input port holds packets for more than one output.
     """
     links = routes.links[prep.src_ep, prep.dst_ep].astype(np.int64)
-    ni_bw = topology.link_bytes_per_cycle[links[:, 0]].astype(np.float64)
+    inject_bw = topology.link_bytes_per_cycle[links[:, 0]].astype(np.float64)
+    ni_bw = inject_bw
     if network is None or not hasattr(network, "num_vcs"):
         return None, ni_bw, None
     check_message_router(topology, routes, nic, network)
@@ -316,7 +317,7 @@ def message_flow_control(topology: Topology, routes: RouteTable, prep: Prepared,
         # with one VC per class, packets fill a link of one class at the re-allocation rate above
         saturated_share=packet_flits / (packet_flits + bubble) if not nic.bulk and vcs == 1 else 1.0,
         # a flit crosses a link in one cycle, or ser cycles on a link narrower than a flit
-        tail_slot_cycles=np.maximum(1.0, nic.flit_bytes / topology.link_bytes_per_cycle[links[:, 0]]))
+        tail_slot_cycles=np.maximum(1.0, nic.flit_bytes / inject_bw))
     return wormhole, ni_bw, shared
 
 

@@ -172,11 +172,7 @@ def simulate_transfers(
     """
     t = src_node.shape[0]
     _check_transfers(src_node, step, wire_bytes, path_len, policy)
-    if not_before is None:
-        not_before = np.zeros(t)
-    not_before = np.asarray(not_before, dtype=np.float64)
-    if not_before.shape != (t,) or not (np.isfinite(not_before).all() and (not_before >= 0).all()):
-        raise ValueError(f"not_before must be {t} finite cycle counts >= 0, one per transfer")
+    not_before = _per_transfer_cycles("not_before", not_before, t)
     # reverse dependencies (who waits for me), as CSR
     counts = np.bincount(dep_idx, minlength=t) if dep_idx.size else np.zeros(t, dtype=np.int64)
     rdep_ptr = np.zeros(t + 1, dtype=np.int64)
@@ -203,9 +199,7 @@ def simulate_transfers(
         raise ValueError("head_of_line_limit is for per-packet flows: with hold_vcs every transfer is one packet, "
                          "and no packet waits behind another in a VC; give 0")
     hol = float(w.head_of_line_limit)
-    tail_slot = np.zeros(t) if w.tail_slot_cycles is None else np.asarray(w.tail_slot_cycles, dtype=np.float64)
-    if tail_slot.shape != (t,) or not (np.isfinite(tail_slot).all() and (tail_slot >= 0).all()):
-        raise ValueError(f"tail_slot_cycles must be {t} finite cycle counts >= 0, one per transfer")
+    tail_slot = _per_transfer_cycles("tail_slot_cycles", w.tail_slot_cycles, t)
     if hol > 0.0:
         rate_links, rate_len, rate_cap, in_res = _input_resources(
             links, path_len.astype(np.int64), rate_links, rate_len, rate_cap, link_bytes_per_cycle.astype(np.float64))
@@ -415,10 +409,18 @@ def _buffered_beyond(hshare, p, c, bn):
     return s
 
 
+def _per_transfer_cycles(name: str, values, t: int) -> np.ndarray:
+    """``values`` as float64[t] cycle counts (zeros for None); a clear error otherwise."""
+    out = np.zeros(t) if values is None else np.asarray(values, dtype=np.float64)
+    if out.shape != (t,) or not (np.isfinite(out).all() and (out >= 0).all()):
+        raise ValueError(f"{name} must be {t} finite cycle counts >= 0, one per transfer")
+    return out
+
+
 @njit(cache=True)
 def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, path_len, path_lat, link_cap,
-         num_nodes, nis, policy, issue_delay, step_advance, ni_free_delay, first_start, path_cls, head_lat, in_port, n_cls, vcs_per_class, hold,
-         hop_buf, rate_links, rate_len, rate_cap, start, sent, arrive, not_before, in_res, hol, saturated, tail_slot):
+         num_nodes, nis, policy, issue_delay, step_advance, ni_free_delay, first_start, path_cls, head_lat, in_port,
+         n_cls, vcs_per_class, hold, hop_buf, rate_links, rate_len, rate_cap, start, sent, arrive, not_before, in_res, hol, saturated, tail_slot):
     t_count = src_node.shape[0]
     n_links = link_cap.shape[0]
     status = np.zeros(t_count, dtype=np.int64)
@@ -684,11 +686,8 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
             if status[i] == _SENDING and (inj[i] <= tol[i] or rem[i] <= tol[i]):
                 status[i] = _DRAINING
                 sent[i] = now
-                if ni_free_delay > 0.0:
-                    free_at[i] = now + ni_free_delay
-                    n_releasing += 1
-                else:
-                    ni_busy[src_node[i]] -= 1
+                free_at[i] = now + ni_free_delay  # released below, in this pass when there is no delay
+                n_releasing += 1
                 buffered_at_sent[i] = max(rem[i] - inj[i], 0.0)
             if rem[i] <= tol[i]:
                 status[i] = _IN_FLIGHT
