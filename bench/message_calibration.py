@@ -1,7 +1,7 @@
 """The message model against the flit level over the calibration matrix, with any router.
 
     .venv/bin/python bench/message_calibration.py [--router KEY=VALUE ...] [--size 256KiB]
-        [--only SUBSTRING,...] [--csv out.csv] [--flit-cache flit.json]
+        [--only SUBSTRING,...] [--csv out.csv] [--flit-cache flit.json] [--arbiter-seeds N]
 
 Runs every case of ``nic.calibration`` (4 topologies x 6 algorithms x 2 NICs, 46 cases) at
 both levels and prints, per case, both cycle counts and the message model's deviation
@@ -18,6 +18,11 @@ the message model, ``--flit-cache FILE`` keeps each flit-level total in a JSON f
 by the flit level's ``MODEL_VERSION``, the router, the size and the case, written after
 every case) and reuses it, so a rerun takes only the message model's seconds. Start a new
 file after changing the flit level or the NIC co-simulation without bumping that version.
+
+``--arbiter-seeds N`` also runs the flit level with the routers' round-robin pointers
+started at random positions (``arbiter_seed`` 1 .. N; the table's own flit column is the
+reset state, all pointers at 0) and prints, per case, the range of the flit totals and
+of the message model's deviation from them: how much of a deviation is tie-breaking.
 """
 
 from __future__ import annotations
@@ -61,9 +66,9 @@ def router_config(pairs: list[str]) -> FlitNetworkConfig:
 class FlitCache:
     """Flit-level totals by (flit MODEL_VERSION, router, size, case), kept in a JSON file."""
 
-    def __init__(self, path: Path | None, net: FlitNetworkConfig, size: int):
+    def __init__(self, path: Path | None, size: int):
         self.path = path
-        self.prefix = f"flit v{flit.MODEL_VERSION} {json.dumps(net.model_dump(), sort_keys=True)} {size} B "
+        self.size = size
         self.table: dict[str, float] = {}
         if path is not None and path.exists():
             try:
@@ -73,13 +78,27 @@ class FlitCache:
             if not isinstance(self.table, dict) or not all(isinstance(v, (int, float)) for v in self.table.values()):
                 raise SystemExit(f"--flit-cache {path}: not a table of flit-level totals written by this script")
 
-    def get(self, case: str) -> float | None:
-        return self.table.get(self.prefix + case)
+    def key(self, net: FlitNetworkConfig, case: str) -> str:
+        # arbiter_seed only when set: files written before that key existed stay valid
+        router = net.model_dump(exclude={"arbiter_seed"} if net.arbiter_seed is None else set())
+        return f"flit v{flit.MODEL_VERSION} {json.dumps(router, sort_keys=True)} {self.size} B {case}"
 
-    def put(self, case: str, cycles: float) -> None:
+    def get(self, net: FlitNetworkConfig, case: str) -> float | None:
+        return self.table.get(self.key(net, case))
+
+    def total(self, net: FlitNetworkConfig, case: tuple[str, str, str]) -> float:
+        """The flit level's total for ``case`` with router ``net``, run unless stored."""
+        key = "/".join(case)
+        cycles = self.get(net, key)
+        if cycles is None:
+            cycles = calibration.flit_total(*case, net, self.size)
+            self.put(net, key, cycles)
+        return cycles
+
+    def put(self, net: FlitNetworkConfig, case: str, cycles: float) -> None:
         if self.path is None:
             return
-        self.table[self.prefix + case] = cycles
+        self.table[self.key(net, case)] = cycles
         tmp = self.path.with_suffix(self.path.suffix + ".tmp")
         tmp.write_text(json.dumps(self.table, indent=0, sort_keys=True))
         tmp.replace(self.path)
@@ -94,39 +113,72 @@ def main() -> None:
     ap.add_argument("--csv", type=Path, help="also write the table to this CSV file")
     ap.add_argument("--flit-cache", type=Path, metavar="FILE",
                     help="reuse flit-level totals stored in this JSON file, and store new ones there")
+    ap.add_argument("--arbiter-seeds", type=int, default=0, metavar="N",
+                    help="also run the flit level with arbiter_seed 1..N and print the spread (default 0: no)")
     args = ap.parse_args()
+    if args.arbiter_seeds < 0:
+        raise SystemExit(f"--arbiter-seeds {args.arbiter_seeds}: give a number of seeds >= 0")
     net = router_config(args.router)
+    if args.arbiter_seeds and net.arbiter_seed is not None:
+        raise SystemExit("--arbiter-seeds with --router arbiter_seed=...: give one or the other")
+    seeded = [net.model_copy(update={"arbiter_seed": k}) for k in range(1, args.arbiter_seeds + 1)]
     size = parse_size_bytes(args.size)
-    cache = FlitCache(args.flit_cache, net, size)
+    cache = FlitCache(args.flit_cache, size)
     only = [o for o in args.only.split(",") if o]
     todo = [c for c in calibration.cases() if not only or any(o in "/".join(c) for o in only)]
     if not todo:
         raise SystemExit(f"--only {args.only!r} matches none of the {len(list(calibration.cases()))} cases")
     print(f"router: {net.model_dump(exclude_none=True)}; size {size} B; {len(todo)} cases", flush=True)
-    print(f"{'case':<44}{'flit cycles':>13}{'message':>13}{'error':>9}")
+    if seeded:
+        print(f"flit level also with arbiter_seed 1..{len(seeded)}: the range of its totals and of the message "
+              "model's deviation from them")
+    print(f"{'case':<44}{'flit cycles':>13}{'message':>13}{'error':>9}"
+          + (f"{'flit over seeds':>24}{'error over seeds':>20}" if seeded else ""))
     rows = []
+    spreads: list[list[float]] = []
     t0 = time.perf_counter()
-    for spec, algorithm, design in todo:
-        case = f"{spec}/{algorithm}/{design}"
+    for case in todo:
+        name = "/".join(case)
         try:
-            c = calibration.compare(spec, algorithm, design, net, size, flit_cycles=cache.get(case))
+            c = calibration.compare(*case, net, size, flit_cycles=cache.total(net, case))
+            totals = [cache.total(n, case) for n in seeded]
         except ConfigError as err:
-            print(f"{case:<44}  not run: {err}", flush=True)
+            print(f"{name:<44}  not run: {err}", flush=True)
             continue
-        cache.put(case, c.flit_cycles)
         flag = "  <<<" if abs(c.error_percent) > 5 else ""
-        print(f"{case:<44}{c.flit_cycles:>13,.0f}{c.message_cycles:>13,.0f}"
-              f"{c.error_percent:>+8.1f}%{flag}", flush=True)
+        line = f"{name:<44}{c.flit_cycles:>13,.0f}{c.message_cycles:>13,.0f}{c.error_percent:>+8.1f}%"
+        if seeded:
+            errs = [100.0 * (c.message_cycles / f - 1.0) for f in totals]
+            line += (f"{min(totals):>12,.0f} .. {max(totals):>8,.0f}"
+                     f"{min(errs):>+10.1f} .. {max(errs):+.1f}%")
+        print(line + flag, flush=True)
         rows.append(c)
+        spreads.append(totals)
     within = sum(abs(c.error_percent) <= 5 for c in rows)
     print(f"{within} of {len(rows)} within 5 %; worst {max((abs(c.error_percent) for c in rows), default=0):.1f} %; "
           f"{time.perf_counter() - t0:.0f} s")
+    if seeded:
+        every = sum(all(abs(100.0 * (c.message_cycles / f - 1.0)) <= 5 for f in [c.flit_cycles, *t])
+                    for c, t in zip(rows, spreads))
+        some = sum(any(abs(100.0 * (c.message_cycles / f - 1.0)) <= 5 for f in [c.flit_cycles, *t])
+                   for c, t in zip(rows, spreads))
+        mean = sum(abs(100.0 * (c.message_cycles * (1 + len(t)) / (c.flit_cycles + sum(t)) - 1.0)) <= 5
+                   for c, t in zip(rows, spreads))
+        spread = max(100.0 * (max(c.flit_cycles, *t) / min(c.flit_cycles, *t) - 1.0) for c, t in zip(rows, spreads))
+        print(f"over the reset state and the {len(seeded)} seeds: {every} of {len(rows)} within 5 % of every flit "
+              f"total, {some} of at least one, {mean} of their mean; the flit level's widest spread (max / min - 1) "
+              f"{spread:.1f} %")
     if args.csv:
         with args.csv.open("w", newline="") as fh:
             w = csv.writer(fh)
-            w.writerow(["topology", "algorithm", "nic", "size_bytes", "flit_cycles", "message_cycles", "message_vs_flit_percent"])
-            for c in rows:
-                w.writerow([c.spec, c.algorithm, c.design, size, c.flit_cycles, c.message_cycles, round(c.error_percent, 3)])
+            w.writerow(["topology", "algorithm", "nic", "size_bytes", "flit_cycles", "message_cycles",
+                        "message_vs_flit_percent"]
+                       + ["flit_cycles_min_over_seeds", "flit_cycles_max_over_seeds", "flit_cycles_mean_with_seeds"]
+                       * bool(seeded))
+            for c, t in zip(rows, spreads):
+                w.writerow([c.spec, c.algorithm, c.design, size, c.flit_cycles, c.message_cycles,
+                            round(c.error_percent, 3)]
+                           + ([min(t), max(t), round((c.flit_cycles + sum(t)) / (1 + len(t)), 1)] if t else []))
         print(f"wrote {args.csv}")
 
 

@@ -46,16 +46,22 @@ class Comparison:
         return 100.0 * (self.message_cycles / self.flit_cycles - 1.0)
 
 
+def flit_total(spec: str, algorithm: str, design: str, network, size_bytes: int) -> float:
+    """The flit level's total for one case with router ``network`` (its ``arbiter_seed``
+    included)."""
+    t = parse_spec(spec)
+    return simulate_allreduce(t, build(t, algorithm), NicConfig(design=design), network, size_bytes,
+                              model="flit").total_cycles
+
+
 def compare(spec: str, algorithm: str, design: str, network, size_bytes: int,
             flit_cycles: float | None = None) -> Comparison:
     """Run one case at both levels with router ``network`` (each run raises if its times
     break a dependency of the verified schedule). ``flit_cycles``: the flit level's total
     from an earlier run of the same case, router and size (flit ``MODEL_VERSION`` too);
     then only the message model runs."""
-    t = parse_spec(spec)
-    s = build(t, algorithm)
-    nic = NicConfig(design=design)
     if flit_cycles is None:
-        flit_cycles = simulate_allreduce(t, s, nic, network, size_bytes, model="flit").total_cycles
-    msg = simulate_allreduce(t, s, nic, network, size_bytes, model="message")
+        flit_cycles = flit_total(spec, algorithm, design, network, size_bytes)
+    t = parse_spec(spec)
+    msg = simulate_allreduce(t, build(t, algorithm), NicConfig(design=design), network, size_bytes, model="message")
     return Comparison(spec, algorithm, design, flit_cycles, msg.total_cycles)

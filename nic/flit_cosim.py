@@ -32,7 +32,10 @@ from nic.scheduler import (
     SchedulerParams, sched_edge, sched_outputs,
 )
 from noc.errors import ConfigError, DeadlockError
-from noc.flit import C_ERR, FlitNetworkConfig, build_network, describe_stuck, enqueue_packet, new_state, pop_ejected, step, stuck
+from noc.flit import (
+    C_ERR, FlitNetworkConfig, build_network, describe_stuck, enqueue_packet, new_state, pop_ejected, seed_arbiters, step,
+    stuck,
+)
 from noc.topology import Topology
 
 
@@ -314,6 +317,7 @@ def run_flit(topology: Topology, schedule, prep, nic, network: FlitNetworkConfig
     t_count = schedule.num_transfers
     flits_max = int(net.num_links * (net.V * net.D + net.ring) + 4 * topology.num_endpoints + 64)
     st = new_state(net, flits_max)
+    seed_arbiters(net, st, cfg.arbiter_seed)
     start = np.full(t_count, -1, np.int64)
     sent = np.full(t_count, -1, np.int64)
     arrive = np.full(t_count, -1, np.int64)

@@ -32,7 +32,8 @@ urgent: the NIC puts the schedule step there) and a tag; the tail's ejection is 
 The kernel API (all ``@njit``, so a co-simulation loop in another package can drive it):
 ``new_state(net, max_packets)``, ``enqueue_packet(net, st, src, dst, num_flits, priority,
 tag, now)``, ``step(net, st, now)`` (one cycle), ``pop_ejected(st)``, ``in_flight(st)``.
-``build_network(topology, config)`` makes ``net``; :func:`run_packets` runs a packet list.
+``build_network(topology, config)`` makes ``net``; :func:`seed_arbiters` sets the
+allocators' starting pointers from ``config.arbiter_seed``; :func:`run_packets` runs a packet list.
 """
 
 from __future__ import annotations
@@ -70,6 +71,11 @@ class FlitNetworkConfig(StrictModel):
     dateline: bool = Field(True, description="Dateline VC classes on tori (without them a torus can deadlock).")
     watchdog_cycles: int = Field(10_000, ge=10, description="Stop with a deadlock error after this many cycles without a flit moving.")
     debug: bool = Field(False, description="Check invariants (credits within 0..depth, flit order) every cycle.")
+    arbiter_seed: int | None = Field(
+        None, ge=0, le=(1 << 63) - 1,
+        description="None: every round-robin pointer of the VC and switch allocators starts at 0 (the reset state). "
+                    "A seed: each starts at a random position drawn from it (seed_arbiters), so runs over several "
+                    "seeds show how much a result depends on tie-breaking alone.")
     flit_bytes: int | None = Field(
         None, ge=1, le=1 << 16,
         description="Bytes per flit. None: every link carries one flit per cycle. Set: a link of w bytes/cycle "
@@ -881,6 +887,25 @@ def describe_stuck(net: Net, st: State, topology: Topology, limit: int = 8) -> s
     return "; ".join(parts) + more
 
 
+def seed_arbiters(net: Net, st: State, seed: int | None) -> None:
+    """Start every round-robin pointer of a fresh state at a position drawn from ``seed``
+    (uniformly over the pointer's range; ``None`` leaves them all at 0). Each router output
+    link has a VC-allocation pointer per VC class over the router's input VCs and a
+    switch-allocation pointer over its input ports; each link into a router has a pointer
+    over its VCs; an injection link's VC-allocation pointer picks among its class's VCs."""
+    if seed is None:
+        return
+    rng = np.random.default_rng(seed)
+    nl, V = net.num_links, net.V
+    src = np.asarray(net.link_src_router)
+    routers = np.maximum(src, 0)
+    ports = np.where(src >= 0, np.asarray(net.rin_off)[routers + 1] - np.asarray(net.rin_off)[routers], 0)
+    va_range = np.where(src >= 0, ports * V, net.vcs_per_class)  # router outputs / injection links
+    st.va_ptr[:] = (rng.random((nl, V)) * va_range[:, None]).astype(np.int64).reshape(-1)
+    st.sa_out_ptr[:] = np.where(src >= 0, (rng.random(nl) * np.maximum(ports, 1)).astype(np.int64), 0)
+    st.sa_in_ptr[:] = (rng.random(nl) * V).astype(np.int64)
+
+
 def run_packets(topology: Topology, config: FlitNetworkConfig | None, packets: np.ndarray, *,
                 max_cycles: int = 10_000_000, net: Net | None = None):
     """Run a packet list ``int[P, 4 or 5]`` of (inject cycle, src NI, dst NI, flits[, priority]),
@@ -894,6 +919,7 @@ def run_packets(topology: Topology, config: FlitNetworkConfig | None, packets: n
         raise ConfigError(f"packet sizes must be >= 1 flit (and <= vc_depth_flits = {cfg.vc_depth_flits} under vct)")
     prio = pk[:, 4] if pk.shape[1] > 4 else np.zeros(len(pk), np.int64)
     st = new_state(net, max(len(pk), 1))
+    seed_arbiters(net, st, cfg.arbiter_seed)
     inj, ej, now, dead = _run_packets(net, st, pk[:, 0].copy(), pk[:, 1].copy(), pk[:, 2].copy(), pk[:, 3].copy(),
                                       prio.copy(), max_cycles)
     if dead:

@@ -31,7 +31,7 @@ from noc.config import StrictModel
 from noc.errors import ConfigError, DeadlockError
 from noc.flit import (
     C_EJECTED_FLITS, C_ERR, C_IN_FLIGHT, FlitNetworkConfig, build_network, describe_stuck, enqueue_packet, new_state, pop_ejected,
-    step, stuck,
+    seed_arbiters, step, stuck,
 )
 from noc.topology import Topology
 
@@ -236,6 +236,7 @@ def run_traffic(topology: Topology, network: FlitNetworkConfig | None, traffic: 
     e = topology.num_endpoints
     expected = int(traffic.rate_packets * e * (traffic.warmup_cycles + traffic.measure_cycles) * 1.5) + 1024
     st = new_state(net, expected)
+    seed_arbiters(net, st, cfg.arbiter_seed)
     hops = np.maximum(net.route_len - 2, 0)
     created, inj, ej, hp, fl, cycles, status, dropped, link_window, ej_window = _run(
         net, st, traffic.rate_packets, destinations(traffic.pattern, topology),

@@ -55,6 +55,32 @@ def test_the_flit_cache_stores_each_flit_total_and_reuses_it(tmp_path):
         assert p.returncode != 0 and "--flit-cache" in p.stderr
 
 
+def test_arbiter_seeds_give_the_flit_levels_spread(tmp_path):
+    out, cache = tmp_path / "cal.csv", tmp_path / "flit.json"
+    p = run("--router", "num_vcs=2", "--router", "vc_depth_flits=8", "--size", "32KiB", "--only",
+            "mesh:4x4/dbtree/codesigned", "--arbiter-seeds", "2", "--csv", str(out), "--flit-cache", str(cache))
+    assert p.returncode == 0, p.stderr
+    row = next(csv.DictReader(out.open()))
+    net = FlitNetworkConfig(num_vcs=2, vc_depth_flits=8)
+    totals = [calibration.flit_total("mesh:4x4", "dbtree", "codesigned", net.model_copy(update={"arbiter_seed": k}),
+                                     32 * 1024) for k in (1, 2)]
+    assert (float(row["flit_cycles_min_over_seeds"]), float(row["flit_cycles_max_over_seeds"])) == (min(totals),
+                                                                                                    max(totals))
+    assert float(row["flit_cycles_mean_with_seeds"]) == round((float(row["flit_cycles"]) + sum(totals)) / 3, 1)
+    keys = list(json.loads(cache.read_text()))
+    assert len(keys) == 3 and sum('"arbiter_seed"' in k for k in keys) == 2  # the reset state's key has none
+    assert "over the reset state and the 2 seeds" in p.stdout
+
+
+def test_bad_arbiter_seed_options_are_named():
+    p = run("--arbiter-seeds", "-1")
+    assert p.returncode != 0 and "--arbiter-seeds -1" in p.stderr
+    p = run("--arbiter-seeds", "2", "--router", "arbiter_seed=3")
+    assert p.returncode != 0 and "one or the other" in p.stderr
+    p = run("--router", "arbiter_seed=-3")
+    assert p.returncode != 0 and "arbiter_seed" in p.stderr
+
+
 def test_a_bad_router_key_is_named():
     p = run("--router", "vcs=2")
     assert p.returncode != 0 and "unknown key 'vcs'" in p.stderr

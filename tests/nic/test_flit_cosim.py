@@ -204,6 +204,27 @@ def test_without_contention_the_message_model_has_the_flit_levels_times_to_the_c
         assert getattr(msg, name).tolist() == getattr(flit, name).tolist(), name
 
 
+def test_the_arbiter_seed_moves_only_runs_with_contention():
+    # the routers' round-robin pointers only break ties: without contention every seed gives
+    # the reset state's times to the cycle; with it, the totals move (by tie-breaking alone)
+    # and every run still performs the verified reduction (simulate_allreduce checks it)
+    from nic.allreduce import prepare
+    from nic.flit_cosim import run_flit
+
+    t = parse_spec("mesh:4x4")
+    s = build(t, "bidir_ring")
+    nic = NicConfig(design="baseline")
+    prep = prepare(t, s, nic, 64 << 10)
+    reset = run_flit(t, s, prep, nic, NET)
+    for seed in (1, 2):
+        seeded = run_flit(t, s, prep, nic, NET.model_copy(update={"arbiter_seed": seed}))
+        assert seeded.arrive_cycles.tolist() == reset.arrive_cycles.tolist()
+    tree = build(t, "dbtree")
+    totals = {simulate_allreduce(t, tree, NicConfig(), NET.model_copy(update={"arbiter_seed": seed}), 64 << 10,
+                                 model="flit").total_cycles for seed in (None, 1, 2, 3)}
+    assert len(totals) > 1
+
+
 _DOUBLE_COUNT = ("a transfer queued behind its NI's draining predecessor starts with the bytes it injected behind "
                  "it counted as already in the network and, on top of that, the buffers before its bottleneck as "
                  "slack: the same buffers twice, so its NI frees up to 23 % early (counting them once fixes this "
