@@ -79,9 +79,7 @@ class FlitCache:
                 raise SystemExit(f"--flit-cache {path}: not a table of flit-level totals written by this script")
 
     def key(self, net: FlitNetworkConfig, case: str) -> str:
-        # arbiter_seed only when set: files written before that key existed stay valid
-        router = net.model_dump(exclude={"arbiter_seed"} if net.arbiter_seed is None else set())
-        return f"flit v{flit.MODEL_VERSION} {json.dumps(router, sort_keys=True)} {self.size} B {case}"
+        return f"flit v{flit.MODEL_VERSION} {json.dumps(net.key_fields(), sort_keys=True)} {self.size} B {case}"
 
     def get(self, net: FlitNetworkConfig, case: str) -> float | None:
         return self.table.get(self.key(net, case))
@@ -102,6 +100,11 @@ class FlitCache:
         tmp = self.path.with_suffix(self.path.suffix + ".tmp")
         tmp.write_text(json.dumps(self.table, indent=0, sort_keys=True))
         tmp.replace(self.path)
+
+
+def _percent(cycles: float, reference: float) -> float:
+    """How far ``cycles`` is from ``reference``, in % (negative: fewer cycles)."""
+    return 100.0 * (cycles / reference - 1.0)
 
 
 def main() -> None:
@@ -135,7 +138,7 @@ def main() -> None:
     print(f"{'case':<44}{'flit cycles':>13}{'message':>13}{'error':>9}"
           + (f"{'flit over seeds':>24}{'error over seeds':>20}" if seeded else ""))
     rows = []
-    spreads: list[list[float]] = []
+    flits: list[list[float]] = []  # per row: the flit totals, reset state first, then the seeds
     t0 = time.perf_counter()
     for case in todo:
         name = "/".join(case)
@@ -148,23 +151,20 @@ def main() -> None:
         flag = "  <<<" if abs(c.error_percent) > 5 else ""
         line = f"{name:<44}{c.flit_cycles:>13,.0f}{c.message_cycles:>13,.0f}{c.error_percent:>+8.1f}%"
         if seeded:
-            errs = [100.0 * (c.message_cycles / f - 1.0) for f in totals]
+            errs = [_percent(c.message_cycles, f) for f in totals]
             line += (f"{min(totals):>12,.0f} .. {max(totals):>8,.0f}"
                      f"{min(errs):>+10.1f} .. {max(errs):+.1f}%")
         print(line + flag, flush=True)
         rows.append(c)
-        spreads.append(totals)
+        flits.append([c.flit_cycles, *totals])
     within = sum(abs(c.error_percent) <= 5 for c in rows)
     print(f"{within} of {len(rows)} within 5 %; worst {max((abs(c.error_percent) for c in rows), default=0):.1f} %; "
           f"{time.perf_counter() - t0:.0f} s")
     if seeded:
-        every = sum(all(abs(100.0 * (c.message_cycles / f - 1.0)) <= 5 for f in [c.flit_cycles, *t])
-                    for c, t in zip(rows, spreads))
-        some = sum(any(abs(100.0 * (c.message_cycles / f - 1.0)) <= 5 for f in [c.flit_cycles, *t])
-                   for c, t in zip(rows, spreads))
-        mean = sum(abs(100.0 * (c.message_cycles * (1 + len(t)) / (c.flit_cycles + sum(t)) - 1.0)) <= 5
-                   for c, t in zip(rows, spreads))
-        spread = max(100.0 * (max(c.flit_cycles, *t) / min(c.flit_cycles, *t) - 1.0) for c, t in zip(rows, spreads))
+        within_each = [[abs(_percent(c.message_cycles, f)) <= 5 for f in fs] for c, fs in zip(rows, flits)]
+        every, some = sum(map(all, within_each)), sum(map(any, within_each))
+        mean = sum(abs(_percent(c.message_cycles, sum(fs) / len(fs))) <= 5 for c, fs in zip(rows, flits))
+        spread = max((_percent(max(fs), min(fs)) for fs in flits), default=0.0)
         print(f"over the reset state and the {len(seeded)} seeds: {every} of {len(rows)} within 5 % of every flit "
               f"total, {some} of at least one, {mean} of their mean; the flit level's widest spread (max / min - 1) "
               f"{spread:.1f} %")
@@ -175,10 +175,10 @@ def main() -> None:
                         "message_vs_flit_percent"]
                        + ["flit_cycles_min_over_seeds", "flit_cycles_max_over_seeds", "flit_cycles_mean_with_seeds"]
                        * bool(seeded))
-            for c, t in zip(rows, spreads):
+            for c, fs in zip(rows, flits):
                 w.writerow([c.spec, c.algorithm, c.design, size, c.flit_cycles, c.message_cycles,
                             round(c.error_percent, 3)]
-                           + ([min(t), max(t), round((c.flit_cycles + sum(t)) / (1 + len(t)), 1)] if t else []))
+                           + ([min(fs[1:]), max(fs[1:]), round(sum(fs) / len(fs), 1)] if seeded else []))
         print(f"wrote {args.csv}")
 
 

@@ -36,9 +36,7 @@ def run_key(topology: Topology, job: Job, nic: NicConfig, network, seed: int,
     """Everything that determines a run, hashed into a short stable key: the topology, the
     job, the NIC and router configs, the seed, the schedule builder's options and version,
     and the model's version."""
-    # arbiter_seed only when set, so runs stored before that router key existed are reused
-    net = network.model_dump(mode="json", exclude={"arbiter_seed"} if getattr(network, "arbiter_seed", None) is None
-                             else set()) if hasattr(network, "model_dump") else None
+    net = network.key_fields() if network is not None else None
     fields = {"topology": topology.to_dict(), "job": job.__dict__, "nic": nic.model_dump(mode="json"),
               "network": net, "seed": seed, "schedule_version": SCHEDULE_VERSION}
     if schedule_options:

@@ -82,6 +82,11 @@ class FlitNetworkConfig(StrictModel):
                     "narrower than a flit carries one flit every flit_bytes / w cycles (exact fractional cadence); "
                     "a link as wide or wider carries one flit per cycle.")
 
+    def key_fields(self) -> dict:
+        """The config as plain data for the keys of stored results: ``arbiter_seed`` only when
+        set, so keys made before that field existed (the reset state) stay valid."""
+        return self.model_dump(mode="json", exclude={"arbiter_seed"} if self.arbiter_seed is None else set())
+
     @property
     def router_delay_cycles(self) -> int:
         """Extra cycles a head spends in a router at zero load (beyond the link latency)."""

@@ -134,7 +134,7 @@ def allreduce(
     console = Console(width=None if sys.stdout.isatty() else 120)
     console.print(f"all-reduce on {t.name} ({t.num_nodes} nodes, {t.nis_per_node} NI(s)/node), {' and '.join(models)}-level "
                   f"model, NIC {', '.join(designs)}; {n_jobs} runs; verifier seed {run_seed}"
-                  + (f"; arbiter seed {network.arbiter_seed}" if getattr(network, "arbiter_seed", None) is not None else "")
+                  + (f"; arbiter seed {network.arbiter_seed}" if network.arbiter_seed is not None else "")
                   + f"; results in {out_dir}")
     for note in left_out:
         console.print(f"left out of the default algorithms: {note}")
