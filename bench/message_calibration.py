@@ -1,7 +1,7 @@
 """The message model against the flit level over the calibration matrix, with any router.
 
     .venv/bin/python bench/message_calibration.py [--router KEY=VALUE ...] [--size 256KiB]
-        [--only SUBSTRING,...] [--csv out.csv] [--flit-cache flit.json] [--arbiter-seeds N]
+        [--only SUBSTRING,...] [--csv out.csv] [--flit-cache flit.json] [--arbiter-seeds N] [--vct]
 
 Runs every case of ``nic.calibration`` (4 topologies x 6 algorithms x 2 NICs, 46 cases) at
 both levels and prints, per case, both cycle counts and the message model's deviation
@@ -23,6 +23,12 @@ file after changing the flit level or the NIC co-simulation without bumping that
 started at random positions (``arbiter_seed`` 1 .. N; the table's own flit column is the
 reset state, all pointers at 0) and prints, per case, the range of the flit totals and
 of the message model's deviation from them: how much of a deviation is tie-breaking.
+
+``--vct`` also runs the per-packet cases (the baseline NIC's) on the same router with
+virtual cut-through flow control (a packet moves on only when the next VC has room for all
+of it) and prints that flit total, how far it is from the wormhole one, and the message
+model's deviation from it: which residuals belong to wormhole flow control. The bulk
+cases are one packet per transfer, which cannot cut through a VC, and are left out of it.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hw_models.units import parse_size_bytes  # noqa: E402
 from nic import calibration  # noqa: E402
+from nic.allreduce import NicConfig  # noqa: E402
 from noc.config import validate  # noqa: E402
 from noc.errors import ConfigError  # noqa: E402
 from noc import flit  # noqa: E402
@@ -102,6 +109,33 @@ class FlitCache:
         tmp.replace(self.path)
 
 
+def cut_through(net: FlitNetworkConfig) -> FlitNetworkConfig:
+    """``net`` with virtual cut-through, for ``--vct``: a SystemExit naming the problem when
+    the router already is one (the message model represents wormhole only) or its VCs are
+    shorter than the NIC's packets."""
+    if net.flow_control == "vct":
+        raise SystemExit("--vct with --router flow_control=vct: the table's own runs must be wormhole (the message "
+                         "model represents wormhole routers only); leave flow_control out")
+    nic = NicConfig(design="baseline")
+    packet_flits = 1 + -(-nic.packet_bytes // nic.flit_bytes)
+    if net.vc_depth_flits < packet_flits:
+        raise SystemExit(f"--vct with vc_depth_flits = {net.vc_depth_flits}: virtual cut-through needs room for a "
+                         f"whole {nic.packet_bytes} B packet ({packet_flits} flits) in a VC")
+    return net.model_copy(update={"flow_control": "vct"})
+
+
+def _vct_summary(rows: list, vct_totals: list) -> str:
+    """How the per-packet cases compare with the wormhole and the cut-through flit level."""
+    pairs = [(c, cut) for c, cut in zip(rows, vct_totals) if cut is not None]
+    near_wh = [abs(c.error_percent) <= 5 for c, _ in pairs]
+    near_vct = [abs(_percent(c.message_cycles, cut)) <= 5 for c, cut in pairs]
+    moved = [abs(_percent(cut, c.flit_cycles)) > 5 for c, cut in pairs]
+    widest = max((abs(_percent(cut, c.flit_cycles)) for c, cut in pairs), default=0.0)
+    return (f"per-packet cases: {sum(near_wh)} of {len(pairs)} within 5 % of the wormhole flit level, "
+            f"{sum(near_vct)} of the cut-through one, {sum(a and b for a, b in zip(near_wh, near_vct))} of both; "
+            f"the flit level moved by more than 5 % between the two on {sum(moved)} (widest {widest:.1f} %)")
+
+
 def _percent(cycles: float, reference: float) -> float:
     """How far ``cycles`` is from ``reference``, in % (negative: fewer cycles)."""
     return 100.0 * (cycles / reference - 1.0)
@@ -118,6 +152,9 @@ def main() -> None:
                     help="reuse flit-level totals stored in this JSON file, and store new ones there")
     ap.add_argument("--arbiter-seeds", type=int, default=0, metavar="N",
                     help="also run the flit level with arbiter_seed 1..N and print the spread (default 0: no)")
+    ap.add_argument("--vct", action="store_true",
+                    help="also run the per-packet (baseline NIC) cases with virtual cut-through and print the "
+                         "message model's deviation from that flit level too")
     args = ap.parse_args()
     if args.arbiter_seeds < 0:
         raise SystemExit(f"--arbiter-seeds {args.arbiter_seeds}: give a number of seeds >= 0")
@@ -125,6 +162,7 @@ def main() -> None:
     if args.arbiter_seeds and net.arbiter_seed is not None:
         raise SystemExit("--arbiter-seeds with --router arbiter_seed=...: give one or the other")
     seeded = [net.model_copy(update={"arbiter_seed": k}) for k in range(1, args.arbiter_seeds + 1)]
+    vct = cut_through(net) if args.vct else None
     size = parse_size_bytes(args.size)
     cache = FlitCache(args.flit_cache, size)
     only = [o for o in args.only.split(",") if o]
@@ -135,16 +173,22 @@ def main() -> None:
     if seeded:
         print(f"flit level also with arbiter_seed 1..{len(seeded)}: the range of its totals and of the message "
               "model's deviation from them")
+    if vct is not None:
+        print("per-packet cases also on the same router with virtual cut-through: that flit total, its distance "
+              "from wormhole's, and the message model's deviation from it")
     print(f"{'case':<44}{'flit cycles':>13}{'message':>13}{'error':>9}"
-          + (f"{'flit over seeds':>24}{'error over seeds':>20}" if seeded else ""))
+          + (f"{'flit over seeds':>24}{'error over seeds':>20}" if seeded else "")
+          + (f"{'flit vct':>12}{'vct/wh':>9}{'error vct':>11}" if vct is not None else ""))
     rows = []
     flits: list[list[float]] = []  # per row: the flit totals, reset state first, then the seeds
+    vct_totals: list[float | None] = []  # per row: the flit total with virtual cut-through (per-packet cases)
     t0 = time.perf_counter()
     for case in todo:
         name = "/".join(case)
         try:
             c = calibration.compare(*case, net, size, flit_cycles=cache.total(net, case))
             totals = [cache.total(n, case) for n in seeded]
+            cut = cache.total(vct, case) if vct is not None and not NicConfig(design=case[2]).bulk else None
         except ConfigError as err:
             print(f"{name:<44}  not run: {err}", flush=True)
             continue
@@ -154,9 +198,14 @@ def main() -> None:
             errs = [_percent(c.message_cycles, f) for f in totals]
             line += (f"{min(totals):>12,.0f} .. {max(totals):>8,.0f}"
                      f"{min(errs):>+10.1f} .. {max(errs):+.1f}%")
+        if cut is not None:
+            line += f"{cut:>12,.0f}{_percent(cut, c.flit_cycles):>+8.1f}%{_percent(c.message_cycles, cut):>+10.1f}%"
+        elif vct is not None:
+            line += f"{'(bulk)':>12}"
         print(line + flag, flush=True)
         rows.append(c)
         flits.append([c.flit_cycles, *totals])
+        vct_totals.append(cut)
     within = sum(abs(c.error_percent) <= 5 for c in rows)
     print(f"{within} of {len(rows)} within 5 %; worst {max((abs(c.error_percent) for c in rows), default=0):.1f} %; "
           f"{time.perf_counter() - t0:.0f} s")
@@ -168,17 +217,22 @@ def main() -> None:
         print(f"over the reset state and the {len(seeded)} seeds: {every} of {len(rows)} within 5 % of every flit "
               f"total, {some} of at least one, {mean} of their mean; the flit level's widest spread (max / min - 1) "
               f"{spread:.1f} %")
+    if vct is not None:
+        print(_vct_summary(rows, vct_totals))
     if args.csv:
         with args.csv.open("w", newline="") as fh:
             w = csv.writer(fh)
             w.writerow(["topology", "algorithm", "nic", "size_bytes", "flit_cycles", "message_cycles",
                         "message_vs_flit_percent"]
                        + ["flit_cycles_min_over_seeds", "flit_cycles_max_over_seeds", "flit_cycles_mean_with_seeds"]
-                       * bool(seeded))
-            for c, fs in zip(rows, flits):
+                       * bool(seeded)
+                       + ["flit_cycles_vct", "message_vs_flit_vct_percent"] * (vct is not None))
+            for c, fs, cut in zip(rows, flits, vct_totals):
                 w.writerow([c.spec, c.algorithm, c.design, size, c.flit_cycles, c.message_cycles,
                             round(c.error_percent, 3)]
-                           + ([min(fs[1:]), max(fs[1:]), round(sum(fs) / len(fs), 1)] if seeded else []))
+                           + ([min(fs[1:]), max(fs[1:]), round(sum(fs) / len(fs), 1)] if seeded else [])
+                           + ([cut, round(_percent(c.message_cycles, cut), 3)] if cut is not None
+                              else ["", ""] if vct is not None else []))
         print(f"wrote {args.csv}")
 
 

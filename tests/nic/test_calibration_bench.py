@@ -81,6 +81,27 @@ def test_bad_arbiter_seed_options_are_named():
     assert p.returncode != 0 and "arbiter_seed" in p.stderr
 
 
+def test_vct_runs_the_per_packet_cases_with_virtual_cut_through_too(tmp_path):
+    out = tmp_path / "cal.csv"
+    p = run("--size", "32KiB", "--only", "torus:4x4/halving_doubling/", "--vct", "--csv", str(out))
+    assert p.returncode == 0, p.stderr
+    rows = {r["nic"]: r for r in csv.DictReader(out.open())}
+    assert rows["codesigned"]["flit_cycles_vct"] == "" == rows["codesigned"]["message_vs_flit_vct_percent"]
+    base = rows["baseline"]
+    vct = FlitNetworkConfig(num_vcs=4, vc_depth_flits=32, flow_control="vct")
+    cut = calibration.flit_total("torus:4x4", "halving_doubling", "baseline", vct, 32 * 1024)
+    assert float(base["flit_cycles_vct"]) == cut != float(base["flit_cycles"])  # cut-through moves this case
+    assert float(base["message_vs_flit_vct_percent"]) == round(100 * (float(base["message_cycles"]) / cut - 1), 3)
+    assert "per-packet cases: " in p.stdout and " of 1 within 5 % of the wormhole flit level" in p.stdout
+
+
+def test_bad_vct_options_are_named():
+    p = run("--vct", "--router", "vc_depth_flits=8")
+    assert p.returncode != 0 and "vc_depth_flits = 8" in p.stderr and "17 flits" in p.stderr
+    p = run("--vct", "--router", "flow_control=vct")
+    assert p.returncode != 0 and "leave flow_control out" in p.stderr
+
+
 def test_a_bad_router_key_is_named():
     p = run("--router", "vcs=2")
     assert p.returncode != 0 and "unknown key 'vcs'" in p.stderr
