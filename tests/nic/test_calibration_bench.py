@@ -95,6 +95,21 @@ def test_vct_runs_the_per_packet_cases_with_virtual_cut_through_too(tmp_path):
     assert "per-packet cases: " in p.stdout and " of 1 within 5 % of the wormhole flit level" in p.stdout
 
 
+def test_the_range_summary_counts_cases_within_5_percent_of_every_flit_total_run(tmp_path):
+    out = tmp_path / "cal.csv"
+    p = run("--size", "32KiB", "--only", "torus:4x4/halving_doubling/", "--vct", "--arbiter-seeds", "1", "--csv",
+            str(out))
+    assert p.returncode == 0, p.stderr
+    near = 0
+    for r in csv.DictReader(out.open()):
+        totals = [float(r[k]) for k in ("flit_cycles", "flit_cycles_min_over_seeds", "flit_cycles_max_over_seeds",
+                                         "flit_cycles_vct") if r[k] != ""]
+        assert len(totals) == (4 if r["nic"] == "baseline" else 3)
+        near += min(totals) * 0.95 <= float(r["message_cycles"]) <= max(totals) * 1.05
+    assert f"{near} of 2 within 5 % of the range of the flit totals (the reset state, arbiter_seed 1..1, " \
+           "cut-through)" in p.stdout
+
+
 def test_bad_vct_options_are_named():
     p = run("--vct", "--router", "vc_depth_flits=8")
     assert p.returncode != 0 and "vc_depth_flits = 8" in p.stderr and "17 flits" in p.stderr
