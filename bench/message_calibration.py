@@ -47,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hw_models.units import parse_size_bytes  # noqa: E402
 from nic import calibration  # noqa: E402
 from nic.allreduce import NicConfig  # noqa: E402
+from nic.flit_cosim import check_cut_through  # noqa: E402
 from noc.config import validate  # noqa: E402
 from noc.errors import ConfigError  # noqa: E402
 from noc import flit  # noqa: E402
@@ -118,12 +119,12 @@ def cut_through(net: FlitNetworkConfig) -> FlitNetworkConfig:
     if net.flow_control == "vct":
         raise SystemExit("--vct with --router flow_control=vct: the table's own runs must be wormhole (the message "
                          "model represents wormhole routers only); leave flow_control out")
-    nic = NicConfig(design="baseline")
-    packet_flits = 1 + -(-nic.packet_bytes // nic.flit_bytes)
-    if net.vc_depth_flits < packet_flits:
-        raise SystemExit(f"--vct with vc_depth_flits = {net.vc_depth_flits}: virtual cut-through needs room for a "
-                         f"whole {nic.packet_bytes} B packet ({packet_flits} flits) in a VC")
-    return net.model_copy(update={"flow_control": "vct"})
+    vct = net.model_copy(update={"flow_control": "vct"})
+    try:
+        check_cut_through(NicConfig(design="baseline"), vct)
+    except ConfigError as err:
+        raise SystemExit(f"--vct: {err}") from None
+    return vct
 
 
 def _vct_summary(rows: list, vct_totals: list) -> str:

@@ -77,6 +77,12 @@ class NicConfig(StrictModel):
         return self.flow_control == "bulk"
 
     @property
+    def packet_flits(self) -> int:
+        """Flits of a full packet in per-packet mode: a head flit plus ``packet_bytes`` of
+        payload in whole flits."""
+        return 1 + -(-self.packet_bytes // self.flit_bytes)
+
+    @property
     def policy(self) -> int:
         return POLICY_CODESIGNED if self.design == "codesigned" else POLICY_BASELINE
 
@@ -90,7 +96,7 @@ class NicConfig(StrictModel):
             flits = 1 + -(-payload // f)
         else:
             full, rest = payload // self.packet_bytes, payload % self.packet_bytes
-            flits = full * (1 + -(-self.packet_bytes // f)) + np.where(rest > 0, 1 + -(-rest // f), 0)
+            flits = full * self.packet_flits + np.where(rest > 0, 1 + -(-rest // f), 0)
             flits = np.where(payload == 0, 1, flits)
         return (flits * f).astype(np.float64)
 
@@ -288,7 +294,7 @@ def message_flow_control(topology: Topology, routes: RouteTable, prep: Prepared,
     check_message_router(topology, routes, nic, network)
     classes = int(routes.num_vc_classes)
     vcs = int(network.num_vcs) // classes
-    packet_flits = 1 + -(-nic.packet_bytes // nic.flit_bytes)
+    packet_flits = nic.packet_flits
     shared = None
     bubble = int(network.routing_delay_cycles) + int(network.vc_alloc_delay_cycles)
     if not nic.bulk and vcs == 1:

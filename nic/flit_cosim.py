@@ -268,15 +268,20 @@ def flit_network(topology: Topology, nic, network: FlitNetworkConfig | None):
                           f"{float(topology.link_bytes_per_cycle.max()):g} (the widest link)")
     # links narrower than a flit carry one flit every flit_bytes / bytes_per_cycle cycles
     if cfg.flow_control == "vct":
-        if nic.bulk:
-            raise ConfigError("flow_control = 'vct' needs room for a whole packet in a VC, and the NIC's bulk "
-                              "transfers are one packet each: use wormhole, or the NIC's per-packet flow control")
-        packet_flits = 1 + -(-nic.packet_bytes // flit_bytes)
-        if cfg.vc_depth_flits < packet_flits:
-            raise ConfigError(f"flow_control = 'vct' with vc_depth_flits = {cfg.vc_depth_flits}: the NIC's "
-                              f"{nic.packet_bytes} B packets are {packet_flits} flits and must fit in a VC")
+        check_cut_through(nic, cfg)
     cfg = cfg.model_copy(update={"flit_bytes": flit_bytes})
     return build_network(topology, cfg)
+
+
+def check_cut_through(nic, cfg: FlitNetworkConfig) -> None:
+    """A :class:`ConfigError` unless virtual cut-through routers ``cfg`` can carry this NIC's
+    packets: per-packet flow control, and a whole packet fits in a VC."""
+    if nic.bulk:
+        raise ConfigError("flow_control = 'vct' needs room for a whole packet in a VC, and the NIC's bulk "
+                          "transfers are one packet each: use wormhole, or the NIC's per-packet flow control")
+    if cfg.vc_depth_flits < nic.packet_flits:
+        raise ConfigError(f"flow_control = 'vct' with vc_depth_flits = {cfg.vc_depth_flits}: the NIC's "
+                          f"{nic.packet_bytes} B packets are {nic.packet_flits} flits and must fit in a VC")
 
 
 def run_flit(topology: Topology, schedule, prep, nic, network: FlitNetworkConfig | None, *,
