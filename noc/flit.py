@@ -51,7 +51,7 @@ from pydantic import Field
 
 from noc.config import StrictModel
 from noc.errors import ConfigError, DeadlockError
-from noc.routing import check_vc_classes, route
+from noc.routing import check_vc_classes, route, tie_variants
 from noc.topology import Topology
 
 
@@ -76,6 +76,36 @@ class FlitNetworkConfig(StrictModel):
         description="None: every round-robin pointer of the VC and switch allocators starts at 0 (the reset state). "
                     "A seed: each starts at a random position drawn from it (seed_arbiters), so runs over several "
                     "seeds show how much a result depends on tie-breaking alone.")
+    vc_allocator: Literal["lowest_free", "separable_input_first", "islip"] = Field(
+        "lowest_free",
+        description="VC allocation. lowest_free: each free output VC, lowest first, goes to the most urgent waiting "
+                    "head (round-robin among equals, one pointer per output link and class), so a lone head always "
+                    "gets the lowest free VC. separable_input_first / islip: BookSim2's allocators of those names "
+                    "(one iteration): a head requests every free output VC of its class, and a round-robin pointer "
+                    "per input VC rotates the output VC it takes (back-to-back packets get different VCs); "
+                    "islip ignores priorities.")
+    sw_allocator: Literal["vc_first", "separable_input_first", "islip"] = Field(
+        "vc_first",
+        description="Switch allocation. vc_first: each input port picks one ready VC, then each output grants one "
+                    "input (pointer policy: allocator). separable_input_first / islip: BookSim2's: an input port "
+                    "requests every output one of its ready VCs wants (one VC per output, round-robin over VCs), "
+                    "then a separable input-first allocator or one iSLIP iteration (no priorities) matches them.")
+    vc_class_rule: Literal["dateline", "booksim"] = Field(
+        "dateline",
+        description="VC classes of DOR on tori. dateline: class 0 until the packet crosses a ring's wrap link, "
+                    "class 1 from there, and the route's first class on injection and ejection links. booksim: "
+                    "BookSim2's dim_order_torus: on entering each ring, class 1 when the destination's coordinate "
+                    "is below the current one, else 0, kept for the whole ring; any VC on injection and ejection links.")
+    tie_break: Literal["plus", "random"] = Field(
+        "plus",
+        description="DOR on a torus ring of even size, for a packet exactly half-way around: plus always goes +; "
+                    "random picks the direction per packet and ring, 50/50 (BookSim2), from a stream seeded by "
+                    "the traffic seed (synthetic traffic) or arbiter_seed (0 when unset).")
+    credit_adds_link_latency: bool = Field(
+        False,
+        description="Credits travel back over the link: a freed slot is usable upstream credit_delay_cycles plus "
+                    "the link's latency later (BookSim2: 1 + credit channel latency + its credit_delay); "
+                    "false: credit_delay_cycles on every link.")
     flit_bytes: int | None = Field(
         None, ge=1, le=1 << 16,
         description="Bytes per flit. None: every link carries one flit per cycle. Set: a link of w bytes/cycle "
@@ -83,15 +113,22 @@ class FlitNetworkConfig(StrictModel):
                     "a link as wide or wider carries one flit per cycle.")
 
     def key_fields(self) -> dict:
-        """The config as plain data for the keys of stored results: ``arbiter_seed`` only when
-        set, so keys made before that field existed (the reset state) stay valid."""
-        return self.model_dump(mode="json", exclude={"arbiter_seed"} if self.arbiter_seed is None else set())
+        """The config as plain data for the keys of stored results: the fields added after
+        results were first stored (``arbiter_seed``, the BookSim2 options) only when they differ
+        from their defaults, so keys made before those fields existed stay valid."""
+        data = self.model_dump(mode="json")
+        return {k: v for k, v in data.items()
+                if k not in _LATER_FIELDS or v != type(self).model_fields[k].default}
 
     @property
     def router_delay_cycles(self) -> int:
         """Extra cycles a head spends in a router at zero load (beyond the link latency)."""
         return self.routing_delay_cycles + self.vc_alloc_delay_cycles + self.sw_alloc_delay_cycles + self.st_delay_cycles
 
+
+# fields whose default-valued entries are left out of stored-result keys (key_fields)
+_LATER_FIELDS = frozenset({"arbiter_seed", "vc_allocator", "sw_allocator", "vc_class_rule", "tie_break",
+                           "credit_adds_link_latency"})
 
 Net = namedtuple("Net", [
     "num_links", "num_endpoints", "num_routers", "V", "D", "vcs_per_class",
@@ -106,6 +143,12 @@ Net = namedtuple("Net", [
     # one-flit-per-cycle model costs what it did before link width existed. (No bool flag field
     # either: with one, unused, bench/noc_speed.py's torus88 ran at 67 k instead of 87 k cycles/s.)
     "ser",
+    # BookSim2 options: VC allocator (0 lowest_free, 1 separable input-first, 2 iSLIP), switch
+    # allocator (0 vc_first, 1 separable input-first, 2 iSLIP); the output VCs each VC class may
+    # use (cls_mask[c]; the last entry, class any_cls, is every VC); route rows per source
+    # (n_rows tie-direction variants: row = variant * E + src); each link's position among its
+    # source router's outputs; per link, the cycles until a freed slot's credit is usable
+    "va_kind", "sa_kind", "cls_mask", "any_cls", "n_rows", "out_port", "credit_lat",
 ])
 
 State = namedtuple("State", [
@@ -141,6 +184,12 @@ State = namedtuple("State", [
     # per link, when the last flit sent on it finishes its serialisation, in units of
     # 1 / ser[1, l] cycles (grant-time coordinates; only used when net.ser is not None)
     "link_free",
+    # per packet: its route row (noc.flit.Net.n_rows); VC allocation pointers of the BookSim2
+    # allocators, per input VC over its router's output VCs and per output VC over the input
+    # VCs; scratch: each waiting head's pick (separable) or granted output VCs (iSLIP) and each
+    # switch request's state; switch-allocation accept pointer per input port over output
+    # ports; the tie-direction stream
+    "p_row", "va_in_ptr", "va_out_ptr", "va_pick", "req_sel", "sa_acc_ptr", "rng",
 ])
 
 # vc_state values
@@ -203,9 +252,13 @@ def build_network(topology: Topology, config: FlitNetworkConfig | None = None) -
         raise ConfigError(f"watchdog_cycles = {cfg.watchdog_cycles}: a flit takes up to {ser_max} cycles on the "
                           f"narrowest link (flit_bytes = {cfg.flit_bytes} over {float(topology.link_bytes_per_cycle.min())!r} "
                           f"B/cycle); watchdog_cycles must be larger")
-    routes = route(topology, cfg.routing, dateline=cfg.dateline)
+    routes = route(topology, cfg.routing, dateline=cfg.dateline, vc_rule=cfg.vc_class_rule)
     check_vc_classes(topology, routes, cfg.num_vcs)
     classes = routes.num_vc_classes
+    links, vc_class, length = _route_rows(topology, cfg, routes)
+    vpc = cfg.num_vcs // classes
+    cls_mask = np.array([((1 << vpc) - 1) << (c * vpc) for c in range(classes)] + [(1 << cfg.num_vcs) - 1],
+                        dtype=np.uint64).view(np.int64)
     e = topology.num_endpoints
     src, dst = topology.link_src.astype(np.int64), topology.link_dst.astype(np.int64)
     nl = topology.num_links
@@ -224,7 +277,12 @@ def build_network(topology: Topology, config: FlitNetworkConfig | None = None) -
 
     rin_off, rin_links = csr(dst_router, topology.num_routers)
     rout_off, rout_links = csr(src_router, topology.num_routers)
+    out_port = np.zeros(nl, dtype=np.int64)
+    out_port[rout_links] = np.arange(rout_links.size) - rout_off[src_router[rout_links]]
     maxlat = int(topology.link_latency_cycles.max()) if nl else 1
+    credit_lat = np.full(nl, cfg.credit_delay_cycles, dtype=np.int64)
+    if cfg.credit_adds_link_latency:
+        credit_lat += topology.link_latency_cycles.astype(np.int64)
     return Net(
         num_links=nl, num_endpoints=e, num_routers=topology.num_routers, V=cfg.num_vcs, D=cfg.vc_depth_flits,
         vcs_per_class=cfg.num_vcs // classes,
@@ -234,17 +292,62 @@ def build_network(topology: Topology, config: FlitNetworkConfig | None = None) -
         rin_off=rin_off, rin_links=rin_links, rout_off=rout_off, rout_links=rout_links,
         # the route tables are read at every head's route computation, at random (src, dst):
         # the narrowest types keep them in cache (an 8x8 mesh's were 1 MB as int64)
-        route_links=routes.links.astype(np.int16 if nl < (1 << 15) else np.int32),
-        route_class=routes.vc_class.astype(np.int8),
-        route_len=routes.length.astype(np.int64),
+        route_links=links.astype(np.int16 if nl < (1 << 15) else np.int32),
+        route_class=vc_class.astype(np.int8),
+        route_len=length.astype(np.int64),
         rc_delay=cfg.routing_delay_cycles, va_delay=cfg.vc_alloc_delay_cycles, sa_delay=cfg.sw_alloc_delay_cycles,
         st_delay=cfg.st_delay_cycles, credit_delay=cfg.credit_delay_cycles, vct=cfg.flow_control == "vct",
         islip=cfg.allocator == "islip", watchdog=cfg.watchdog_cycles, debug=cfg.debug,
         # a flit arrives at most sa + st + latency + ceil(ser) cycles after it was sent (_send)
         ring=maxlat + cfg.sw_alloc_delay_cycles + cfg.st_delay_cycles + 1 + (ser_max if narrow else 0),
-        cring=cfg.credit_delay_cycles + 1,
+        cring=int(credit_lat.max(initial=cfg.credit_delay_cycles)) + 1,
         ser=np.stack([ser_num, ser_den]) if narrow else None,
+        va_kind=_VA_KINDS.index(cfg.vc_allocator), sa_kind=_SA_KINDS.index(cfg.sw_allocator),
+        cls_mask=cls_mask, any_cls=classes, n_rows=links.shape[0] // max(e, 1), out_port=out_port, credit_lat=credit_lat,
     )
+
+
+_VA_KINDS = ("lowest_free", "separable_input_first", "islip")
+_SA_KINDS = ("vc_first", "separable_input_first", "islip")
+
+
+def _route_rows(topology: Topology, cfg: FlitNetworkConfig, routes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The source routes the kernel reads, ``[rows, E, H]`` with row = variant * E + src:
+    variant 0 is ``routes``; with ``tie_break = "random"`` on a torus with even rings, one
+    more table per other tie direction (:func:`noc.routing.tie_variants`). Every source
+    also gets a path to itself (its injection link, then its ejection link), for traffic
+    that sends packets to their own source. Under ``vc_class_rule = "booksim"`` the
+    injection and ejection links take the class ``any`` (index = number of classes)."""
+    tables = [routes]
+    if cfg.tie_break == "random" and routes.algorithm.startswith("dor"):
+        for signs in tie_variants(topology)[1:]:
+            tables.append(route(topology, cfg.routing, dateline=cfg.dateline, vc_rule=cfg.vc_class_rule,
+                                tie_signs=signs))
+    e = topology.num_endpoints
+    width = max(routes.links.shape[2], 2)
+    links = np.full((len(tables) * e, e, width), -1, dtype=np.int32)
+    vc_class = np.zeros(links.shape, dtype=np.int8)
+    length = np.zeros((len(tables) * e, e), dtype=np.int64)
+    for i, tb in enumerate(tables):
+        rows = slice(i * e, (i + 1) * e)
+        links[rows, :, : tb.links.shape[2]] = tb.links
+        vc_class[rows, :, : tb.links.shape[2]] = tb.vc_class
+        length[rows] = tb.length
+    self_rows = np.arange(len(tables))[:, None] * e + np.arange(e)[None, :]
+    ep = np.broadcast_to(np.arange(e), self_rows.shape)
+    links[self_rows, ep, 0] = topology.inject_link[ep]
+    links[self_rows, ep, 1] = topology.eject_link[ep]
+    length[self_rows, ep] = 2
+    if cfg.vc_class_rule == "booksim":
+        any_cls = routes.num_vc_classes
+        rows_all = np.arange(links.shape[0])[:, None]
+        vc_class[:, :, 0] = any_cls
+        last = np.maximum(length - 1, 0)
+        vc_class[rows_all, np.arange(e)[None, :], last] = any_cls
+    return links, vc_class, length
+
+
+_RNG_START = np.uint64(0x9E3779B97F4A7C15)
 
 
 @njit(cache=True)
@@ -279,10 +382,13 @@ def new_state(net, max_packets):
         np.zeros((net.ring, nl), np.int64), np.zeros(net.ring, np.int64),
         np.zeros((net.cring, nl), np.int64), np.zeros(net.cring, np.int64),
         np.zeros(max(net.num_routers, 1), np.int64), np.zeros(max(net.num_routers, 1), np.int64),
-        np.zeros(nl * V, np.int64), np.zeros(nl, np.int64), np.zeros(nl, np.int64), np.zeros(nl, np.int64),
-        np.zeros(nl, np.int64),
+        np.zeros(nl * V, np.int64), np.zeros(nl * V, np.int64), np.zeros(nl * V, np.int64), np.zeros(nl * V, np.int64),
+        np.zeros(nl * V, np.int64),
         np.zeros(nl, np.int64), np.zeros(nl, np.int64), np.full(nl, _low_bits(V), np.int64),
         np.zeros(nl, np.int64),
+        np.zeros(max_packets, np.int64), np.zeros(nl * V, np.int64), np.zeros(nl * V, np.int64),
+        np.zeros(nl * V, np.int64), np.zeros(nl * V, np.int64), np.zeros(nl, np.int64),
+        np.array([_RNG_START], np.uint64),
     )
 
 
@@ -295,6 +401,10 @@ def enqueue_packet(net, st, src, dst, num_flits, priority, tag, now):
     p = st.free_slots[st.free_top[0]]
     st.p_src[p] = src
     st.p_dst[p] = dst
+    row = src
+    if net.n_rows > 1:  # a random tie direction per packet (tie_break = "random")
+        row += (_next_random(st) % np.uint64(net.n_rows)) * net.num_endpoints
+    st.p_row[p] = row
     st.p_flits[p] = num_flits
     st.p_prio[p] = priority
     st.p_tag[p] = tag
@@ -340,6 +450,21 @@ def queued_packets(st, src):
     return n
 
 
+@njit(cache=True, inline="always")
+def _next_random(st):
+    """The next draw (uint64) of the state's splitmix64 stream (tie directions)."""
+    st.rng[0] += np.uint64(0x9E3779B97F4A7C15)
+    z = st.rng[0]
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def seed_ties(st: "State", seed: int) -> None:
+    """Start the tie-direction stream (``tie_break = "random"``) of a fresh state at ``seed``."""
+    st.rng[0] = (int(_RNG_START) + int(seed) * 0x2545F4914F6CDD1D) % (1 << 64)
+
+
 # ---- bit sets of VCs (int64, bit v = VC v)
 
 @njit(cache=True, inline="always")
@@ -364,6 +489,13 @@ def _rr_distance(idx, ptr, n):
     """Round-robin distance from pointer ``ptr`` to ``idx`` (both in 0..n-1): (idx - ptr) mod n."""
     d = idx - ptr
     return d + n if d < 0 else d
+
+
+@njit(cache=True, inline="always")
+def _cls_slot(net, cls):
+    """The VC-allocation pointer slot of VC class ``cls`` on a link: the class itself, or 0
+    for the class ``any`` (a link is used with ``any`` only, or with real classes only)."""
+    return 0 if cls == net.any_cls else cls
 
 
 @njit(cache=True, inline="always")
@@ -532,8 +664,8 @@ def _route(net, st, li, v, now):
         i = st.buf_head[li, v]
         pkt = st.buf_pkt[li, v, i]
         hop = st.buf_hop[li, v, i] + 1
-        st.vc_out[li, v] = net.route_links[st.p_src[pkt], st.p_dst[pkt], hop]
-        st.vc_cls[li, v] = net.route_class[st.p_src[pkt], st.p_dst[pkt], hop]
+        st.vc_out[li, v] = net.route_links[st.p_row[pkt], st.p_dst[pkt], hop]
+        st.vc_cls[li, v] = net.route_class[st.p_row[pkt], st.p_dst[pkt], hop]
         st.vc_ready[li, v] = now + net.rc_delay
         s = _ROUTING
     if s == _ROUTING and st.vc_ready[li, v] <= now:
@@ -565,7 +697,7 @@ def _best_waiting_head(net, st, r, a, nw, lo, cls, ov):
         if net.vct and st.credit[lo, ov] < st.p_flits[pkt]:
             continue
         ib = (kv >> 6) * V + v
-        if best < 0 or _better(st.p_prio[pkt], ib, best_prio, best, st.va_ptr[lo * V + cls], n_in):
+        if best < 0 or _better(st.p_prio[pkt], ib, best_prio, best, st.va_ptr[lo * V + _cls_slot(net, cls)], n_in):
             best_kv = kv
             best = ib
             best_prio = st.p_prio[pkt]
@@ -591,7 +723,6 @@ def _allocate_vcs(net, st, r, nw, now):
     output VCs in increasing order, (output, class) groups in the order of their first head."""
     base = net.rin_off[r]
     n_in = (net.rin_off[r + 1] - base) * net.V
-    vpc = net.vcs_per_class
     for a in range(nw):
         kv = st.va_wait[a]
         la = net.rin_links[base + (kv >> 6)]
@@ -600,17 +731,164 @@ def _allocate_vcs(net, st, r, nw, now):
             continue  # got an output VC earlier in this loop
         lo = st.vc_out[la, va]
         cls = st.vc_cls[la, va]
-        free = st.ovc_free[lo] & (_low_bits(vpc) << (cls * vpc))
+        free = st.ovc_free[lo] & net.cls_mask[cls]
         while free != 0:
             ov = trailing_zeros(free)
             free &= free - 1
             best_kv, best, n = _best_waiting_head(net, st, r, a, nw, lo, cls, ov)
             if best_kv >= 0:
                 _grant_vc(net, st, r, net.rin_links[base + (best_kv >> 6)], best_kv & 63, lo, ov, now)
-                st.va_ptr[lo * net.V + cls] = _wrap(best + 1, n_in)
+                st.va_ptr[lo * net.V + _cls_slot(net, cls)] = _wrap(best + 1, n_in)
                 n -= 1
             if n == 0:
                 break  # every head that wanted (lo, cls) has its VC: the other free ones stay free
+
+
+@_stage
+def _head_requests(net, st, r, a):
+    """The output VCs waiting head va_wait[a] of router r may take now: the free VCs of its
+    class on its output link (under VCT only those with room for the whole packet)."""
+    kv = st.va_wait[a]
+    li = net.rin_links[net.rin_off[r] + (kv >> 6)]
+    v = kv & 63
+    lo = st.vc_out[li, v]
+    req = st.ovc_free[lo] & net.cls_mask[st.vc_cls[li, v]]
+    if net.vct:
+        need = st.p_flits[st.buf_pkt[li, v, st.buf_head[li, v]]]
+        rest = req
+        while rest != 0:
+            ov = trailing_zeros(rest)
+            rest &= rest - 1
+            if st.credit[lo, ov] < need:
+                req &= ~_bit(ov)
+    return req
+
+
+@_stage
+def _pick_output_vc(net, st, r, li, v, lo, req):
+    """The output VC of ``req`` (a bit set on link ``lo``) that input VC (li, v)'s
+    round-robin pointer reaches first, over router r's output VCs (port * V + VC)."""
+    V = net.V
+    n_out = (net.rout_off[r + 1] - net.rout_off[r]) * V
+    ptr = st.va_in_ptr[li * V + v]
+    base = net.out_port[lo] * V
+    best = -1
+    best_d = n_out
+    rest = req
+    while rest != 0:
+        ov = trailing_zeros(rest)
+        rest &= rest - 1
+        d = _rr_distance(base + ov, ptr, n_out)
+        if d < best_d:
+            best = ov
+            best_d = d
+    return best
+
+
+@_stage
+def _allocate_vcs_booksim(net, st, r, nw, now):
+    """VC allocation of router r as BookSim2's separable input-first or iSLIP allocators
+    (one iteration), over input VCs (port * V + VC) and output VCs (port * V + VC): every
+    waiting head requests all the output VCs it may take (:func:`_head_requests`).
+
+    Separable input-first: each head picks one (:func:`_pick_output_vc`), then each picked
+    output VC grants one of its pickers (most urgent, then round-robin from its pointer).
+    iSLIP: each requested output VC grants the requester its pointer reaches first (no
+    priorities); each head accepts, of the VCs granted to it, the one its pointer reaches
+    first. Pointers move past the winner only on a match."""
+    V = net.V
+    base = net.rin_off[r]
+    n_in = (net.rin_off[r + 1] - base) * V
+    n_out = (net.rout_off[r + 1] - net.rout_off[r]) * V
+    if net.va_kind == 1:
+        for a in range(nw):
+            kv = st.va_wait[a]
+            li = net.rin_links[base + (kv >> 6)]
+            v = kv & 63
+            req = _head_requests(net, st, r, a)
+            st.va_pick[a] = _pick_output_vc(net, st, r, li, v, st.vc_out[li, v], req) if req != 0 else -1
+        for a in range(nw):
+            ov = st.va_pick[a]
+            if ov < 0:
+                continue
+            kv = st.va_wait[a]
+            lo = st.vc_out[net.rin_links[base + (kv >> 6)], kv & 63]
+            best = -1
+            best_i = -1
+            best_prio = 0
+            optr = st.va_out_ptr[lo * V + ov]
+            for b in range(a, nw):
+                if st.va_pick[b] != ov:
+                    continue
+                kb = st.va_wait[b]
+                lb = net.rin_links[base + (kb >> 6)]
+                if st.vc_out[lb, kb & 63] != lo:
+                    continue
+                ib = (kb >> 6) * V + (kb & 63)
+                prio = st.p_prio[st.buf_pkt[lb, kb & 63, st.buf_head[lb, kb & 63]]]
+                if best < 0 or _better(prio, ib, best_prio, best_i, optr, n_in):
+                    best = b
+                    best_i = ib
+                    best_prio = prio
+            for b in range(a, nw):  # this output VC is decided: the other pickers lose
+                if b != best and st.va_pick[b] == ov:
+                    kb = st.va_wait[b]
+                    if st.vc_out[net.rin_links[base + (kb >> 6)], kb & 63] == lo:
+                        st.va_pick[b] = -1
+            kb = st.va_wait[best]
+            lb = net.rin_links[base + (kb >> 6)]
+            _grant_vc(net, st, r, lb, kb & 63, lo, ov, now)
+            st.va_pick[best] = -1
+            st.va_in_ptr[lb * V + (kb & 63)] = _wrap(net.out_port[lo] * V + ov + 1, n_out)
+            st.va_out_ptr[lo * V + ov] = _wrap(best_i + 1, n_in)
+        return
+    # iSLIP, one iteration. Grant phase: va_pick[a] collects the output VCs granted to head a.
+    for a in range(nw):
+        st.va_pick[a] = 0
+    for a in range(nw):
+        kv = st.va_wait[a]
+        li = net.rin_links[base + (kv >> 6)]
+        lo = st.vc_out[li, kv & 63]
+        rest = _head_requests(net, st, r, a)
+        while rest != 0:
+            ov = trailing_zeros(rest)
+            rest &= rest - 1
+            # granted already by an earlier head's pass over the same output VC?
+            seen = False
+            for b in range(a):
+                kb = st.va_wait[b]
+                if st.vc_out[net.rin_links[base + (kb >> 6)], kb & 63] == lo and _head_requests(net, st, r, b) & _bit(ov):
+                    seen = True
+                    break
+            if seen:
+                continue
+            optr = st.va_out_ptr[lo * V + ov]
+            best = a
+            best_d = _rr_distance((kv >> 6) * V + (kv & 63), optr, n_in)
+            for b in range(a + 1, nw):
+                kb = st.va_wait[b]
+                if st.vc_out[net.rin_links[base + (kb >> 6)], kb & 63] != lo:
+                    continue
+                if _head_requests(net, st, r, b) & _bit(ov) == 0:
+                    continue
+                d = _rr_distance((kb >> 6) * V + (kb & 63), optr, n_in)
+                if d < best_d:
+                    best = b
+                    best_d = d
+            st.va_pick[best] |= _bit(ov)
+    # accept phase
+    for a in range(nw):
+        granted = st.va_pick[a]
+        if granted == 0:
+            continue
+        kv = st.va_wait[a]
+        li = net.rin_links[base + (kv >> 6)]
+        v = kv & 63
+        lo = st.vc_out[li, v]
+        ov = _pick_output_vc(net, st, r, li, v, lo, granted)
+        _grant_vc(net, st, r, li, v, lo, ov, now)
+        st.va_in_ptr[li * V + v] = _wrap(net.out_port[lo] * V + ov + 1, n_out)
+        st.va_out_ptr[lo * V + ov] = _wrap((kv >> 6) * V + v + 1, n_in)
 
 
 @_stage
@@ -630,7 +908,10 @@ def _route_and_allocate_vcs(net, st, now):
                     st.va_wait[nw] = (k << 6) | v  # input port and VC, packed (V <= 64)
                     nw += 1
         if nw > 0:
-            _allocate_vcs(net, st, r, nw, now)
+            if net.va_kind == 0:
+                _allocate_vcs(net, st, r, nw, now)
+            else:
+                _allocate_vcs_booksim(net, st, r, nw, now)
 
 
 # ---- 4. switch allocation (separable, input first) and traversal
@@ -668,8 +949,10 @@ def _pick_input_vcs(net, st, r, now):
 
 
 @_stage
-def _traverse(net, st, r, li, v, lo, slot, credit_slot, now):
-    """The front flit of input VC (li, v) of router r crosses the switch onto output link lo."""
+def _traverse(net, st, r, li, v, lo, slot, cslot, now):
+    """The front flit of input VC (li, v) of router r crosses the switch onto output link lo
+    (its slot is credited upstream ``net.credit_lat[li]`` cycles after ring slot ``cslot``)."""
+    credit_slot = _wrap(cslot + net.credit_lat[li], net.cring)
     i = st.buf_head[li, v]
     pkt = st.buf_pkt[li, v, i]
     seq = st.buf_seq[li, v, i]
@@ -696,7 +979,7 @@ def _traverse(net, st, r, li, v, lo, slot, credit_slot, now):
 
 
 @_stage
-def _grant_outputs(net, st, r, n_req, slot, credit_slot, now):
+def _grant_outputs(net, st, r, n_req, slot, cslot, now):
     """Stage 2: each requested output port of router r grants one of the inputs requesting
     it (priority first, then round-robin); the winners' flits traverse."""
     V = net.V
@@ -725,7 +1008,7 @@ def _grant_outputs(net, st, r, n_req, slot, credit_slot, now):
         li = net.rin_links[st.req_in[best]]
         st.sa_out_ptr[lo] = _wrap(best_port + 1, n_in)
         st.sa_in_ptr[li] = _wrap(v + 1, V)
-        _traverse(net, st, r, li, v, lo, slot, credit_slot, now)
+        _traverse(net, st, r, li, v, lo, slot, cslot, now)
     if not net.islip:  # round robin: input pointers move past every pick, granted or not
         for a in range(n_req):
             vb = st.req_vc[a]
@@ -733,13 +1016,136 @@ def _grant_outputs(net, st, r, n_req, slot, credit_slot, now):
 
 
 @_stage
-def _allocate_switches(net, st, slot, credit_slot, now):
+def _request_outputs(net, st, r, now):
+    """BookSim2's switch requests of router r: each input port requests every output link
+    one of its VCs (with a flit ready and a downstream credit) wants, on behalf of one VC per
+    output (most urgent, then round-robin from the port's VC pointer). Requests of one port
+    are contiguous; returns their number (req_in/req_vc/req_out/req_prio)."""
+    V = net.V
+    n_req = 0
+    for k in range(net.rin_off[r], net.rin_off[r + 1]):
+        li = net.rin_links[k]
+        first = n_req
+        cand = st.vc_busy[li] & st.vc_active[li]
+        while cand != 0:
+            v = trailing_zeros(cand)
+            cand &= cand - 1
+            lo = st.vc_out[li, v]
+            if st.vc_ready[li, v] > now or st.credit[lo, st.vc_outvc[li, v]] <= 0 or _link_busy(net, st, lo, now):
+                continue
+            prio = st.p_prio[st.buf_pkt[li, v, st.buf_head[li, v]]]
+            j = first
+            while j < n_req and st.req_out[j] != lo:
+                j += 1
+            if j == n_req:
+                st.req_in[j] = k
+                st.req_vc[j] = v
+                st.req_out[j] = lo
+                st.req_prio[j] = prio
+                n_req += 1
+            elif _better(prio, v, st.req_prio[j], st.req_vc[j], st.sa_in_ptr[li], V):
+                st.req_vc[j] = v
+                st.req_prio[j] = prio
+    return n_req
+
+
+@_stage
+def _match_switch(net, st, r, n_req, slot, cslot, now):
+    """Match router r's switch requests (:func:`_request_outputs`) with BookSim2's separable
+    input-first allocator (sa_kind 1: each port's arbiter picks one of its requests, most
+    urgent then round-robin over output ports; each output grants one picker, most urgent
+    then round-robin over input ports) or one iSLIP iteration (sa_kind 2: each output grants
+    the requesting port its pointer reaches first; each port accepts, of its grants, the
+    output its pointer reaches first; no priorities). Winners traverse; pointers move past
+    the winner only on a match."""
+    V = net.V
+    base = net.rin_off[r]
+    n_in = net.rin_off[r + 1] - base
+    n_out = net.rout_off[r + 1] - net.rout_off[r]
+    for a in range(n_req):
+        st.req_sel[a] = 0
+    if net.sa_kind == 1:
+        a = 0
+        while a < n_req:  # input arbiters, one port's requests at a time
+            k = st.req_in[a]
+            li = net.rin_links[k]
+            best = a
+            b = a + 1
+            while b < n_req and st.req_in[b] == k:
+                if _better(st.req_prio[b], net.out_port[st.req_out[b]], st.req_prio[best],
+                           net.out_port[st.req_out[best]], st.sa_acc_ptr[li], n_out):
+                    best = b
+                b += 1
+            st.req_sel[best] = 1
+            a = b
+        for a in range(n_req):  # output arbiters
+            if st.req_sel[a] != 1:
+                continue
+            lo = st.req_out[a]
+            best = a
+            for b in range(a + 1, n_req):
+                if st.req_sel[b] == 1 and st.req_out[b] == lo and _better(
+                        st.req_prio[b], st.req_in[b] - base, st.req_prio[best], st.req_in[best] - base,
+                        st.sa_out_ptr[lo], n_in):
+                    best = b
+            for b in range(a, n_req):
+                if st.req_sel[b] == 1 and st.req_out[b] == lo:
+                    st.req_sel[b] = 3 if b == best else 2
+    else:
+        for a in range(n_req):  # grant phase: req_sel 1 = granted
+            lo = st.req_out[a]
+            done = False
+            for b in range(a):
+                if st.req_out[b] == lo:
+                    done = True
+                    break
+            if done:
+                continue
+            best = a
+            for b in range(a + 1, n_req):
+                if st.req_out[b] == lo and _rr_distance(st.req_in[b] - base, st.sa_out_ptr[lo], n_in) < \
+                        _rr_distance(st.req_in[best] - base, st.sa_out_ptr[lo], n_in):
+                    best = b
+            st.req_sel[best] = 1
+        a = 0
+        while a < n_req:  # accept phase: req_sel 3 = matched
+            k = st.req_in[a]
+            li = net.rin_links[k]
+            best = -1
+            b = a
+            while b < n_req and st.req_in[b] == k:
+                if st.req_sel[b] == 1 and (best < 0 or _rr_distance(net.out_port[st.req_out[b]], st.sa_acc_ptr[li], n_out)
+                                           < _rr_distance(net.out_port[st.req_out[best]], st.sa_acc_ptr[li], n_out)):
+                    best = b
+                b += 1
+            if best >= 0:
+                st.req_sel[best] = 3
+            a = b
+    for a in range(n_req):
+        if st.req_sel[a] != 3:
+            continue
+        k = st.req_in[a]
+        li = net.rin_links[k]
+        lo = st.req_out[a]
+        v = st.req_vc[a]
+        st.sa_out_ptr[lo] = _wrap(k - base + 1, n_in)
+        st.sa_acc_ptr[li] = _wrap(net.out_port[lo] + 1, n_out)
+        st.sa_in_ptr[li] = _wrap(v + 1, V)
+        _traverse(net, st, r, li, v, lo, slot, cslot, now)
+
+
+@_stage
+def _allocate_switches(net, st, slot, cslot, now):
     """4. Switch allocation and traversal, per router holding flits."""
     for r in range(net.num_routers):
         if st.r_flits[r] == 0:
             continue
-        n_req = _pick_input_vcs(net, st, r, now)
-        _grant_outputs(net, st, r, n_req, slot, credit_slot, now)
+        if net.sa_kind == 0:
+            n_req = _pick_input_vcs(net, st, r, now)
+            _grant_outputs(net, st, r, n_req, slot, cslot, now)
+        else:
+            n_req = _request_outputs(net, st, r, now)
+            _match_switch(net, st, r, n_req, slot, cslot, now)
 
 
 # ---- 5. NI injection
@@ -748,15 +1154,19 @@ def _allocate_switches(net, st, slot, credit_slot, now):
 def _injection_vc(net, st, ep, pkt, l):
     """A VC of the route's first class on injection link l for NI ep's front packet
     (round-robin, so back-to-back packets use different VCs), or -1 when none is free."""
-    cls = net.route_class[st.p_src[pkt], st.p_dst[pkt], 0]
-    vpc = net.vcs_per_class
-    for k in range(vpc):
-        c = cls * vpc + (st.va_ptr[l * net.V + cls] + k) % vpc
+    cls = net.route_class[st.p_row[pkt], st.p_dst[pkt], 0]
+    if cls == net.any_cls:
+        first, n = 0, net.V
+    else:
+        first, n = cls * net.vcs_per_class, net.vcs_per_class
+    slot = l * net.V + _cls_slot(net, cls)
+    for k in range(n):
+        c = first + (st.va_ptr[slot] + k) % n
         if st.owner[l, c] < 0 and (not net.vct or st.credit[l, c] >= st.p_flits[pkt]):
             st.owner[l, c] = -2 - ep
             st.ovc_free[l] &= ~_bit(c)
             st.q_vc[ep] = c
-            st.va_ptr[l * net.V + cls] = (c - cls * vpc + 1) % vpc
+            st.va_ptr[slot] = (c - first + 1) % n
             return c
     return -1
 
@@ -832,7 +1242,7 @@ def step(net, st, now):
     _link_arrivals(net, st, now, slot)
     _credit_arrivals(st, cslot)
     _route_and_allocate_vcs(net, st, now)
-    _allocate_switches(net, st, slot, _wrap(cslot + net.credit_delay, net.cring), now)
+    _allocate_switches(net, st, slot, cslot, now)
     _inject(net, st, now, slot)
     # ---- 6. invariants and watchdog
     if net.debug:

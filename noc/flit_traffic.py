@@ -30,18 +30,19 @@ from pydantic import Field, ValidationInfo, field_validator
 from noc.config import StrictModel
 from noc.errors import ConfigError, DeadlockError
 from noc.flit import (
-    C_EJECTED_FLITS, C_ERR, C_IN_FLIGHT, FlitNetworkConfig, build_network, describe_stuck, enqueue_packet, new_state, pop_ejected,
-    seed_arbiters, step, stuck,
+    C_EJECTED_FLITS, C_ERR, C_IN_FLIGHT, C_INJECTED_FLITS, FlitNetworkConfig, build_network, describe_stuck, enqueue_packet,
+    new_state, pop_ejected, seed_arbiters, seed_ties, step, stuck,
 )
 from noc.topology import Topology
 
-PATTERNS = ("uniform", "transpose", "bitcomp", "bitrev", "shuffle", "tornado", "neighbor", "hotspot")
+PATTERNS = ("uniform", "transpose", "bitcomp", "bitrev", "shuffle", "tornado", "neighbor", "neighbor_all", "hotspot")
 
 
 class TrafficConfig(StrictModel):
     """Synthetic traffic and the run methodology."""
 
-    pattern: Literal["uniform", "transpose", "bitcomp", "bitrev", "shuffle", "tornado", "neighbor", "hotspot"] = "uniform"
+    pattern: Literal["uniform", "transpose", "bitcomp", "bitrev", "shuffle", "tornado", "neighbor", "neighbor_all",
+                     "hotspot"] = "uniform"
     rate_packets: float = Field(0.1, gt=0, le=1, description="Packets created per NI per cycle (Bernoulli).")
     packet_flits: list[int] = Field(default_factory=lambda: [1], min_length=1, description="Packet sizes in flits.")
     packet_weights: list[float] | None = Field(None, description="Probabilities of packet_flits (default: equal).")
@@ -49,7 +50,30 @@ class TrafficConfig(StrictModel):
     warmup_cycles: int = Field(1000, ge=0, description="Cycles before measuring.")
     measure_cycles: int = Field(5000, ge=1, description="Cycles whose packets are measured.")
     drain_limit_cycles: int = Field(20000, ge=1, description="Cycles allowed to deliver the measured packets; more means unstable.")
-    seed: int = Field(1, ge=0)
+    seed: int = Field(1, ge=0, le=(1 << 32) - 1)
+    self_packets: bool = Field(
+        False, description="Packets to their own source are sent (BookSim2): uniform and hotspot draw from every NI, "
+                           "the source included, and a fixed pattern's fixed points send to themselves, through the "
+                           "router. False: uniform draws from the other NIs, fixed points send nothing.")
+    inject_during_drain: bool = Field(
+        False, description="Keep creating (unmeasured) packets while the measured ones drain (BookSim2). False: "
+                           "creation stops at the end of the measurement window.")
+    methodology: Literal["window", "booksim"] = Field(
+        "window", description="window: warm-up, one measurement window, drain (warmup_cycles, measure_cycles, "
+                              "drain_limit_cycles). booksim: BookSim2's sample periods, convergence and "
+                              "latency_thres verdict (the keys below; the window keys are not used).")
+    warmup_periods: int = Field(3, ge=0, le=1000, description="booksim: warm-up sample periods (0: until the "
+                                "warmup_thres and acc_warmup_thres changes are met).")
+    sample_period_cycles: int = Field(1000, ge=1, le=1_000_000, description="booksim: cycles per sample period.")
+    max_samples: int = Field(10, ge=1, le=10_000, description="booksim: at most this many periods, warm-up included.")
+    latency_thres_cycles: float = Field(
+        500.0, gt=0, allow_inf_nan=False,
+        description="booksim: a period end at which the average latency of the delivered packets and of every flit "
+                    "still queued or in flight exceeds this is unstable (the run stops).")
+    warmup_thres: float = Field(0.05, ge=0, allow_inf_nan=False, description="booksim: latency change ending a convergence warm-up.")
+    acc_warmup_thres: float = Field(0.05, ge=0, allow_inf_nan=False, description="booksim: throughput change ending a convergence warm-up.")
+    stopping_thres: float = Field(0.05, ge=0, allow_inf_nan=False, description="booksim: latency change of a converged period (3 in a row end the run).")
+    acc_stopping_thres: float = Field(0.05, ge=0, allow_inf_nan=False, description="booksim: throughput change of a converged period.")
 
     @field_validator("packet_flits")
     @classmethod
@@ -112,15 +136,44 @@ def destinations(pattern: str, topology: Topology) -> np.ndarray:
     coords = topology.router_coords[r]
     if pattern == "tornado":
         new = (coords + (dims - 1) // 2) % dims
-    else:  # neighbor
+    elif pattern == "neighbor":
         new = coords.copy()
         new[:, 0] = (new[:, 0] + 1) % dims[0]
+    else:  # neighbor_all: +1 in every dimension (BookSim2's neighbor)
+        new = (coords + 1) % dims
     c = topology.concentration
     return ((new * strides).sum(axis=1) * c + src % c).astype(np.int64)
 
 
+@njit(cache=True, inline="always")
+def _draw_packet(s, e, rate, fixed_dst, hotspot, sizes, cdf, self_packets):
+    """NI ``s``'s Bernoulli trial of this cycle: (flits, destination), or (0, -1) for no
+    packet (no success, or a packet to itself without ``self_packets``)."""
+    if np.random.random() >= rate:
+        return 0, -1
+    u = np.random.random()
+    k = 0
+    while k < sizes.shape[0] - 1 and u > cdf[k]:
+        k += 1
+    nf = sizes[k]
+    d = fixed_dst[s]
+    if d < 0:
+        if hotspot > 0 and np.random.random() < hotspot:
+            d = 0
+        elif self_packets:
+            d = np.random.randint(0, e)
+        else:
+            d = np.random.randint(0, e - 1)
+            if d >= s:
+                d += 1
+    if d == s and not self_packets:
+        return 0, -1
+    return nf, d
+
+
 @njit(cache=True)
-def _run(net, st, rate, fixed_dst, hotspot, sizes, cdf, warmup, measure, drain_limit, seed, hops, link_is_router):
+def _run(net, st, rate, fixed_dst, hotspot, sizes, cdf, warmup, measure, drain_limit, seed, hops, link_is_router,
+         self_packets, drain_inject):
     np.random.seed(seed)
     e = fixed_dst.shape[0]
     cap = st.p_src.shape[0]
@@ -142,27 +195,13 @@ def _run(net, st, rate, fixed_dst, hotspot, sizes, cdf, warmup, measure, drain_l
         if now == warmup:
             link_window[:] = -st.link_flits
             ej_window[0] = st.counters[C_EJECTED_FLITS]
-        creating = now < end_measure
+        creating = now < end_measure or drain_inject
         if creating:
             for s in range(e):
-                if np.random.random() < rate:
-                    u = np.random.random()
-                    k = 0
-                    while k < sizes.shape[0] - 1 and u > cdf[k]:
-                        k += 1
-                    nf = sizes[k]
-                    d = fixed_dst[s]
-                    if d < 0:
-                        if hotspot > 0 and np.random.random() < hotspot:
-                            d = 0
-                        else:
-                            d = np.random.randint(0, e - 1)
-                            if d >= s:
-                                d += 1
-                    if d == s:
-                        continue
+                nf, d = _draw_packet(s, e, rate, fixed_dst, hotspot, sizes, cdf, self_packets)
+                if nf > 0:
                     tag = -1
-                    if now >= warmup and n_meas < cap:
+                    if now >= warmup and now < end_measure and n_meas < cap:
                         tag = n_meas
                         m_created[tag] = now
                         m_hops[tag] = hops[s, d]
@@ -199,6 +238,74 @@ def _run(net, st, rate, fixed_dst, hotspot, sizes, cdf, warmup, measure, drain_l
     return m_created[:n_meas], m_inj[:n_meas], m_ej[:n_meas], m_hops[:n_meas], m_flits[:n_meas], now, unstable, dropped, link_window, ej_window
 
 
+# acc fields of _advance: measured packets created, measured packets not yet delivered,
+# latency sum and count of the packets delivered since the last clear (BookSim's plat
+# samples), packets that found no free slot
+A_MEASURED, A_OUTSTANDING, A_LAT_SUM, A_LAT_N, A_DROPPED = range(5)
+
+
+@njit(cache=True)
+def _advance(net, st, now, cycles, rate, fixed_dst, hotspot, sizes, cdf, self_packets, generate, record,
+             count_all, hops, m_created, m_inj, m_ej, m_hops, m_flits, acc):
+    """Simulate ``cycles`` cycles from cycle ``now`` (BookSim methodology). With
+    ``generate`` every NI makes its Bernoulli trial each cycle; with ``record`` the packets
+    made are measured (their tag indexes the m_ arrays), others carry ``-2 - creation
+    cycle``. Delivered measured packets (and, with ``count_all``, every packet) add their
+    latency to the since-clear sums. Returns (the next cycle, 1 if the watchdog fired)."""
+    e = fixed_dst.shape[0]
+    cap = m_created.shape[0]
+    for _ in range(cycles):
+        if generate:
+            for s in range(e):
+                nf, d = _draw_packet(s, e, rate, fixed_dst, hotspot, sizes, cdf, self_packets)
+                if nf == 0:
+                    continue
+                tag = -2 - now
+                if record and acc[A_MEASURED] < cap:
+                    tag = acc[A_MEASURED]
+                    m_created[tag] = now
+                    m_hops[tag] = hops[s, d]
+                    m_flits[tag] = nf
+                    acc[A_MEASURED] += 1
+                    acc[A_OUTSTANDING] += 1
+                if not enqueue_packet(net, st, s, d, nf, 0, tag, now):
+                    acc[A_DROPPED] += 1
+                    if tag >= 0:
+                        acc[A_OUTSTANDING] -= 1
+                        m_created[tag] = -1
+        step(net, st, now)
+        while True:
+            tag, cyc = pop_ejected(st)
+            if tag == -1 and cyc == -1:
+                break
+            if tag >= 0:
+                m_ej[tag] = cyc
+                m_inj[tag] = st.ej_inj[(st.ej_r[0] - 1) % st.ej_inj.shape[0]]
+                acc[A_OUTSTANDING] -= 1
+                acc[A_LAT_SUM] += cyc - m_created[tag]
+                acc[A_LAT_N] += 1
+            elif count_all:
+                acc[A_LAT_SUM] += cyc - (-2 - tag)
+                acc[A_LAT_N] += 1
+        now += 1
+        if stuck(net, st):
+            return now, 1
+    return now, 0
+
+
+@njit(cache=True)
+def _in_flight_age(st, now):
+    """(sum over every flit queued or in the network of its packet's age, number of such flits)."""
+    total = 0
+    n = 0
+    for p in range(st.p_flits.shape[0]):
+        rest = st.p_flits[p] - st.p_ejected_flits[p]
+        if rest > 0:
+            total += rest * (now - st.p_created[p])
+            n += rest
+    return total, n
+
+
 @dataclass(frozen=True)
 class RunStats:
     """One synthetic-traffic run: the standard figures of a load-latency point."""
@@ -215,6 +322,10 @@ class RunStats:
     cycles: int
     link_utilisation: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
     latency_std: float = float("nan")  # sample standard deviation of the total latency, cycles
+    latency_min: float = float("nan")
+    latency_max: float = float("nan")
+    injected_flits: float = float("nan")  # flits/NI/cycle injected during the measurement
+    verdict: str = ""  # why a run is unstable ("" when stable)
 
     def row(self) -> dict:
         return {"offered_flits": round(self.offered_flits, 5), "accepted_flits": round(self.accepted_flits, 5),
@@ -225,8 +336,14 @@ class RunStats:
                 "link_util_max": round(float(self.link_utilisation.max()) if self.link_utilisation.size else 0.0, 4)}
 
 
+def _deadlock(cfg: FlitNetworkConfig, net, st, topology: Topology, cycles: int) -> DeadlockError:
+    return DeadlockError(f"deadlock: no flit moved for {cfg.watchdog_cycles} cycles at cycle {cycles} with "
+                         f"{int(st.counters[C_IN_FLIGHT])} flits queued or in flight; stuck: {describe_stuck(net, st, topology)}")
+
+
 def run_traffic(topology: Topology, network: FlitNetworkConfig | None, traffic: TrafficConfig) -> RunStats:
-    """One load point: warm-up, measurement, drain. Same seed, same result."""
+    """One load point: warm-up, measurement, drain (``traffic.methodology``). Same seed,
+    same result."""
     cfg = FlitNetworkConfig() if network is None else network
     net = build_network(topology, cfg)
     sizes, cdf = traffic.size_table()
@@ -234,17 +351,20 @@ def run_traffic(topology: Topology, network: FlitNetworkConfig | None, traffic: 
         raise ConfigError(f"virtual cut-through needs packets (max {int(sizes.max())} flits) to fit a VC "
                           f"(vc_depth_flits = {cfg.vc_depth_flits})")
     e = topology.num_endpoints
+    if traffic.methodology == "booksim":
+        return _run_booksim(topology, cfg, traffic, net)
     expected = int(traffic.rate_packets * e * (traffic.warmup_cycles + traffic.measure_cycles) * 1.5) + 1024
     st = new_state(net, expected)
     seed_arbiters(net, st, cfg.arbiter_seed)
+    seed_ties(st, traffic.seed)
     hops = np.maximum(net.route_len - 2, 0)
     created, inj, ej, hp, fl, cycles, status, dropped, link_window, ej_window = _run(
         net, st, traffic.rate_packets, destinations(traffic.pattern, topology),
         traffic.hotspot_fraction if traffic.pattern == "hotspot" else 0.0, sizes, cdf, traffic.warmup_cycles,
-        traffic.measure_cycles, traffic.drain_limit_cycles, traffic.seed, hops, topology.is_router_link)
+        traffic.measure_cycles, traffic.drain_limit_cycles, traffic.seed, hops, topology.is_router_link,
+        traffic.self_packets, traffic.inject_during_drain)
     if status == 2:
-        raise DeadlockError(f"deadlock: no flit moved for {cfg.watchdog_cycles} cycles at cycle {cycles} with "
-                            f"{int(st.counters[C_IN_FLIGHT])} flits queued or in flight; stuck: {describe_stuck(net, st, topology)}")
+        raise _deadlock(cfg, net, st, topology, cycles)
     if st.counters[C_ERR]:
         raise AssertionError(f"flit-level invariant violated {int(st.counters[C_ERR])} times")
     ok = ej >= 0
@@ -263,4 +383,123 @@ def run_traffic(topology: Topology, network: FlitNetworkConfig | None, traffic: 
         hops_avg=float(hp.mean()) if hp.size else 0.0, packets=int(ok.sum()),
         stable=status == 0 and dropped == 0, cycles=int(cycles), link_utilisation=util,
         latency_std=float(lat.std(ddof=1)) if lat.size > 1 else float("nan"),
+        latency_min=float(lat.min()) if lat.size else float("nan"),
+        latency_max=float(lat.max()) if lat.size else float("nan"),
+        verdict="" if status == 0 and dropped == 0 else ("packet slots ran out" if dropped else "measured packets not drained"),
     )
+
+
+def _run_booksim(topology: Topology, cfg: FlitNetworkConfig, traffic: TrafficConfig, net) -> RunStats:
+    """BookSim2's run methodology (its TrafficManager, ``sim_type = latency``): sample periods
+    of ``sample_period_cycles``; ``warmup_periods`` of warm-up (0: until the latency and
+    throughput changes fall below ``warmup_thres`` / ``acc_warmup_thres``), statistics
+    cleared at its end; then periods until three in a row change latency and throughput by
+    at most ``stopping_thres`` / ``acc_stopping_thres`` (cumulative averages), or
+    ``max_samples`` periods in all; then the measured packets drain while unmeasured ones
+    keep coming. At the end of every period (and every 1000 drain cycles) the average
+    latency of the packets delivered since the last clear and of every flit still queued or
+    in flight (its age) above ``latency_thres_cycles`` makes the run unstable. The figures
+    are BookSim's final ones: latency over the measured packets (those created after the
+    warm-up), rates over the cycles from the warm-up's end to the drain's start."""
+    e = topology.num_endpoints
+    sizes, cdf = traffic.size_table()
+    period = traffic.sample_period_cycles
+    span = traffic.max_samples * period + traffic.drain_limit_cycles
+    cap = int(min(traffic.rate_packets * e * span * 1.2 + 1024, 4_000_000))
+    st = new_state(net, cap)
+    seed_arbiters(net, st, cfg.arbiter_seed)
+    seed_ties(st, traffic.seed)
+    _seed_numba(traffic.seed)  # the kernels draw from Numba's own generator
+    hops = np.maximum(net.route_len - 2, 0)
+    m = {k: np.full(cap, -1, np.int64) for k in ("created", "inj", "ej")}
+    m_hops = np.zeros(cap, np.int64)
+    m_flits = np.zeros(cap, np.int64)
+    acc = np.zeros(5, np.int64)
+    fixed = destinations(traffic.pattern, topology)
+    hot = traffic.hotspot_fraction if traffic.pattern == "hotspot" else 0.0
+
+    def advance(now, cycles, generate, record, count_all):
+        now, dead = _advance(net, st, now, cycles, traffic.rate_packets, fixed, hot, sizes, cdf, traffic.self_packets,
+                             generate, record, count_all, hops, m["created"], m["inj"], m["ej"], m_hops, m_flits, acc)
+        if dead:
+            raise _deadlock(cfg, net, st, topology, now)
+        return now
+
+    def too_slow(now) -> bool:
+        age, n = _in_flight_age(st, now)
+        n_all = acc[A_LAT_N] + n
+        return n_all > 0 and (acc[A_LAT_SUM] + age) / n_all > traffic.latency_thres_cycles
+
+    def clear(now):
+        acc[A_LAT_SUM] = 0
+        acc[A_LAT_N] = 0
+        return now, int(st.counters[C_EJECTED_FLITS]), int(st.counters[C_INJECTED_FLITS])
+
+    now = 0
+    running, clear_next, converged, phases = False, False, 0, 0
+    prev_lat, prev_acc = 0.0, 0.0
+    reset = clear(now)
+    verdict = ""
+    while phases < traffic.max_samples and (not running or converged < 3):
+        if clear_next or (not running and phases % 2 == 0):
+            reset = clear(now)
+            clear_next = False
+        now = advance(now, period, True, running, not running)
+        lat = acc[A_LAT_SUM] / acc[A_LAT_N] if acc[A_LAT_N] else 0.0
+        accepted = (int(st.counters[C_EJECTED_FLITS]) - reset[1]) / (now - reset[0]) / e
+        lat_change = abs(lat - prev_lat) / lat if lat else 1.0
+        acc_change = abs(accepted - prev_acc) / accepted if accepted else 1.0
+        prev_lat, prev_acc = lat, accepted
+        if too_slow(now):
+            verdict = f"average latency exceeded latency_thres_cycles = {traffic.latency_thres_cycles:g}"
+            break
+        if not running:
+            if (phases + 1 >= traffic.warmup_periods if traffic.warmup_periods > 0
+                    else lat_change <= traffic.warmup_thres and acc_change <= traffic.acc_warmup_thres):
+                running, clear_next = True, True
+        elif lat_change <= traffic.stopping_thres and acc_change <= traffic.acc_stopping_thres:
+            converged += 1
+        else:
+            converged = 0
+        phases += 1
+    if not verdict and not running:
+        verdict = "too many sample periods needed to converge (still warming up)"
+    drain_start = now
+    ej_end, inj_end = int(st.counters[C_EJECTED_FLITS]), int(st.counters[C_INJECTED_FLITS])
+    while not verdict and acc[A_OUTSTANDING] > 0:
+        if now - drain_start >= traffic.drain_limit_cycles:
+            verdict = f"measured packets not drained within drain_limit_cycles = {traffic.drain_limit_cycles}"
+            break
+        now = advance(now, 1000, True, False, False)
+        if acc[A_OUTSTANDING] > 0 and too_slow(now):
+            verdict = f"average latency exceeded latency_thres_cycles = {traffic.latency_thres_cycles:g} while draining"
+    if st.counters[C_ERR]:
+        raise AssertionError(f"flit-level invariant violated {int(st.counters[C_ERR])} times")
+    n = int(acc[A_MEASURED])
+    created, inj, ej = m["created"][:n], m["inj"][:n], m["ej"][:n]
+    ok = (ej >= 0) & (created >= 0)
+    lat = (ej - created)[ok]
+    nlat = (ej - inj)[ok]
+    window = max(drain_start - reset[0], 1)
+    nan = float("nan")
+    stable = not verdict and acc[A_DROPPED] == 0
+    return RunStats(
+        offered_flits=traffic.rate_packets * traffic.mean_packet_flits,
+        accepted_flits=(ej_end - reset[1]) / window / e if stable else nan,
+        injected_flits=(inj_end - reset[2]) / window / e if stable else nan,
+        latency_avg=float(lat.mean()) if stable and lat.size else nan,
+        latency_p50=float(np.percentile(lat, 50)) if stable and lat.size else nan,
+        latency_p99=float(np.percentile(lat, 99)) if stable and lat.size else nan,
+        network_latency_avg=float(nlat.mean()) if stable and nlat.size else nan,
+        hops_avg=float(m_hops[:n][ok].mean()) if lat.size else 0.0, packets=int(ok.sum()),
+        stable=stable, cycles=int(now),
+        latency_std=float(lat.std(ddof=1)) if stable and lat.size > 1 else nan,
+        latency_min=float(lat.min()) if stable and lat.size else nan,
+        latency_max=float(lat.max()) if stable and lat.size else nan,
+        verdict=verdict or ("packet slots ran out" if acc[A_DROPPED] else ""),
+    )
+
+
+@njit(cache=True)
+def _seed_numba(seed):
+    np.random.seed(seed)

@@ -29,6 +29,11 @@ from noc.errors import ConfigError
 from noc.topology import MAX_TABLE_BYTES, Topology, route_table_bytes
 
 ALGORITHMS = ("auto", "dor", "nca", "shortest")
+# VC classes of DOR on tori: "dateline" (class 0 until the packet crosses the ring's wrap
+# link, class 1 from that hop on) or "booksim" (BookSim2's dim_order_torus: the class is
+# chosen on entering each ring, 1 when the destination's coordinate in that dimension is
+# below the current one, 0 otherwise, and kept for the whole ring)
+VC_RULES = ("dateline", "booksim")
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,6 +64,19 @@ class RouteTable:
     @property
     def max_links(self) -> int:
         return int(self.links.shape[2])
+
+
+def tie_variants(topology: Topology) -> list[tuple[int, ...]]:
+    """The tie directions DOR can take on ``topology``: one sign per dimension, both signs
+    in each ring of even radix (a packet half-way around it may go either way), + elsewhere.
+    A single all-+ entry on meshes and on tori without an even ring."""
+    if not topology.wrap or not topology.dims:
+        return [tuple(1 for _ in topology.dims)]
+    variants: list[tuple[int, ...]] = [()]
+    for k in topology.dims:
+        signs = (1, -1) if k % 2 == 0 else (1,)
+        variants = [v + (s,) for v in variants for s in signs]
+    return variants
 
 
 def default_algorithm(topology: Topology) -> str:
@@ -146,14 +164,20 @@ def plan_route(topology: Topology, algorithm: str = "auto", *, dateline: bool = 
     return "shortest", max_hops + 2, 1
 
 
-def route(topology: Topology, algorithm: str = "auto", *, dateline: bool = True) -> RouteTable:
+def route(topology: Topology, algorithm: str = "auto", *, dateline: bool = True, vc_rule: str = "dateline",
+          tie_signs: tuple[int, ...] | None = None) -> RouteTable:
     """Build the route table of ``topology`` with ``algorithm`` (``auto`` picks the family's own).
 
+    DOR on tori only: ``vc_rule`` picks the VC classes (:data:`VC_RULES`), ``tie_signs``
+    the direction (+1 or -1 per dimension) of a packet exactly half-way around an
+    even ring (default: + in every dimension; :func:`tie_variants` lists the choices).
     Its size is checked first (:func:`plan_route`): a table over ``MAX_TABLE_BYTES`` is a
     :class:`ConfigError` before any of it is allocated."""
+    if vc_rule not in VC_RULES:
+        raise ConfigError(f"vc_rule {vc_rule!r} is unknown; allowed: {', '.join(VC_RULES)}")
     algorithm, width, classes = plan_route(topology, algorithm, dateline=dateline)
     if algorithm == "dor":
-        rlinks, rvc = _dor_router_paths(topology, dateline and topology.wrap)
+        rlinks, rvc = _dor_router_paths(topology, dateline and topology.wrap, tie_signs=tie_signs, vc_rule=vc_rule)
         links, vcs, length = _compose(topology.inject_link, topology.eject_link, topology.endpoint_router, rlinks, rvc)
         return RouteTable("dor" if classes == 2 or not topology.wrap else "dor-no-dateline", links, vcs, length, classes)
     if algorithm == "nca":
@@ -171,7 +195,8 @@ def route(topology: Topology, algorithm: str = "auto", *, dateline: bool = True)
 # --------------------------------------------------------------------------------------
 
 
-def _dor_router_paths(t: Topology, dateline: bool) -> tuple[np.ndarray, np.ndarray]:
+def _dor_router_paths(t: Topology, dateline: bool, *, tie_signs: tuple[int, ...] | None = None,
+                      vc_rule: str = "dateline") -> tuple[np.ndarray, np.ndarray]:
     ndim = len(t.dims)
     dims = np.asarray(t.dims, dtype=np.int64)
     strides = np.array([int(np.prod(t.dims[:i])) for i in range(ndim)], dtype=np.int64)
@@ -182,11 +207,13 @@ def _dor_router_paths(t: Topology, dateline: bool) -> tuple[np.ndarray, np.ndarr
         r = t.link_src[lid] - e
         d = t.link_dim[lid]
         nbr_link[r, d, 0 if t.link_sign[lid] > 0 else 1] = lid
-    return _dor_kernel(dims, strides, t.wrap, dateline, nbr_link, t.router_coords.astype(np.int64), dor_max_hops(t))
+    ties = np.ones(ndim, dtype=np.int64) if tie_signs is None else np.asarray(tie_signs, dtype=np.int64)
+    return _dor_kernel(dims, strides, t.wrap, dateline, nbr_link, t.router_coords.astype(np.int64), dor_max_hops(t),
+                       ties, VC_RULES.index(vc_rule))
 
 
 @njit(cache=True)
-def _dor_kernel(dims, strides, wrap, dateline, nbr_link, coords, max_h):
+def _dor_kernel(dims, strides, wrap, dateline, nbr_link, coords, max_h, tie_sign, vc_rule):
     nr = coords.shape[0]
     ndim = dims.shape[0]
     links = np.full((nr, nr, max_h), -1, dtype=np.int32)
@@ -202,7 +229,7 @@ def _dor_kernel(dims, strides, wrap, dateline, nbr_link, coords, max_h):
                     continue
                 if wrap:
                     fwd = (y - x) % k
-                    if fwd <= k - fwd:
+                    if fwd < k - fwd or (fwd == k - fwd and tie_sign[d] > 0):
                         sign, n = 1, fwd
                     else:
                         sign, n = -1, k - fwd
@@ -210,6 +237,9 @@ def _dor_kernel(dims, strides, wrap, dateline, nbr_link, coords, max_h):
                     sign = 1 if y > x else -1
                     n = abs(y - x)
                 cls = 0
+                if dateline and vc_rule == 1:
+                    # BookSim's partition: chosen on entering the ring, kept for all of it
+                    cls = 1 if y < x else 0
                 r = a  # the current router: dimensions before d are already done
                 for d2 in range(d):
                     r += (coords[b, d2] - coords[a, d2]) * strides[d2]
@@ -218,7 +248,7 @@ def _dor_kernel(dims, strides, wrap, dateline, nbr_link, coords, max_h):
                     lid = nbr_link[r, d, 0 if sign > 0 else 1]
                     nx = cx + sign
                     if nx == k or nx == -1:
-                        if dateline:
+                        if dateline and vc_rule == 0:
                             cls = 1
                         nx = nx % k
                     links[a, b, h] = lid

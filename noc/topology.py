@@ -403,6 +403,15 @@ class Topology:
         lat = self.link_latency_cycles if latency_cycles is None else _check_lat(latency_cycles, self.num_links)
         return _replace(self, link_bytes_per_cycle=bpc, link_latency_cycles=lat)
 
+    def with_latencies(self, *, router_cycles: int, inject_cycles: int, eject_cycles: int) -> "Topology":
+        """A copy whose router-to-router links, injection links and ejection links take the
+        given latencies (e.g. BookSim2's: 2-cycle torus channels, 1-cycle NI channels)."""
+        for value in (router_cycles, inject_cycles, eject_cycles):
+            _check_lat(value, 1)
+        lat = np.where(self.is_router_link, router_cycles,
+                       np.where(self.link_src < self.num_endpoints, inject_cycles, eject_cycles))
+        return _replace(self, link_latency_cycles=lat.astype(self.link_latency_cycles.dtype))
+
     def __repr__(self) -> str:
         return (
             f"Topology({self.name!r}, endpoints={self.num_endpoints}, routers={self.num_routers}, "

@@ -1,0 +1,303 @@
+"""BookSim2 configuration files, read into this package's own configuration.
+
+BookSim2's files are ``key = value;`` lines with ``//`` and ``/* */`` comments; values are
+numbers, words (``mesh``, ``islip``), quoted strings or brace lists (``{{1,5}}``).
+:func:`parse_booksim` reads that syntax; :func:`from_booksim` maps the keys onto a
+topology, a :class:`~noc.flit.FlitNetworkConfig` and a
+:class:`~noc.flit_traffic.TrafficConfig` with BookSim2's semantics switched on (its
+allocators, torus VC classes, random tie direction, packets to their own source,
+injection during the drain, its channel latencies and credit timing, its run
+methodology). Every key BookSim2 has is either mapped, known to change nothing
+BookSim2 itself reads (:data:`NO_EFFECT`, listed in the result's ``notes``), or refused
+with a :class:`~noc.errors.ConfigError` that names the key and its value: nothing is
+silently ignored.
+
+Timing, from BookSim2's router and channel code: a head spends ``routing_delay +
+vc_alloc_delay + sw_alloc_delay + st_prepare_delay + st_final_delay`` cycles in each
+router and ``L`` on each router-to-router channel (mesh 1; torus 2 with
+``use_noc_latency``, the default; 1 without), and the injection and ejection add 3 in
+all, so its zero-load head latency is ``(H + 1) P + H L + 3`` over ``H`` channels. Here:
+the same router delays (``st_delay_cycles`` = st_prepare + st_final), router links of
+``L`` cycles, injection links of 2 and ejection links of 1. A credit is usable upstream
+``1 + L + credit_delay`` cycles after its flit left the buffer (``credit_delay_cycles =
+1 + credit_delay`` with ``credit_adds_link_latency``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from noc.errors import ConfigError
+
+# BookSim2 keys that change nothing in the runs mapped here (BookSim2's IQ router never reads
+# alloc_iters or arb_type; the rest only shape its printed output or its debugging)
+NO_EFFECT = {
+    "alloc_iters": "BookSim2's IQ router ignores it (one iteration unless the allocator is written islip(N))",
+    "arb_type": "BookSim2's IQ router ignores it (round-robin arbiters)",
+    "print_csv_results": "output only (the CSV line is written when set)",
+    "print_activity": "output only",
+    "pair_stats": "output only (per-pair figures are not printed here)",
+    "watch_file": "debug output only", "watch_flits": "debug output only", "watch_packets": "debug output only",
+    "watch_transactions": "debug output only", "watch_out": "debug output only", "stats_out": "output only",
+    "flow_out": "output only", "deadlock_warn_timeout": "only prints a warning in BookSim2",
+    "viewer_trace": "output only", "sim_power": "power model only", "power_output_file": "power model only",
+    "tech_file": "power model only", "channel_width": "power model only", "output_delay": "unused by BookSim2",
+}
+
+# values a key must have because the behaviour behind other values is not modelled here
+_REQUIRED = {
+    "input_speedup": 1, "output_speedup": 1, "internal_speedup": 1.0, "speculative": 0, "noq": 0,
+    "vc_busy_when_full": 0, "vc_priority_donation": 0, "vc_shuffle_requests": 0, "hold_switch_for_packet": 0,
+    "wait_for_tail_credit": 0, "classes": 1, "subnets": 1, "use_read_write": 0, "sim_count": 1,
+    "include_queuing": 1, "injection_process": "bernoulli", "sim_type": "latency", "priority": "none",
+    "buffer_policy": "private", "buf_size": -1, "output_buffer_size": -1, "router": "iq", "measure_stats": 1,
+}
+
+_TOPOLOGIES = ("mesh", "torus")
+_ROUTING = {"mesh": ("dor", "dim_order"), "torus": ("dim_order",)}
+_ALLOCATORS = ("islip", "separable_input_first")
+_PATTERNS = {"uniform": "uniform", "transpose": "transpose", "bitcomp": "bitcomp", "bitrev": "bitrev",
+             "shuffle": "shuffle", "tornado": "tornado", "neighbor": "neighbor_all"}
+_METHOD_KEYS = {"warmup_periods": "warmup_periods", "sample_period": "sample_period_cycles",
+                "max_samples": "max_samples", "latency_thres": "latency_thres_cycles", "warmup_thres": "warmup_thres",
+                "acc_warmup_thres": "acc_warmup_thres", "stopping_thres": "stopping_thres",
+                "acc_stopping_thres": "acc_stopping_thres", "seed": "seed"}
+# BookSim2's defaults (booksim_config.cpp) of the keys that map
+DEFAULTS: dict[str, Any] = {
+    "topology": "torus", "k": 8, "n": 2, "c": 1, "routing_function": "none", "use_noc_latency": 1,
+    "num_vcs": 16, "vc_buf_size": 8, "vc_allocator": "islip", "sw_allocator": "islip", "routing_delay": 1,
+    "vc_alloc_delay": 1, "sw_alloc_delay": 1, "st_prepare_delay": 0, "st_final_delay": 1, "credit_delay": 0,
+    "traffic": "uniform", "packet_size": 1, "packet_size_rate": 1, "injection_rate": 0.1,
+    "injection_rate_uses_flits": 0, "warmup_periods": 3, "sample_period": 1000, "max_samples": 10,
+    "latency_thres": 500.0, "warmup_thres": 0.05, "acc_warmup_thres": 0.05, "stopping_thres": 0.05,
+    "acc_stopping_thres": 0.05, "seed": 0, "vc_prioritize_empty": 0, "perm_seed": 0, "x": 8, "y": 8, "xr": 1,
+    "yr": 1, **_REQUIRED,
+}
+_KNOWN = set(DEFAULTS) | set(NO_EFFECT) | {"hotspot_nodes", "hotspot_rates", "burst_alpha", "burst_beta", "burst_r1",
+                                           "read_request_begin_vc", "read_request_end_vc", "write_request_begin_vc",
+                                           "write_request_end_vc", "read_reply_begin_vc", "read_reply_end_vc",
+                                           "write_reply_begin_vc", "write_reply_end_vc", "write_fraction",
+                                           "read_request_size", "write_request_size", "read_reply_size",
+                                           "write_reply_size", "read_request_subnet", "write_request_subnet",
+                                           "read_reply_subnet", "write_reply_subnet", "class_priority",
+                                           "network_file", "spec_check_elig", "spec_check_cred",
+                                           "spec_mask_by_reqs", "spec_sw_allocator", "batch_size", "batch_count",
+                                           "max_outstanding_requests", "injection_rate_uses_flits"}
+
+
+@dataclass(frozen=True)
+class BookSimRun:
+    """A BookSim2 configuration in this package's terms."""
+
+    topology: Any  # noc.topology.Topology, with BookSim2's channel latencies
+    network: Any  # noc.flit.FlitNetworkConfig
+    traffic: Any  # noc.flit_traffic.TrafficConfig
+    values: dict  # every key's value, BookSim2's defaults filled in
+    notes: list[str] = field(default_factory=list)  # keys accepted that change nothing here
+    csv: bool = False  # print_csv_results
+
+
+_TOKEN = re.compile(r"\s*(?:(?P<num>[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)|(?P<str>\"[^\"]*\"|'[^']*')|"
+                    r"(?P<word>[A-Za-z_][\w.()\-]*)|(?P<punct>[{},;=]))")
+
+
+def _strip_comments(text: str) -> str:
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def _tokens(text: str, source: str) -> list[tuple[str, str]]:
+    out, pos = [], 0
+    text = text.rstrip()
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if not m or m.end() == pos:
+            line = text.count("\n", 0, pos) + 1
+            raise ConfigError(f"{source}: line {line}: cannot read {text[pos:pos + 20].strip()!r} "
+                              "(BookSim2 syntax: key = value;)")
+        kind = m.lastgroup
+        out.append((kind, m.group(kind)))
+        pos = m.end()
+    return out
+
+
+def _value(tokens: list[tuple[str, str]], i: int, source: str, key: str) -> tuple[Any, int]:
+    kind, text = tokens[i]
+    if kind == "num":
+        return (float(text) if any(ch in text for ch in ".eE") else int(text)), i + 1
+    if kind == "str":
+        return text[1:-1], i + 1
+    if kind == "word":
+        return text, i + 1
+    if text == "{":
+        items, i = [], i + 1
+        while tokens[i][1] != "}":
+            item, i = _value(tokens, i, source, key)
+            items.append(item)
+            if tokens[i][1] == ",":
+                i += 1
+        return items, i + 1
+    raise ConfigError(f"{source}: key {key!r}: unexpected {text!r} where a value belongs")
+
+
+def parse_booksim(text: str, source: str = "booksim config") -> dict[str, Any]:
+    """BookSim2's ``key = value;`` syntax into a dict (later keys win, as in BookSim2)."""
+    toks = _tokens(_strip_comments(text), source)
+    values: dict[str, Any] = {}
+    i = 0
+    try:
+        while i < len(toks):
+            kind, key = toks[i]
+            if kind != "word" or toks[i + 1][1] != "=":
+                raise ConfigError(f"{source}: expected 'key = value;' at {key!r}")
+            value, i = _value(toks, i + 2, source, key)
+            if i < len(toks) and toks[i][1] == ";":
+                i += 1
+            values[key] = value
+    except IndexError:
+        raise ConfigError(f"{source}: the file ends inside 'key = value;'") from None
+    return values
+
+
+def parse_override(item: str) -> tuple[str, Any]:
+    """One command-line ``key=value`` (BookSim2's override syntax)."""
+    if "=" not in item:
+        raise ConfigError(f"override {item!r}: expected key=value")
+    parsed = parse_booksim(item + ";", source=f"override {item!r}")
+    return next(iter(parsed.items()))
+
+
+def read_booksim(path: str | Path, overrides: list[str] | None = None) -> dict[str, Any]:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: no such BookSim2 config file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{p}: cannot read the BookSim2 config file ({exc})") from None
+    values = parse_booksim(text, str(p))
+    for item in overrides or []:
+        k, v = parse_override(item)
+        values[k] = v
+    return values
+
+
+def _refuse(source: str, key: str, value: Any, why: str) -> ConfigError:
+    return ConfigError(f"{source}: BookSim2 key {key} = {value!r}: {why}")
+
+
+def _number(values: dict, key: str, source: str, kind: type = int) -> Any:
+    v = values[key]
+    if kind is float and isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    if kind is int and isinstance(v, int) and not isinstance(v, bool):
+        return v
+    raise _refuse(source, key, v, f"must be {'a number' if kind is float else 'an integer'}")
+
+
+def _allocator(values: dict, key: str, source: str) -> str:
+    v = values[key]
+    if v in _ALLOCATORS:
+        return v
+    m = re.fullmatch(r"islip\((\d+)\)", str(v))
+    if m and int(m.group(1)) == 1:
+        return "islip"
+    raise _refuse(source, key, v, f"allowed here: {', '.join(_ALLOCATORS)} (other allocators and iSLIP with "
+                                  "more than one iteration are not modelled)")
+
+
+def _packet_sizes(values: dict, source: str) -> tuple[list[int], list[float] | None]:
+    size, rate = values["packet_size"], values["packet_size_rate"]
+
+    def first_class(v: Any, key: str) -> list:
+        if isinstance(v, list):  # {a, b}: one entry per class; {{a, b}}: class 0 draws from a, b
+            if not v:
+                raise _refuse(source, key, v, "is empty")
+            v = v[0]
+        return v if isinstance(v, list) else [v]
+
+    sizes = first_class(size, "packet_size")
+    if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in sizes):
+        raise _refuse(source, "packet_size", size, "packet sizes must be integers >= 1")
+    rates = first_class(rate, "packet_size_rate")
+    if rates == [1] or rates == [1] * len(sizes):
+        return sizes, None
+    if len(rates) != len(sizes) or not all(isinstance(r, int) and r >= 0 for r in rates) or sum(rates) <= 0:
+        raise _refuse(source, "packet_size_rate", rate, f"needs one non-negative integer weight per packet size "
+                                                        f"({len(sizes)})")
+    return sizes, [float(r) for r in rates]
+
+
+def from_booksim(values: dict[str, Any], source: str = "booksim config") -> BookSimRun:
+    """Map BookSim2 keys (as :func:`read_booksim` returns them) onto this package's
+    topology, router and traffic configuration, or raise :class:`ConfigError` naming the
+    first key whose setting is not modelled here."""
+    from noc.config import validate
+    from noc.flit import FlitNetworkConfig
+    from noc.flit_traffic import TrafficConfig
+    from noc.topology import mesh, torus
+
+    for key in values:
+        if key not in _KNOWN:
+            raise ConfigError(f"{source}: {key!r} is not a BookSim2 key")
+    v = {**DEFAULTS, **values}
+    notes = [f"{k} = {values[k]!r}: {why}" for k, why in NO_EFFECT.items() if k in values]
+    for key, need in _REQUIRED.items():
+        if v[key] != need and not (isinstance(need, float) and v[key] == need):
+            raise _refuse(source, key, v[key], f"only {need!r} is modelled here")
+    if v["vc_prioritize_empty"] and "islip" not in (values.get("vc_allocator"), DEFAULTS["vc_allocator"]):
+        raise _refuse(source, "vc_prioritize_empty", v["vc_prioritize_empty"], "only modelled with the islip VC "
+                      "allocator (which ignores it)")
+    topo = v["topology"]
+    if topo not in _TOPOLOGIES:
+        raise _refuse(source, "topology", topo, f"allowed here: {', '.join(_TOPOLOGIES)}")
+    k, n = _number(v, "k", source), _number(v, "n", source)
+    if k < 2 or n < 1:
+        raise _refuse(source, "k" if k < 2 else "n", k if k < 2 else n, "k must be >= 2 and n >= 1")
+    if _number(v, "c", source) != 1:
+        raise _refuse(source, "c", v["c"], f"BookSim2's {topo} has one node per router; only 1 is modelled")
+    if v["routing_function"] not in _ROUTING[topo]:
+        raise _refuse(source, "routing_function", v["routing_function"],
+                      f"allowed on a {topo} here: {', '.join(_ROUTING[topo])} (dimension order)")
+    link_cycles = 2 if (topo == "torus" and v["use_noc_latency"]) else 1
+    dims = [k] * n
+    t = (torus if topo == "torus" else mesh)(dims).with_latencies(router_cycles=link_cycles, inject_cycles=2,
+                                                                   eject_cycles=1)
+    delays = {key: _number(v, key, source) for key in ("routing_delay", "vc_alloc_delay", "sw_alloc_delay",
+                                                        "st_prepare_delay", "st_final_delay", "credit_delay")}
+    for key in ("vc_alloc_delay", "sw_alloc_delay"):
+        if delays[key] < 1:
+            raise _refuse(source, key, delays[key], "BookSim2 needs it >= 1")
+    router = validate({
+        "num_vcs": _number(v, "num_vcs", source), "vc_depth_flits": _number(v, "vc_buf_size", source),
+        "routing_delay_cycles": delays["routing_delay"], "vc_alloc_delay_cycles": delays["vc_alloc_delay"],
+        "sw_alloc_delay_cycles": delays["sw_alloc_delay"],
+        "st_delay_cycles": delays["st_prepare_delay"] + delays["st_final_delay"],
+        "credit_delay_cycles": 1 + delays["credit_delay"], "credit_adds_link_latency": True,
+        "vc_allocator": _allocator(v, "vc_allocator", source), "sw_allocator": _allocator(v, "sw_allocator", source),
+        "routing": "dor", "vc_class_rule": "booksim", "tie_break": "random",
+    }, FlitNetworkConfig, source=f"{source} (as router keys)")
+    pattern = v["traffic"]
+    if pattern not in _PATTERNS:
+        raise _refuse(source, "traffic", pattern, f"allowed here: {', '.join(_PATTERNS)}")
+    sizes, weights = _packet_sizes(v, source)
+    rate = _number(v, "injection_rate", source, float)
+    if v["injection_rate_uses_flits"]:
+        w = weights or [1.0] * len(sizes)
+        rate /= sum(s * x for s, x in zip(sizes, w)) / sum(w)
+    if not 0 < rate <= 1:
+        raise _refuse(source, "injection_rate", v["injection_rate"], "the packet rate must be in (0, 1] "
+                      "packets/node/cycle (0 sends nothing)")
+    if v["seed"] == "time" or not isinstance(v["seed"], int) or v["seed"] < 0:
+        raise _refuse(source, "seed", v["seed"], "must be a non-negative integer (runs here are reproducible)")
+    method = {ours: (_number(v, key, source, float) if ours.endswith(("thres", "thres_cycles"))
+                     else _number(v, key, source)) for key, ours in _METHOD_KEYS.items()}
+    traffic = validate({
+        "pattern": _PATTERNS[pattern], "rate_packets": rate, "packet_flits": sizes, "packet_weights": weights,
+        "self_packets": True, "inject_during_drain": True, "methodology": "booksim", **method,
+    }, TrafficConfig, source=f"{source} (as traffic keys)")
+    return BookSimRun(topology=t, network=router, traffic=traffic, values=v, notes=notes,
+                      csv=bool(v["print_csv_results"]) if "print_csv_results" in v else False)
