@@ -433,7 +433,7 @@ def _run_booksim(topology: Topology, cfg: FlitNetworkConfig, traffic: TrafficCon
     def clear(now):
         acc[A_LAT_SUM] = 0
         acc[A_LAT_N] = 0
-        return now, int(st.counters[C_EJECTED_FLITS]), int(st.counters[C_INJECTED_FLITS])
+        return now, int(st.counters[C_EJECTED_FLITS]), int(st.counters[C_INJECTED_FLITS]), st.link_flits.copy()
 
     now = 0
     running, clear_next, converged, phases = False, False, 0, 0
@@ -466,6 +466,7 @@ def _run_booksim(topology: Topology, cfg: FlitNetworkConfig, traffic: TrafficCon
         verdict = "too many sample periods needed to converge (still warming up)"
     drain_start = now
     ej_end, inj_end = int(st.counters[C_EJECTED_FLITS]), int(st.counters[C_INJECTED_FLITS])
+    link_window = st.link_flits - reset[3]
     while not verdict and acc[A_OUTSTANDING] > 0:
         if now - drain_start >= traffic.drain_limit_cycles:
             verdict = f"measured packets not drained within drain_limit_cycles = {traffic.drain_limit_cycles}"
@@ -492,7 +493,7 @@ def _run_booksim(topology: Topology, cfg: FlitNetworkConfig, traffic: TrafficCon
         latency_p99=float(np.percentile(lat, 99)) if stable and lat.size else nan,
         network_latency_avg=float(nlat.mean()) if stable and nlat.size else nan,
         hops_avg=float(m_hops[:n][ok].mean()) if lat.size else 0.0, packets=int(ok.sum()),
-        stable=stable, cycles=int(now),
+        stable=stable, cycles=int(now), link_utilisation=link_window / max(drain_start - reset[0], 1),
         latency_std=float(lat.std(ddof=1)) if stable and lat.size > 1 else nan,
         latency_min=float(lat.min()) if stable and lat.size else nan,
         latency_max=float(lat.max()) if stable and lat.size else nan,

@@ -102,13 +102,20 @@ def zero_load_latency_cycles(topology: Topology, network: FlitNetworkConfig, tra
 
     routes = route(topology, network.routing, dateline=network.dateline)
     e = topology.num_endpoints
+    links_table, length = routes.links, routes.length
+    if traffic.self_packets:  # a packet to its own source: injection link, router, ejection link
+        links_table, length = links_table.copy(), length.copy()
+        ep = np.arange(e)
+        links_table[ep, ep, 0] = topology.inject_link
+        links_table[ep, ep, 1] = topology.eject_link
+        length[ep, ep] = 2
     lat = topology.link_latency_cycles.astype(np.float64)
     num, den = serialisation_cycles(network.flit_bytes, topology.link_bytes_per_cycle)
     r = num / den  # cycles per flit
     r_head = -(-num // den)  # whole cycles the head takes on an idle link
-    h = routes.links.shape[2]
-    mask = np.arange(h)[None, None, :] < routes.length[:, :, None]
-    links = np.clip(routes.links, 0, None)
+    h = links_table.shape[2]
+    mask = np.arange(h)[None, None, :] < length[:, :, None]
+    links = np.clip(links_table, 0, None)
     x = np.full(h, float(network.sw_alloc_delay_cycles + network.st_delay_cycles))
     x[0] = 0.0
     d = np.where(mask, x[None, None, :] + lat[links] + r_head[links] - 1, 0.0)
@@ -123,17 +130,20 @@ def zero_load_latency_cycles(topology: Topology, network: FlitNetworkConfig, tra
         tail = np.where(mask, grant + (f - 1) * r_path + rest, -np.inf).max(axis=2)
         per_pair += p * np.where(mask.any(axis=2), tail, 0.0)
     dst = destinations(traffic.pattern, topology)
-    off_diag = ~np.eye(e, dtype=bool)
-    uniform = float(per_pair[off_diag].mean()) if e > 1 else 0.0
+    off_diag = np.ones((e, e), dtype=bool) if traffic.self_packets else ~np.eye(e, dtype=bool)
+    uniform = float(per_pair[off_diag].mean()) if off_diag.any() else 0.0
     if traffic.pattern == "uniform":
         return uniform
     if traffic.pattern == "hotspot":
+        if traffic.self_packets:
+            f = traffic.hotspot_fraction
+            return (1 - f) * uniform + f * float(per_pair[:, 0].mean())
         to0 = float(per_pair[1:, 0].mean()) if e > 1 else 0.0
         # a source's hotspot packet to itself (NI 0) is skipped, like the generator does
         f = traffic.hotspot_fraction
         return ((1 - f) * uniform * e + f * to0 * (e - 1)) / ((1 - f) * e + f * (e - 1))
     src = np.arange(e)
-    moving = dst != src  # packets to oneself are not sent
+    moving = (dst != src) | traffic.self_packets  # packets to oneself are sent only with self_packets
     return float(per_pair[src[moving], dst[moving]].mean()) if moving.any() else 0.0
 
 

@@ -2,6 +2,8 @@
 
     hw-models noc run CONFIG [--rate 0.1] [--pattern uniform] [--seed 1] [--out DIR]
     hw-models noc sweep-load CONFIG [--pattern uniform] [--seed 1] [--out DIR]
+    hw-models noc run --booksim BOOKSIM_FILE [key=value ...] [--out DIR]
+    hw-models noc sweep-load --booksim BOOKSIM_FILE [key=value ...] [--out DIR]
 
 CONFIG is a TOML file (docs/noc_example.toml; every key is documented in docs/noc.md):
 ``[network]`` (:class:`hw_models.config.NetworkConfig`, as in every hw-models config:
@@ -9,6 +11,11 @@ topology, link latency, NIs per node), ``[router]`` (:class:`noc.flit.FlitNetwor
 ``[traffic]`` (:class:`noc.flit_traffic.TrafficConfig`), ``[sweep]``
 (:class:`noc.flitsim_sweep.SweepConfig`) and a top-level ``out_dir``. Both commands print a table and write CSV and PNG
 into the output directory (files are written whole or not at all).
+
+With ``--booksim`` the configuration is a BookSim2 file instead (its ``key = value;``
+syntax; the arguments after it are BookSim2 overrides, as on its own command line), run with
+BookSim2's semantics and methodology (:mod:`noc.booksim_config`); ``run`` prints BookSim2's
+final statistics under its names and writes them to CSV.
 """
 
 from __future__ import annotations
@@ -85,6 +92,100 @@ def load_experiment(config: Path, pattern: Optional[str] = None, seed: Optional[
     return cfg, t
 
 
+def load_booksim(path: Path, overrides: list[str]):
+    """Read a BookSim2 file with ``key=value`` overrides into a :class:`noc.booksim_config.BookSimRun`
+    (one-line errors naming the file and key); checks the pattern fits the topology."""
+    from noc.booksim_config import from_booksim, read_booksim
+    from noc.flit import build_network
+    from noc.flit_traffic import destinations
+
+    run = from_booksim(read_booksim(path, overrides), str(path))
+    destinations(run.traffic.pattern, run.topology)
+    build_network(run.topology, run.network)
+    return run
+
+
+def _split_args(args: list[str] | None, booksim: Optional[Path], flags: dict) -> tuple[Optional[Path], list[str]]:
+    """(CONFIG, BookSim2 overrides) from the positional arguments: CONFIG alone without
+    --booksim, only key=value overrides with it (and none of the TOML flags)."""
+    from noc.errors import ConfigError
+
+    args = list(args or [])
+    if booksim is None:
+        if len(args) != 1:
+            raise ConfigError("expected one CONFIG (a TOML file), or --booksim FILE [key=value ...]; got "
+                              f"{len(args)} arguments")
+        return Path(args[0]), []
+    bad = [a for a in args if "=" not in a]
+    if bad:
+        raise ConfigError(f"with --booksim the arguments are BookSim2 overrides key=value; got {bad[0]!r}")
+    given = [name for name, value in flags.items() if value is not None]
+    if given:
+        raise ConfigError(f"{given[0]} does not go with --booksim; give the BookSim2 key instead "
+                          "(injection_rate=..., traffic=..., seed=...)")
+    return None, args
+
+
+def _booksim_stem(run, path: Path, overrides: list[str]) -> str:
+    """Output names: the network, the pattern and a hash of every BookSim2 value, so
+    different configurations never share a file."""
+    import hashlib
+    import json
+
+    digest = hashlib.sha1(json.dumps(run.values, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    return f"booksim_{run.topology.name.replace(':', '_')}_{run.traffic.pattern}_{digest}"
+
+
+def booksim_rows(run, stats) -> list[tuple[str, str]]:
+    """BookSim2's final statistics, under its names, for what this model measures."""
+    t = run.traffic
+    return [
+        ("Packet latency average", _fmt(stats.latency_avg, 4)), ("Packet latency minimum", _fmt(stats.latency_min, 0)),
+        ("Packet latency maximum", _fmt(stats.latency_max, 0)),
+        ("Network latency average", _fmt(stats.network_latency_avg, 4)),
+        ("Injected packet rate average", _fmt(stats.injected_flits / t.mean_packet_flits, 6)),
+        ("Accepted packet rate average", _fmt(stats.accepted_flits / t.mean_packet_flits, 6)),
+        ("Injected flit rate average", _fmt(stats.injected_flits, 6)),
+        ("Accepted flit rate average", _fmt(stats.accepted_flits, 6)),
+        ("Hops average", _fmt(stats.hops_avg + 1, 4)),  # BookSim2 counts routers traversed
+        ("Simulated cycles (to the end of the measured drain)", f"{stats.cycles}"),
+    ]
+
+
+def _run_booksim_cmd(path: Path, overrides: list[str], out: Optional[Path]) -> None:
+    from rich.table import Table
+
+    from hw_models.store import check_output_dir, write_csv_atomic
+    from noc.flit_traffic import run_traffic
+
+    run = load_booksim(path, overrides)
+    stem = _booksim_stem(run, path, overrides)
+    out_dir = check_output_dir(out if out is not None else Path("results/noc"), "--out", [f"{stem}.csv"])
+    console = _console()
+    for note in run.notes:
+        console.print(f"note: {note}")
+    tr = run.traffic
+    with console.status(f"simulating {run.topology.name} with BookSim2's semantics, {tr.pattern} at "
+                        f"{tr.rate_packets:g} packets/node/cycle, seed {tr.seed} ..."):
+        stats = run_traffic(run.topology, run.network, tr)
+    title = (f"{path}: {run.topology.name}, {tr.pattern}, {tr.rate_packets:g} packets/node/cycle, seed {tr.seed} "
+             f"(BookSim2 semantics)")
+    table = Table(title=title, show_header=False)
+    table.add_column("statistic")
+    table.add_column("value", justify="right")
+    if not stats.stable:
+        table.add_row("verdict", f"UNSTABLE: {stats.verdict} (BookSim2 prints no final statistics then)")
+    rows = booksim_rows(run, stats)
+    for k, v in rows:
+        table.add_row(k, v)
+    console.print(table)
+    record = {"file": str(path), "overrides": " ".join(overrides), "verdict": "stable" if stats.stable else "unstable",
+              **{k: v for k, v in run.values.items() if not isinstance(v, list)},
+              **{k.lower().replace(" ", "_").replace("(", "").replace(")", ""): v for k, v in rows}}
+    csv_path = write_csv_atomic(out_dir / f"{stem}.csv", [record])
+    console.print(f"wrote {csv_path}")
+
+
 def _stem(t, cfg) -> str:
     """File name stem: the parsed topology's normalised name (not the config's raw string) and the pattern."""
     return f"{t.name.replace(':', '_')}_{cfg.traffic.pattern}"
@@ -117,15 +218,23 @@ def _fmt(x: float, digits: int = 2) -> str:
     return "-" if x != x else f"{x:,.{digits}f}"  # nan -> '-'
 
 
+_ARGS_HELP = "CONFIG (an experiment TOML, see docs/noc_example.toml); with --booksim: BookSim2 overrides key=value."
+_BOOKSIM_HELP = "A BookSim2 config file, run with BookSim2's semantics and methodology (docs/noc.md)."
+
+
 @app.command()
 def run(
-    config: Path = typer.Argument(..., help="Experiment TOML (see docs/noc_example.toml)."),
+    args: Optional[list[str]] = typer.Argument(None, help=_ARGS_HELP, show_default=False),
+    booksim: Optional[Path] = typer.Option(None, "--booksim", help=_BOOKSIM_HELP),
     rate: Optional[float] = typer.Option(None, "--rate", help="Offered load in packets/NI/cycle (default: the config's traffic.rate_packets)."),
     pattern: Optional[str] = typer.Option(None, "--pattern", help="Traffic pattern (default: the config's)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed (default: the config's traffic.seed)."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory (default: the config's out_dir)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory (default: the config's out_dir; results/noc with --booksim)."),
 ) -> None:
     """One load point: warm-up, measurement, drain. Prints latency, throughput, hops, link use; writes CSV and PNG."""
+    config, overrides = _split_args(args, booksim, {"--rate": rate, "--pattern": pattern, "--seed": seed})
+    if booksim is not None:
+        return _run_booksim_cmd(booksim, overrides, out)
     import numpy as np
     from rich.table import Table
 
@@ -198,37 +307,47 @@ def _plot_links(t, util, path: Path, title: str) -> Path:
 
 @app.command(name="sweep-load")
 def sweep_load_cmd(
-    config: Path = typer.Argument(..., help="Experiment TOML (see docs/noc_example.toml)."),
+    args: Optional[list[str]] = typer.Argument(None, help=_ARGS_HELP, show_default=False),
+    booksim: Optional[Path] = typer.Option(None, "--booksim", help=_BOOKSIM_HELP + " Its injection_rate is swept."),
     pattern: Optional[str] = typer.Option(None, "--pattern", help="Traffic pattern (default: the config's)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed (default: the config's traffic.seed)."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory (default: the config's out_dir)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory (default: the config's out_dir; results/noc with --booksim)."),
 ) -> None:
     """Offered load from near zero to saturation: zero-load latency, saturation throughput; table, CSV and PNG."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from hw_models.store import write_csv_atomic
+    from hw_models.store import check_output_dir, write_csv_atomic
     from noc.errors import ConfigError
-    from noc.flitsim_sweep import sweep_load
+    from noc.flitsim_sweep import SweepConfig, sweep_load
 
-    cfg, t = load_experiment(config, pattern, seed)
-    stem = f"sweep_{_stem(t, cfg)}"
-    out_dir = _output_dir(out, cfg, config, [f"{stem}.csv", f"{stem}.png"])
+    config, overrides = _split_args(args, booksim, {"--pattern": pattern, "--seed": seed})
+    if booksim is not None:
+        run = load_booksim(booksim, overrides)
+        t, router, tr, sweep = run.topology, run.network, run.traffic, SweepConfig()
+        stem = "sweep_" + _booksim_stem(run, booksim, overrides)
+        out_dir = check_output_dir(out if out is not None else Path("results/noc"), "--out", [f"{stem}.csv", f"{stem}.png"])
+        config = booksim
+    else:
+        cfg, t = load_experiment(config, pattern, seed)
+        router, tr, sweep = cfg.router, cfg.traffic, cfg.sweep
+        stem = f"sweep_{_stem(t, cfg)}"
+        out_dir = _output_dir(out, cfg, config, [f"{stem}.csv", f"{stem}.png"])
     console = _console()
-    tr = cfg.traffic
     console.print(f"load sweep on {t.name} ({t.num_endpoints} NIs), {tr.pattern} traffic, packets of "
-                  f"{tr.packet_flits} flits, {cfg.router.num_vcs} VCs x {cfg.router.vc_depth_flits} flits, "
-                  f"{cfg.router.flow_control}, {cfg.router.allocator}; seed {tr.seed}")
+                  f"{tr.packet_flits} flits, {router.num_vcs} VCs x {router.vc_depth_flits} flits, "
+                  f"{router.flow_control}, {router.allocator if router.sw_allocator == 'vc_first' else router.sw_allocator}"
+                  f"{', BookSim2 semantics and methodology' if booksim is not None else ''}; seed {tr.seed}")
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console) as progress:
-        task = progress.add_task("load points", total=cfg.sweep.max_points)
+        task = progress.add_task("load points", total=sweep.max_points)
 
         def on_point(i, load, stats, saturated):
             progress.update(task, completed=i, description=f"{load:.4f} flits/NI/cycle: "
                             f"{'saturated' if saturated else _fmt(stats.latency_avg, 1) + ' cycles'}")
 
         try:
-            res = sweep_load(t, cfg.router, tr, cfg.sweep, on_point=on_point)
+            res = sweep_load(t, router, tr, sweep, on_point=on_point)
         except ConfigError as exc:  # a first point that is not at near-zero load
             raise ConfigError(f"{config}: {exc}") from None
         progress.update(task, total=len(res.points), completed=len(res.points))
@@ -245,7 +364,7 @@ def sweep_load_cmd(
     console.print(table)
     console.print(f"zero-load latency {res.zero_load_latency_cycles:.2f} cycles measured at {res.points[0].offered_flits:.4g} "
                   f"flits/NI/cycle (analytic {res.zero_load_latency_analytic_cycles:.2f})")
-    console.print(_saturation_line(res, cfg.sweep.max_points))
+    console.print(_saturation_line(res, sweep.max_points))
     csv_path = write_csv_atomic(out_dir / f"{stem}.csv", res.rows)
     png_path = _plot_sweep(res, out_dir / f"{stem}.png", f"{t.name}, {tr.pattern} traffic")
     console.print(f"wrote {csv_path} and {png_path}")

@@ -1,0 +1,53 @@
+"""``hw-models noc run|sweep-load --booksim FILE [key=value ...]``: BookSim2 files on the
+command line, BookSim2's statistics by name, one-line errors."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from cli_run import run
+
+MESH = "topology = mesh;\nk = 4;\nn = 2;\nrouting_function = dor; // BookSim2 syntax\nnum_vcs = 4;\n"
+
+
+def test_run_prints_booksims_statistics_and_writes_csv(tmp_path, capsys):
+    cfg = tmp_path / "mesh44"
+    cfg.write_text(MESH)
+    code, out, err = run(["noc", "run", "--booksim", str(cfg), "injection_rate=0.1", "seed=3", "--out",
+                          str(tmp_path / "o")], capsys)
+    assert code in (0, None), err
+    for name in ("Packet latency average", "Network latency average", "Accepted flit rate average", "Hops average"):
+        assert name in out
+    files = list((tmp_path / "o").glob("booksim_mesh_4x4_uniform_*.csv"))
+    assert len(files) == 1
+    row = next(csv.DictReader(files[0].open()))
+    assert row["verdict"] == "stable" and row["seed"] == "3" and row["injection_rate"] == "0.1"
+    assert abs(float(row["accepted_flit_rate_average"]) - 0.1) < 0.01
+    # another configuration never writes over this one's file
+    code, _, err = run(["noc", "run", "--booksim", str(cfg), "injection_rate=0.1", "seed=4", "--out",
+                        str(tmp_path / "o")], capsys)
+    assert code in (0, None), err
+    assert len(list((tmp_path / "o").glob("booksim_*.csv"))) == 2
+
+
+@pytest.mark.parametrize("extra,says", [
+    (["input_speedup=2"], "input_speedup = 2"),
+    (["traffic=randperm"], "traffic = 'randperm'"),
+    (["bogus=1"], "'bogus' is not a BookSim2 key"),
+    (["injection_rate"], "key=value"),
+    (["--rate", "0.1"], "--rate does not go with --booksim"),
+])
+def test_bad_booksim_input_is_a_one_line_error(tmp_path, capsys, extra, says):
+    cfg = tmp_path / "mesh44"
+    cfg.write_text(MESH)
+    code, _, err = run(["noc", "run", "--booksim", str(cfg), *extra, "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1
+
+
+def test_missing_booksim_file_and_a_toml_config_with_overrides(tmp_path, capsys):
+    code, _, err = run(["noc", "run", "--booksim", str(tmp_path / "nope")], capsys)
+    assert code == 2 and "no such BookSim2 config file" in err
+    code, _, err = run(["noc", "run", "a.toml", "b.toml"], capsys)
+    assert code == 2 and "expected one CONFIG" in err
