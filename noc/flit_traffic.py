@@ -324,6 +324,7 @@ class RunStats:
     latency_std: float = float("nan")  # sample standard deviation of the total latency, cycles
     latency_min: float = float("nan")
     latency_max: float = float("nan")
+    latency_se: float = float("nan")  # standard error of latency_avg by batch means (see latency_standard_error)
     injected_flits: float = float("nan")  # flits/NI/cycle injected during the measurement
     verdict: str = ""  # why a run is unstable ("" when stable)
 
@@ -334,6 +335,18 @@ class RunStats:
                 "hops_avg": round(self.hops_avg, 3), "packets": self.packets, "stable": self.stable,
                 "cycles": self.cycles,
                 "link_util_max": round(float(self.link_utilisation.max()) if self.link_utilisation.size else 0.0, 4)}
+
+
+def latency_standard_error(latencies: np.ndarray, batches: int = 20) -> float:
+    """Standard error of the mean packet latency by batch means: the packets in creation
+    order cut into ``batches`` runs, whose means vary as much as the run's sampling does
+    (neighbouring packets' latencies are correlated, so the per-packet standard deviation
+    over sqrt(n) would understate it). nan with fewer than 2 packets per batch."""
+    n = latencies.size // batches
+    if n < 2:
+        return float("nan")
+    means = latencies[: n * batches].reshape(batches, n).mean(axis=1)
+    return float(means.std(ddof=1) / np.sqrt(batches))
 
 
 def _deadlock(cfg: FlitNetworkConfig, net, st, topology: Topology, cycles: int) -> DeadlockError:
@@ -385,6 +398,7 @@ def run_traffic(topology: Topology, network: FlitNetworkConfig | None, traffic: 
         latency_std=float(lat.std(ddof=1)) if lat.size > 1 else float("nan"),
         latency_min=float(lat.min()) if lat.size else float("nan"),
         latency_max=float(lat.max()) if lat.size else float("nan"),
+        latency_se=latency_standard_error(lat),
         verdict="" if status == 0 and dropped == 0 else ("packet slots ran out" if dropped else "measured packets not drained"),
     )
 
@@ -497,6 +511,7 @@ def _run_booksim(topology: Topology, cfg: FlitNetworkConfig, traffic: TrafficCon
         latency_std=float(lat.std(ddof=1)) if stable and lat.size > 1 else nan,
         latency_min=float(lat.min()) if stable and lat.size else nan,
         latency_max=float(lat.max()) if stable and lat.size else nan,
+        latency_se=latency_standard_error(lat) if stable else nan,
         verdict=verdict or ("packet slots ran out" if acc[A_DROPPED] else ""),
     )
 

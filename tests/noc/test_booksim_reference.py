@@ -1,0 +1,111 @@
+"""The flit level against BookSim2's own output, point by point.
+
+bench/data/booksim_reference.csv holds BookSim2's final statistics (its "Overall Traffic
+Statistics" block) on 588 points: 4x4 and 8x8 mesh and torus, five patterns, 1-, 4- and
+20-flit packets, 2 VCs x 8, 4 x 4 and 16 x 32 flits, loads 0.02 .. 0.7 flits/node/cycle,
+seeds 0 and 1; BookSim2's commit is in the file's header, and bench/booksim_validate.py
+made it. Each point runs here from the same BookSim2 keys (noc.booksim_config), so with
+BookSim2's semantics and methodology, and packets to their own source on both sides.
+
+What is held (docs/validation.md explains each rule and shows the table):
+
+* the stability verdict agrees, except where the run that stayed stable ended within 10 %
+  of latency_thres (500 cycles): there the verdict turns on one sample period, and
+  BookSim2's own two seeds disagree on such a point;
+* below the knee (BookSim2's latency at most 1.5 x the zero-load latency): packet latency
+  within 5 % and accepted rate within 2 %, or within three combined standard errors of the
+  two runs' sampling where that is wider (few packets: 4x4 networks at low load, 20-flit
+  packets; the latency's by batch means, noc.flit_traffic.latency_standard_error);
+* in the knee (above 1.5 x zero-load, still stable in both): within a factor of 2. There
+  the latency curve is nearly vertical; BookSim2's own seeds 0 and 1 differ by up to 64 %.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import sys
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from booksim_validate import KEYS, booksim_values, read_reference  # noqa: E402
+
+REFERENCE = ROOT / "bench" / "data" / "booksim_reference.csv"
+LATENCY_THRES = 500.0
+KNEE = 1.5
+# Points whose deviation is inside BookSim2's own spread over seeds, measured with seeds 0-3
+# in both simulators (their sampling is wider than the batch-means estimate: few, long,
+# heavily contended packets)
+SEED_SPREAD = {
+    "torus8-tornado-20f-2x8-0.1-s0": "BookSim2's seeds 0-3 give 91.5, 124.2, 115.1, 120.1 cycles; "
+                                     "ours 111.4, 97.9, 99.9, 98.8",
+}
+
+
+def _rows() -> list[dict]:
+    return read_reference(REFERENCE)
+
+
+def _id(row: dict) -> str:
+    return (f"{row['topology']}{row['k']}-{row['traffic']}-{row['packet_size']}f-{row['num_vcs']}x{row['vc_buf_size']}-"
+            f"{row['injection_rate']}-s{row['seed']}")
+
+
+@cache
+def _zero_load(key: tuple) -> float:
+    from noc.booksim_config import from_booksim
+    from noc.flitsim_sweep import zero_load_latency_cycles
+
+    run = from_booksim(booksim_values(dict(zip(KEYS, key))), "reference row")
+    return zero_load_latency_cycles(run.topology, run.network, run.traffic)
+
+
+def test_reference_file_names_booksims_commit_and_covers_the_matrix():
+    header = REFERENCE.read_text().splitlines()[0]
+    assert "commit 28f43299f1706a3160ffac721ca461d74eb6e618" in header
+    rows = _rows()
+    assert len(rows) == 588
+    assert {r["topology"] + r["k"] for r in rows} == {"mesh4", "mesh8", "torus4", "torus8"}
+    assert {r["traffic"] for r in rows} == {"uniform", "transpose", "bitcomp", "tornado", "neighbor"}
+    assert {r["packet_size"] for r in rows} == {"1", "4", "20"} and {r["seed"] for r in rows} == {"0", "1"}
+    assert {(r["num_vcs"], r["vc_buf_size"]) for r in rows} == {("2", "8"), ("4", "4"), ("16", "32")}
+    verdicts = {r["verdict"] for r in rows}
+    assert verdicts == {"stable", "unstable"}  # from zero load to past saturation
+
+
+def _params():
+    return [pytest.param(r, id=_id(r), marks=[pytest.mark.xfail(reason=SEED_SPREAD[_id(r)], strict=True)]
+                         if _id(r) in SEED_SPREAD else []) for r in _rows()]
+
+
+@pytest.mark.parametrize("row", _params())
+def test_flit_level_agrees_with_booksim(row):
+    from booksim_validate import compare_point
+
+    stats = compare_point(row)
+    theirs_stable = row["verdict"] == "stable"
+    if stats.stable != theirs_stable:
+        latency = float(row["packet_latency_avg"]) if theirs_stable else stats.latency_avg
+        assert latency >= 0.9 * LATENCY_THRES, (
+            f"verdicts differ (BookSim2 {row['verdict']}, ours {'stable' if stats.stable else stats.verdict}) "
+            f"with the stable run's latency {latency:.1f} far from latency_thres")
+        return
+    if not theirs_stable:
+        return
+    lat_b, acc_b = float(row["packet_latency_avg"]), float(row["accepted_flit_rate"])
+    key = tuple(row[k] for k in KEYS)
+    if lat_b > KNEE * _zero_load(key):
+        assert 0.5 <= stats.latency_avg / lat_b <= 2.0, (stats.latency_avg, lat_b)
+        return
+    # sampling: the standard error of each run's mean latency (batch means of ours, as the
+    # estimate for both), and of its accepted rate (packets counted over at least 3 periods)
+    se_lat = math.sqrt(2) * stats.latency_se
+    packets = acc_b / int(row["packet_size"]) * int(row["k"]) ** 2 * 3000
+    se_acc = math.sqrt(2 / max(packets, 1)) * acc_b
+    assert abs(stats.latency_avg - lat_b) <= max(0.05 * lat_b, 3 * se_lat), (stats.latency_avg, lat_b, se_lat)
+    assert abs(stats.accepted_flits - acc_b) <= max(0.02 * acc_b, 3 * se_acc), (stats.accepted_flits, acc_b, se_acc)
