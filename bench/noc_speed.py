@@ -1,124 +1,153 @@
-"""Speed of the flit-level network (noc.flit) against BookSim2 on the same configurations.
+"""Speed of the flit level (noc.flit) against BookSim2, measured side by side.
 
-    .venv/bin/python bench/noc_speed.py [--cycles 20000] [--repeats 3]
+    .venv/bin/python bench/noc_speed.py [--booksim PATH/TO/booksim] [--rounds 5]
 
-Cases (issue 4):
+Both simulators run the same BookSim2 configurations (the 8x8 mesh and torus points of
+bench/booksim_validate.py's matrix that BookSim2 runs to the end, and BookSim2's own
+examples/torus88), BookSim2 from its binary, this package through noc.booksim_config with
+BookSim2's semantics and methodology. The rounds interleave the two (one BookSim2 run,
+then ours, per case and round), both single-threaded; each prints the median and the
+spread (min..max) of simulated cycles per second over the rounds, and the ratio of the
+medians. BookSim2's figure is its simulated cycles ("Time taken") over its own run time
+("Total run time", the simulation without process start-up); ours is run_traffic's
+simulated cycles over its wall time, after a first untimed run that loads or compiles the
+kernels.
 
-* ``torus88``: BookSim2's ``examples/torus88`` — 8x8 torus, dimension-order routing with
-  dateline VC classes, 2 VCs x 8 flits, 1-flit packets, uniform random traffic at
-  0.15 packets/node/cycle;
-* ``mesh88``: 8x8 mesh, DOR, 16 VCs x 8 flits, iSLIP allocators, 1-flit packets, uniform
-  random traffic at 0.02, 0.10 and 0.30 packets/node/cycle.
+``--process`` also times whole processes on one 20,000-cycle point (torus88 with
+sample_period 3334): ``booksim FILE`` against ``hw-models noc run --booksim FILE``, start-up,
+imports and kernel loading included, interleaved over the rounds.
 
-Each case is driven through the co-simulation API (``enqueue_packet`` / ``step`` /
-``pop_ejected``) from one Numba loop, after a short warm-up run that compiles the kernels
-(and a first ``--warmup`` cycles of the measured run that fill the network, not timed).
-Prints simulated cycles per second and flit-hops per second (flits forwarded by a router,
-i.e. switch traversals, so one packet of h router-to-router hops counts h + 1 — the way
-BookSim's figure of ~0.37 M flit-hops/s at ~7,600 cycles/s works out), the best of
-``--repeats`` runs, and the speed-up over the BookSim2 reference figures measured on these
-machines (C++, -O3; quoted in issue 4). Target: 10x.
+Without ``--booksim`` it says so and prints ours only.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from noc.numba_cache import configure  # noqa: E402
-
-# Before numba is imported: Numba's cache goes to a directory keyed by our sources. Otherwise
-# _drive below is cached next to this file, keyed by this file alone, and keeps running the
-# step of an older noc/flit.py.
-configure()
-
-import numpy as np  # noqa: E402
-from numba import njit  # noqa: E402
-
-from noc.flit import FlitNetworkConfig, build_network, enqueue_packet, new_state, pop_ejected, step, stuck  # noqa: E402
-from noc.topology import parse_spec  # noqa: E402
-
-# (case, spec, config, rate packets/node/cycle, BookSim2 cycles/s on these machines)
-CASES = [
-    ("torus88 uniform 0.15", "torus:8x8", dict(num_vcs=2, vc_depth_flits=8), 0.15, 7_600.0),
-    ("mesh88 iSLIP 0.02", "mesh:8x8", dict(num_vcs=16, vc_depth_flits=8, allocator="islip"), 0.02, 9_800.0),
-    ("mesh88 iSLIP 0.10", "mesh:8x8", dict(num_vcs=16, vc_depth_flits=8, allocator="islip"), 0.10, 3_600.0),
-    ("mesh88 iSLIP 0.30", "mesh:8x8", dict(num_vcs=16, vc_depth_flits=8, allocator="islip"), 0.30, 1_060.0),
-]
+ROOT = Path(__file__).resolve().parents[1]
+TORUS88 = "topology = torus;\nk = 8;\nn = 2;\nrouting_function = dim_order;\nnum_vcs = 2;\ntraffic = uniform;\n" \
+          "injection_rate = 0.15;\n"
 
 
-@njit(cache=True)
-def _drive(net, st, rate, start, cycles, seed):
-    """Bernoulli uniform 1-flit packets for ``cycles`` cycles from cycle ``start``; returns
-    (packets delivered, 1 if the watchdog fired)."""
-    np.random.seed(seed)
-    e = net.num_endpoints
-    delivered = 0
-    for now in range(start, start + cycles):
-        for s in range(e):
-            if np.random.random() < rate:
-                d = np.random.randint(0, e - 1)
-                if d >= s:
-                    d += 1
-                enqueue_packet(net, st, s, d, 1, 0, 0, now)
-        step(net, st, now)
-        while True:
-            tag, cyc = pop_ejected(st)
-            if tag == -1 and cyc == -1:
-                break
-            delivered += 1
-        if stuck(net, st):
-            return delivered, 1
-    return delivered, 0
+def cases() -> list[tuple[str, str]]:
+    """(name, BookSim2 config text): torus88, and the 8x8 uniform points of the validation
+    matrix (2 VCs x 8 flits, 1- and 4-flit packets) below saturation."""
+    out = [("torus88 (BookSim2's example)", TORUS88)]
+    for topo, rf in (("mesh", "dor"), ("torus", "dim_order")):
+        for size, loads in ((1, (0.02, 0.1, 0.2)), (4, (0.02, 0.1, 0.2, 0.3))):
+            for load in loads:
+                out.append((f"{topo}8x8 uniform {size}f {load}",
+                            f"topology = {topo};\nk = 8;\nn = 2;\nrouting_function = {rf};\nnum_vcs = 2;\n"
+                            f"vc_buf_size = 8;\ntraffic = uniform;\npacket_size = {size};\ninjection_rate = {load};\n"
+                            "injection_rate_uses_flits = 1;\n"))
+    return out
 
 
-def run_case(spec: str, cfg: FlitNetworkConfig, rate: float, warmup: int, cycles: int, seed: int):
-    t = parse_spec(spec)
-    net = build_network(t, cfg)
-    router_out = np.asarray(t.link_src >= t.num_endpoints)  # links a router sends on (switch traversals)
-    # room for every packet that can be queued or in flight at once (the NI queues grow
-    # without bound past saturation, so size by the whole run)
-    st = new_state(net, int(rate * t.num_endpoints * (warmup + cycles) * 1.2) + 4096)
-    _drive(net, st, rate, 0, warmup, seed)
-    hops0 = int(st.link_flits[router_out].sum())
+def _write(text: str) -> str:
+    with tempfile.NamedTemporaryFile("w", suffix=".cfg", delete=False) as f:
+        f.write(text)
+        return f.name
+
+
+def run_booksim(binary: str, path: str) -> tuple[int, float]:
+    """(simulated cycles, BookSim2's own run time in seconds)."""
+    proc = subprocess.run([binary, path], capture_output=True, text=True, timeout=900)
+    cycles = sum(int(x) for x in re.findall(r"Time taken is (\d+) cycles", proc.stdout))
+    took = re.findall(r"Total run time ([0-9.]+)", proc.stdout)
+    if not cycles or not took:
+        raise SystemExit(f"BookSim2 printed no run time for {path}:\n{proc.stdout[-1500:]}")
+    return cycles, float(took[-1])
+
+
+def run_ours(path: str) -> tuple[int, float]:
+    from noc.booksim_config import from_booksim, read_booksim
+    from noc.flit_traffic import run_traffic
+
+    run = from_booksim(read_booksim(path), path)
     t0 = time.perf_counter()
-    delivered, dead = _drive(net, st, rate, warmup, cycles, seed + 1)
-    wall = time.perf_counter() - t0
-    hops = int(st.link_flits[router_out].sum()) - hops0
-    if dead:
-        raise SystemExit(f"{spec}: the watchdog fired (deadlock) — not a valid speed figure")
-    return wall, hops, delivered
+    stats = run_traffic(run.topology, run.network, run.traffic)
+    return stats.cycles, time.perf_counter() - t0
+
+
+def _summary(rates: list[float]) -> str:
+    return f"{statistics.median(rates):>10,.0f} ({min(rates):,.0f}..{max(rates):,.0f})"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cycles", type=int, default=20_000, help="Timed cycles per case.")
-    ap.add_argument("--warmup", type=int, default=2_000, help="Untimed cycles that fill the network first.")
-    ap.add_argument("--repeats", type=int, default=3, help="Best of this many runs.")
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--booksim", default="", help="a BookSim2 binary built from its public source")
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds per case (median and spread)")
+    ap.add_argument("--process", action="store_true", help="also time whole processes on a 20,000-cycle point")
     args = ap.parse_args()
-
+    binary = args.booksim
+    if binary and not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+        raise SystemExit(f"--booksim {binary}: not an executable file")
+    if not binary:
+        print("no --booksim binary given: BookSim2 is not measured, only this package's flit level")
+    threads = os.environ.get("NUMBA_NUM_THREADS", "default")
+    print(f"single-threaded kernels on both sides (NUMBA_NUM_THREADS={threads}; BookSim2 is single-threaded); "
+          f"{args.rounds} interleaved rounds; median (min..max) simulated cycles/s")
     t0 = time.perf_counter()
-    run_case("mesh:2x2", FlitNetworkConfig(), 0.1, 10, 10, 0)  # compile (or load from the cache)
-    print(f"numba warm-up (compile or cache load): {time.perf_counter() - t0:.1f} s")
-    print(f"{'case':<22}{'cycles/s':>12}{'flit-hops/s':>14}{'BookSim2 c/s':>14}{'speed-up':>10}{'accepted':>10}")
-    for name, spec, kw, rate, booksim in CASES:
-        cfg = FlitNetworkConfig(**kw)
-        best = None
-        for _ in range(args.repeats):
-            wall, hops, delivered = run_case(spec, cfg, rate, args.warmup, args.cycles, args.seed)
-            if best is None or wall < best[0]:
-                best = (wall, hops, delivered)
-        wall, hops, delivered = best
-        cps = args.cycles / wall
-        accepted = delivered / (args.cycles * 64)
-        print(f"{name:<22}{cps:>12,.0f}{hops / wall:>14,.0f}{booksim:>14,.0f}{cps / booksim:>9.1f}x{accepted:>10.3f}",
-              flush=True)
-    print("accepted = packets delivered per node per cycle in the timed window (equals the offered rate below saturation)")
+    run_ours(_write(TORUS88))  # load or compile the kernels, untimed
+    print(f"kernel load/compile: {time.perf_counter() - t0:.1f} s")
+    head = f"{'case':<30}{'ours cycles/s':>26}"
+    if binary:
+        head += f"{'BookSim2 cycles/s':>26}{'ratio':>8}"
+    print(head)
+    ratios = []
+    for name, text in cases():
+        path = _write(text)
+        ours, theirs = [], []
+        try:
+            for _ in range(args.rounds):
+                if binary:
+                    c, s = run_booksim(binary, path)
+                    theirs.append(c / s)
+                c, s = run_ours(path)
+                ours.append(c / s)
+        finally:
+            os.unlink(path)
+        line = f"{name:<30}{_summary(ours):>26}"
+        if binary:
+            ratio = statistics.median(ours) / statistics.median(theirs)
+            ratios.append(ratio)
+            line += f"{_summary(theirs):>26}{ratio:>7.1f}x"
+        print(line, flush=True)
+    if ratios:
+        print(f"ratio of medians over the cases: {min(ratios):.1f}x .. {max(ratios):.1f}x")
+    if args.process:
+        _processes(binary, args.rounds)
+
+
+def _processes(binary: str, rounds: int) -> None:
+    path = _write(TORUS88 + "sample_period = 3334;\n")
+    cli = [str(ROOT / ".venv" / "bin" / "hw-models"), "noc", "run", "--booksim", path, "--out",
+           tempfile.mkdtemp(prefix="noc_speed_")]
+    ours, theirs = [], []
+    try:
+        for _ in range(rounds):
+            if binary:
+                t0 = time.perf_counter()
+                subprocess.run([binary, path], capture_output=True, check=False, timeout=900)
+                theirs.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            subprocess.run(cli, capture_output=True, check=True, timeout=900)
+            ours.append(time.perf_counter() - t0)
+    finally:
+        os.unlink(path)
+    print(f"\nwhole process, torus88 for about 20,000 cycles: hw-models noc run {statistics.median(ours):.2f} s "
+          f"({min(ours):.2f}..{max(ours):.2f})" + (f", booksim {statistics.median(theirs):.2f} s "
+                                                     f"({min(theirs):.2f}..{max(theirs):.2f})" if theirs else ""))
 
 
 if __name__ == "__main__":

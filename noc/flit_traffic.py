@@ -418,9 +418,13 @@ def _run_booksim(topology: Topology, cfg: FlitNetworkConfig, traffic: TrafficCon
     e = topology.num_endpoints
     sizes, cdf = traffic.size_table()
     period = traffic.sample_period_cycles
-    span = traffic.max_samples * period + traffic.drain_limit_cycles
-    cap = int(min(traffic.rate_packets * e * span * 1.2 + 1024, 4_000_000))
-    st = new_state(net, cap)
+    # packet slots for what is queued or in flight at once: by Little's law rate x NIs x
+    # latency, and a stable run's latency stays below latency_thres_cycles (4x for transients;
+    # running out ends the run as unstable, with its reason); measured packets are the ones
+    # created in at most max_samples - warmup_periods periods
+    slots = int(traffic.rate_packets * e * 4 * traffic.latency_thres_cycles) + 4096
+    cap = int(traffic.rate_packets * e * max(traffic.max_samples - traffic.warmup_periods, 1) * period * 1.2) + 1024
+    st = new_state(net, min(slots, 4_000_000))
     seed_arbiters(net, st, cfg.arbiter_seed)
     seed_ties(st, traffic.seed)
     _seed_numba(traffic.seed)  # the kernels draw from Numba's own generator
