@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/booksim_validate.py reference --booksim PATH/TO/booksim [--out CSV] [--quick]
     .venv/bin/python bench/booksim_validate.py compare [--csv CSV] [--quick] [--out CSV]
+    .venv/bin/python bench/booksim_validate.py examples --booksim PATH/TO/booksim
 
 ``reference`` runs BookSim2 (a binary built from its public source, outside this
 repository) on every point of the matrix below and writes its final statistics (the
@@ -12,6 +13,11 @@ run BookSim2 ends as unstable has ``verdict = unstable`` and no figures.
 ``compare`` runs this package's flit level on the same points, from the same BookSim2 keys
 (noc.booksim_config), and prints per point and in summary how far it is from BookSim2:
 packet latency, accepted flit rate and the stability verdict.
+
+``examples`` runs BookSim2's own example files (runfiles/meshconfig, src/examples/mesh88_lat,
+src/examples/torus88, from the source tree the binary was built in) unchanged in both
+simulators, and writes BookSim2's final blocks to bench/data/booksim_examples.txt with
+ours (or the key that blocks the file here) beside each.
 
 Matrix (each row lists every key it sets; all others are BookSim2's defaults: islip
 allocators, routing delay 1, VC and switch allocation 1, crossbar 1, credit delay 0,
@@ -236,6 +242,38 @@ def compare(args: argparse.Namespace) -> None:
         print(f"wrote {args.out}")
 
 
+EXAMPLES = ("runfiles/meshconfig", "src/examples/mesh88_lat", "src/examples/torus88")
+
+
+def examples(args: argparse.Namespace) -> None:
+    from noc.booksim_config import from_booksim, read_booksim
+    from noc.errors import ConfigError
+    from noc.flit_traffic import run_traffic
+
+    binary = Path(args.booksim).resolve()
+    tree = binary.parent.parent  # the binary is src/booksim in its source tree
+    out = [f"# BookSim2's example files run unchanged, commit {booksim_commit(binary)}; "
+           "made by bench/booksim_validate.py examples", ""]
+    for rel in EXAMPLES:
+        path = tree / rel
+        proc = subprocess.run([str(binary), path.name], capture_output=True, text=True, cwd=path.parent, timeout=900)
+        start = proc.stdout.find("====== Overall Traffic Statistics ======")
+        block = proc.stdout[start:].strip() if start >= 0 else "(no final block: unstable)"
+        try:
+            run = from_booksim(read_booksim(path), rel)
+            s = run_traffic(run.topology, run.network, run.traffic)
+            ours = (f"this package: packet latency {s.latency_avg:.4f} (min {s.latency_min:.0f}, max "
+                    f"{s.latency_max:.0f}), network latency {s.network_latency_avg:.4f}, accepted flit rate "
+                    f"{s.accepted_flits:.6f}, hops {s.hops_avg + 1:.4f}")
+        except ConfigError as exc:
+            ours = f"this package refuses it: {exc}"
+        out += [f"## {rel}", block, ours, ""]
+        print(f"{rel}: {ours}", flush=True)
+    dest = Path(args.out)
+    dest.write_text("\n".join(out))
+    print(f"wrote {dest}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -247,8 +285,11 @@ def main() -> None:
     c.add_argument("--csv", default=str(DEFAULT_CSV))
     c.add_argument("--quick", action="store_true", help="the 4x4 points with 1- and 4-flit packets only")
     c.add_argument("--out", default="", help="also write the per-point comparison to this CSV")
+    e = sub.add_parser("examples", help="BookSim2's own example files in both simulators")
+    e.add_argument("--booksim", required=True, help="src/booksim in a BookSim2 source tree")
+    e.add_argument("--out", default=str(DEFAULT_CSV.with_name("booksim_examples.txt")))
     args = ap.parse_args()
-    (reference if args.cmd == "reference" else compare)(args)
+    {"reference": reference, "compare": compare, "examples": examples}[args.cmd](args)
 
 
 if __name__ == "__main__":

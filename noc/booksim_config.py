@@ -51,7 +51,7 @@ NO_EFFECT = {
 _REQUIRED = {
     "input_speedup": 1, "output_speedup": 1, "internal_speedup": 1.0, "speculative": 0, "noq": 0,
     "vc_busy_when_full": 0, "vc_priority_donation": 0, "vc_shuffle_requests": 0, "hold_switch_for_packet": 0,
-    "wait_for_tail_credit": 0, "classes": 1, "subnets": 1, "use_read_write": 0, "sim_count": 1,
+    "classes": 1, "subnets": 1, "use_read_write": 0, "sim_count": 1,
     "include_queuing": 1, "injection_process": "bernoulli", "sim_type": "latency", "priority": "none",
     "buffer_policy": "private", "buf_size": -1, "output_buffer_size": -1, "router": "iq", "measure_stats": 1,
 }
@@ -73,7 +73,7 @@ DEFAULTS: dict[str, Any] = {
     "traffic": "uniform", "packet_size": 1, "packet_size_rate": 1, "injection_rate": 0.1,
     "injection_rate_uses_flits": 0, "warmup_periods": 3, "sample_period": 1000, "max_samples": 10,
     "latency_thres": 500.0, "warmup_thres": 0.05, "acc_warmup_thres": 0.05, "stopping_thres": 0.05,
-    "acc_stopping_thres": 0.05, "seed": 0, "vc_prioritize_empty": 0, "perm_seed": 0, "x": 8, "y": 8, "xr": 1,
+    "acc_stopping_thres": 0.05, "seed": 0, "vc_prioritize_empty": 0, "wait_for_tail_credit": 0, "perm_seed": 0, "x": 8, "y": 8, "xr": 1,
     "yr": 1, **_REQUIRED,
 }
 _KNOWN = set(DEFAULTS) | set(NO_EFFECT) | {"hotspot_nodes", "hotspot_rates", "burst_alpha", "burst_beta", "burst_r1",
@@ -198,6 +198,12 @@ def _number(values: dict, key: str, source: str, kind: type = int) -> Any:
     raise _refuse(source, key, v, f"must be {'a number' if kind is float else 'an integer'}")
 
 
+def _flag(values: dict, key: str, source: str) -> bool:
+    if values[key] in (0, 1):
+        return bool(values[key])
+    raise _refuse(source, key, values[key], "must be 0 or 1")
+
+
 def _allocator(values: dict, key: str, source: str) -> str:
     v = values[key]
     if v in _ALLOCATORS:
@@ -279,6 +285,7 @@ def from_booksim(values: dict[str, Any], source: str = "booksim config") -> Book
         "credit_delay_cycles": 1 + delays["credit_delay"], "credit_adds_link_latency": True,
         "vc_allocator": _allocator(v, "vc_allocator", source), "sw_allocator": _allocator(v, "sw_allocator", source),
         "routing": "dor", "vc_class_rule": "booksim", "tie_break": "random",
+        "vc_release": "tail_credit" if _flag(v, "wait_for_tail_credit", source) else "tail_sent",
     }, FlitNetworkConfig, source=f"{source} (as router keys)")
     pattern = v["traffic"]
     if pattern not in _PATTERNS:

@@ -101,6 +101,11 @@ class FlitNetworkConfig(StrictModel):
         description="DOR on a torus ring of even size, for a packet exactly half-way around: plus always goes +; "
                     "random picks the direction per packet and ring, 50/50 (BookSim2), from a stream seeded by "
                     "the traffic seed (synthetic traffic) or arbiter_seed (0 when unset).")
+    vc_release: Literal["tail_sent", "tail_credit"] = Field(
+        "tail_sent",
+        description="When an output VC is free again: tail_sent, as soon as the packet's tail is sent (the next "
+                    "packet may follow it into the downstream VC); tail_credit, when the tail has been sent and every "
+                    "credit of the VC has come back (BookSim2's wait_for_tail_credit = 1).")
     credit_adds_link_latency: bool = Field(
         False,
         description="Credits travel back over the link: a freed slot is usable upstream credit_delay_cycles plus "
@@ -128,7 +133,7 @@ class FlitNetworkConfig(StrictModel):
 
 # fields whose default-valued entries are left out of stored-result keys (key_fields)
 _LATER_FIELDS = frozenset({"arbiter_seed", "vc_allocator", "sw_allocator", "vc_class_rule", "tie_break",
-                           "credit_adds_link_latency"})
+                           "credit_adds_link_latency", "vc_release"})
 
 Net = namedtuple("Net", [
     "num_links", "num_endpoints", "num_routers", "V", "D", "vcs_per_class",
@@ -149,6 +154,8 @@ Net = namedtuple("Net", [
     # (n_rows tie-direction variants: row = variant * E + src); each link's position among its
     # source router's outputs; per link, the cycles until a freed slot's credit is usable
     "va_kind", "sa_kind", "cls_mask", "any_cls", "n_rows", "out_port", "credit_lat",
+    # vc_release = "tail_credit": output VCs stay owned until the tail's credits are back
+    "tail_credit",
 ])
 
 State = namedtuple("State", [
@@ -190,6 +197,8 @@ State = namedtuple("State", [
     # switch request's state; switch-allocation accept pointer per input port over output
     # ports; the tie-direction stream
     "p_row", "va_in_ptr", "va_out_ptr", "va_pick", "req_sel", "sa_acc_ptr", "rng",
+    # per link, one bit per VC: tail sent, VC held until its credits are back (tail_credit)
+    "tail_pend",
 ])
 
 # vc_state values
@@ -304,6 +313,7 @@ def build_network(topology: Topology, config: FlitNetworkConfig | None = None) -
         ser=np.stack([ser_num, ser_den]) if narrow else None,
         va_kind=_VA_KINDS.index(cfg.vc_allocator), sa_kind=_SA_KINDS.index(cfg.sw_allocator),
         cls_mask=cls_mask, any_cls=classes, n_rows=links.shape[0] // max(e, 1), out_port=out_port, credit_lat=credit_lat,
+        tail_credit=cfg.vc_release == "tail_credit",
     )
 
 
@@ -389,6 +399,7 @@ def new_state(net, max_packets):
         np.zeros(max_packets, np.int64), np.zeros(nl * V, np.int64), np.zeros(nl * V, np.int64),
         np.zeros(nl * V, np.int64), np.zeros(nl * V, np.int64), np.zeros(nl, np.int64),
         np.array([_RNG_START], np.uint64),
+        np.zeros(nl, np.int64),
     )
 
 
@@ -603,6 +614,8 @@ def _eject(net, st, l, v, pkt, seq, now):
         st.counters[C_PACKETS_DONE] += 1
         st.free_slots[st.free_top[0]] = pkt
         st.free_top[0] += 1
+        if net.tail_credit:  # the NI returns the tail's credit: the VC is free when it arrives
+            _schedule_credit(net, st, l, v, now % net.cring)
 
 
 @_stage
@@ -643,13 +656,40 @@ def _link_arrivals(net, st, now, slot):
 
 
 @_stage
-def _credit_arrivals(st, cslot):
-    """2. Credits arriving this cycle."""
+def _schedule_credit(net, st, l, v, cslot):
+    """A credit for VC ``v`` of link ``l`` (a slot freed in this cycle, credit ring slot
+    ``cslot``), usable upstream ``net.credit_lat[l]`` cycles later. (On an ejection link,
+    whose NI always has room, it only ends a tail_credit hold.)"""
+    at = _wrap(cslot + net.credit_lat[l], net.cring)
+    st.cp_vc[l, at] = v
+    st.cr_links[at, st.cr_n[at]] = l
+    st.cr_n[at] += 1
+
+
+@_stage
+def _release_vc(net, st, l, v):
+    """Output VC ``v`` of link ``l`` has sent its packet's tail: free now, or under
+    tail_credit once its credits are back (:func:`_credit_arrivals`)."""
+    if net.tail_credit:
+        st.tail_pend[l] |= _bit(v)
+    else:
+        st.owner[l, v] = -1
+        st.ovc_free[l] |= _bit(v)
+
+
+@_stage
+def _credit_arrivals(net, st, cslot):
+    """2. Credits arriving this cycle (and, under tail_credit, the VCs they free)."""
     for a in range(st.cr_n[cslot]):
         l = st.cr_links[cslot, a]
         v = st.cp_vc[l, cslot]
         st.cp_vc[l, cslot] = -1
-        st.credit[l, v] += 1
+        if not net.is_eject[l]:
+            st.credit[l, v] += 1
+        if net.tail_credit and st.tail_pend[l] & _bit(v) and (net.is_eject[l] or st.credit[l, v] == net.D):
+            st.tail_pend[l] &= ~_bit(v)
+            st.owner[l, v] = -1
+            st.ovc_free[l] |= _bit(v)
     st.cr_n[cslot] = 0
 
 
@@ -952,7 +992,6 @@ def _pick_input_vcs(net, st, r, now):
 def _traverse(net, st, r, li, v, lo, slot, cslot, now):
     """The front flit of input VC (li, v) of router r crosses the switch onto output link lo
     (its slot is credited upstream ``net.credit_lat[li]`` cycles after ring slot ``cslot``)."""
-    credit_slot = _wrap(cslot + net.credit_lat[li], net.cring)
     i = st.buf_head[li, v]
     pkt = st.buf_pkt[li, v, i]
     seq = st.buf_seq[li, v, i]
@@ -963,14 +1002,11 @@ def _traverse(net, st, r, li, v, lo, slot, cslot, now):
     if st.buf_count[li, v] == 0:
         st.vc_busy[li] &= ~_bit(v)
     st.r_flits[r] -= 1
-    st.cp_vc[li, credit_slot] = v  # the freed slot, credited upstream
-    st.cr_links[credit_slot, st.cr_n[credit_slot]] = li
-    st.cr_n[credit_slot] += 1
+    _schedule_credit(net, st, li, v, cslot)  # the freed slot, credited upstream
     ov = st.vc_outvc[li, v]
     _send(net, st, lo, ov, pkt, seq, hop + 1, slot, net.sa_delay + net.st_delay, now)
     if seq == st.p_flits[pkt] - 1:  # tail: release the output VC; the next packet moves up
-        st.owner[lo, ov] = -1
-        st.ovc_free[lo] |= _bit(ov)
+        _release_vc(net, st, lo, ov)
         st.vc_state[li, v] = _EMPTY
         st.vc_active[li] &= ~_bit(v)
         st.vc_outvc[li, v] = -1
@@ -1195,8 +1231,7 @@ def _inject(net, st, now, slot):
         st.counters[C_INJECTED_FLITS] += 1
         st.p_sent[pkt] = seq + 1
         if seq + 1 == st.p_flits[pkt]:
-            st.owner[l, v] = -1
-            st.ovc_free[l] |= _bit(v)
+            _release_vc(net, st, l, v)
             st.q_vc[ep] = -1
             st.q_head[ep] = st.p_next[pkt]
             if st.q_head[ep] < 0:
@@ -1240,7 +1275,7 @@ def step(net, st, now):
     slot = now % net.ring
     cslot = now % net.cring
     _link_arrivals(net, st, now, slot)
-    _credit_arrivals(st, cslot)
+    _credit_arrivals(net, st, cslot)
     _route_and_allocate_vcs(net, st, now)
     _allocate_switches(net, st, slot, cslot, now)
     _inject(net, st, now, slot)

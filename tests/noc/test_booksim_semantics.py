@@ -130,6 +130,36 @@ def test_rotating_vc_allocation_spreads_back_to_back_packets():
         assert span(num_vcs=4, routing_delay_cycles=1, vc_allocator=va) < min(lowest / 1.15, 1.05 * n)
 
 
+@pytest.mark.parametrize("extra,period", [("num_vcs = 1;", 9), ("num_vcs = 1; credit_delay = 0;", 7),
+                                          ("num_vcs = 2;", 4.5), ("num_vcs = 1; wait_for_tail_credit = 0;", 2)])
+def test_wait_for_tail_credit_holds_a_vc_for_the_credit_round_trip(extra, period):
+    """BookSim2's wait_for_tail_credit = 1 frees an output VC when the tail's credit is back:
+    with its lookahead routing, per 1-flit packet T = routing + VA + 2 SA + ST + L + Lc +
+    credit_delay + 1 cycles (iq_router.cpp, buffer_state.cpp) = 9 here (7 with credit delay 0),
+    so one VC carries a packet every T cycles and two every T / 2 (BookSim2 measures 1/9,
+    1/7 and 2/9 packets/cycle); without it, one every routing + VA + SA = 2 cycles."""
+    run = _booksim("topology = mesh; k = 2; n = 1; routing_function = dor; routing_delay = 0; credit_delay = 2; "
+                   "wait_for_tail_credit = 1; " + extra)
+    n = 400
+    inj, ej, _ = run_packets(run.topology, run.network, np.array([[i, 0, 1, 1] for i in range(n)]))
+    assert (ej.max() - ej.min()) == pytest.approx(period * (n - 1), abs=period)
+
+
+def test_booksim_meshconfig_settings_match_booksims_result():
+    """BookSim2's runfiles/meshconfig settings (8x8 mesh, 16 x 8 flits, wait_for_tail_credit,
+    credit delay 2, lookahead routing, uniform 0.2): BookSim2 prints a packet latency of
+    27.7941 cycles and accepts 0.200172 flits/node/cycle (bench/data/booksim_examples.txt)."""
+    run = _booksim("num_vcs = 16; vc_buf_size = 8; wait_for_tail_credit = 1; vc_allocator = islip; "
+                   "sw_allocator = islip; alloc_iters = 2; credit_delay = 2; routing_delay = 0; vc_alloc_delay = 1; "
+                   "sw_alloc_delay = 1; st_final_delay = 1; input_speedup = 1; output_speedup = 1; "
+                   "internal_speedup = 1.0; sim_type = latency; warmup_periods = 3; sample_period = 1000; "
+                   "sim_count = 1; topology = mesh; k = 8; n = 2; routing_function = dor; packet_size = 1; "
+                   "use_read_write = 0; traffic = uniform; injection_rate = 0.2;")
+    stats = run_traffic(run.topology, run.network, run.traffic)
+    assert stats.latency_avg == pytest.approx(27.7941, rel=0.02)
+    assert stats.accepted_flits == pytest.approx(0.200172, rel=0.02)
+
+
 def test_booksim_methodology_unstable_past_saturation_and_deterministic():
     run = _booksim("topology = mesh; k = 4; n = 2; routing_function = dor; num_vcs = 2; injection_rate = 0.9;")
     over = run_traffic(run.topology, run.network, run.traffic)
@@ -164,7 +194,7 @@ def test_booksim_files_parse_like_booksim():
 
 @pytest.mark.parametrize("text,needle", [
     ("input_speedup = 2;", "input_speedup = 2"),
-    ("wait_for_tail_credit = 1;", "wait_for_tail_credit = 1"),
+    ("wait_for_tail_credit = 2;", "wait_for_tail_credit = 2: must be 0 or 1"),
     ("topology = fly;", "topology = 'fly'"),
     ("vc_allocator = wavefront;", "vc_allocator = 'wavefront'"),
     ("vc_allocator = islip(4);", "islip(4)"),
