@@ -109,3 +109,20 @@ def test_flit_level_agrees_with_booksim(row):
     se_acc = math.sqrt(2 / max(packets, 1)) * acc_b
     assert abs(stats.latency_avg - lat_b) <= max(0.05 * lat_b, 3 * se_lat), (stats.latency_avg, lat_b, se_lat)
     assert abs(stats.accepted_flits - acc_b) <= max(0.02 * acc_b, 3 * se_acc), (stats.accepted_flits, acc_b, se_acc)
+
+
+def test_final_block_parser_reads_booksims_own_output():
+    """bench/booksim_validate.py reads BookSim2's final block, not a per-sample one: on the
+    stored output of runfiles/meshconfig (bench/data/booksim_examples.txt)."""
+    from booksim_validate import parse_final_block
+
+    text = (ROOT / "bench" / "data" / "booksim_examples.txt").read_text()
+    mesh = text[text.index("## runfiles/meshconfig"):text.index("## src/examples/mesh88_lat")]
+    per_sample = "Class 0:\nPacket latency average = 99.0\n\tminimum = 6\n\tmaximum = 68\n"
+    got = parse_final_block(per_sample + mesh)
+    assert got["verdict"] == "stable"
+    assert got["packet_latency_avg"] == 27.7941 and got["packet_latency_min"] == 6 and got["packet_latency_max"] == 66
+    assert got["accepted_flit_rate"] == 0.200172 and got["flit_latency_avg"] == 27.813 and got["hops_avg"] == 6.2543
+    unstable = per_sample + "Average latency for class 0 exceeded 500 cycles. Aborting simulation.\n" \
+                            "Simulation unstable, ending ...\n"
+    assert parse_final_block(unstable) == {"verdict": "unstable"}
