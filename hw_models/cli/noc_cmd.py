@@ -41,10 +41,20 @@ def experiment_model():
     from noc.flit_traffic import TrafficConfig
     from noc.flitsim_sweep import SweepConfig
 
+    class ChannelConfig(StrictModel):
+        """Latency per kind of link (unset: network.link_latency_cycles), e.g. BookSim2's:
+        2-cycle torus channels, injection 2 (its channel and its injection step), ejection 1."""
+
+        router_latency_cycles: Optional[int] = Field(None, ge=1, le=100_000, description="Router-to-router links.")
+        inject_latency_cycles: Optional[int] = Field(None, ge=1, le=100_000, description="NI-to-router links.")
+        eject_latency_cycles: Optional[int] = Field(None, ge=1, le=100_000, description="Router-to-NI links.")
+
     class NocExperimentConfig(StrictModel):
-        """A flit-level network experiment: network (as in every hw-models config), router, traffic, sweep."""
+        """A flit-level network experiment: network (as in every hw-models config), per-kind
+        channel latencies, router, traffic, sweep."""
 
         network: NetworkConfig = NetworkConfig()
+        channels: ChannelConfig = ChannelConfig()
         router: FlitNetworkConfig = FlitNetworkConfig()
         traffic: TrafficConfig = TrafficConfig()
         sweep: SweepConfig = SweepConfig()
@@ -80,6 +90,10 @@ def load_experiment(config: Path, pattern: Optional[str] = None, seed: Optional[
     links = {"link_latency_cycles": net.link_latency_cycles, "link_bytes_per_cycle": net.link_bytes_per_cycle}
     t = resolve_topology(net.topology, net.nis_given, flag=f"{config}: network.nis_per_node =", spec_flag="network.topology =",
                          **links)
+    ch = cfg.channels
+    if ch.model_fields_set:
+        t = t.with_latencies(**{f"{kind}_cycles": getattr(ch, f"{kind}_latency_cycles") or net.link_latency_cycles
+                                for kind in ("router", "inject", "eject")})
     # fail before any progress bar: the pattern must suit the topology, the routing the VCs
     from noc.flit import build_network
     from noc.flit_traffic import destinations

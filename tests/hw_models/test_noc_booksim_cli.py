@@ -51,3 +51,19 @@ def test_missing_booksim_file_and_a_toml_config_with_overrides(tmp_path, capsys)
     assert code == 2 and "no such BookSim2 config file" in err
     code, _, err = run(["noc", "run", "a.toml", "b.toml"], capsys)
     assert code == 2 and "expected one CONFIG" in err
+
+
+def test_channel_latencies_by_kind(tmp_path, capsys):
+    from hw_models.cli.noc_cmd import load_experiment
+
+    f = tmp_path / "c.toml"
+    f.write_text('[network]\ntopology = "torus:4x4"\nlink_latency_cycles = 3\n[channels]\nrouter_latency_cycles = 2\n'
+                 'inject_latency_cycles = 5\n')
+    _, t = load_experiment(f)
+    lat = t.link_latency_cycles
+    assert set(lat[t.is_router_link]) == {2}
+    assert set(lat[t.link_src < t.num_endpoints]) == {5}
+    assert set(lat[t.link_dst < t.num_endpoints]) == {3}  # unset: network.link_latency_cycles
+    f.write_text('[channels]\nrouter_latency = 2\n')
+    code, _, err = run(["noc", "run", str(f)], capsys)
+    assert code == 2 and "router_latency" in err and len(err.strip().splitlines()) == 1
