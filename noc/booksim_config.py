@@ -60,7 +60,7 @@ _TOPOLOGIES = ("mesh", "torus")
 _ROUTING = {"mesh": ("dor", "dim_order"), "torus": ("dim_order",)}
 _ALLOCATORS = ("islip", "separable_input_first")
 _PATTERNS = {"uniform": "uniform", "transpose": "transpose", "bitcomp": "bitcomp", "bitrev": "bitrev",
-             "shuffle": "shuffle", "tornado": "tornado", "neighbor": "neighbor_all"}
+             "shuffle": "shuffle", "tornado": "tornado", "neighbor": "neighbor_all", "randperm": "randperm"}
 _METHOD_KEYS = {"warmup_periods": "warmup_periods", "sample_period": "sample_period_cycles",
                 "max_samples": "max_samples", "latency_thres": "latency_thres_cycles", "warmup_thres": "warmup_thres",
                 "acc_warmup_thres": "acc_warmup_thres", "stopping_thres": "stopping_thres",
@@ -305,6 +305,7 @@ def from_booksim(values: dict[str, Any], source: str = "booksim config") -> Book
     traffic = validate({
         "pattern": _PATTERNS[pattern], "rate_packets": rate, "packet_flits": sizes, "packet_weights": weights,
         "self_packets": True, "inject_during_drain": True, "methodology": "booksim", **method,
+        "perm_seed": _number(v, "perm_seed", source),
     }, TrafficConfig, source=f"{source} (as traffic keys)")
     return BookSimRun(topology=t, network=router, traffic=traffic, values=v, notes=notes,
                       csv=bool(v["print_csv_results"]) if "print_csv_results" in v else False)

@@ -7,7 +7,8 @@ follow a pattern over NI indices (bit patterns need a power-of-two NI count):
 
 uniform, transpose, bitcomp (bit complement), bitrev (bit reverse), shuffle (rotate left),
 tornado (half-way around each dimension of a grid), neighbor (+1 in dimension 0),
-hotspot (a fraction of packets to NI 0, the rest uniform).
+neighbor_all (+1 in every dimension), randperm (a fixed random permutation from
+``perm_seed``), hotspot (a fraction of packets to NI 0, the rest uniform).
 
 Methodology (as BookSim's): warm up for ``warmup_cycles`` (or until the average latency
 of successive windows changes by less than 5 %), then label the packets created during
@@ -35,14 +36,15 @@ from noc.flit import (
 )
 from noc.topology import Topology
 
-PATTERNS = ("uniform", "transpose", "bitcomp", "bitrev", "shuffle", "tornado", "neighbor", "neighbor_all", "hotspot")
+PATTERNS = ("uniform", "transpose", "bitcomp", "bitrev", "shuffle", "tornado", "neighbor", "neighbor_all", "randperm",
+            "hotspot")
 
 
 class TrafficConfig(StrictModel):
     """Synthetic traffic and the run methodology."""
 
     pattern: Literal["uniform", "transpose", "bitcomp", "bitrev", "shuffle", "tornado", "neighbor", "neighbor_all",
-                     "hotspot"] = "uniform"
+                     "randperm", "hotspot"] = "uniform"
     rate_packets: float = Field(0.1, gt=0, le=1, description="Packets created per NI per cycle (Bernoulli).")
     packet_flits: list[int] = Field(default_factory=lambda: [1], min_length=1, description="Packet sizes in flits.")
     packet_weights: list[float] | None = Field(None, description="Probabilities of packet_flits (default: equal).")
@@ -51,6 +53,7 @@ class TrafficConfig(StrictModel):
     measure_cycles: int = Field(5000, ge=1, description="Cycles whose packets are measured.")
     drain_limit_cycles: int = Field(20000, ge=1, description="Cycles allowed to deliver the measured packets; more means unstable.")
     seed: int = Field(1, ge=0, le=(1 << 32) - 1)
+    perm_seed: int = Field(0, ge=0, le=(1 << 32) - 1, description="randperm: the seed of its fixed permutation.")
     self_packets: bool = Field(
         False, description="Packets to their own source are sent (BookSim2): uniform and hotspot draw from every NI, "
                            "the source included, and a fixed pattern's fixed points send to themselves, through the "
@@ -106,12 +109,15 @@ class TrafficConfig(StrictModel):
         return float((sizes * p).sum())
 
 
-def destinations(pattern: str, topology: Topology) -> np.ndarray:
-    """int64[E]: the fixed destination of each NI (-1: random per packet; uniform/hotspot)."""
+def destinations(pattern: str, topology: Topology, perm_seed: int = 0) -> np.ndarray:
+    """int64[E]: the fixed destination of each NI (-1: random per packet; uniform/hotspot);
+    randperm: a random permutation of the NIs drawn from ``perm_seed``."""
     e = topology.num_endpoints
     src = np.arange(e)
     if pattern in ("uniform", "hotspot"):
         return np.full(e, -1, dtype=np.int64)
+    if pattern == "randperm":
+        return np.random.default_rng(perm_seed).permutation(e).astype(np.int64)
     if pattern in ("transpose", "bitcomp", "bitrev", "shuffle"):
         bits = e.bit_length() - 1
         if 1 << bits != e:
@@ -372,7 +378,7 @@ def run_traffic(topology: Topology, network: FlitNetworkConfig | None, traffic: 
     seed_ties(st, traffic.seed)
     hops = np.maximum(net.route_len - 2, 0)
     created, inj, ej, hp, fl, cycles, status, dropped, link_window, ej_window = _run(
-        net, st, traffic.rate_packets, destinations(traffic.pattern, topology),
+        net, st, traffic.rate_packets, destinations(traffic.pattern, topology, traffic.perm_seed),
         traffic.hotspot_fraction if traffic.pattern == "hotspot" else 0.0, sizes, cdf, traffic.warmup_cycles,
         traffic.measure_cycles, traffic.drain_limit_cycles, traffic.seed, hops, topology.is_router_link,
         traffic.self_packets, traffic.inject_during_drain)
@@ -433,7 +439,7 @@ def _run_booksim(topology: Topology, cfg: FlitNetworkConfig, traffic: TrafficCon
     m_hops = np.zeros(cap, np.int64)
     m_flits = np.zeros(cap, np.int64)
     acc = np.zeros(5, np.int64)
-    fixed = destinations(traffic.pattern, topology)
+    fixed = destinations(traffic.pattern, topology, traffic.perm_seed)
     hot = traffic.hotspot_fraction if traffic.pattern == "hotspot" else 0.0
 
     def advance(now, cycles, generate, record, count_all):

@@ -129,7 +129,7 @@ def zero_load_latency_cycles(topology: Topology, network: FlitNetworkConfig, tra
     for f, p in zip(sizes, probs):
         tail = np.where(mask, grant + (f - 1) * r_path + rest, -np.inf).max(axis=2)
         per_pair += p * np.where(mask.any(axis=2), tail, 0.0)
-    dst = destinations(traffic.pattern, topology)
+    dst = destinations(traffic.pattern, topology, traffic.perm_seed)
     off_diag = np.ones((e, e), dtype=bool) if traffic.self_packets else ~np.eye(e, dtype=bool)
     uniform = float(per_pair[off_diag].mean()) if off_diag.any() else 0.0
     if traffic.pattern == "uniform":

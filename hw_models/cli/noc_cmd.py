@@ -98,7 +98,7 @@ def load_experiment(config: Path, pattern: Optional[str] = None, seed: Optional[
     from noc.flit import build_network
     from noc.flit_traffic import destinations
 
-    destinations(cfg.traffic.pattern, t)
+    destinations(cfg.traffic.pattern, t, cfg.traffic.perm_seed)
     build_network(t, cfg.router)
     if cfg.router.flow_control == "vct" and max(cfg.traffic.packet_flits) > cfg.router.vc_depth_flits:
         raise ConfigError(f"{config}: traffic.packet_flits up to {max(cfg.traffic.packet_flits)} flits do not fit a VC "
@@ -114,7 +114,7 @@ def load_booksim(path: Path, overrides: list[str]):
     from noc.flit_traffic import destinations
 
     run = from_booksim(read_booksim(path, overrides), str(path))
-    destinations(run.traffic.pattern, run.topology)
+    destinations(run.traffic.pattern, run.topology, run.traffic.perm_seed)
     build_network(run.topology, run.network)
     return run
 

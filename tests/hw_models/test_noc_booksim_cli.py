@@ -34,7 +34,7 @@ def test_run_prints_booksims_statistics_and_writes_csv(tmp_path, capsys):
 
 @pytest.mark.parametrize("extra,says", [
     (["input_speedup=2"], "input_speedup = 2"),
-    (["traffic=randperm"], "traffic = 'randperm'"),
+    (["traffic=hotspot"], "traffic = 'hotspot'"),
     (["bogus=1"], "'bogus' is not a BookSim2 key"),
     (["injection_rate"], "key=value"),
     (["--rate", "0.1"], "--rate does not go with --booksim"),

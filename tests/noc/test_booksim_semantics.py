@@ -198,7 +198,7 @@ def test_booksim_files_parse_like_booksim():
     ("topology = fly;", "topology = 'fly'"),
     ("vc_allocator = wavefront;", "vc_allocator = 'wavefront'"),
     ("vc_allocator = islip(4);", "islip(4)"),
-    ("traffic = randperm;", "traffic = 'randperm'"),
+    ("traffic = hotspot;", "traffic = 'hotspot'"),
     ("injection_process = on_off;", "injection_process"),
     ("no_such_key = 1;", "'no_such_key' is not a BookSim2 key"),
     ("topology = mesh; routing_function = min_adapt;", "routing_function = 'min_adapt'"),
@@ -231,3 +231,14 @@ def test_self_packets_and_drain_injection_in_the_window_method():
     assert a.latency_min > 6 and b.latency_min < a.latency_min  # zero-hop packets only with self_packets
     c = run_traffic(t, None, base.model_copy(update={"inject_during_drain": True}))
     assert c.packets == a.packets and c.cycles >= a.cycles  # the same measured packets, drained under load
+
+
+def test_randperm_is_a_fixed_permutation_from_its_seed():
+    from noc.flit_traffic import destinations
+
+    t = parse_spec("mesh:4x4")
+    a, b = destinations("randperm", t, 0), destinations("randperm", t, 1)
+    assert sorted(a.tolist()) == list(range(16)) and a.tolist() == destinations("randperm", t, 0).tolist()
+    assert a.tolist() != b.tolist()
+    run = _booksim("topology = mesh; k = 4; n = 2; routing_function = dor; traffic = randperm; perm_seed = 1;")
+    assert run.traffic.pattern == "randperm" and run.traffic.perm_seed == 1
