@@ -177,73 +177,6 @@ def _draw_packet(s, e, rate, fixed_dst, hotspot, sizes, cdf, self_packets):
     return nf, d
 
 
-@njit(cache=True)
-def _run(net, st, rate, fixed_dst, hotspot, sizes, cdf, warmup, measure, drain_limit, seed, hops, link_is_router,
-         self_packets, drain_inject):
-    np.random.seed(seed)
-    e = fixed_dst.shape[0]
-    cap = st.p_src.shape[0]
-    # per measured packet: created, injected, ejected
-    m_created = np.full(cap, -1, np.int64)
-    m_inj = np.full(cap, -1, np.int64)
-    m_ej = np.full(cap, -1, np.int64)
-    m_hops = np.zeros(cap, np.int64)
-    m_flits = np.zeros(cap, np.int64)
-    n_meas = 0
-    outstanding = 0
-    end_measure = warmup + measure
-    now = 0
-    unstable = 0
-    dropped = 0
-    link_window = np.zeros(st.link_flits.shape[0], np.int64)  # flits each link carried in the window
-    ej_window = np.zeros(2, np.int64)  # flits ejected at the start and the end of the window
-    while True:
-        if now == warmup:
-            link_window[:] = -st.link_flits
-            ej_window[0] = st.counters[C_EJECTED_FLITS]
-        creating = now < end_measure or drain_inject
-        if creating:
-            for s in range(e):
-                nf, d = _draw_packet(s, e, rate, fixed_dst, hotspot, sizes, cdf, self_packets)
-                if nf > 0:
-                    tag = -1
-                    if now >= warmup and now < end_measure and n_meas < cap:
-                        tag = n_meas
-                        m_created[tag] = now
-                        m_hops[tag] = hops[s, d]
-                        m_flits[tag] = nf
-                        n_meas += 1
-                        outstanding += 1
-                    if not enqueue_packet(net, st, s, d, nf, 0, tag, now):
-                        dropped += 1
-                        if tag >= 0:
-                            outstanding -= 1
-                            m_created[tag] = -1
-        step(net, st, now)
-        while True:
-            tag, cyc = pop_ejected(st)
-            if tag == -1 and cyc == -1:
-                break
-            if tag >= 0:
-                m_ej[tag] = cyc
-                m_inj[tag] = st.ej_inj[(st.ej_r[0] - 1) % st.ej_inj.shape[0]]
-                outstanding -= 1
-        if now == end_measure - 1:
-            # the window's last cycle has been simulated: record its end here, not at the top of
-            # the next iteration, which never runs when nothing measured is outstanding now
-            ej_window[1] = st.counters[C_EJECTED_FLITS]
-            link_window += st.link_flits
-        if stuck(net, st):
-            return m_created[:n_meas], m_inj[:n_meas], m_ej[:n_meas], m_hops[:n_meas], m_flits[:n_meas], now, 2, dropped, link_window, ej_window
-        now += 1
-        if now >= end_measure and outstanding == 0:
-            break
-        if now >= end_measure + drain_limit:
-            unstable = 1
-            break
-    return m_created[:n_meas], m_inj[:n_meas], m_ej[:n_meas], m_hops[:n_meas], m_flits[:n_meas], now, unstable, dropped, link_window, ej_window
-
-
 # acc fields of _advance: measured packets created, measured packets not yet delivered,
 # latency sum and count of the packets delivered since the last clear (BookSim's plat
 # samples), packets that found no free slot
@@ -252,15 +185,18 @@ A_MEASURED, A_OUTSTANDING, A_LAT_SUM, A_LAT_N, A_DROPPED = range(5)
 
 @njit(cache=True)
 def _advance(net, st, now, cycles, rate, fixed_dst, hotspot, sizes, cdf, self_packets, generate, record,
-             count_all, hops, m_created, m_inj, m_ej, m_hops, m_flits, acc):
-    """Simulate ``cycles`` cycles from cycle ``now`` (BookSim methodology). With
-    ``generate`` every NI makes its Bernoulli trial each cycle; with ``record`` the packets
-    made are measured (their tag indexes the m_ arrays), others carry ``-2 - creation
-    cycle``. Delivered measured packets (and, with ``count_all``, every packet) add their
-    latency to the since-clear sums. Returns (the next cycle, 1 if the watchdog fired)."""
+             count_all, stop_when_drained, hops, m_created, m_inj, m_ej, m_hops, m_flits, acc):
+    """Simulate up to ``cycles`` cycles from cycle ``now``. With ``generate`` every NI makes
+    its Bernoulli trial each cycle; with ``record`` the packets made are measured (their tag
+    indexes the m_ arrays), others carry ``-2 - creation cycle``. Delivered measured packets
+    (and, with ``count_all``, every packet) add their latency to the since-clear sums. With
+    ``stop_when_drained`` it stops at the first cycle with no measured packet outstanding.
+    Returns (the next cycle, 1 if the watchdog fired)."""
     e = fixed_dst.shape[0]
     cap = m_created.shape[0]
     for _ in range(cycles):
+        if stop_when_drained and acc[A_OUTSTANDING] == 0:
+            break
         if generate:
             for s in range(e):
                 nf, d = _draw_packet(s, e, rate, fixed_dst, hotspot, sizes, cdf, self_packets)
@@ -343,6 +279,47 @@ class RunStats:
                 "link_util_max": round(float(self.link_utilisation.max()) if self.link_utilisation.size else 0.0, 4)}
 
 
+class _TrafficRun:
+    """One synthetic-traffic run's state (network state, measured packets, counters) and
+    the kernel calls that advance it; both methodologies drive it."""
+
+    def __init__(self, topology: Topology, cfg: FlitNetworkConfig, traffic: TrafficConfig, net, slots: int,
+                 measured: int) -> None:
+        self.topology, self.cfg, self.traffic, self.net = topology, cfg, traffic, net
+        self.st = new_state(net, slots)
+        seed_arbiters(net, self.st, cfg.arbiter_seed)
+        seed_ties(self.st, traffic.seed)
+        _seed_numba(traffic.seed)  # the kernels draw from Numba's own generator
+        self.hops = np.maximum(net.route_len - 2, 0)
+        self.m_created, self.m_inj, self.m_ej = (np.full(measured, -1, np.int64) for _ in range(3))
+        self.m_hops = np.zeros(measured, np.int64)
+        self.m_flits = np.zeros(measured, np.int64)
+        self.acc = np.zeros(5, np.int64)
+        self.sizes, self.cdf = traffic.size_table()
+        self.fixed = destinations(traffic.pattern, topology, traffic.perm_seed)
+        self.hot = traffic.hotspot_fraction if traffic.pattern == "hotspot" else 0.0
+
+    def advance(self, now: int, cycles: int, generate: bool, record: bool, count_all: bool = False,
+                stop_when_drained: bool = False) -> int:
+        now, dead = _advance(self.net, self.st, now, cycles, self.traffic.rate_packets, self.fixed, self.hot, self.sizes,
+                             self.cdf, self.traffic.self_packets, generate, record, count_all, stop_when_drained,
+                             self.hops, self.m_created, self.m_inj, self.m_ej, self.m_hops, self.m_flits, self.acc)
+        if dead:
+            raise _deadlock(self.cfg, self.net, self.st, self.topology, now)
+        return now
+
+    def measured(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(latency, network latency, hops) of the delivered measured packets, in creation order."""
+        n = int(self.acc[A_MEASURED])
+        created, inj, ej = self.m_created[:n], self.m_inj[:n], self.m_ej[:n]
+        ok = (ej >= 0) & (created >= 0)
+        return (ej - created)[ok], (ej - inj)[ok], self.m_hops[:n][ok]
+
+    def check(self) -> None:
+        if self.st.counters[C_ERR]:
+            raise AssertionError(f"flit-level invariant violated {int(self.st.counters[C_ERR])} times")
+
+
 def latency_standard_error(latencies: np.ndarray, batches: int = 20) -> float:
     """Standard error of the mean packet latency by batch means: the packets in creation
     order cut into ``batches`` runs, whose means vary as much as the run's sampling does
@@ -372,34 +349,28 @@ def run_traffic(topology: Topology, network: FlitNetworkConfig | None, traffic: 
     e = topology.num_endpoints
     if traffic.methodology == "booksim":
         return _run_booksim(topology, cfg, traffic, net)
-    expected = int(traffic.rate_packets * e * (traffic.warmup_cycles + traffic.measure_cycles) * 1.5) + 1024
-    st = new_state(net, expected)
-    seed_arbiters(net, st, cfg.arbiter_seed)
-    seed_ties(st, traffic.seed)
-    hops = np.maximum(net.route_len - 2, 0)
-    created, inj, ej, hp, fl, cycles, status, dropped, link_window, ej_window = _run(
-        net, st, traffic.rate_packets, destinations(traffic.pattern, topology, traffic.perm_seed),
-        traffic.hotspot_fraction if traffic.pattern == "hotspot" else 0.0, sizes, cdf, traffic.warmup_cycles,
-        traffic.measure_cycles, traffic.drain_limit_cycles, traffic.seed, hops, topology.is_router_link,
-        traffic.self_packets, traffic.inject_during_drain)
-    if status == 2:
-        raise _deadlock(cfg, net, st, topology, cycles)
-    if st.counters[C_ERR]:
-        raise AssertionError(f"flit-level invariant violated {int(st.counters[C_ERR])} times")
-    ok = ej >= 0
-    lat = (ej - created)[ok]
-    nlat = (ej - inj)[ok]
+    slots = int(traffic.rate_packets * e * (traffic.warmup_cycles + traffic.measure_cycles) * 1.5) + 1024
+    run = _TrafficRun(topology, cfg, traffic, net, slots, slots)
+    st = run.st
+    now = run.advance(0, traffic.warmup_cycles, True, False)
+    link0, ej0 = st.link_flits.copy(), int(st.counters[C_EJECTED_FLITS])
+    now = run.advance(now, traffic.measure_cycles, True, True)
+    link_window, ej1 = st.link_flits - link0, int(st.counters[C_EJECTED_FLITS])
+    cycles = run.advance(now, traffic.drain_limit_cycles, traffic.inject_during_drain, False, stop_when_drained=True)
+    status = 1 if run.acc[A_OUTSTANDING] > 0 else 0
+    dropped = int(run.acc[A_DROPPED])
+    run.check()
+    lat, nlat, hp = run.measured()
     window = traffic.measure_cycles
     util = link_window / window  # over the measurement window, not the drain after it
     return RunStats(
         offered_flits=traffic.rate_packets * traffic.mean_packet_flits,
-        accepted_flits=float(ej_window[1] - ej_window[0]) / (e * window) if status == 0 or cycles >= traffic.warmup_cycles + window
-        else float("nan"),
+        accepted_flits=float(ej1 - ej0) / (e * window),
         latency_avg=float(lat.mean()) if lat.size else float("nan"),
         latency_p50=float(np.percentile(lat, 50)) if lat.size else float("nan"),
         latency_p99=float(np.percentile(lat, 99)) if lat.size else float("nan"),
         network_latency_avg=float(nlat.mean()) if nlat.size else float("nan"),
-        hops_avg=float(hp.mean()) if hp.size else 0.0, packets=int(ok.sum()),
+        hops_avg=float(hp.mean()) if hp.size else 0.0, packets=int(lat.size),
         stable=status == 0 and dropped == 0, cycles=int(cycles), link_utilisation=util,
         latency_std=float(lat.std(ddof=1)) if lat.size > 1 else float("nan"),
         latency_min=float(lat.min()) if lat.size else float("nan"),
@@ -422,7 +393,6 @@ def _run_booksim(topology: Topology, cfg: FlitNetworkConfig, traffic: TrafficCon
     are BookSim's final ones: latency over the measured packets (those created after the
     warm-up), rates over the cycles from the warm-up's end to the drain's start."""
     e = topology.num_endpoints
-    sizes, cdf = traffic.size_table()
     period = traffic.sample_period_cycles
     # packet slots for what is queued or in flight at once: by Little's law rate x NIs x
     # latency, and a stable run's latency stays below latency_thres_cycles (4x for transients;
@@ -430,24 +400,8 @@ def _run_booksim(topology: Topology, cfg: FlitNetworkConfig, traffic: TrafficCon
     # created in at most max_samples - warmup_periods periods
     slots = int(traffic.rate_packets * e * 4 * traffic.latency_thres_cycles) + 4096
     cap = int(traffic.rate_packets * e * max(traffic.max_samples - traffic.warmup_periods, 1) * period * 1.2) + 1024
-    st = new_state(net, min(slots, 4_000_000))
-    seed_arbiters(net, st, cfg.arbiter_seed)
-    seed_ties(st, traffic.seed)
-    _seed_numba(traffic.seed)  # the kernels draw from Numba's own generator
-    hops = np.maximum(net.route_len - 2, 0)
-    m = {k: np.full(cap, -1, np.int64) for k in ("created", "inj", "ej")}
-    m_hops = np.zeros(cap, np.int64)
-    m_flits = np.zeros(cap, np.int64)
-    acc = np.zeros(5, np.int64)
-    fixed = destinations(traffic.pattern, topology, traffic.perm_seed)
-    hot = traffic.hotspot_fraction if traffic.pattern == "hotspot" else 0.0
-
-    def advance(now, cycles, generate, record, count_all):
-        now, dead = _advance(net, st, now, cycles, traffic.rate_packets, fixed, hot, sizes, cdf, traffic.self_packets,
-                             generate, record, count_all, hops, m["created"], m["inj"], m["ej"], m_hops, m_flits, acc)
-        if dead:
-            raise _deadlock(cfg, net, st, topology, now)
-        return now
+    run = _TrafficRun(topology, cfg, traffic, net, min(slots, 4_000_000), cap)
+    st, acc, advance = run.st, run.acc, run.advance
 
     def too_slow(now) -> bool:
         age, n = _in_flight_age(st, now)
@@ -498,13 +452,8 @@ def _run_booksim(topology: Topology, cfg: FlitNetworkConfig, traffic: TrafficCon
         now = advance(now, 1000, True, False, False)
         if acc[A_OUTSTANDING] > 0 and too_slow(now):
             verdict = f"average latency exceeded latency_thres_cycles = {traffic.latency_thres_cycles:g} while draining"
-    if st.counters[C_ERR]:
-        raise AssertionError(f"flit-level invariant violated {int(st.counters[C_ERR])} times")
-    n = int(acc[A_MEASURED])
-    created, inj, ej = m["created"][:n], m["inj"][:n], m["ej"][:n]
-    ok = (ej >= 0) & (created >= 0)
-    lat = (ej - created)[ok]
-    nlat = (ej - inj)[ok]
+    run.check()
+    lat, nlat, hops = run.measured()
     window = max(drain_start - reset[0], 1)
     nan = float("nan")
     stable = not verdict and acc[A_DROPPED] == 0
@@ -516,7 +465,7 @@ def _run_booksim(topology: Topology, cfg: FlitNetworkConfig, traffic: TrafficCon
         latency_p50=float(np.percentile(lat, 50)) if stable and lat.size else nan,
         latency_p99=float(np.percentile(lat, 99)) if stable and lat.size else nan,
         network_latency_avg=float(nlat.mean()) if stable and nlat.size else nan,
-        hops_avg=float(m_hops[:n][ok].mean()) if lat.size else 0.0, packets=int(ok.sum()),
+        hops_avg=float(hops.mean()) if lat.size else 0.0, packets=int(lat.size),
         stable=stable, cycles=int(now), link_utilisation=link_window / max(drain_start - reset[0], 1),
         latency_std=float(lat.std(ddof=1)) if stable and lat.size > 1 else nan,
         latency_min=float(lat.min()) if stable and lat.size else nan,
