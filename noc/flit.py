@@ -100,7 +100,7 @@ class FlitNetworkConfig(StrictModel):
         "plus",
         description="DOR on a torus ring of even size, for a packet exactly half-way around: plus always goes +; "
                     "random picks the direction per packet and ring, 50/50 (BookSim2), from a stream seeded by "
-                    "the traffic seed (synthetic traffic) or arbiter_seed (0 when unset).")
+                    "the traffic seed (synthetic traffic; a fixed start in run_packets and the co-simulation).")
     vc_release: Literal["tail_sent", "tail_credit"] = Field(
         "tail_sent",
         description="When an output VC is free again: tail_sent, as soon as the packet's tail is sent (the next "
@@ -140,7 +140,7 @@ Net = namedtuple("Net", [
     "link_dst_router", "link_src_router", "link_latency", "is_eject", "is_inject", "inject_link", "eject_link",
     "rin_off", "rin_links", "rout_off", "rout_links",
     "route_links", "route_class", "route_len",
-    "rc_delay", "va_delay", "sa_delay", "st_delay", "credit_delay", "vct", "islip", "watchdog", "debug",
+    "rc_delay", "va_delay", "sa_delay", "st_delay", "vct", "islip", "watchdog", "debug",
     "ring", "cring",
     # link width (FlitNetworkConfig.flit_bytes): a flit occupies link l for ser[0, l] / ser[1, l]
     # cycles (1/1 on links at least a flit wide). ``ser`` is None when no link is narrower than a
@@ -305,7 +305,7 @@ def build_network(topology: Topology, config: FlitNetworkConfig | None = None) -
         route_class=vc_class.astype(np.int8),
         route_len=length.astype(np.int64),
         rc_delay=cfg.routing_delay_cycles, va_delay=cfg.vc_alloc_delay_cycles, sa_delay=cfg.sw_alloc_delay_cycles,
-        st_delay=cfg.st_delay_cycles, credit_delay=cfg.credit_delay_cycles, vct=cfg.flow_control == "vct",
+        st_delay=cfg.st_delay_cycles, vct=cfg.flow_control == "vct",
         islip=cfg.allocator == "islip", watchdog=cfg.watchdog_cycles, debug=cfg.debug,
         # a flit arrives at most sa + st + latency + ceil(ser) cycles after it was sent (_send)
         ring=maxlat + cfg.sw_alloc_delay_cycles + cfg.st_delay_cycles + 1 + (ser_max if narrow else 0),
@@ -1342,7 +1342,8 @@ def seed_arbiters(net: Net, st: State, seed: int | None) -> None:
     (uniformly over the pointer's range; ``None`` leaves them all at 0). Each router output
     link has a VC-allocation pointer per VC class over the router's input VCs and a
     switch-allocation pointer over its input ports; each link into a router has a pointer
-    over its VCs; an injection link's VC-allocation pointer picks among its class's VCs."""
+    over its VCs; an injection link's VC-allocation pointer picks among its class's VCs; and
+    the BookSim2 allocators' pointers (``vc_allocator``, ``sw_allocator``) likewise."""
     if seed is None:
         return
     rng = np.random.default_rng(seed)
@@ -1354,6 +1355,15 @@ def seed_arbiters(net: Net, st: State, seed: int | None) -> None:
     st.va_ptr[:] = (rng.random((nl, V)) * va_range[:, None]).astype(np.int64).reshape(-1)
     st.sa_out_ptr[:] = np.where(src >= 0, (rng.random(nl) * np.maximum(ports, 1)).astype(np.int64), 0)
     st.sa_in_ptr[:] = (rng.random(nl) * V).astype(np.int64)
+    # BookSim2's allocators (drawn after the others, so the pointers above do not move):
+    # per input VC over its router's output VCs, per output VC over its router's input VCs,
+    # and per input port over its router's output ports
+    dst = np.asarray(net.link_dst_router)
+    into = np.maximum(dst, 0)
+    outs = np.where(dst >= 0, np.asarray(net.rout_off)[into + 1] - np.asarray(net.rout_off)[into], 1)
+    st.va_in_ptr[:] = (rng.random((nl, V)) * (outs * V)[:, None]).astype(np.int64).reshape(-1)
+    st.va_out_ptr[:] = (rng.random((nl, V)) * np.maximum(ports * V, 1)[:, None]).astype(np.int64).reshape(-1)
+    st.sa_acc_ptr[:] = (rng.random(nl) * outs).astype(np.int64)
 
 
 def run_packets(topology: Topology, config: FlitNetworkConfig | None, packets: np.ndarray, *,
