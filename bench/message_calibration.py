@@ -7,7 +7,8 @@ Runs every case of ``nic.calibration`` (4 topologies x 6 algorithms x 2 NICs, 46
 both levels and prints, per case, both cycle counts and the message model's deviation
 (negative: faster), then how many are within 5 %. ``--router`` sets keys of the flit-level
 router config (``FlitNetworkConfig``, the experiment config's ``[router]`` section);
-without it the test's router (4 VCs x 32 flits) is used. Examples (docs/allreduce.md):
+without it the test's router (4 VCs x 32 flits) is used. Examples
+(docs/message_model_validation.md):
 
     --router num_vcs=4 --router vc_depth_flits=318 --router allocator=islip \\
         --router routing_delay_cycles=0 --router flit_bytes=16      # the paper's routers
@@ -30,7 +31,11 @@ of it) and prints that flit total, how far it is from the wormhole one, and the 
 model's deviation from it: which residuals belong to wormhole flow control. The bulk
 cases are one packet per transfer, which cannot cut through a VC, and are left out of it.
 With either option it also counts the cases within 5 % of the range of every flit total
-run for them.
+run for them. With both, it also counts the cases that meet the criterion of
+``tests/nic/test_flit_cosim.py`` (``nic.calibration.within`` over
+``nic.calibration.reference_routers``; the tests use N = 4): a co-designed case within 5 %
+of the reset state's flit total, a per-packet case within 5 % of the range of its flit
+totals with the reset state, ``arbiter_seed`` 1 .. N and cut-through.
 """
 
 from __future__ import annotations
@@ -104,9 +109,9 @@ class FlitCache:
         return cycles
 
     def put(self, net: FlitNetworkConfig, case: str, cycles: float) -> None:
+        self.table[self.key(net, case)] = cycles  # kept for this run without a file too
         if self.path is None:
             return
-        self.table[self.key(net, case)] = cycles
         tmp = self.path.with_suffix(self.path.suffix + ".tmp")
         tmp.write_text(json.dumps(self.table, indent=0, sort_keys=True))
         tmp.replace(self.path)
@@ -140,11 +145,22 @@ def _vct_summary(rows: list, vct_totals: list) -> str:
 
 
 def _range_summary(rows: list, totals: list[list[float]], names: list[str]) -> str:
-    """How many cases are within 5 % of the range of every flit total run for them: the
-    message model's deviation from the nearest end of [min, max], none inside it."""
-    near = [min(fs) * 0.95 <= c.message_cycles <= max(fs) * 1.05 for c, fs in zip(rows, totals)]
+    """How many cases are within 5 % of the range of every flit total run for them
+    (``nic.calibration.within``), and which are not."""
+    near = [calibration.within(c.message_cycles, fs) for c, fs in zip(rows, totals)]
     return (f"{sum(near)} of {len(rows)} within 5 % of the range of the flit totals ({', '.join(names)}); "
             f"outside it: {', '.join('/'.join((c.spec, c.algorithm, c.design)) for c, n in zip(rows, near) if not n) or 'none'}")
+
+
+def _criterion_summary(rows: list, totals: list[list[float]], seeds: int) -> str:
+    """How many cases meet the tests' criterion (``totals``: per row, the flit totals of
+    ``nic.calibration.reference_routers``), and by how much the others miss the range."""
+    near = [calibration.within(c.message_cycles, fs) for c, fs in zip(rows, totals)]
+    out = [f"{'/'.join((c.spec, c.algorithm, c.design))} "
+           f"({calibration.range_error_percent(c.message_cycles, fs):+.1f} %)"
+           for c, fs, n in zip(rows, totals, near) if not n]
+    return (f"criterion (co-designed: the reset state; per-packet: the range over the reset state, arbiter_seed "
+            f"1..{seeds} and cut-through): {sum(near)} of {len(rows)}; outside it: {', '.join(out) or 'none'}")
 
 
 def _percent(cycles: float, reference: float) -> float:
@@ -193,6 +209,7 @@ def main() -> None:
     rows = []
     flits: list[list[float]] = []  # per row: the flit totals, reset state first, then the seeds
     vct_totals: list[float | None] = []  # per row: the flit total with virtual cut-through (per-packet cases)
+    criterion: list[list[float]] = []  # per row: the flit totals of the tests' reference routers (seeds and --vct)
     t0 = time.perf_counter()
     for case in todo:
         name = "/".join(case)
@@ -200,6 +217,8 @@ def main() -> None:
             c = calibration.compare(*case, net, size, flit_cycles=cache.total(net, case))
             totals = [cache.total(n, case) for n in seeded]
             cut = cache.total(vct, case) if vct is not None and not NicConfig(design=case[2]).bulk else None
+            refs = ([cache.total(r, case) for r in calibration.reference_routers(net, case[2], len(seeded))]
+                    if seeded and vct is not None else [])  # all run above: taken from the cache
         except ConfigError as err:
             print(f"{name:<44}  not run: {err}", flush=True)
             continue
@@ -217,6 +236,7 @@ def main() -> None:
         rows.append(c)
         flits.append([c.flit_cycles, *totals])
         vct_totals.append(cut)
+        criterion.append(refs)
     within = sum(abs(c.error_percent) <= 5 for c in rows)
     print(f"{within} of {len(rows)} within 5 %; worst {max((abs(c.error_percent) for c in rows), default=0):.1f} %; "
           f"{time.perf_counter() - t0:.0f} s")
@@ -234,6 +254,8 @@ def main() -> None:
         print(_range_summary(rows, [fs + ([cut] if cut is not None else []) for fs, cut in zip(flits, vct_totals)],
                              ["the reset state"] + [f"arbiter_seed 1..{len(seeded)}"] * bool(seeded)
                              + ["cut-through"] * (vct is not None)))
+    if seeded and vct is not None:
+        print(_criterion_summary(rows, criterion, len(seeded)))
     if args.csv:
         with args.csv.open("w", newline="") as fh:
             w = csv.writer(fh)

@@ -253,7 +253,7 @@ def test_input_port_round_robin_with_fifo_vcs_starves_the_routers_upstream_in_tu
     model): on one row of ``torus:4x4:c4`` every NI sends to the same NI two routers on
     (+x, through the next router). Max-min fairness would give every router half a link
     and finish all four together; the routers instead finish one after another, at the
-    fluid rules' times (docs/allreduce.md, "The residual": the message model has no such
+    fluid rules' times (docs/message_model_validation.md, "Residuals": the message model has no such
     rule, which is what its halving-doubling baseline on this topology misses)."""
     flows = [(4 * x + j, 4 * ((x + 2) % 4) + j) for x in range(4) for j in range(4)]
     ej = _static_ejections("torus:4x4:c4", 4, flows)
