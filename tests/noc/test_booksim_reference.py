@@ -5,7 +5,8 @@ Statistics" block) on 588 points: 4x4 and 8x8 mesh and torus, five patterns, 1-,
 20-flit packets, 2 VCs x 8, 4 x 4 and 16 x 32 flits, loads 0.02 .. 0.7 flits/node/cycle,
 seeds 0 and 1; BookSim2's commit is in the file's header, and bench/booksim_validate.py
 made it. Each point runs here from the same BookSim2 keys (noc.booksim_config), so with
-BookSim2's semantics and methodology, and packets to their own source on both sides.
+BookSim2's semantics and methodology, and packets to their own source on both sides. The
+suite runs the points with 1- and 20-flit packets and seed 0; ``-m slow`` runs the rest.
 
 What is held (docs/validation.md explains each rule and shows the table):
 
@@ -78,9 +79,16 @@ def test_reference_file_names_booksims_commit_and_covers_the_matrix():
     assert verdicts == {"stable", "unstable"}  # from zero load to past saturation
 
 
+def _slow(row: dict) -> bool:
+    """The 4-flit and seed-1 points run with -m slow (the suite keeps 1- and 20-flit packets,
+    seed 0: every network, pattern, router and load)."""
+    return row["packet_size"] == "4" or row["seed"] == "1"
+
+
 def _params():
-    return [pytest.param(r, id=_id(r), marks=[pytest.mark.xfail(reason=SEED_SPREAD[_id(r)], strict=True)]
-                         if _id(r) in SEED_SPREAD else []) for r in _rows()]
+    return [pytest.param(r, id=_id(r), marks=[*([pytest.mark.slow] if _slow(r) else []),
+                                              *([pytest.mark.xfail(reason=SEED_SPREAD[_id(r)], strict=True)]
+                                                if _id(r) in SEED_SPREAD else [])]) for r in _rows()]
 
 
 @pytest.mark.parametrize("row", _params())
