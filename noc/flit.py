@@ -25,6 +25,12 @@ flits. Per router and cycle, as in the textbook/BookSim router:
   later. An output VC is released when its tail flit is granted (it may be reallocated
   before the tail's credit returns).
 
+Those are the defaults. BookSim2's own rules are options of :class:`FlitNetworkConfig`
+(docs/noc.md, "BookSim2 semantics"): its separable input-first and iSLIP VC and switch
+allocators (``vc_allocator``, ``sw_allocator``), its torus VC classes and random tie
+direction (``vc_class_rule``, ``tie_break``), credits over the link
+(``credit_adds_link_latency``) and ``wait_for_tail_credit`` (``vc_release``).
+
 NIs inject one flit per cycle from an unbounded source queue (packets wait there, in
 order) and eject one per cycle into a sink. Packets carry a priority (lower = more
 urgent: the NIC puts the schedule step there) and a tag; the tail's ejection is logged.
