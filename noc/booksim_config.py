@@ -37,7 +37,7 @@ from noc.errors import ConfigError
 NO_EFFECT = {
     "alloc_iters": "BookSim2's IQ router ignores it (one iteration unless the allocator is written islip(N))",
     "arb_type": "BookSim2's IQ router ignores it (round-robin arbiters)",
-    "print_csv_results": "output only (the CSV line is written when set)",
+    "print_csv_results": "output only (hw-models noc run --booksim always writes its CSV)",
     "print_activity": "output only",
     "pair_stats": "output only (per-pair figures are not printed here)",
     "watch_file": "debug output only", "watch_flits": "debug output only", "watch_packets": "debug output only",
@@ -97,7 +97,6 @@ class BookSimRun:
     traffic: Any  # noc.flit_traffic.TrafficConfig
     values: dict  # every key's value, BookSim2's defaults filled in
     notes: list[str] = field(default_factory=list)  # keys accepted that change nothing here
-    csv: bool = False  # print_csv_results
 
 
 _TOKEN = re.compile(r"\s*(?:(?P<num>[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)|(?P<str>\"[^\"]*\"|'[^']*')|"
@@ -307,5 +306,4 @@ def from_booksim(values: dict[str, Any], source: str = "booksim config") -> Book
         "self_packets": True, "inject_during_drain": True, "methodology": "booksim", **method,
         "perm_seed": _number(v, "perm_seed", source),
     }, TrafficConfig, source=f"{source} (as traffic keys)")
-    return BookSimRun(topology=t, network=router, traffic=traffic, values=v, notes=notes,
-                      csv=bool(v["print_csv_results"]) if "print_csv_results" in v else False)
+    return BookSimRun(topology=t, network=router, traffic=traffic, values=v, notes=notes)

@@ -140,7 +140,7 @@ def _split_args(args: list[str] | None, booksim: Optional[Path], flags: dict) ->
     return None, args
 
 
-def _booksim_stem(run, path: Path, overrides: list[str]) -> str:
+def _booksim_stem(run) -> str:
     """Output names: the network, the pattern and a hash of every BookSim2 value, so
     different configurations never share a file."""
     import hashlib
@@ -173,7 +173,7 @@ def _run_booksim_cmd(path: Path, overrides: list[str], out: Optional[Path]) -> N
     from noc.flit_traffic import run_traffic
 
     run = load_booksim(path, overrides)
-    stem = _booksim_stem(run, path, overrides)
+    stem = _booksim_stem(run)
     out_dir = check_output_dir(out if out is not None else Path("results/noc"), "--out", [f"{stem}.csv"])
     console = _console()
     for note in run.notes:
@@ -194,7 +194,7 @@ def _run_booksim_cmd(path: Path, overrides: list[str], out: Optional[Path]) -> N
         table.add_row(k, v)
     console.print(table)
     record = {"file": str(path), "overrides": " ".join(overrides), "verdict": "stable" if stats.stable else "unstable",
-              **{k: v for k, v in run.values.items() if not isinstance(v, list)},
+              **{k: (str(v) if isinstance(v, list) else v) for k, v in run.values.items()},
               **{k.lower().replace(" ", "_").replace("(", "").replace(")", ""): v for k, v in rows}}
     csv_path = write_csv_atomic(out_dir / f"{stem}.csv", [record])
     console.print(f"wrote {csv_path}")
@@ -339,7 +339,7 @@ def sweep_load_cmd(
     if booksim is not None:
         run = load_booksim(booksim, overrides)
         t, router, tr, sweep = run.topology, run.network, run.traffic, SweepConfig()
-        stem = "sweep_" + _booksim_stem(run, booksim, overrides)
+        stem = "sweep_" + _booksim_stem(run)
         out_dir = check_output_dir(out if out is not None else Path("results/noc"), "--out", [f"{stem}.csv", f"{stem}.png"])
         config = booksim
     else:
