@@ -85,7 +85,7 @@ _KNOWN = set(DEFAULTS) | set(NO_EFFECT) | {"hotspot_nodes", "hotspot_rates", "bu
                                            "read_reply_subnet", "write_reply_subnet", "class_priority",
                                            "network_file", "spec_check_elig", "spec_check_cred",
                                            "spec_mask_by_reqs", "spec_sw_allocator", "batch_size", "batch_count",
-                                           "max_outstanding_requests", "injection_rate_uses_flits"}
+                                           "max_outstanding_requests"}
 
 
 @dataclass(frozen=True)

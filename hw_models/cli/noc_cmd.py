@@ -140,6 +140,14 @@ def _split_args(args: list[str] | None, booksim: Optional[Path], flags: dict) ->
     return None, args
 
 
+def _booksim_out_dir(out: Optional[Path], files: list[str]) -> Path:
+    """The output directory of a --booksim run (--out, default results/noc: a BookSim2 file
+    has no out_dir key), checked before simulating."""
+    from hw_models.store import check_output_dir
+
+    return check_output_dir(out if out is not None else Path("results/noc"), "--out", files)
+
+
 def _booksim_stem(run) -> str:
     """Output names: the network, the pattern and a hash of every BookSim2 value, so
     different configurations never share a file."""
@@ -169,12 +177,12 @@ def booksim_rows(run, stats) -> list[tuple[str, str]]:
 def _run_booksim_cmd(path: Path, overrides: list[str], out: Optional[Path]) -> None:
     from rich.table import Table
 
-    from hw_models.store import check_output_dir, write_csv_atomic
+    from hw_models.store import write_csv_atomic
     from noc.flit_traffic import run_traffic
 
     run = load_booksim(path, overrides)
     stem = _booksim_stem(run)
-    out_dir = check_output_dir(out if out is not None else Path("results/noc"), "--out", [f"{stem}.csv"])
+    out_dir = _booksim_out_dir(out, [f"{stem}.csv"])
     console = _console()
     for note in run.notes:
         console.print(f"note: {note}")
@@ -331,7 +339,7 @@ def sweep_load_cmd(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from hw_models.store import check_output_dir, write_csv_atomic
+    from hw_models.store import write_csv_atomic
     from noc.errors import ConfigError
     from noc.flitsim_sweep import SweepConfig, sweep_load
 
@@ -340,7 +348,7 @@ def sweep_load_cmd(
         run = load_booksim(booksim, overrides)
         t, router, tr, sweep = run.topology, run.network, run.traffic, SweepConfig()
         stem = "sweep_" + _booksim_stem(run)
-        out_dir = check_output_dir(out if out is not None else Path("results/noc"), "--out", [f"{stem}.csv", f"{stem}.png"])
+        out_dir = _booksim_out_dir(out, [f"{stem}.csv", f"{stem}.png"])
         config = booksim
     else:
         cfg, t = load_experiment(config, pattern, seed)
