@@ -37,7 +37,7 @@ def run_key(topology: Topology, job: Job, nic: NicConfig, network, seed: int,
     job, the NIC and router configs, the seed, the schedule builder's options and version,
     and the model's version."""
     net = network.key_fields() if network is not None else None
-    fields = {"topology": topology.to_dict(), "job": job.__dict__, "nic": nic.model_dump(mode="json"),
+    fields = {"topology": topology.to_dict(), "job": job.__dict__, "nic": nic.key_fields(),
               "network": net, "seed": seed, "schedule_version": SCHEDULE_VERSION}
     if schedule_options:
         fields["schedule_options"] = schedule_options

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, Optional
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -36,6 +36,7 @@ from pydantic import Field, model_validator
 from nic.collectives import Schedule, ScheduleError, bounds, verify
 from nic.message_sim import (HEAD_OF_LINE_LIMIT, POLICY_BASELINE, POLICY_CODESIGNED, TransferTimes, Wormhole,
                              simulate_transfers)
+from nic.reduction import MODES as REDUCTION_MODES, reduction_work
 from nic.result import AllreduceResult
 from nic.scheduler import OP_GATHER, OP_REDUCE
 from noc.config import StrictModel
@@ -61,6 +62,19 @@ class NicConfig(StrictModel):
     issue_delay_cycles: int = Field(1, ge=0, le=1000, description="Baseline NIC: cycles from a message's arrival to "
                                     "a send it unblocks (the co-designed NIC's delays are its scheduler's).")
     clock_ghz: float = Field(1.0, gt=0, le=100, description="Cycles to seconds and GB/s.")
+    step_priority: Optional[bool] = Field(
+        None, description="Packets carry their schedule step as switch priority (earlier steps first). "
+                          "Default: the design's (on for codesigned, off for baseline).")
+    reduction: Literal["free", "chunk", "stream"] = Field(
+        "free", description="How a received REDUCE is summed before it can be forwarded. free: no cost; chunk: the "
+                            "node's reduction unit starts once the whole message is in; stream: it works on the data "
+                            "as it arrives, so only the last packet's share is left after the tail.")
+    reduce_elements_per_cycle: float = Field(
+        32.0, gt=0, le=1 << 20, description="Reduction unit throughput in elements (element_bytes each) per cycle.")
+    reduce_granule_elements: int = Field(
+        1, ge=1, le=1 << 20, description="The unit works on whole granules of this many elements (a partial "
+                                         "granule costs a whole one).")
+    reduce_latency_cycles: int = Field(0, ge=0, le=100_000, description="Pipeline latency of the reduction unit.")
 
     @model_validator(mode="after")
     def _issue_delay_is_the_baselines(self) -> "NicConfig":
@@ -75,6 +89,28 @@ class NicConfig(StrictModel):
         if self.flow_control == "default":
             return self.design == "codesigned"
         return self.flow_control == "bulk"
+
+    @property
+    def prioritised(self) -> bool:
+        """Whether packets carry their step as switch priority."""
+        return self.design == "codesigned" if self.step_priority is None else bool(self.step_priority)
+
+    def reduce_cycles(self, elements: int) -> int:
+        """Cycles the reduction unit is busy summing ``elements`` elements (0 when free):
+        whole granules at ``reduce_elements_per_cycle``, rounded up to whole cycles."""
+        if self.reduction == "free" or elements <= 0:
+            return 0
+        g = self.reduce_granule_elements
+        return int(np.ceil((-(-int(elements) // g) * g) / self.reduce_elements_per_cycle - 1e-9))
+
+    def key_fields(self) -> dict:
+        """The fields that determine a run, for result-store keys: options added later are
+        left out at their defaults, so results stored before they existed are still found."""
+        data = self.model_dump(mode="json")
+        for name in _LATER_FIELDS:
+            if data[name] == NicConfig.model_fields[name].default:
+                del data[name]
+        return data
 
     @property
     def packet_flits(self) -> int:
@@ -101,6 +137,11 @@ class NicConfig(StrictModel):
         return (flits * f).astype(np.float64)
 
 
+# NicConfig fields added after results were first stored (left out of keys at their defaults)
+_LATER_FIELDS = ("step_priority", "reduction", "reduce_elements_per_cycle", "reduce_granule_elements",
+                 "reduce_latency_cycles")
+
+
 def router_delay_cycles(network) -> int:
     """Per-router head delay of a network config (pipeline stages), 0 for ``None``."""
     if network is None:
@@ -122,6 +163,8 @@ class Prepared:
     dst_ep: np.ndarray  # NI it arrives at
     dep_ptr: np.ndarray  # CSR: transfers each one waits for
     dep_idx: np.ndarray
+    reduce_work: np.ndarray  # int64 cycles of the receiver's reduction unit (0: a GATHER, or free)
+    reduce_last: np.ndarray  # int64 cycles of the last packet's share (streaming reduction)
 
 
 def dependencies(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
@@ -184,9 +227,10 @@ def prepare(topology: Topology, schedule: Schedule, nic: NicConfig, size_bytes: 
     src_ep = ep[schedule.src, _ni_slots(schedule.step, schedule.src, nis)]
     dst_ep = ep[schedule.dst, _ni_slots(schedule.step, schedule.dst, nis)]
     ptr, idx = dependencies(schedule)
+    work, last = reduction_work(nic, schedule.op, payload)
     return Prepared(schedule.src.astype(np.int64), schedule.dst.astype(np.int64), schedule.step.astype(np.int64),
                     payload.astype(np.int64), nic.wire_bytes(payload), src_ep.astype(np.int64),
-                    dst_ep.astype(np.int64), ptr, idx)
+                    dst_ep.astype(np.int64), ptr, idx, work, last)
 
 
 @lru_cache(maxsize=64)
@@ -212,7 +256,8 @@ def _check_arguments(topology, schedule, nic, network, size_bytes) -> int:
 
 
 def check_times(prep: Prepared, start: np.ndarray, arrive: np.ndarray, issue_delay: float = 0.0) -> None:
-    """Raise unless every transfer arrived and started after each transfer it waits for arrived."""
+    """Raise unless every transfer arrived and started after each transfer it waits for
+    arrived (``arrive``: when its data was usable, after the receiver's reduction)."""
     if not np.isfinite(arrive).all():
         bad = int(np.nonzero(~np.isfinite(arrive))[0][0])
         raise RuntimeError(f"simulation lost transfer {bad}: it never arrived")
@@ -351,6 +396,9 @@ def run_message(topology: Topology, prep: Prepared, nic: NicConfig, network, *,
         nis_per_node=topology.nis_per_node, policy=nic.policy, **nic_delays(nic),
         wormhole=wormhole, shared_resources=None if shared is None else shared[0],
         shared_capacity=None if shared is None else shared[1], not_before=not_before,
+        step_priority=nic.prioritised, dst_node=prep.dst_node, reduce_work_cycles=prep.reduce_work,
+        reduce_last_cycles=prep.reduce_last, reduce_latency_cycles=nic.reduce_latency_cycles,
+        reduce_mode=REDUCTION_MODES[nic.reduction],
     )
     valid = links >= 0
     link_bytes = np.bincount(links[valid], weights=np.repeat(prep.wire_bytes, valid.sum(axis=1)), minlength=nl)
@@ -374,13 +422,15 @@ def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | 
 
         timing = run_flit(topology, schedule, prep, nic, network)
         start, sent, arrive = timing.start_cycles, timing.sent_cycles, timing.arrive_cycles
+        ready = timing.ready_cycles
         link_bytes = timing.link_bytes
         extra = dict(timing.extra)
     else:
         times, link_bytes = run_message(topology, prep, nic, network, routes=routes)
         start, sent, arrive = times.start_cycles, times.sent_cycles, times.arrive_cycles
+        ready = times.usable_cycles
         extra = {}
-    check_times(prep, start, arrive)
+    check_times(prep, start, ready)
     # the reduction the simulation performed: the schedule replayed on exact integers in the
     # simulated order (each transfer carries its sender's data as it was when it started)
     verify(schedule, seed=int(seed), times=(start, arrive))
@@ -390,6 +440,9 @@ def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | 
     router = topology.is_router_link
     util = link_bytes / topology.link_bytes_per_cycle / total if total > 0 else np.zeros(topology.num_links)
     b = bounds(topology, int(size_bytes))
+    if nic.reduction != "free":
+        busy = np.bincount(prep.dst_node, weights=prep.reduce_work, minlength=topology.num_nodes)
+        extra.update({"reduction": nic.reduction, "reduce_busy_cycles_max": int(busy.max())})
     extra.update({"flow_control": "bulk" if nic.bulk else "packet", "packet_bytes": nic.packet_bytes,
                   "router_delay_cycles": router_delay_cycles(network), "schedule_steps": schedule.num_steps})
     return AllreduceResult(

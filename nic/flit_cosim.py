@@ -9,11 +9,13 @@ One Numba loop advances, every cycle, the NIC of every node and then the network
   packet of a head flit plus the whole chunk; packet mode: a head per ``packet_bytes``);
   when the last flit has left the NI, ``ni_done`` pulses. When the last packet of a
   message is ejected at the destination, the destination scheduler sees a receive on the
-  port of the NI it arrived at (one per port per cycle; more wait a cycle). Packets carry
-  the schedule step as their priority.
+  port of the NI it arrived at (one per port per cycle; more wait a cycle); a REDUCE is
+  first summed by the node's reduction unit (``nic.reduction``) and is a receive event
+  once that is done. Packets carry the schedule step as their priority (unless
+  ``step_priority`` is off).
 * **baseline NIC** — no tables: each free NI of a node starts the first transfer (in
-  schedule order) whose inputs have all arrived, ``issue_delay_cycles`` after the last of
-  them; packets have no priority.
+  schedule order) whose inputs have all arrived (and been summed), ``issue_delay_cycles``
+  after the last of them; packets have no priority (unless ``step_priority`` is on).
 
 Times are integer cycles; the result is checked like the message-level one.
 """
@@ -26,6 +28,7 @@ import numpy as np
 from numba import njit
 
 from nic.nic_table import node_tables_with_transfers
+from nic.reduction import MODES as REDUCTION_MODES, reduce_done
 from nic.scheduler import (
     C_COUNT, C_DEP_COUNT, C_DEP_OP, C_FLOW, C_ISSUED, C_LEN, C_OP, C_PEER, C_STEP, C_VALID, I_NI_DONE, I_RECV_VALID,
     I_SEND_READY, I_START, N_COLS, N_IN_HEADER, N_OUTS, N_REGS, O_DONE, O_ERR, O_SEND_ENTRY, O_SEND_NI, O_SEND_VALID,
@@ -45,13 +48,15 @@ class FlitTiming:
     sent_cycles: np.ndarray
     arrive_cycles: np.ndarray
     link_bytes: np.ndarray
+    ready_cycles: np.ndarray  # the data usable at the receiver: after a REDUCE's summation
     extra: dict = field(default_factory=dict)
 
 
 @njit(cache=True)
 def _cosim(net, st, codesigned, tabs, regs, row_tid, params, nis, node_eps, ep_node, ep_port,
            t_src, t_dst_ep, t_flow, t_op, t_step, t_payload, flit_bytes, packet_bytes, bulk,
-           dep_ptr, dep_idx, issue_delay, max_cycles, start, sent, arrive):
+           dep_ptr, dep_idx, issue_delay, max_cycles, start, sent, arrive,
+           prio_on, red_work, red_last, red_latency, red_mode, ready):
     n_nodes = node_eps.shape[0]
     n_t = t_src.shape[0]
     e = ep_node.shape[0]
@@ -98,6 +103,13 @@ def _cosim(net, st, codesigned, tabs, regs, row_tid, params, nis, node_eps, ep_n
         node_tx[fill2[t_src[t]]] = t
         fill2[t_src[t]] += 1
     node_first = node_ptr[:-1].copy()  # baseline: first transfer not yet started, per node
+    # reduction units: busy until; co-designed: summed REDUCEs waiting to become receive
+    # events (per node, FIFO: a unit finishes in arrival order)
+    unit_free = np.zeros(n_nodes, np.int64)
+    dep_ready = np.zeros(n_t, np.int64)
+    rq = np.empty((n_nodes, n_t + 1), np.int64)
+    rq_h = np.zeros(n_nodes, np.int64)
+    rq_n = np.zeros(n_nodes, np.int64)
 
     inp = np.zeros(N_IN_HEADER + 3 * nis, np.int64)
     out = np.zeros(N_OUTS, np.int64)
@@ -111,6 +123,13 @@ def _cosim(net, st, codesigned, tabs, regs, row_tid, params, nis, node_eps, ep_n
     while now < max_cycles:
         # ---- NICs
         for v in range(n_nodes):
+            while rq_n[v] > 0 and ready[rq[v, rq_h[v]]] < now:  # summed: a receive event
+                t = rq[v, rq_h[v]]
+                rq_h[v] = (rq_h[v] + 1) % rq.shape[1]
+                rq_n[v] -= 1
+                p = ep_port[t_dst_ep[t]]
+                pend[v, p, (pend_h[v, p] + pend_n[v, p]) % q_cap] = t
+                pend_n[v, p] += 1
             if codesigned:
                 has_input = now == 0 or ni_done_next[v] != 0
                 if not has_input:
@@ -204,7 +223,7 @@ def _cosim(net, st, codesigned, tabs, regs, row_tid, params, nis, node_eps, ep_n
             else:
                 size = min(ni_left[ep], packet_bytes)
             flits = 1 + (size + flit_bytes - 1) // flit_bytes
-            prio = t_step[t] if codesigned else 0
+            prio = t_step[t] if prio_on else 0
             if not enqueue_packet(net, st, ep, t_dst_ep[t], flits, prio, t, now):
                 return now, arrived, -3
             ni_left[ep] -= size
@@ -219,18 +238,25 @@ def _cosim(net, st, codesigned, tabs, regs, row_tid, params, nis, node_eps, ep_n
             pk_left[t] -= 1
             if pk_left[t] == 0:
                 arrive[t] = cyc
+                d = ep_node[t_dst_ep[t]]
+                ready[t] = reduce_done(unit_free, d, cyc, red_work[t], red_last[t], red_latency, red_mode)
                 arrived += 1
                 if codesigned:
-                    d = ep_node[t_dst_ep[t]]
-                    p = ep_port[t_dst_ep[t]]
-                    pend[d, p, (pend_h[d, p] + pend_n[d, p]) % q_cap] = t
-                    pend_n[d, p] += 1
+                    if ready[t] > cyc:  # the receive event waits for the reduction
+                        rq[d, (rq_h[d] + rq_n[d]) % rq.shape[1]] = t
+                        rq_n[d] += 1
+                    else:
+                        p = ep_port[t_dst_ep[t]]
+                        pend[d, p, (pend_h[d, p] + pend_n[d, p]) % q_cap] = t
+                        pend_n[d, p] += 1
                 else:
                     for k in range(rdep_cnt[t], rdep_cnt[t + 1]):
                         w = rdep[k]
                         deps_left[w] -= 1
+                        if ready[t] > dep_ready[w]:
+                            dep_ready[w] = ready[t]
                         if deps_left[w] == 0:
-                            ready_at[w] = cyc + issue_delay
+                            ready_at[w] = dep_ready[w] + issue_delay
                             if ready_at[w] < next_check[t_src[w]]:
                                 next_check[t_src[w]] = ready_at[w]
         if stuck(net, st):
@@ -326,12 +352,14 @@ def run_flit(topology: Topology, schedule, prep, nic, network: FlitNetworkConfig
     start = np.full(t_count, -1, np.int64)
     sent = np.full(t_count, -1, np.int64)
     arrive = np.full(t_count, -1, np.int64)
+    ready = np.full(t_count, -1, np.int64)
     bulk = nic.bulk
     cycles, arrived, status = _cosim(
         net, st, nic.design == "codesigned", tabs, regs, row_tid, params.vector(), nis, node_eps, ep_node, ep_port,
         prep.src_node, prep.dst_ep, schedule.flow.astype(np.int64), schedule.op.astype(np.int64), prep.step,
         prep.payload_bytes, flit_bytes, nic.packet_bytes, bulk, prep.dep_ptr, prep.dep_idx,
-        nic.issue_delay_cycles, max_cycles, start, sent, arrive)
+        nic.issue_delay_cycles, max_cycles, start, sent, arrive, nic.prioritised, prep.reduce_work,
+        prep.reduce_last, nic.reduce_latency_cycles, REDUCTION_MODES[nic.reduction], ready)
     if status == -2:
         raise DeadlockError(f"all-reduce co-simulation deadlocked at cycle {cycles}: {describe_stuck(net, st, topology)}")
     if status == -3:
@@ -344,5 +372,5 @@ def run_flit(topology: Topology, schedule, prep, nic, network: FlitNetworkConfig
     if st.counters[C_ERR]:
         raise AssertionError("flit-level invariant violated")
     return FlitTiming(start.astype(np.float64), sent.astype(np.float64), arrive.astype(np.float64),
-                      st.link_flits.astype(np.float64) * flit_bytes,
+                      st.link_flits.astype(np.float64) * flit_bytes, ready.astype(np.float64),
                       extra={"cycles_simulated": int(cycles), "router_delay_cycles": cfg.router_delay_cycles})

@@ -80,6 +80,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from nic.reduction import reduce_done
 from noc.message import max_min_rates
 
 POLICY_BASELINE = 0
@@ -113,6 +114,13 @@ class TransferTimes:
     start_cycles: np.ndarray
     sent_cycles: np.ndarray  # the last byte left the NI: the NI is free again
     arrive_cycles: np.ndarray
+    # when the data is usable at the receiver: the arrival, or for a REDUCE the end of its
+    # summation by the node's reduction unit (nic.reduction); None: the arrival
+    ready_cycles: np.ndarray | None = None
+
+    @property
+    def usable_cycles(self) -> np.ndarray:
+        return self.arrive_cycles if self.ready_cycles is None else self.ready_cycles
 
     @property
     def total_cycles(self) -> float:
@@ -160,6 +168,12 @@ def simulate_transfers(
     shared_resources: np.ndarray | None = None,
     shared_capacity: np.ndarray | None = None,
     not_before: np.ndarray | None = None,
+    step_priority: bool | None = None,
+    dst_node: np.ndarray | None = None,
+    reduce_work_cycles: np.ndarray | None = None,
+    reduce_last_cycles: np.ndarray | None = None,
+    reduce_latency_cycles: int = 0,
+    reduce_mode: int = 0,
 ) -> TransferTimes:
     """Run the event loop. Transfers must be listed in schedule order (by step, then table order).
 
@@ -169,6 +183,10 @@ def simulate_transfers(
     (bytes/cycle); rates are max-min fair over links and these together.
     ``not_before[i]``: transfer i starts no earlier than this cycle, whatever the NIC policy
     allows (a diagnostic: give it another model's start times to compare the network alone).
+    ``step_priority``: flows of earlier steps first on every link (default: with
+    ``POLICY_CODESIGNED``). ``reduce_*``: the receivers' reduction unit (``nic.reduction``;
+    ``dst_node`` is each transfer's receiving node): a transfer that waits for a REDUCE
+    waits for its summation, not only its arrival.
     """
     t = src_node.shape[0]
     _check_transfers(src_node, step, wire_bytes, path_len, policy)
@@ -205,6 +223,14 @@ def simulate_transfers(
             links, path_len.astype(np.int64), rate_links, rate_len, rate_cap, link_bytes_per_cycle.astype(np.float64))
     else:
         in_res = np.full(links.shape, -1, dtype=np.int64)
+    prio = (policy == POLICY_CODESIGNED) if step_priority is None else bool(step_priority)
+    ready = np.full(t, np.inf)
+    zeros = np.zeros(t, dtype=np.int64)
+    red_work = zeros if reduce_work_cycles is None else np.asarray(reduce_work_cycles, np.int64)
+    red_last = zeros if reduce_last_cycles is None else np.asarray(reduce_last_cycles, np.int64)
+    if int(reduce_mode) != 0 and dst_node is None:
+        raise ValueError("a reduction unit needs dst_node (each transfer's receiving node)")
+    dst = zeros if dst_node is None else np.asarray(dst_node, np.int64)
     _run(
         src_node.astype(np.int64), step.astype(np.int64), wire_bytes.astype(np.float64),
         dep_ptr.astype(np.int64), rdep_ptr, rdep_idx, links, path_len.astype(np.int64),
@@ -214,12 +240,13 @@ def simulate_transfers(
         w.vc_class.astype(np.int64), w.head_latency_cycles.astype(np.float64), w.in_port.astype(np.int64),
         int(w.num_vc_classes), int(w.vcs_per_class), bool(w.hold_vcs and w.vcs_per_class > 0),
         float(w.hop_buffer_bytes), rate_links, rate_len, rate_cap, start, sent, arrive, not_before, in_res, hol,
-        float(w.saturated_share), tail_slot,
+        float(w.saturated_share), tail_slot, prio, dst, red_work, red_last, float(reduce_latency_cycles),
+        int(reduce_mode), ready,
     )
     if not np.isfinite(arrive).all():
         bad = int(np.nonzero(~np.isfinite(arrive))[0][0])
         raise RuntimeError(f"message-level simulation stalled: transfer {bad} never arrived (dependency cycle?)")
-    return TransferTimes(start, sent, arrive)
+    return TransferTimes(start, sent, arrive, ready)
 
 
 def _check_transfers(src_node, step, wire_bytes, path_len, policy):
@@ -420,7 +447,8 @@ def _per_transfer_cycles(name: str, values, t: int) -> np.ndarray:
 @njit(cache=True)
 def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, path_len, path_lat, link_cap,
          num_nodes, nis, policy, issue_delay, step_advance, ni_free_delay, first_start, path_cls, head_lat, in_port,
-         n_cls, vcs_per_class, hold, hop_buf, rate_links, rate_len, rate_cap, start, sent, arrive, not_before, in_res, hol, saturated, tail_slot):
+         n_cls, vcs_per_class, hold, hop_buf, rate_links, rate_len, rate_cap, start, sent, arrive, not_before, in_res, hol, saturated, tail_slot, step_prio,
+         dst_node, red_work, red_last, red_latency, red_mode, ready):
     t_count = src_node.shape[0]
     n_links = link_cap.shape[0]
     status = np.zeros(t_count, dtype=np.int64)
@@ -444,7 +472,9 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
     # from the start of its slot)
     tail_lat = path_lat - tail_slot
     done_at = np.full(t_count, np.inf)
-    priority = step.copy() if policy == POLICY_CODESIGNED else np.zeros(t_count, dtype=np.int64)
+    priority = step.copy() if step_prio else np.zeros(t_count, dtype=np.int64)
+    unit_free = np.zeros(num_nodes)  # reduction unit of each node: busy until
+    dep_ready = np.zeros(t_count)  # latest time a dependency's data became usable
     cap_left = np.empty(rate_cap.shape[0])
     users = np.empty(rate_cap.shape[0], dtype=np.int64)
     load = np.zeros(n_links)
@@ -731,12 +761,15 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
             if status[i] == _IN_FLIGHT and done_at[i] + tail_lat[i] <= now:
                 status[i] = _ARRIVED
                 arrive[i] = done_at[i] + tail_lat[i]
+                ready[i] = reduce_done(unit_free, dst_node[i], arrive[i], red_work[i], red_last[i], red_latency,
+                                       red_mode)
                 arrived += 1
                 for r in range(rdep_ptr[i], rdep_ptr[i + 1]):
                     d = rdep_idx[r]
                     deps_left[d] -= 1
+                    dep_ready[d] = max(dep_ready[d], ready[i])
                     if deps_left[d] == 0:
-                        ready_at[d] = arrive[i] + issue_delay
+                        ready_at[d] = dep_ready[d] + issue_delay
         # ---- lockstep: open the next step where the current one is over
         if policy == POLICY_CODESIGNED:
             for n in range(num_nodes):
