@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from nic.collectives.analysis import Bounds, Contention, bounds, contention, ideal_cycles, transfer_paths
-from nic.collectives.baselines import bidir_ring, dbtree, halving_doubling, ring, ring2d, ring_order
+from nic.collectives.baselines import bidir_ring, dbtree, halving_doubling, ring, ring2d, ring2d_4dir, ring_order
 from nic.collectives.multitree import multitree
 from nic.collectives.schedule import OP_NAMES, Schedule, ScheduleError, TableEntry
 from nic.collectives.verify import VerificationError, VerifyReport, verify
@@ -18,6 +18,7 @@ ALGORITHMS = {
     "ring": ring,
     "bidir_ring": bidir_ring,
     "ring2d": ring2d,
+    "ring2d_4dir": ring2d_4dir,
     "dbtree": dbtree,
     "halving_doubling": halving_doubling,
     "multitree": multitree,
@@ -26,7 +27,8 @@ ALGORITHMS = {
 # older schedules are not reused (hw_models.allreduce_sweep.run_key).
 SCHEDULE_VERSION = 1
 
-ALIASES = {"hd": "halving_doubling", "2dring": "ring2d", "bidir-ring": "bidir_ring", "double_binary_tree": "dbtree"}
+ALIASES = {"hd": "halving_doubling", "2dring": "ring2d", "bidir-ring": "bidir_ring", "double_binary_tree": "dbtree",
+           "2dring_4dir": "ring2d_4dir", "ring2d_paper": "ring2d_4dir"}
 
 
 def algorithm_name(name: str) -> str:
@@ -50,6 +52,6 @@ def build(topology: Topology, algorithm: str, **options) -> Schedule:
 __all__ = [
     "ALGORITHMS", "SCHEDULE_VERSION", "Bounds", "Contention", "OP_NAMES", "Schedule", "ScheduleError", "TableEntry",
     "VerificationError", "VerifyReport", "algorithm_name", "bidir_ring", "bounds", "build", "contention",
-    "dbtree", "halving_doubling", "ideal_cycles", "multitree", "ring", "ring2d", "ring_order",
+    "dbtree", "halving_doubling", "ideal_cycles", "multitree", "ring", "ring2d", "ring2d_4dir", "ring_order",
     "transfer_paths", "verify",
 ]

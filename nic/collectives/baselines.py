@@ -1,5 +1,5 @@
-"""The baseline all-reduce schedules: ring, bidirectional ring, 2D ring, double binary
-tree and halving-doubling.
+"""The baseline all-reduce schedules: ring, bidirectional ring, 2D ring (hierarchical, and
+in four directions at once), double binary tree and halving-doubling.
 
 Each is expressed in the same vocabulary as MultiTree (docs/collectives.md): flows that
 own equal parts of the vector and move over trees, REDUCE towards the flow's root and
@@ -139,6 +139,76 @@ def ring2d(topology: Topology) -> Schedule:
                     t.append((nx + 2 * ny - 3 + s, node((c + s) % nx, y), node((c + s + 1) % nx, y), f, G))
     return Schedule.from_transfers("ring2d", topology.name, n, topology.nis_per_node, n, t,
                                    params={"dims": [nx, ny]})
+
+
+def _chain(nx: int, ny: int, root: tuple[int, int], dim: int, sign: int, flow: int, op: int, base: int) -> list[tuple]:
+    """One chain of a line of the grid: the nodes ``root + sign*d`` (d = 0..L-1, modulo the
+    side L) along dimension ``dim``. REDUCE runs from the far end to the root (distance d
+    sends to d-1 at step ``base + L-1-d``); GATHER back out (d-1 to d at ``base + d-1``)."""
+    length = (nx, ny)[dim]
+
+    def node(d: int) -> int:
+        xy = list(root)
+        xy[dim] = (xy[dim] + sign * d) % length
+        return xy[0] + nx * xy[1]
+
+    if op == R:
+        return [(base + length - 1 - d, node(d), node(d - 1), flow, R) for d in range(1, length)]
+    return [(base + d - 1, node(d - 1), node(d), flow, G) for d in range(1, length)]
+
+
+def ring2d_4dir(topology: Topology) -> Schedule:
+    """2D ring in four directions at once, the 2D ring of the MultiTree paper's public
+    implementation, completed to a full all-reduce.
+
+    Half A of the vector goes rows first, half B columns first, so every step uses the
+    east, west, south and north links of every node (four NIs):
+
+    1. steps 0..X-2 (A) / 0..Y-2 (B): ring reduce-scatter along the rows (A) and columns
+       (B). Half A is cut into 2X row pieces ``(c, east|west)``; in every row, piece
+       ``(c, east)`` runs along the chain c, c+1, ..., c-1 (modulo X) to the row's node
+       in column c, piece ``(c, west)`` along c, c-1, ..., c+1. Likewise B in columns.
+    2. the other dimension reduce-scatters the piece each node now owns (A: column c
+       reduces piece ``(c, *)``, cut into 2Y parts ``(r, south|north)`` owned by row r);
+    3. the mirror all-gather of 2, then 4. the mirror all-gather of 1.
+
+    Flows: (half, piece, part) -> 8N flows of M/(8N) each (the vector in equal parts).
+    Steps: 2(X-1) + 2(Y-1). On a k x k grid, steps 0..k-2 are exactly the public
+    implementation's reduce-scatter and steps 3(k-1)..4(k-1)-1 its all-gather (same
+    sender, receiver and size M/(4k) per message, docs/collectives.md); steps k-1..3k-4
+    are stages 2 and 3, which its simulator does not run (it doubles the time of 1 and 4
+    instead); their messages carry 1/k of that size. Needs a 2D torus or mesh; on a mesh
+    the wrap-around hop of a chain is a multi-hop route, as there.
+    """
+    dims = topology.dims
+    if not topology.is_direct or len(dims) != 2 or topology.family not in ("torus", "mesh"):
+        raise ScheduleError(f"ring2d_4dir needs a 2D mesh or torus; {topology.name} is not one")
+    nx, ny = dims
+    n = nx * ny
+    signs = (+1, -1)  # east/south chains (extend in +x/+y), then west/north
+    t = []
+    for c in range(nx):  # half A, rows first: flow ((c, s1), (r, s2))
+        for i1, s1 in enumerate(signs):
+            for r in range(ny):
+                for i2, s2 in enumerate(signs):
+                    f = ((c * 2 + i1) * ny + r) * 2 + i2
+                    for y in range(ny):
+                        t += _chain(nx, ny, (c, y), 0, s1, f, R, 0)
+                        t += _chain(nx, ny, (c, y), 0, s1, f, G, nx + 2 * ny - 3)
+                    t += _chain(nx, ny, (c, r), 1, s2, f, R, nx - 1)
+                    t += _chain(nx, ny, (c, r), 1, s2, f, G, nx + ny - 2)
+    for r in range(ny):  # half B, columns first: flow ((r, s2), (c, s1))
+        for i2, s2 in enumerate(signs):
+            for c in range(nx):
+                for i1, s1 in enumerate(signs):
+                    f = 4 * n + ((r * 2 + i2) * nx + c) * 2 + i1
+                    for x in range(nx):
+                        t += _chain(nx, ny, (x, r), 1, s2, f, R, 0)
+                        t += _chain(nx, ny, (x, r), 1, s2, f, G, 2 * nx + ny - 3)
+                    t += _chain(nx, ny, (c, r), 0, s1, f, R, ny - 1)
+                    t += _chain(nx, ny, (c, r), 0, s1, f, G, nx + ny - 2)
+    return Schedule.from_transfers("ring2d_4dir", topology.name, n, topology.nis_per_node, 8 * n, t,
+                                   params={"dims": [nx, ny], "halves": ["rows first", "columns first"]})
 
 
 # --------------------------------------------------------------------------------------

@@ -21,6 +21,11 @@ each send waits for that node's children in the tree) and all-gather forward (pa
 child at step ``T+t``). Steps are 0-based; the paper's 1-based numbering writes them as
 ``T-t`` and ``T+t+1``.
 
+``tree_order="paper"`` instead grows the trees exactly as the public implementation of
+the paper does (2D tori and meshes only; :func:`multitree` lists the rules that differ,
+docs/collectives.md compares the two). Both orders run through the same kernel, which
+takes the roots' turn order and the rule that ends a step as arguments.
+
 The construction loop is a Numba kernel. Two observations make it fast without changing
 its result: within a step a parent that cannot add a child never can again (send slots,
 receive slots and links are only consumed, trees only grow), so each tree keeps a scan
@@ -62,9 +67,13 @@ def _has_outside_candidate(p, in_tree_row, cand_off, cand_node):
 
 
 @njit(cache=True)
-def build_trees(n, cand_off, cand_node, fwd_off, fwd_links, rev_off, rev_links, num_links, kary, max_steps):
+def build_trees(n, cand_off, cand_node, fwd_off, fwd_links, rev_off, rev_links, num_links, kary, max_steps,
+                first_order, order, last_root_ends_step):
     """Grow the N trees. Returns (edge_tree, edge_child, edge_parent, edge_step, steps).
 
+    Roots take turns in ``first_order`` in the very first round, in ``order`` in every
+    later one. A step ends when a round adds nothing, or, with ``last_root_ends_step``
+    (the public implementation's rule), when the last root of a round adds nothing.
     Edges come out in the order they were added. ``steps`` < 0 means the construction
     stalled (a step added nothing: the topology is disconnected) or hit ``max_steps``.
     """
@@ -93,6 +102,7 @@ def build_trees(n, cand_off, cand_node, fwd_off, fwd_links, rev_off, rev_links, 
         return e_tree[:0], e_child[:0], e_parent[:0], e_step[:0], 0
     step = 0
     cap = kary - 1
+    round_order = first_order
     while complete < n:
         if step >= max_steps:
             return e_tree[:ne], e_child[:ne], e_parent[:ne], e_step[:ne], -1
@@ -120,7 +130,10 @@ def build_trees(n, cand_off, cand_node, fwd_off, fwd_links, rev_off, rev_links, 
         added_in_step = 0
         while True:
             added_in_pass = 0
-            for t in range(n):
+            last_added = False
+            for k in range(n):
+                t = round_order[k]
+                last_added = False
                 if size[t] == n:
                     continue
                 i = ptr[t]
@@ -157,10 +170,12 @@ def build_trees(n, cand_off, cand_node, fwd_off, fwd_links, rev_off, rev_links, 
                 ptr[t] = i
                 if found:
                     added_in_pass += 1
+                    last_added = True
                     if size[t] == n:
                         complete += 1
+            round_order = order
             added_in_step += added_in_pass
-            if added_in_pass == 0:
+            if complete == n or added_in_pass == 0 or (last_root_ends_step and not last_added):
                 break
         if added_in_step == 0:
             return e_tree[:ne], e_child[:ne], e_parent[:ne], e_step[:ne], -1
@@ -219,29 +234,119 @@ def candidates(topology: Topology):
     return (np.asarray(cand_off, np.int32), np.asarray(cand_node, np.int32), fwd_off, fwd_links, rev_off, rev_links)
 
 
-def multitree_trees(topology: Topology, nis: int | None = None):
-    """The trees: arrays (tree, child, parent, construction step) and the number of steps T."""
+TREE_ORDERS = ("ours", "paper")
+
+
+def _check_tree_order(topology: Topology, tree_order: str) -> None:
+    if tree_order not in TREE_ORDERS:
+        raise ScheduleError(f"tree_order={tree_order!r}: choose one of {', '.join(map(repr, TREE_ORDERS))}")
+    if tree_order == "paper" and not (topology.family in ("torus", "mesh") and len(topology.dims) == 2):
+        raise ScheduleError(f"tree_order='paper' needs a 2D torus or mesh (the public implementation's trees "
+                            f"are reproduced there only); {topology.name} is not one, use tree_order='ours'")
+
+
+def paper_candidates(topology: Topology):
+    """Candidates as the public implementation scans them: north, south, west, east.
+
+    Node ``x + X*y`` (``noc.topology``) is its node ``row*k + col`` with row = y and
+    col = x, so its north (``n - k``) is our -y neighbour, south +y, west -x, east +x,
+    wrapping on the torus. A neighbour reached twice (a torus side of 2, where the + and
+    the wrap-around link meet the same node) is listed once, as in its model, which has
+    one link per neighbour pair. Same CSR layout as :func:`candidates`.
+    """
+    n, e = topology.num_nodes, topology.num_endpoints
+    offsets, links = topology.router_out_links
+    cand_off, cand_node, fwd = [0], [], []
+    for p in range(n):
+        out = links[offsets[p]:offsets[p + 1]].tolist()
+        seen: set[int] = set()
+        for dim, sign in ((1, -1), (1, +1), (0, -1), (0, +1)):  # N, S, W, E
+            for l in out:
+                c = int(topology.link_dst[l]) - e
+                if topology.link_dim[l] == dim and topology.link_sign[l] == sign and c not in seen:
+                    seen.add(c)
+                    cand_node.append(c)
+                    fwd.append(l)
+        cand_off.append(len(cand_node))
+    fwd_off = np.arange(len(fwd) + 1, dtype=np.int32)
+    empty = np.zeros(len(fwd) + 1, dtype=np.int32)
+    return (np.asarray(cand_off, np.int32), np.asarray(cand_node, np.int32), fwd_off,
+            np.asarray(fwd, np.int32), empty, np.zeros(0, np.int32))
+
+
+def paper_priority(topology: Topology) -> np.ndarray:
+    """int64[N]: the public implementation's root priority (higher takes its turn first).
+
+    Torus: 0 everywhere. Mesh: the largest distance to a corner, computed as its code does,
+    ``|row - corner_row| + |corner_row - corner_col|``: the second term should be the
+    column distance, so the priority depends on the row only (on 4x4: 6 on rows 0 and 3,
+    5 on rows 1 and 2). Reproduced as it is so the trees match edge for edge. Its code
+    covers k x k grids; on an X x Y grid the same formula is used with rows along y.
+    """
+    n = topology.num_nodes
+    if topology.family != "mesh":
+        return np.zeros(n, dtype=np.int64)
+    nx, ny = topology.dims
+    row = topology.router_coords[:, 1].astype(np.int64)
+    corners = [(cr, cc) for cr in (0, ny - 1) for cc in (0, nx - 1)]
+    return np.max([np.abs(row - cr) + abs(cr - cc) for cr, cc in corners], axis=0)
+
+
+def _root_orders(topology: Topology, tree_order: str) -> tuple[np.ndarray, np.ndarray]:
+    """(first round's order, every later round's order) of the roots' turns."""
+    n = topology.num_nodes
+    first = np.arange(n, dtype=np.int32)
+    if tree_order == "ours":
+        return first, first
+    prio = paper_priority(topology)
+    # its sorted(zip(priority, roots), reverse=True): descending priority, then descending id
+    later = sorted(range(n), key=lambda v: (int(prio[v]), v), reverse=True)
+    return first, np.asarray(later, dtype=np.int32)
+
+
+def multitree_trees(topology: Topology, nis: int | None = None, tree_order: str = "ours"):
+    """The trees: arrays (tree, child, parent, construction step) and the number of steps T.
+
+    ``tree_order="paper"`` builds them as the public implementation of the paper does
+    (see :func:`multitree`).
+    """
     n = topology.num_nodes
     nis = topology.nis_per_node if nis is None else int(nis)
     if nis < 1:
         raise ScheduleError(f"nis={nis}: a node needs at least one NI")
+    _check_tree_order(topology, tree_order)
     kary = nis + 1
-    arrays = candidates(topology)
-    tree, child, parent, tstep, steps = build_trees(n, *arrays, topology.num_links, kary, max(4 * n * n, 16))
+    arrays = candidates(topology) if tree_order == "ours" else paper_candidates(topology)
+    first, later = _root_orders(topology, tree_order)
+    tree, child, parent, tstep, steps = build_trees(n, *arrays, topology.num_links, kary, max(4 * n * n, 16),
+                                                    first, later, tree_order == "paper")
     if steps < 0:
         raise ScheduleError(f"MultiTree construction stalled on {topology.name}: the topology is not connected")
     return tree, child, parent, tstep, int(steps)
 
 
-def multitree(topology: Topology, nis: int | None = None) -> Schedule:
-    """MultiTree all-reduce on ``topology`` with ``nis`` NIs per node (default: the topology's)."""
+def multitree(topology: Topology, nis: int | None = None, tree_order: str = "ours") -> Schedule:
+    """MultiTree all-reduce on ``topology`` with ``nis`` NIs per node (default: the topology's).
+
+    ``tree_order`` picks how the trees grow:
+
+    * ``"ours"`` (default): the rules in the module docstring.
+    * ``"paper"``: exactly as the public implementation of the paper (commit b241ca1...,
+      its ``compute_trees(kary, alternate=True, sort=True)``), on 2D tori and meshes only:
+      neighbours scanned north, south, west, east; roots take turns 0..N-1 in the first
+      round and, after every round, by descending priority then descending node id (torus:
+      N-1..0; mesh: :func:`paper_priority`, including its row-only corner distance); a step
+      ends as soon as the last root of a round adds nothing. Checked edge for edge against
+      its trees (bench/data/multitree_paper_trees.json).
+    """
     n = topology.num_nodes
     nis_eff = topology.nis_per_node if nis is None else int(nis)
-    tree, child, parent, tstep, steps = multitree_trees(topology, nis_eff)
+    tree, child, parent, tstep, steps = multitree_trees(topology, nis_eff, tree_order)
     red = np.stack([steps - 1 - tstep, child, parent, tree, np.full_like(tree, OP_REDUCE)], axis=1)
     gat = np.stack([steps + tstep, parent, child, tree, np.full_like(tree, OP_GATHER)], axis=1)
     per_step = np.bincount(tstep, minlength=steps).tolist() if steps else []
     return Schedule.from_transfers(
         "multitree", topology.name, n, nis_eff, n, np.concatenate([red, gat]),
-        params={"construction_steps": steps, "edges_per_step": per_step, "kary": nis_eff + 1},
+        params={"construction_steps": steps, "edges_per_step": per_step, "kary": nis_eff + 1,
+                "tree_order": tree_order},
     )

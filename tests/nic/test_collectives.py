@@ -24,6 +24,8 @@ FAMILIES = ["torus:4x4", "torus:3x5", "mesh:4x4", "mesh:3x3", "torus:4x4:c4", "r
 
 def _applicable(spec: str, algorithm: str) -> bool:
     t = parse_spec(spec)
+    if algorithm == "ring2d_4dir":
+        return t.family in ("torus", "mesh") and len(t.dims) == 2
     return algorithm != "ring2d" or (t.is_direct and len(t.dims) == 2)
 
 
