@@ -9,17 +9,18 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Optional
 
-from pydantic import Field, field_validator
+from pydantic import Field, create_model, field_validator
 
 from hw_models.units import parse_sizes_bytes
+from nic.allreduce import NicConfig
 from noc.config import StrictModel, read_toml, validate
 from noc.errors import ConfigError
 from noc.flit import FlitNetworkConfig
 from noc.topology import parse_spec
 
-PRESETS = ("isca2021",)
+PRESETS = ("isca2021", "isca2021_mesh")
 
 
 class NetworkConfig(StrictModel):
@@ -29,6 +30,10 @@ class NetworkConfig(StrictModel):
     nis_per_node: int = Field(1, ge=1, le=64, description="NIs per node on direct networks (MultiTree kary - 1).")
     link_bytes_per_cycle: float = Field(16.0, gt=0, description="Bytes a link carries per cycle, per direction.")
     link_latency_cycles: int = Field(1, ge=1, le=100_000, description="Cycles from a link's input to its output.")
+    inject_latency_cycles: Optional[int] = Field(
+        None, ge=1, le=100_000, description="Cycles of an NI's injection link (default: link_latency_cycles).")
+    eject_latency_cycles: Optional[int] = Field(
+        None, ge=1, le=100_000, description="Cycles of an NI's ejection link (default: link_latency_cycles).")
     routing: Literal["auto", "dor", "nca", "shortest"] = "auto"
     clock_ghz: float = Field(1.0, gt=0, le=100, description="Clock used to turn cycles into seconds and GB/s.")
 
@@ -48,7 +53,7 @@ class NetworkConfig(StrictModel):
 class AllreduceConfig(StrictModel):
     """Which all-reduces to run."""
 
-    algorithms: list[Literal["ring", "bidir_ring", "ring2d", "dbtree", "halving_doubling", "multitree"]] = Field(
+    algorithms: list[Literal["ring", "bidir_ring", "ring2d", "ring2d_4dir", "dbtree", "halving_doubling", "multitree"]] = Field(
         default_factory=lambda: ["ring", "ring2d", "dbtree", "multitree"], min_length=1
     )
     sizes: str = Field("32KiB..4MiB", description="All-reduce sizes in bytes: '32KiB..64MiB' (doubling) or a list '1MiB,4MiB'.")
@@ -65,6 +70,14 @@ class AllreduceConfig(StrictModel):
         return parse_sizes_bytes(self.sizes)
 
 
+# The [nic] section: NicConfig's own keys (the element size and clock come from [allreduce]
+# and [network], the flit size from [router]); the CLI's --nic, --variant and switches override them.
+NIC_KEYS = ("design", "flow_control", "packet_bytes", "step_priority", "issue_delay_cycles", "reduction",
+            "reduce_elements_per_cycle", "reduce_granule_elements", "reduce_latency_cycles")
+NicSection = create_model("NicSection", __base__=StrictModel, __doc__="The NIC: design, flow control, reduction unit.",
+                          **{k: (NicConfig.model_fields[k].annotation, NicConfig.model_fields[k]) for k in NIC_KEYS})
+
+
 class RunConfig(StrictModel):
     seed: int = Field(1, ge=0, description="Seed of every random choice.")
     out_dir: str = Field("results", min_length=1, description="Directory for CSV, PNG and traces.")
@@ -76,6 +89,7 @@ class ExperimentConfig(StrictModel):
     # model takes its router delay, VC counts and buffer sizes from it too
     router: FlitNetworkConfig = FlitNetworkConfig()
     allreduce: AllreduceConfig = AllreduceConfig()
+    nic: NicSection = NicSection()
     run: RunConfig = RunConfig()
 
 

@@ -137,6 +137,17 @@ class NicConfig(StrictModel):
         return (flits * f).astype(np.float64)
 
 
+# The MultiTree paper's NIC variants: its co-designed NIC (tables, lockstep, step priority)
+# with 1 or 4 NIs per node and 256 B packets or whole-chunk (bulk) transfers.
+VARIANTS = {
+    "alpha": {"nis": 1, "flow_control": "packet"},
+    "beta": {"nis": 4, "flow_control": "packet"},
+    "gamma": {"nis": 1, "flow_control": "bulk"},
+    "delta": {"nis": 4, "flow_control": "bulk"},
+}
+VARIANT_NIC = {"design": "codesigned", "step_priority": True, "packet_bytes": 256}
+
+
 # NicConfig fields added after results were first stored (left out of keys at their defaults)
 _LATER_FIELDS = ("step_priority", "reduction", "reduce_elements_per_cycle", "reduce_granule_elements",
                  "reduce_latency_cycles")
@@ -482,5 +493,5 @@ def ring_allreduce_cycles(n: int, size_bytes: float, link_bytes_per_cycle: float
     return 2 * (n - 1) * (alpha_cycles + size_bytes / (n * link_bytes_per_cycle))
 
 
-__all__ = ["MODELS", "NicConfig", "Prepared", "check_size", "check_times", "dependencies", "message_flow_control", "prepare",
+__all__ = ["MODELS", "VARIANTS", "VARIANT_NIC", "NicConfig", "Prepared", "check_size", "check_times", "dependencies", "message_flow_control", "prepare",
            "ring_allreduce_cycles", "router_delay_cycles", "run_message", "simulate_allreduce"]

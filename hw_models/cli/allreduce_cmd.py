@@ -30,7 +30,23 @@ def allreduce(
         "run: the speedups are over it."),
     sizes: Optional[str] = typer.Option(None, "--sizes", "-s", help="e.g. 32KiB..64MiB (doubling) or 1MiB,16MiB "
                                         "(default: the config's, 32KiB..4MiB)."),
-    nic: str = typer.Option("codesigned", "--nic", help="NIC design: codesigned, baseline, or both."),
+    nic: Optional[str] = typer.Option(None, "--nic", help="NIC design: codesigned (tables, lockstep, step priority, "
+                                      "bulk transfers), baseline (send when ready, per-packet, no priority), or both "
+                                      "(default: the config's [nic] design, codesigned)."),
+    variant: Optional[str] = typer.Option(None, "--variant", help="The MultiTree paper's NIC variants: alpha (1 NI, "
+                                          "256 B packets), beta (4 NIs, 256 B packets), gamma (1 NI, whole-chunk "
+                                          "transfers), delta (4 NIs, whole-chunk); co-designed NIC with lockstep and "
+                                          "step priority. Sets --nis; the switches below override its parts."),
+    lockstep: Optional[bool] = typer.Option(None, "--lockstep/--no-lockstep", help="Strict lockstep from schedule "
+                                            "tables (the co-designed NIC) or send-when-ready (the baseline NIC)."),
+    step_priority: Optional[bool] = typer.Option(None, "--step-priority/--no-step-priority", help="Packets carry "
+                                                 "their schedule step as switch priority (default: the design's)."),
+    flow_control: Optional[str] = typer.Option(None, "--flow-control", help="bulk (one head flit per transfer) or "
+                                               "packet (one per --packet-bytes); default: the design's."),
+    packet_bytes: Optional[int] = typer.Option(None, "--packet-bytes", help="Payload bytes per packet in packet mode "
+                                               "(default: the config's, 256)."),
+    reduction: Optional[str] = typer.Option(None, "--reduction", help="free, chunk (the node sums a REDUCE once it is "
+                                            "all in) or stream (as it arrives); rate and latency from [nic]."),
     model: str = typer.Option("message", "--model", help="message (fast, any size), flit (cycle-level reference), "
                               "or both (and the message model's deviation from the flit level)."),
     config: Optional[Path] = typer.Option(None, "--config", help="Experiment TOML (see `hw-models config show`)."),
@@ -66,12 +82,20 @@ def allreduce(
         raise HwModelsError("--topology is empty; give a spec such as torus:4x4")
     # a --topology flag stands alone; the config's topology comes with the config's NI count
     source = str(config) if config else f"preset {preset}" if preset else "defaults"
+    designs, nic_options, nis = _nic_choices(cfg.nic, nic, variant, lockstep, step_priority, flow_control,
+                                             packet_bytes, reduction, nis)
     if topology or nis is not None:
         t = resolve_topology(topology or net.topology, nis,
                              spec_flag="--topology" if topology else f"{source}: network.topology =", **links)
     else:
         t = resolve_topology(net.topology, net.nis_given, flag=f"{source}: network.nis_per_node =",
                              spec_flag="network.topology =", **links)
+    t = _ni_link_latencies(t, net)
+    if preset == "isca2021" and t.name.startswith("mesh"):
+        console_note = ("note: the paper's mesh routers have credit delay 2 (its tori 1): for its meshes use "
+                        "--preset isca2021_mesh")
+    else:
+        console_note = ""
     if algorithms is not None and not algorithms.replace(",", "").strip():
         raise HwModelsError(f"--algorithms {algorithms!r} names no algorithm")
     names = list(dict.fromkeys(algorithm_name(a) for a in (algorithms or ",".join(cfg.allreduce.algorithms)).split(",")
@@ -79,17 +103,17 @@ def allreduce(
     if "ring" not in names:
         names.insert(0, "ring")  # the baseline every speedup is measured against
     size_list = list(dict.fromkeys(parse_sizes_bytes(sizes) if sizes is not None else cfg.allreduce.sizes_bytes))
-    if nic not in ("codesigned", "baseline", "both"):
-        raise HwModelsError(f"--nic {nic!r}: choose codesigned, baseline or both")
     if model not in (*MODELS, "both"):
         raise HwModelsError(f"--model {model!r}: choose one of {', '.join(MODELS)} or both")
     models = list(MODELS) if model == "both" else [model]
-    designs = ["codesigned", "baseline"] if nic == "both" else [nic]
     run_seed = cfg.run.seed if seed is None else seed
     out_dir = out or Path(cfg.run.out_dir) / "allreduce"
     # the NIC's flits are the routers' (16 B unless [router] flit_bytes says otherwise)
-    nic_cfg = NicConfig(element_bytes=cfg.allreduce.element_bytes, clock_ghz=net.clock_ghz,
-                        flit_bytes=cfg.router.flit_bytes or 16)
+    try:
+        nic_cfg = NicConfig(element_bytes=cfg.allreduce.element_bytes, clock_ghz=net.clock_ghz,
+                            flit_bytes=cfg.router.flit_bytes or 16, **nic_options)
+    except ValueError as exc:
+        raise ConfigError(f"{source}: [nic] and the NIC flags do not make a NIC: {exc}") from None
     # the flit-level routers; the message model takes its router delay, VCs and buffers from them too.
     # Like the NI count, the config's network.routing belongs to the config's topology: a
     # --topology flag gets its own family's routing unless [router] routing names one.
@@ -136,6 +160,9 @@ def allreduce(
                   f"model, NIC {', '.join(designs)}; {n_jobs} runs; verifier seed {run_seed}"
                   + (f"; arbiter seed {network.arbiter_seed}" if network.arbiter_seed is not None else "")
                   + f"; results in {out_dir}")
+    if console_note:
+        console.print(console_note)
+    console.print("NIC: " + nic_description(nic_cfg, designs))
     for note in left_out:
         console.print(f"left out of the default algorithms: {note}")
     results: dict[str, list] = {}
@@ -187,3 +214,68 @@ def allreduce(
     n_runs = sum(len(r) for r in results.values())
     console.print(f"{n_runs} runs ({reused_count} reused from {', '.join(st.path.name for st in stores.values())}); "
                   f"every schedule verified on exact integers; wrote {', '.join(str(w) for w in written)}")
+
+
+def _nic_choices(section, nic, variant, lockstep, step_priority, flow_control, packet_bytes, reduction, nis):
+    """The designs to run, the NicConfig keys and the NI count from the config's [nic]
+    section, a --variant and the switches (each overrides what it names). Contradictions
+    are errors naming both sides."""
+    from nic.allreduce import VARIANT_NIC, VARIANTS
+
+    options = section.model_dump(exclude={"design"})
+    design = section.design
+    if variant is not None:
+        key = variant.strip().lower()
+        if key not in VARIANTS:
+            raise HwModelsError(f"--variant {variant!r}: choose one of {', '.join(VARIANTS)}")
+        v = VARIANTS[key]
+        if nis is not None and nis != v["nis"]:
+            raise HwModelsError(f"--nis {nis} contradicts --variant {key} ({v['nis']} NI(s) per node)")
+        nis = v["nis"]
+        options.update({k: val for k, val in VARIANT_NIC.items() if k != "design"}, flow_control=v["flow_control"])
+        design = VARIANT_NIC["design"]
+    if nic is not None and nic not in ("codesigned", "baseline", "both"):
+        raise HwModelsError(f"--nic {nic!r}: choose codesigned, baseline or both")
+    if lockstep is not None:
+        implied = "codesigned" if lockstep else "baseline"
+        if nic is not None and nic != implied:
+            raise HwModelsError(f"--{'' if lockstep else 'no-'}lockstep contradicts --nic {nic} (lockstep is the "
+                                "co-designed NIC's, send-when-ready the baseline's)")
+        nic = implied
+    designs = ["codesigned", "baseline"] if nic == "both" else [nic or design]
+    if step_priority is not None:
+        options["step_priority"] = step_priority
+    if flow_control is not None:
+        if flow_control not in ("bulk", "packet"):
+            raise HwModelsError(f"--flow-control {flow_control!r}: choose bulk or packet")
+        options["flow_control"] = flow_control
+    if packet_bytes is not None:
+        options["packet_bytes"] = packet_bytes
+    if reduction is not None:
+        if reduction not in ("free", "chunk", "stream"):
+            raise HwModelsError(f"--reduction {reduction!r}: choose free, chunk or stream")
+        options["reduction"] = reduction
+    return designs, options, nis
+
+
+def _ni_link_latencies(t, net):
+    """The topology with the config's injection and ejection link latencies, when it sets them."""
+    inject, eject = net.inject_latency_cycles, net.eject_latency_cycles
+    if inject is None and eject is None:
+        return t
+    return t.with_latencies(router_cycles=net.link_latency_cycles, inject_cycles=inject or net.link_latency_cycles,
+                            eject_cycles=eject or net.link_latency_cycles)
+
+
+def nic_description(nic, designs) -> str:
+    """One line saying which NIC parts run: design(s), flow control, priority, reduction."""
+    parts = []
+    for d in designs:
+        n = nic.model_copy(update={"design": d})
+        fc = "bulk transfers" if n.bulk else f"{n.packet_bytes} B packets"
+        parts.append(f"{d} ({'lockstep' if d == 'codesigned' else 'send when ready'}, {fc}, step priority "
+                     f"{'on' if n.prioritised else 'off'})")
+    red = "free" if nic.reduction == "free" else (
+        f"{nic.reduction}, {nic.reduce_elements_per_cycle:g} elements/cycle in granules of "
+        f"{nic.reduce_granule_elements}, latency {nic.reduce_latency_cycles}")
+    return "; ".join(parts) + f"; reduction {red}"

@@ -229,15 +229,27 @@ def test_a_config_that_is_no_text_file_is_a_one_line_error(tmp_path, capsys, com
 def test_isca2021_preset_matches_the_published_setup(capsys):
     import tomllib
 
-    code, out, _ = run(["config", "show", "--preset", "isca2021"], capsys)
-    cfg = tomllib.loads(out)
-    # shared/reference/isca2021_setup.md: 128-bit flits, 1-cycle links at 1 GHz, 4 NIs, 32 KiB..64 MiB fp32
-    assert cfg["network"]["link_bytes_per_cycle"] == 16.0
-    assert cfg["network"]["link_latency_cycles"] == 1
-    assert cfg["network"]["nis_per_node"] == 4
-    assert cfg["allreduce"]["sizes"] == "32KiB..64MiB" and cfg["allreduce"]["element_bytes"] == 4
-    # its routers: 4 VCs x 318 flits, iSLIP, routing delay 0 and credit delay 1 (torus), 128-bit flits
-    router = cfg["router"]
-    assert (router["num_vcs"], router["vc_depth_flits"], router["allocator"]) == (4, 318, "islip")
-    assert (router["routing_delay_cycles"], router["vc_alloc_delay_cycles"], router["sw_alloc_delay_cycles"],
-            router["credit_delay_cycles"], router["flit_bytes"]) == (0, 1, 1, 1, 16)
+    # docs/allreduce.md, "The paper's set-up": the paper's routers and NIs, with the channel
+    # timing its public simulator runs (150-cycle router channels on every topology,
+    # credits over them) and its node's reduction unit
+    for preset, credit in (("isca2021", 1), ("isca2021_mesh", 2)):
+        code, out, _ = run(["config", "show", "--preset", preset], capsys)
+        assert code == 0
+        cfg = tomllib.loads(out)
+        net = cfg["network"]
+        assert (net["link_bytes_per_cycle"], net["link_latency_cycles"], net["nis_per_node"]) == (16.0, 150, 4)
+        assert (net["inject_latency_cycles"], net["eject_latency_cycles"]) == (2, 1)  # BookSim2's NI channels
+        assert cfg["allreduce"]["sizes"] == "32KiB..64MiB" and cfg["allreduce"]["element_bytes"] == 4
+        # 4 VCs x 318 flits, iSLIP allocators, routing delay 0, BookSim2 credit delay 1 (torus) or 2
+        # (mesh), which the flit level counts with the cycle a credit is sent in, 128-bit flits
+        router = cfg["router"]
+        assert (router["num_vcs"], router["vc_depth_flits"], router["vc_allocator"], router["sw_allocator"]) == \
+            (4, 318, "islip", "islip")
+        assert (router["routing_delay_cycles"], router["vc_alloc_delay_cycles"], router["sw_alloc_delay_cycles"],
+                router["st_delay_cycles"], router["credit_delay_cycles"], router["flit_bytes"]) == \
+            (0, 1, 1, 1, 1 + credit, 16)
+        assert router["credit_adds_link_latency"] is True
+        # the node sums a child's chunk at 32 fp32 per cycle in 512-element granules
+        assert (cfg["nic"]["reduction"], cfg["nic"]["reduce_elements_per_cycle"],
+                cfg["nic"]["reduce_granule_elements"]) == ("chunk", 32.0, 512)
+        assert cfg["network"]["topology"].startswith("torus" if credit == 1 else "mesh")
