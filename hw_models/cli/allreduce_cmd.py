@@ -45,6 +45,8 @@ def allreduce(
                                                "packet (one per --packet-bytes); default: the design's."),
     packet_bytes: Optional[int] = typer.Option(None, "--packet-bytes", help="Payload bytes per packet in packet mode "
                                                "(default: the config's, 256)."),
+    tree_order: str = typer.Option("ours", "--tree-order", help="MultiTree's trees: ours, or paper (as the paper's "
+                                   "public implementation builds them; 2D torus and mesh)."),
     reduction: Optional[str] = typer.Option(None, "--reduction", help="free, chunk (the node sums a REDUCE once it is "
                                             "all in) or stream (as it arrives); rate and latency from [nic]."),
     model: str = typer.Option("message", "--model", help="message (fast, any size), flit (cycle-level reference), "
@@ -136,9 +138,14 @@ def allreduce(
     # that do not fit are left out, with a note), and sizes that are not whole elements for their flows
     defaults_only = algorithms is None and "algorithms" not in cfg.allreduce.model_fields_set
     schedules, left_out = {}, []
+    from nic.collectives.multitree import TREE_ORDERS
+
+    if tree_order not in TREE_ORDERS:
+        raise HwModelsError(f"--tree-order {tree_order!r}: choose one of {', '.join(TREE_ORDERS)}")
+    schedule_options = {"multitree": {"tree_order": tree_order}} if tree_order != "ours" else {}
     for a in names:
         try:
-            schedules[a] = build(t, a)
+            schedules[a] = build(t, a, **schedule_options.get(a, {}))
         except ScheduleError as exc:
             if not defaults_only or a == "ring":
                 raise
@@ -180,7 +187,8 @@ def allreduce(
         for m in models:
             try:
                 results[m] = run_sweep(t, jobs[m], nic=nic_cfg, network=network, store=stores[m], seed=run_seed,
-                                       on_result=on_result, fresh=fresh, schedules=schedules)
+                                       on_result=on_result, fresh=fresh, schedules=schedules,
+                                       schedule_options=schedule_options)
             except KeyboardInterrupt:
                 progress.stop()
                 console.print(f"interrupted: finished runs are kept in {stores[m].path}; run the same command again "
