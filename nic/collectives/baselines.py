@@ -186,22 +186,26 @@ def ring2d_4dir(topology: Topology) -> Schedule:
     nx, ny = dims
     n = nx * ny
     signs = (+1, -1)  # east/south chains (extend in +x/+y), then west/north
+    # Flow numbers interleave the four directions: a node's transfers of a step, in flow
+    # order, go east, west, south, north, east, ... so its k-th transfer of the step (NI
+    # k mod 4) and a send-when-ready NI's next one alternate over its four links instead of
+    # queueing all of one direction's on every NI at once.
     t = []
-    for c in range(nx):  # half A, rows first: flow ((c, s1), (r, s2))
+    for c in range(nx):  # half A, rows first: flow ((c, s1), (r, s2)), direction s1
         for i1, s1 in enumerate(signs):
             for r in range(ny):
                 for i2, s2 in enumerate(signs):
-                    f = ((c * 2 + i1) * ny + r) * 2 + i2
+                    f = ((r * 2 + i2) * nx + c) * 4 + i1
                     for y in range(ny):
                         t += _chain(nx, ny, (c, y), 0, s1, f, R, 0)
                         t += _chain(nx, ny, (c, y), 0, s1, f, G, nx + 2 * ny - 3)
                     t += _chain(nx, ny, (c, r), 1, s2, f, R, nx - 1)
                     t += _chain(nx, ny, (c, r), 1, s2, f, G, nx + ny - 2)
-    for r in range(ny):  # half B, columns first: flow ((r, s2), (c, s1))
+    for r in range(ny):  # half B, columns first: flow ((r, s2), (c, s1)), direction s2
         for i2, s2 in enumerate(signs):
             for c in range(nx):
                 for i1, s1 in enumerate(signs):
-                    f = 4 * n + ((r * 2 + i2) * nx + c) * 2 + i1
+                    f = ((c * 2 + i1) * ny + r) * 4 + 2 + i2
                     for x in range(nx):
                         t += _chain(nx, ny, (x, r), 1, s2, f, R, 0)
                         t += _chain(nx, ny, (x, r), 1, s2, f, G, 2 * nx + ny - 3)

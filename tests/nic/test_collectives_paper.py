@@ -164,21 +164,30 @@ def test_ring2d_4dir_uses_all_four_links_of_every_node_in_every_step():
 
 def test_ring2d_4dir_directions_in_the_first_step():
     """Hand-counted: at step 0 half A's east chains reduce westward along the rows (the far
-    end c-1 sends to c-2), its west chains eastward; half B's south chains northward."""
+    end c-1 sends to c-2), its west chains eastward; half B's south chains northward and
+    its north chains southward. Flow f's direction is f mod 4 (0 east, 1 west, 2 south,
+    3 north); half A's piece column is (f // 4) mod 4."""
     t = parse_spec("torus:4x4")
     s = build(t, "ring2d_4dir")
     m = (s.step == 0) & (s.op == OP_REDUCE)
-    a = m & (s.flow < 64)
-    east_chain = a & ((s.flow // 8) % 2 == 0)  # flow ((c*2 + i1)*4 + r)*2 + i2, i1 = 0: east
+    d = s.flow % 4
     x = lambda v: v % 4  # noqa: E731
-    assert ((x(s.src[east_chain]) - x(s.dst[east_chain])) % 4 == 1).all()  # west by one
-    c = s.flow[east_chain] // 16
-    assert (x(s.src[east_chain]) == (c - 1) % 4).all()
-    west_chain = a & ((s.flow // 8) % 2 == 1)
-    assert ((x(s.dst[west_chain]) - x(s.src[west_chain])) % 4 == 1).all()
-    south_chain = m & (s.flow >= 64) & (((s.flow - 64) // 8) % 2 == 0)
     y = lambda v: v // 4  # noqa: E731
+    east_chain = m & (d == 0)
+    assert east_chain.sum() == 16 * 8  # every node, 2 x 4 parts of its piece
+    assert ((x(s.src[east_chain]) - x(s.dst[east_chain])) % 4 == 1).all()  # west by one
+    c = (s.flow[east_chain] // 4) % 4
+    assert (x(s.src[east_chain]) == (c - 1) % 4).all()
+    west_chain = m & (d == 1)
+    assert ((x(s.dst[west_chain]) - x(s.src[west_chain])) % 4 == 1).all()
+    south_chain = m & (d == 2)
     assert ((y(s.src[south_chain]) - y(s.dst[south_chain])) % 4 == 1).all()  # north by one
+    north_chain = m & (d == 3)
+    assert ((y(s.dst[north_chain]) - y(s.src[north_chain])) % 4 == 1).all()
+    # a node's transfers of a step, in schedule order, take its four directions in turn
+    for v in range(16):
+        dirs = d[m & (s.src == v)].tolist()
+        assert all(sorted(dirs[i:i + 4]) == [0, 1, 2, 3] for i in range(0, len(dirs), 4))
     assert int((s.op == OP_GATHER).sum()) == int((s.op == OP_REDUCE).sum())
 
 
