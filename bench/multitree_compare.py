@@ -72,6 +72,22 @@ def speedups(results: list[dict]) -> list[dict]:
     return out
 
 
+def markdown(results: list[dict]) -> str:
+    """One table per topology: a row per run, a column per size, ours against the peer in %."""
+    out = []
+    for topo in dict.fromkeys(r["topology"] for r in results):
+        rows = [r for r in results if r["topology"] == topo]
+        sizes = sorted({r["size_bytes"] for r in rows})
+        head = [f"{s >> 20} MiB" if s >= 1 << 20 else f"{s >> 10} KiB" for s in sizes]
+        out += [f"{topo}, ours against the peer (%):", "", "| run | " + " | ".join(head) + " |",
+                "|---|" + "---|" * len(sizes)]
+        for var in dict.fromkeys(r["variant"] for r in rows):
+            cell = {r["size_bytes"]: f"{r['deviation_percent']:+.1f}" for r in rows if r["variant"] == var}
+            out.append(f"| {var} | " + " | ".join(cell.get(s, "") for s in sizes) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reference", type=Path, default=REFERENCE)
@@ -80,6 +96,7 @@ def main(argv=None) -> int:
     ap.add_argument("--max-kib", type=int, default=None, help="only sizes up to this many KiB")
     ap.add_argument("--model", default="flit", choices=("flit", "message"))
     ap.add_argument("--out", type=Path, default=None, help="CSV of the comparison (refuses to overwrite)")
+    ap.add_argument("--markdown", action="store_true", help="also print the deviations as Markdown tables")
     a = ap.parse_args(argv)
     if not a.reference.is_file():
         print(f"error: --reference {a.reference}: no such file", file=sys.stderr)
@@ -105,6 +122,8 @@ def main(argv=None) -> int:
     for s in speedups(results):
         print(f"  {s['topology']:9} {s['variant']:12} {s['size_bytes'] >> 10:6d} KiB  {s['peer_speedup']:.2f}x / "
               f"{s['our_speedup']:.2f}x")
+    if a.markdown:
+        print(markdown(results))
     if a.out is not None:
         with open(a.out, "x", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(results[0]))

@@ -193,10 +193,11 @@ def dependencies(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(ptr, dtype=np.int64), np.asarray(idx, dtype=np.int64)
 
 
-def _ni_slots(step: np.ndarray, node: np.ndarray, nis: int) -> np.ndarray:
-    """k-th transfer of (step, node), in schedule order -> NI k mod nis (spreads a step over the NIs)."""
+def _ni_slots(step: np.ndarray, node: np.ndarray, nis: int, within: np.ndarray | None = None) -> np.ndarray:
+    """k-th transfer of (step, node), in schedule order (or by ``within``, then schedule
+    order) -> NI k mod nis (spreads a step over the NIs)."""
     key = step.astype(np.int64) * (int(node.max()) + 1 if node.size else 1) + node
-    order = np.argsort(key, kind="stable")
+    order = np.argsort(key, kind="stable") if within is None else np.lexsort((within, key))
     sk = key[order]
     first = np.r_[0, np.nonzero(np.diff(sk))[0] + 1]
     rank = np.arange(len(sk)) - np.repeat(first, np.diff(np.r_[first, len(sk)]))
@@ -236,7 +237,10 @@ def prepare(topology: Topology, schedule: Schedule, nic: NicConfig, size_bytes: 
     nis = topology.nis_per_node
     ep = topology.node_endpoints
     src_ep = ep[schedule.src, _ni_slots(schedule.step, schedule.src, nis)]
-    dst_ep = ep[schedule.dst, _ni_slots(schedule.step, schedule.dst, nis)]
+    # a schedule may ask for its receivers' NIs to be dealt in flow order (ring2d_4dir: a
+    # node's four senders' concurrent transfers then arrive at four different NIs)
+    within = schedule.flow if schedule.params.get("recv_ni_order") == "flow" else None
+    dst_ep = ep[schedule.dst, _ni_slots(schedule.step, schedule.dst, nis, within)]
     ptr, idx = dependencies(schedule)
     work, last = reduction_work(nic, schedule.op, payload)
     return Prepared(schedule.src.astype(np.int64), schedule.dst.astype(np.int64), schedule.step.astype(np.int64),

@@ -189,7 +189,9 @@ def ring2d_4dir(topology: Topology) -> Schedule:
     # Flow numbers interleave the four directions: a node's transfers of a step, in flow
     # order, go east, west, south, north, east, ... so its k-th transfer of the step (NI
     # k mod 4) and a send-when-ready NI's next one alternate over its four links instead of
-    # queueing all of one direction's on every NI at once.
+    # queueing all of one direction's on every NI at once; and with receiving NIs dealt in
+    # flow order (params recv_ni_order), the four transfers a node receives at once arrive
+    # at four NIs rather than all at its first.
     t = []
     for c in range(nx):  # half A, rows first: flow ((c, s1), (r, s2)), direction s1
         for i1, s1 in enumerate(signs):
@@ -212,7 +214,8 @@ def ring2d_4dir(topology: Topology) -> Schedule:
                     t += _chain(nx, ny, (c, r), 0, s1, f, R, ny - 1)
                     t += _chain(nx, ny, (c, r), 0, s1, f, G, nx + ny - 2)
     return Schedule.from_transfers("ring2d_4dir", topology.name, n, topology.nis_per_node, 8 * n, t,
-                                   params={"dims": [nx, ny], "halves": ["rows first", "columns first"]})
+                                   params={"dims": [nx, ny], "halves": ["rows first", "columns first"],
+                                           "recv_ni_order": "flow"})
 
 
 # --------------------------------------------------------------------------------------

@@ -201,3 +201,20 @@ def test_ring2d_4dir_aliases():
     t = parse_spec("torus:4x2")
     s = build(t, "ring2d_4dir")
     assert build(t, "2dring-4dir") == s and build(t, "ring2d_paper") == s
+
+
+def test_ring2d_4dir_receivers_take_four_transfers_at_once_on_four_nis():
+    # the receiving NI of a node's k-th transfer of a step in flow order is NI k mod 4, and
+    # flows interleave the directions: each block of four a node receives comes from its
+    # four neighbours and lands on its four NIs
+    from nic.allreduce import NicConfig, prepare
+
+    t = parse_spec("torus:4x4:c4")
+    s = build(t, "ring2d_4dir")
+    prep = prepare(t, s, NicConfig(), 1 << 20)
+    for v in (0, 5):
+        m = (s.step == 0) & (s.dst == v)
+        order = np.argsort(s.flow[m], kind="stable")
+        srcs, eps = s.src[m][order], prep.dst_ep[m][order]
+        for i in range(0, len(srcs), 4):
+            assert len(set(srcs[i:i + 4].tolist())) == 4 and len(set(eps[i:i + 4].tolist())) == 4
