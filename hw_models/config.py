@@ -73,7 +73,7 @@ class AllreduceConfig(StrictModel):
 # The [nic] section: NicConfig's own keys (the element size and clock come from [allreduce]
 # and [network], the flit size from [router]); the CLI's --nic, --variant and switches override them.
 NIC_KEYS = ("design", "flow_control", "packet_bytes", "step_priority", "issue_delay_cycles", "reduction",
-            "reduce_elements_per_cycle", "reduce_granule_elements", "reduce_latency_cycles")
+            "reduce_elements_per_cycle", "reduce_granule_elements", "reduce_latency_cycles", "tx_buffer_flits")
 NicSection = create_model("NicSection", __base__=StrictModel, __doc__="The NIC: design, flow control, reduction unit.",
                           **{k: (NicConfig.model_fields[k].annotation, NicConfig.model_fields[k]) for k in NIC_KEYS})
 

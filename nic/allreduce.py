@@ -75,6 +75,9 @@ class NicConfig(StrictModel):
         1, ge=1, le=1 << 20, description="The unit works on whole granules of this many elements (a partial "
                                          "granule costs a whole one).")
     reduce_latency_cycles: int = Field(0, ge=0, le=100_000, description="Pipeline latency of the reduction unit.")
+    tx_buffer_flits: int = Field(
+        0, ge=0, le=1 << 24, description="The NI's transmit queue, in flits: the NI is free for its next transfer "
+                                         "once the rest of its message fits in it (0: once the last flit has left).")
 
     @model_validator(mode="after")
     def _issue_delay_is_the_baselines(self) -> "NicConfig":
@@ -150,7 +153,15 @@ VARIANT_NIC = {"design": "codesigned", "step_priority": True, "packet_bytes": 25
 
 # NicConfig fields added after results were first stored (left out of keys at their defaults)
 _LATER_FIELDS = ("step_priority", "reduction", "reduce_elements_per_cycle", "reduce_granule_elements",
-                 "reduce_latency_cycles")
+                 "reduce_latency_cycles", "tx_buffer_flits")
+
+
+def honours_priority(network) -> bool:
+    """Whether the routers' switch allocation lets a more urgent packet go first: not with
+    iSLIP, which matches inputs and outputs round-robin whatever the packets' priority (a
+    packet's step then only orders the VCs of one input). The message model gives the
+    co-designed NIC's step priority on links only where the flit level would."""
+    return getattr(network, "sw_allocator", "vc_first") != "islip"
 
 
 def router_delay_cycles(network) -> int:
@@ -411,9 +422,9 @@ def run_message(topology: Topology, prep: Prepared, nic: NicConfig, network, *,
         nis_per_node=topology.nis_per_node, policy=nic.policy, **nic_delays(nic),
         wormhole=wormhole, shared_resources=None if shared is None else shared[0],
         shared_capacity=None if shared is None else shared[1], not_before=not_before,
-        step_priority=nic.prioritised, dst_node=prep.dst_node, reduce_work_cycles=prep.reduce_work,
+        step_priority=nic.prioritised and honours_priority(network), dst_node=prep.dst_node, reduce_work_cycles=prep.reduce_work,
         reduce_last_cycles=prep.reduce_last, reduce_latency_cycles=nic.reduce_latency_cycles,
-        reduce_mode=REDUCTION_MODES[nic.reduction],
+        reduce_mode=REDUCTION_MODES[nic.reduction], tx_buffer_bytes=float(nic.tx_buffer_flits * nic.flit_bytes),
     )
     valid = links >= 0
     link_bytes = np.bincount(links[valid], weights=np.repeat(prep.wire_bytes, valid.sum(axis=1)), minlength=nl)

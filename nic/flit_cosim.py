@@ -7,7 +7,8 @@ One Numba loop advances, every cycle, the NIC of every node and then the network
   (``nic.nic_table``). A send handshake hands the entry's transfer to the free NI the
   scheduler chose; the NI's packetiser feeds the network one packet at a time (bulk: one
   packet of a head flit plus the whole chunk; packet mode: a head per ``packet_bytes``);
-  when the last flit has left the NI, ``ni_done`` pulses. When the last packet of a
+  when the last flit has left the NI (or with a transmit queue, ``tx_buffer_flits``, when
+  the rest of the message fits in it), ``ni_done`` pulses. When the last packet of a
   message is ejected at the destination, the destination scheduler sees a receive on the
   port of the NI it arrived at (one per port per cycle; more wait a cycle); a REDUCE is
   first summed by the node's reduction unit (``nic.reduction``) and is a receive event
@@ -53,10 +54,21 @@ class FlitTiming:
 
 
 @njit(cache=True)
+def _unsent_flits(st, ep):
+    """Flits queued at NI ``ep`` that have not entered the network yet."""
+    n = 0
+    p = st.q_head[ep]
+    while p >= 0:
+        n += st.p_flits[p] - st.p_sent[p]
+        p = st.p_next[p]
+    return n
+
+
+@njit(cache=True)
 def _cosim(net, st, codesigned, tabs, regs, row_tid, params, nis, node_eps, ep_node, ep_port,
            t_src, t_dst_ep, t_flow, t_op, t_step, t_payload, flit_bytes, packet_bytes, bulk,
            dep_ptr, dep_idx, issue_delay, max_cycles, start, sent, arrive,
-           prio_on, red_work, red_last, red_latency, red_mode, ready):
+           prio_on, red_work, red_last, red_latency, red_mode, ready, tx_buf):
     n_nodes = node_eps.shape[0]
     n_t = t_src.shape[0]
     e = ep_node.shape[0]
@@ -207,12 +219,18 @@ def _cosim(net, st, codesigned, tabs, regs, row_tid, params, nis, node_eps, ep_n
                                 earliest = ready_at[t]
                 next_check[v] = earliest  # an arrival or a freed NI wakes it earlier
             ni_done_next[v] = 0
-        # ---- packetisers: one packet at a time into the NI's source queue
+        # ---- packetisers: into the NI's source queue while it holds at most tx_buf flits
+        # not yet sent (0: one packet at a time, into an empty queue)
         for ep in range(e):
             t = ni_t[ep]
-            if t < 0 or st.q_head[ep] >= 0:
+            if t < 0:
                 continue
-            if ni_left[ep] < 0:  # the last packet has left the NI: the message is sent
+            if tx_buf == 0:
+                if st.q_head[ep] >= 0:
+                    continue
+            elif _unsent_flits(st, ep) > tx_buf:
+                continue
+            if ni_left[ep] < 0:  # all but tx_buf flits have left the NI: the message is sent
                 sent[t] = now
                 ni_t[ep] = -1
                 ni_done_next[ep_node[ep]] |= 1 << ep_port[ep]
@@ -359,7 +377,7 @@ def run_flit(topology: Topology, schedule, prep, nic, network: FlitNetworkConfig
         prep.src_node, prep.dst_ep, schedule.flow.astype(np.int64), schedule.op.astype(np.int64), prep.step,
         prep.payload_bytes, flit_bytes, nic.packet_bytes, bulk, prep.dep_ptr, prep.dep_idx,
         nic.issue_delay_cycles, max_cycles, start, sent, arrive, nic.prioritised, prep.reduce_work,
-        prep.reduce_last, nic.reduce_latency_cycles, REDUCTION_MODES[nic.reduction], ready)
+        prep.reduce_last, nic.reduce_latency_cycles, REDUCTION_MODES[nic.reduction], ready, nic.tx_buffer_flits)
     if status == -2:
         raise DeadlockError(f"all-reduce co-simulation deadlocked at cycle {cycles}: {describe_stuck(net, st, topology)}")
     if status == -3:

@@ -96,7 +96,9 @@ POLICY_CODESIGNED = 1
 # 8: head-of-line blocking caps router input ports in loops of ports that eject one flow and pass one on.
 # 9: the NICs' own cycle delays (first send, issue after an arrival, NI release) and the tail flit's latency
 #    from the start of its slot, as at flit level: uncontended schedules now match it to the cycle.
-MODEL_VERSION = 9
+# 10: the co-designed NIC's step priority only where the flit level's switch allocator honours
+#     priorities (not iSLIP); the receivers' reduction unit and the NI's transmit queue (options).
+MODEL_VERSION = 10
 
 # The saturation throughput of a 2x2 switch with FIFO input queues and uniform traffic
 # (Karol, Hluchyj, Morgan, "Input versus output queueing on a space-division packet
@@ -174,6 +176,7 @@ def simulate_transfers(
     reduce_last_cycles: np.ndarray | None = None,
     reduce_latency_cycles: int = 0,
     reduce_mode: int = 0,
+    tx_buffer_bytes: float = 0.0,
 ) -> TransferTimes:
     """Run the event loop. Transfers must be listed in schedule order (by step, then table order).
 
@@ -186,7 +189,9 @@ def simulate_transfers(
     ``step_priority``: flows of earlier steps first on every link (default: with
     ``POLICY_CODESIGNED``). ``reduce_*``: the receivers' reduction unit (``nic.reduction``;
     ``dst_node`` is each transfer's receiving node): a transfer that waits for a REDUCE
-    waits for its summation, not only its arrival.
+    waits for its summation, not only its arrival. ``tx_buffer_bytes``: the NI's transmit
+    queue; the NI is free once the rest of its transfer fits in it, and its next transfer
+    leaves behind the rest.
     """
     t = src_node.shape[0]
     _check_transfers(src_node, step, wire_bytes, path_len, policy)
@@ -241,7 +246,7 @@ def simulate_transfers(
         int(w.num_vc_classes), int(w.vcs_per_class), bool(w.hold_vcs and w.vcs_per_class > 0),
         float(w.hop_buffer_bytes), rate_links, rate_len, rate_cap, start, sent, arrive, not_before, in_res, hol,
         float(w.saturated_share), tail_slot, prio, dst, red_work, red_last, float(reduce_latency_cycles),
-        int(reduce_mode), ready,
+        int(reduce_mode), ready, float(tx_buffer_bytes),
     )
     if not np.isfinite(arrive).all():
         bad = int(np.nonzero(~np.isfinite(arrive))[0][0])
@@ -448,7 +453,7 @@ def _per_transfer_cycles(name: str, values, t: int) -> np.ndarray:
 def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, path_len, path_lat, link_cap,
          num_nodes, nis, policy, issue_delay, step_advance, ni_free_delay, first_start, path_cls, head_lat, in_port,
          n_cls, vcs_per_class, hold, hop_buf, rate_links, rate_len, rate_cap, start, sent, arrive, not_before, in_res, hol, saturated, tail_slot, step_prio,
-         dst_node, red_work, red_last, red_latency, red_mode, ready):
+         dst_node, red_work, red_last, red_latency, red_mode, ready, txb):
     t_count = src_node.shape[0]
     n_links = link_cap.shape[0]
     status = np.zeros(t_count, dtype=np.int64)
@@ -497,6 +502,7 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
     catch_hops = np.zeros(t_count, dtype=np.int64)
     inherit = np.zeros(t_count)  # bytes injected behind the predecessor while it drained
     buffered_at_sent = np.zeros(t_count)
+    tx_only = np.zeros(t_count, dtype=np.bool_)  # queued only behind its NI's transmit queue
     hshare = np.zeros(path_links.shape)  # buffer bytes a flow may fill at the end of each hop before its bottleneck
     share_bufs = hop_buf > 0.0 and not hold
     n_backed = np.zeros(n_links, dtype=np.int64)  # flows held back beyond each link's buffer
@@ -561,7 +567,10 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                     # per-packet flows fill every VC of their class: the next transfer is behind
                     # the draining one; a bulk packet holds one VC per hop, and with more per class
                     # the next one takes another VC (VC holding decides when it can go on)
-                    if prev >= 0 and status[prev] == _DRAINING and not (hold and vcs_per_class > 1):
+                    in_tx = txb > 0.0 and prev >= 0 and status[prev] == _DRAINING and inj[prev] > tol[prev]
+                    if prev >= 0 and status[prev] == _DRAINING and (in_tx or not (hold and vcs_per_class > 1)):
+                        # with a bulk packet per VC, only the rest in the transmit queue is ahead of it
+                        tx_only[i] = hold and vcs_per_class > 1
                         status[i] = _QUEUED
                         n_queued += 1
                         waits_on[i] = prev
@@ -659,13 +668,18 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                     t_next = tt
             if status[i] == _SENDING:
                 b = rem[i] - inj[i]
+                left = max(inj[i] - txb, 0.0)  # to leave the NI before it is free
                 if b < slack[i] - tol[i] and cap_ni[i] > r * (1.0 + 1e-12):
                     # filling the buffers: the NI injects at full speed until they are full
-                    tt = now + min((slack[i] - b) / (cap_ni[i] - r), inj[i] / cap_ni[i])
+                    tt = now + min((slack[i] - b) / (cap_ni[i] - r), left / cap_ni[i])
                 elif r > 0.0:
-                    tt = now + inj[i] / r
+                    tt = now + left / r
                 else:
                     tt = np.inf
+                if tt < t_next:
+                    t_next = tt
+            elif status[i] == _DRAINING and inj[i] > tol[i] and r > 0.0:
+                tt = now + inj[i] / r  # its transmit queue is empty
                 if tt < t_next:
                     t_next = tt
         for k in range(n_heads[0]):
@@ -707,13 +721,15 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                     inj[i] -= r * dt
                 if inj[i] < 0.0:
                     inj[i] = 0.0
+            elif status[i] == _DRAINING and inj[i] > 0.0:
+                inj[i] = max(inj[i] - r * dt, 0.0)  # the rest in the transmit queue leaves
             rem[i] -= r * dt
         now = t_next
         # ---- the last byte left the NI: the NI is free; the last byte passed the bottleneck
         k = 0
         while k < n_active[0]:
             i = active[k]
-            if status[i] == _SENDING and (inj[i] <= tol[i] or rem[i] <= tol[i]):
+            if status[i] == _SENDING and (inj[i] <= txb + tol[i] or rem[i] <= tol[i]):
                 status[i] = _DRAINING
                 sent[i] = now
                 free_at[i] = now + ni_free_delay  # released below, in this pass when there is no delay
@@ -737,12 +753,16 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                     continue
                 p = waits_on[i]
                 thr = 0.0
-                if status[p] == _DRAINING:
+                if status[p] == _DRAINING and tx_only[i]:
+                    if inj[p] > tol[p]:
+                        continue
+                    thr = rem[p]
+                elif status[p] == _DRAINING:
                     thr = _buffered_beyond(hshare, p, common[i], bneck[p])
                     if rem[p] > thr + tol[p]:
                         continue
                 n_queued -= 1
-                inherit[i] = min(max(buffered_at_sent[p] - thr, 1e-9), wire_bytes[i])
+                inherit[i] = 1e-9 if tx_only[i] else min(max(buffered_at_sent[p] - thr, 1e-9), wire_bytes[i])
                 catch_hops[i] = common[i]
                 if _activate(i, now, catch_hops, status, head_hop, head_key, head_lat, heads, n_heads, active,
                              n_active, hold, path_len):
