@@ -85,6 +85,15 @@ def markdown(results: list[dict]) -> str:
             cell = {r["size_bytes"]: f"{r['deviation_percent']:+.1f}" for r in rows if r["variant"] == var}
             out.append(f"| {var} | " + " | ".join(cell.get(s, "") for s in sizes) + " |")
         out.append("")
+    sp = [x for x in speedups(results) if x["variant"] in ("alpha", "alpha_nolock", "beta", "delta")]
+    sizes = sorted({x["size_bytes"] for x in sp})
+    head = [f"{s >> 20} MiB" if s >= 1 << 20 else f"{s >> 10} KiB" for s in sizes]
+    out += ["MultiTree over ring, the peer / ours:", "", "| run | " + " | ".join(head) + " |",
+            "|---|" + "---|" * len(sizes)]
+    for key in dict.fromkeys((x["topology"], x["variant"]) for x in sp):
+        cell = {x["size_bytes"]: f"{x['peer_speedup']:.2f} / {x['our_speedup']:.2f}" for x in sp
+                if (x["topology"], x["variant"]) == key}
+        out.append(f"| {key[0]} {key[1]} | " + " | ".join(cell.get(s, "") for s in sizes) + " |")
     return "\n".join(out)
 
 

@@ -1,6 +1,6 @@
 """Reference MultiTree trees from the public implementation of the paper.
 
-    .venv/bin/python bench/multitree_paper_trees.py [--peer /work/peers/multitree] [--out FILE]
+    .venv/bin/python bench/multitree_paper_trees.py --peer PATH/TO/accelerator [--out FILE]
 
 Runs the tree construction of the public implementation of the MultiTree paper (ISCA
 2021; repository commit b241ca1...) in that checkout's own Python environment, on the 4x4
@@ -95,8 +95,8 @@ def run_ring2d_case(peer: Path, python: Path, network: str, k: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--peer", type=Path, default=Path("/work/peers/multitree"),
-                    help="checkout of the public implementation")
+    ap.add_argument("--peer", type=Path, required=True,
+                    help="checkout of the public implementation (its commit is recorded in the output)")
     ap.add_argument("--python", type=Path, default=None, help="its interpreter (default: PEER/.venv/bin/python)")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = ap.parse_args()
