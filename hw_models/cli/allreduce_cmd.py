@@ -78,6 +78,7 @@ def allreduce(
     from hw_models.units import format_size_bytes, parse_sizes_bytes
     from nic.allreduce import MODELS, NicConfig, check_message_router, check_size
     from nic.collectives import ScheduleError, algorithm_name, build
+    from nic.collectives.multitree import TREE_ORDERS
     from nic.scheduler import MAX_NIS as MAX_SCHEDULER_NIS
     from nic.flit_cosim import flit_network
     from noc.routing import route
@@ -145,8 +146,6 @@ def allreduce(
     # that do not fit are left out, with a note), and sizes that are not whole elements for their flows
     defaults_only = algorithms is None and "algorithms" not in cfg.allreduce.model_fields_set
     schedules, left_out = {}, []
-    from nic.collectives.multitree import TREE_ORDERS
-
     if tree_order not in TREE_ORDERS:
         raise HwModelsError(f"--tree-order {tree_order!r}: choose one of {', '.join(TREE_ORDERS)}")
     schedule_options = {"multitree": {"tree_order": tree_order}} if tree_order != "ours" else {}
