@@ -15,7 +15,10 @@
 Two NIC designs (:class:`NicConfig`): the **co-designed** NIC (schedule tables, strict
 lockstep, step priority in the routers, bulk flow control: one head flit per transfer)
 and the **baseline** NIC (sends as soon as its data is ready, per-packet flow control:
-a head flit per ``packet_bytes`` of payload, no priority).
+a head flit per ``packet_bytes`` of payload, no priority). Flow control and step
+priority are also switches of their own; a node's reduction unit (``nic.reduction``) sums
+each received REDUCE before anything waiting for it may go, and an NI may have a
+transmit queue (``tx_buffer_flits``).
 
 The result is checked: the schedule is executed on exact integers by the functional
 verifier, the simulated times are checked to honour every dependency (no transfer starts
