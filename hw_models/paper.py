@@ -5,7 +5,7 @@ baselines, and MultiTree with its co-designed NIC in four variants (alpha, beta,
 delta: 1 or 4 NIs per node, 256 B packets or whole-chunk transfers). Its public simulator
 runs each with particular flags; :data:`RUNS` says what each is here, and
 :func:`paper_run` simulates one of them with the ``isca2021`` presets (``isca2021_mesh`` on
-meshes): the same routers, channels and reduction unit.
+meshes): the same routers, channels, reduction unit and transmit queue.
 
 * ring and double binary tree: one NI per node, the baseline NIC (each transfer as soon as
   its data is ready), 256 B packets; the double binary tree pipelined in N/2 chunks, as

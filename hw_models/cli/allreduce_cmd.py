@@ -294,4 +294,5 @@ def nic_description(nic, designs) -> str:
     red = "free" if nic.reduction == "free" else (
         f"{nic.reduction}, {nic.reduce_elements_per_cycle:g} elements/cycle in granules of "
         f"{nic.reduce_granule_elements}, latency {nic.reduce_latency_cycles}")
-    return "; ".join(parts) + f"; reduction {red}"
+    tx = f"; transmit queue {nic.tx_buffer_flits} flits" if nic.tx_buffer_flits else ""
+    return "; ".join(parts) + f"; reduction {red}{tx}"
