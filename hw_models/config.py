@@ -105,6 +105,15 @@ def resolve_router(network: NetworkConfig, router: FlitNetworkConfig, source: st
     return router
 
 
+def with_ni_latencies(topology, network: NetworkConfig):
+    """``topology`` with the config's injection and ejection link latencies, when it sets them."""
+    inject, eject = network.inject_latency_cycles, network.eject_latency_cycles
+    if inject is None and eject is None:
+        return topology
+    lat = network.link_latency_cycles
+    return topology.with_latencies(router_cycles=lat, inject_cycles=inject or lat, eject_cycles=eject or lat)
+
+
 def preset_path(name: str) -> Path:
     if name not in PRESETS:
         raise ConfigError(f"preset {name!r} is unknown; available: {', '.join(PRESETS)}")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hw_models.config import load_experiment, resolve_router
+from hw_models.config import load_experiment, resolve_router, with_ni_latencies
 from nic.allreduce import VARIANT_NIC, VARIANTS, NicConfig, simulate_allreduce
 from nic.collectives import build
 from noc.errors import ConfigError
@@ -66,8 +66,7 @@ def paper_setup(topology: str, run: str):
     r = RUNS[run]
     t = parse_spec(with_concentration(base, r.nis).name, link_bytes_per_cycle=net.link_bytes_per_cycle,
                    link_latency_cycles=net.link_latency_cycles)
-    t = t.with_latencies(router_cycles=net.link_latency_cycles, inject_cycles=net.inject_latency_cycles,
-                         eject_cycles=net.eject_latency_cycles)
+    t = with_ni_latencies(t, net)
     options = {k: (t.num_nodes // 2 if v == "N/2" else v) for k, v in r.options.items()}
     schedule = build(t, r.algorithm, **options)
     nic = NicConfig(**{**cfg.nic.model_dump(), **r.nic}, element_bytes=cfg.allreduce.element_bytes,

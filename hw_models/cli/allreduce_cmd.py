@@ -73,7 +73,7 @@ def allreduce(
 
     from hw_models.allreduce_sweep import Job, calibration_rows, plot_bandwidth, run_sweep, table_rows
     from hw_models.cli.schedule_cmd import resolve_topology
-    from hw_models.config import load_experiment, resolve_router
+    from hw_models.config import load_experiment, resolve_router, with_ni_latencies
     from hw_models.store import ResultStore, check_output_dir, write_csv_atomic
     from hw_models.units import format_size_bytes, parse_sizes_bytes
     from nic.allreduce import MODELS, NicConfig, check_message_router, check_size
@@ -100,7 +100,7 @@ def allreduce(
     else:
         t = resolve_topology(net.topology, net.nis_given, flag=f"{source}: network.nis_per_node =",
                              spec_flag="network.topology =", **links)
-    t = _ni_link_latencies(t, net)
+    t = with_ni_latencies(t, net)
     if preset == "isca2021" and t.name.startswith("mesh"):
         console_note = ("note: the paper's mesh routers have credit delay 2 (its tori 1): for its meshes use "
                         "--preset isca2021_mesh")
@@ -272,15 +272,6 @@ def _nic_choices(section, nic, variant, lockstep, step_priority, flow_control, p
             raise HwModelsError(f"--reduction {reduction!r}: choose free, chunk or stream")
         options["reduction"] = reduction
     return designs, options, nis
-
-
-def _ni_link_latencies(t, net):
-    """The topology with the config's injection and ejection link latencies, when it sets them."""
-    inject, eject = net.inject_latency_cycles, net.eject_latency_cycles
-    if inject is None and eject is None:
-        return t
-    return t.with_latencies(router_cycles=net.link_latency_cycles, inject_cycles=inject or net.link_latency_cycles,
-                            eject_cycles=eject or net.link_latency_cycles)
 
 
 def nic_description(nic, designs) -> str:
