@@ -34,6 +34,7 @@ from functools import lru_cache
 from typing import Literal, Optional
 
 import numpy as np
+from numba import njit
 from pydantic import Field, model_validator
 
 from nic.collectives import Schedule, ScheduleError, bounds, verify
@@ -41,11 +42,11 @@ from nic.message_sim import (HEAD_OF_LINE_LIMIT, POLICY_BASELINE, POLICY_CODESIG
                              simulate_transfers)
 from nic.reduction import MODES as REDUCTION_MODES, reduction_work
 from nic.result import AllreduceResult
-from nic.scheduler import OP_GATHER, OP_REDUCE
+from nic.scheduler import OP_GATHER
 from noc.config import StrictModel
 from noc.errors import ConfigError, HwModelsError
 from noc.message import path_latency_cycles
-from noc.routing import RouteTable, check_vc_classes, route
+from noc.routing import PairRoutes, RouteTable, check_vc_classes, route_pairs
 from noc.topology import Topology, parse_spec
 
 MODELS = ("message", "flit")
@@ -193,18 +194,31 @@ class Prepared:
 
 
 def dependencies(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
-    """CSR (ptr[T+1], idx) of the transfers each transfer waits for (docs/collectives.md rule)."""
-    arrivals: dict[tuple[int, int, int], list[int]] = {}
-    for j, (d, f, o) in enumerate(zip(schedule.dst.tolist(), schedule.flow.tolist(), schedule.op.tolist())):
-        arrivals.setdefault((d, f, o), []).append(j)
-    ptr = [0]
-    idx: list[int] = []
-    for v, f, o in zip(schedule.src.tolist(), schedule.flow.tolist(), schedule.op.tolist()):
-        deps = arrivals.get((v, f, OP_REDUCE), []) if o == OP_REDUCE else \
-            (arrivals.get((v, f, OP_GATHER)) or arrivals.get((v, f, OP_REDUCE), []))
-        idx.extend(deps)
-        ptr.append(len(idx))
-    return np.asarray(ptr, dtype=np.int64), np.asarray(idx, dtype=np.int64)
+    """CSR (ptr[T+1], idx) of the transfers each transfer waits for (docs/collectives.md
+    rule): a REDUCE waits for the REDUCEs of its flow arriving at its sender; a GATHER for
+    the GATHER of its flow arriving there, or, where none does (the root), for the REDUCEs.
+    Each transfer's list is in schedule order."""
+    t = schedule.num_transfers
+    nf = np.int64(max(schedule.num_flows, 1))
+    # arrivals grouped by (receiver, flow, op), schedule order within a group
+    arr_key = (schedule.dst.astype(np.int64) * nf + schedule.flow) * 2 + (schedule.op == OP_GATHER)
+    order = np.argsort(arr_key, kind="stable")
+    sorted_key = arr_key[order]
+    base = (schedule.src.astype(np.int64) * nf + schedule.flow) * 2
+    red_lo = np.searchsorted(sorted_key, base, side="left")
+    red_hi = np.searchsorted(sorted_key, base, side="right")
+    gat_lo = np.searchsorted(sorted_key, base + 1, side="left")
+    gat_hi = np.searchsorted(sorted_key, base + 1, side="right")
+    use_gather = (schedule.op == OP_GATHER) & (gat_hi > gat_lo)
+    lo = np.where(use_gather, gat_lo, red_lo)
+    hi = np.where(use_gather, gat_hi, red_hi)
+    counts = hi - lo
+    ptr = np.zeros(t + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    # idx[ptr[i] + k] = order[lo[i] + k]
+    within = np.arange(int(ptr[-1]), dtype=np.int64) - np.repeat(ptr[:-1], counts)
+    idx = order[np.repeat(lo, counts) + within].astype(np.int64)
+    return ptr, idx
 
 
 def _ni_slots(step: np.ndarray, node: np.ndarray, nis: int, within: np.ndarray | None = None) -> np.ndarray:
@@ -299,29 +313,43 @@ def check_times(prep: Prepared, start: np.ndarray, arrive: np.ndarray, issue_del
                            f"{arrive[prep.dep_idx[k]]:.1f}")
 
 
+@njit(cache=True)
+def _busy_cycles(node, start, sent, num_nodes):
+    """Per node, the length of the union of its [start, sent] intervals (sorted by node, then start)."""
+    busy = np.zeros(num_nodes)
+    reach = -np.inf
+    for k in range(node.shape[0]):
+        if k == 0 or node[k] != node[k - 1]:
+            reach = -np.inf
+        lo = max(start[k], reach)
+        if sent[k] > lo:
+            busy[node[k]] += sent[k] - lo
+        reach = max(reach, sent[k])
+    return busy
+
+
 def _idle_fraction(prep: Prepared, start: np.ndarray, sent: np.ndarray, num_nodes: int, total: float) -> tuple[float, ...]:
-    out = []
-    for v in range(num_nodes):
-        m = prep.src_node == v
-        iv = sorted(zip(start[m].tolist(), sent[m].tolist()))
-        busy, cur_s, cur_e = 0.0, None, None
-        for s, e in iv:
-            if cur_e is None or s > cur_e:
-                if cur_e is not None:
-                    busy += cur_e - cur_s
-                cur_s, cur_e = s, e
-            else:
-                cur_e = max(cur_e, e)
-        if cur_e is not None:
-            busy += cur_e - cur_s
-        out.append(round(1.0 - busy / total, 6) if total > 0 else 0.0)
-    return tuple(out)
+    """Per node, the share of the run in which none of its NIs was sending."""
+    if total <= 0:
+        return tuple(0.0 for _ in range(num_nodes))
+    order = np.lexsort((start, prep.src_node))
+    busy = _busy_cycles(prep.src_node[order], start[order], sent[order], num_nodes)
+    return tuple(round(1.0 - float(b) / total, 6) for b in busy)
 
 
-def _message_routes(topology: Topology, network) -> RouteTable:
+def transfer_routes(topology: Topology, prep: Prepared, network, routes: RouteTable | None = None) -> PairRoutes:
+    """The routes of the prepared transfers, one row each: the rows of ``routes`` when a
+    full table is given, else only these pairs' paths (:func:`noc.routing.route_pairs`),
+    with the network config's routing and dateline (the family's own without one)."""
+    if routes is not None:
+        length = routes.length[prep.src_ep, prep.dst_ep]
+        w = max(int(length.max(initial=0)), 1)
+        return PairRoutes(routes.algorithm, routes.links[prep.src_ep, prep.dst_ep, :w],
+                          routes.vc_class[prep.src_ep, prep.dst_ep, :w], length, routes.num_vc_classes)
     if network is None:
-        return route(topology, "auto")
-    return route(topology, getattr(network, "routing", "auto"), dateline=bool(getattr(network, "dateline", True)))
+        return route_pairs(topology, prep.src_ep, prep.dst_ep, "auto")
+    return route_pairs(topology, prep.src_ep, prep.dst_ep, getattr(network, "routing", "auto"),
+                       dateline=bool(getattr(network, "dateline", True)))
 
 
 def check_router_flit_bytes(network, nic: NicConfig) -> None:
@@ -332,7 +360,7 @@ def check_router_flit_bytes(network, nic: NicConfig) -> None:
                           "set one of them")
 
 
-def check_message_router(topology: Topology, routes: RouteTable, nic: NicConfig, network) -> None:
+def check_message_router(topology: Topology, routes: RouteTable | PairRoutes, nic: NicConfig, network) -> None:
     """A :class:`ConfigError` unless the message model can represent ``network`` on these
     routes with this NIC: VCs that split into the routes' classes, the NIC's flit size,
     wormhole flow control."""
@@ -343,7 +371,7 @@ def check_message_router(topology: Topology, routes: RouteTable, nic: NicConfig,
                           "only; use the flit level (model='flit') for virtual cut-through")
 
 
-def message_flow_control(topology: Topology, routes: RouteTable, prep: Prepared, nic: NicConfig,
+def message_flow_control(topology: Topology, paths: PairRoutes, prep: Prepared, nic: NicConfig,
                          network) -> tuple[Wormhole | None, np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
     """What the message model takes from the flit-level network config: the wormhole
     description (VC classes and counts, head latencies, buffers; ``None`` without a
@@ -360,13 +388,13 @@ def message_flow_control(topology: Topology, routes: RouteTable, prep: Prepared,
     flows also get the wormhole's head-of-line rule (:data:`nic.message_sim.HEAD_OF_LINE_LIMIT`):
     a router input port holds packets for more than one output.
     """
-    links = routes.links[prep.src_ep, prep.dst_ep].astype(np.int64)
+    links = paths.links.astype(np.int64)
     inject_bw = topology.link_bytes_per_cycle[links[:, 0]].astype(np.float64)
     ni_bw = inject_bw
     if network is None or not hasattr(network, "num_vcs"):
         return None, ni_bw, None
-    check_message_router(topology, routes, nic, network)
-    classes = int(routes.num_vc_classes)
+    check_message_router(topology, paths, nic, network)
+    classes = int(paths.num_vc_classes)
     vcs = int(network.num_vcs) // classes
     packet_flits = nic.packet_flits
     shared = None
@@ -374,7 +402,7 @@ def message_flow_control(topology: Topology, routes: RouteTable, prep: Prepared,
     if not nic.bulk and vcs == 1:
         ni_bw = ni_bw * packet_flits / (packet_flits + bubble)
         # one resource per (link, VC class) after the injection hop, at the bubbled rate
-        cls = routes.vc_class[prep.src_ep, prep.dst_ep].astype(np.int64)
+        cls = paths.vc_class.astype(np.int64)
         res = np.where(links >= 0, links * classes + cls, -1)
         res[:, 0] = -1
         cap = np.repeat(topology.link_bytes_per_cycle.astype(np.float64), classes) * packet_flits / (packet_flits + bubble)
@@ -389,8 +417,8 @@ def message_flow_control(topology: Topology, routes: RouteTable, prep: Prepared,
     in_port[:, 1:] = links[:, :-1]
     per_hop_vcs = 1 if nic.bulk else vcs  # one packet holds one VC per hop; packets of a flow spread over all
     wormhole = Wormhole(
-        vc_class=routes.vc_class[prep.src_ep, prep.dst_ep].astype(np.int64), head_latency_cycles=head_lat,
-        in_port=in_port, num_vc_classes=int(routes.num_vc_classes), vcs_per_class=vcs, hold_vcs=nic.bulk,
+        vc_class=paths.vc_class.astype(np.int64), head_latency_cycles=head_lat,
+        in_port=in_port, num_vc_classes=int(paths.num_vc_classes), vcs_per_class=vcs, hold_vcs=nic.bulk,
         hop_buffer_bytes=float(per_hop_vcs * int(network.vc_depth_flits) * nic.flit_bytes),
         # per-packet flows queue packets for two outputs in one input port
         head_of_line_limit=0.0 if nic.bulk else HEAD_OF_LINE_LIMIT,
@@ -407,12 +435,12 @@ def run_message(topology: Topology, prep: Prepared, nic: NicConfig, network, *,
     """Time a prepared schedule with the message-level model: per-transfer times and the
     bytes each link carried. ``not_before``: per transfer, a cycle it may not start before
     (e.g. the flit level's start times, to compare the two networks on one start order)."""
-    routes = _message_routes(topology, network) if routes is None else routes
-    lat = path_latency_cycles(topology, routes, router_delay_cycles(network))
-    links = routes.links[prep.src_ep, prep.dst_ep].astype(np.int64)
-    length = routes.length[prep.src_ep, prep.dst_ep].astype(np.int64)
+    paths = transfer_routes(topology, prep, network, routes)
+    links = paths.links.astype(np.int64)
+    length = paths.length.astype(np.int64)
+    lat = path_latency_cycles(topology, paths, router_delay_cycles(network))
     nl = topology.num_links
-    wormhole, ni_bw, shared = message_flow_control(topology, routes, prep, nic, network)
+    wormhole, ni_bw, shared = message_flow_control(topology, paths, prep, nic, network)
     # The sending NI is whichever of the node's NIs is free (the NI count limits a node's
     # concurrent sends), so the injection hop is a private link per transfer at the NI's
     # bandwidth rather than one particular NI's link.
@@ -420,7 +448,7 @@ def run_message(topology: Topology, prep: Prepared, nic: NicConfig, network, *,
     private[:, 0] = nl + np.arange(len(links))
     times = simulate_transfers(
         src_node=prep.src_node, step=prep.step, wire_bytes=prep.wire_bytes, dep_ptr=prep.dep_ptr,
-        dep_idx=prep.dep_idx, path_links=private, path_len=length, path_latency_cycles=lat[prep.src_ep, prep.dst_ep],
+        dep_idx=prep.dep_idx, path_links=private, path_len=length, path_latency_cycles=lat,
         link_bytes_per_cycle=np.concatenate([topology.link_bytes_per_cycle, ni_bw]), num_nodes=topology.num_nodes,
         nis_per_node=topology.nis_per_node, policy=nic.policy, **nic_delays(nic),
         wormhole=wormhole, shared_resources=None if shared is None else shared[0],

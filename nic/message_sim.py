@@ -98,7 +98,9 @@ POLICY_CODESIGNED = 1
 #    from the start of its slot, as at flit level: uncontended schedules now match it to the cycle.
 # 10: the co-designed NIC's step priority only where the flit level's switch allocator honours
 #     priorities (not iSLIP); the receivers' reduction unit and the NI's transmit queue (options).
-MODEL_VERSION = 10
+# 11: event loop in time that follows the active transfers (not all of them); heads that tie for a VC
+#     in priority, input port and time go in schedule order.
+MODEL_VERSION = 11
 
 # The saturation throughput of a 2x2 switch with FIFO input queues and uniform traffic
 # (Karol, Hluchyj, Morgan, "Input versus output queueing on a space-division packet
@@ -450,6 +452,54 @@ def _per_transfer_cycles(name: str, values, t: int) -> np.ndarray:
 
 
 @njit(cache=True)
+def _heap_push(keys, ids, size, key, ident):
+    """Push ``(key, ident)`` on the binary min-heap in ``keys[:size]``, ``ids[:size]``; returns the new size."""
+    k = size
+    keys[k] = key
+    ids[k] = ident
+    while k > 0:
+        parent = (k - 1) // 2
+        if keys[parent] < keys[k] or (keys[parent] == keys[k] and ids[parent] <= ids[k]):
+            break
+        keys[parent], keys[k] = keys[k], keys[parent]
+        ids[parent], ids[k] = ids[k], ids[parent]
+        k = parent
+    return size + 1
+
+
+@njit(cache=True)
+def _grown(keys, ids):
+    """The heap's arrays at twice the size."""
+    k = np.empty(2 * keys.shape[0])
+    d = np.empty(2 * keys.shape[0], dtype=np.int64)
+    k[: keys.shape[0]] = keys
+    d[: keys.shape[0]] = ids
+    return k, d
+
+
+@njit(cache=True)
+def _heap_pop(keys, ids, size):
+    """Remove the smallest entry of the heap of ``size`` entries; returns the new size."""
+    size -= 1
+    keys[0] = keys[size]
+    ids[0] = ids[size]
+    k = 0
+    while True:
+        a = 2 * k + 1
+        if a >= size:
+            break
+        b = a + 1
+        if b < size and (keys[b] < keys[a] or (keys[b] == keys[a] and ids[b] < ids[a])):
+            a = b
+        if keys[k] < keys[a] or (keys[k] == keys[a] and ids[k] <= ids[a]):
+            break
+        keys[a], keys[k] = keys[k], keys[a]
+        ids[a], ids[k] = ids[k], ids[a]
+        k = a
+    return size
+
+
+@njit(cache=True)
 def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, path_len, path_lat, link_cap,
          num_nodes, nis, policy, issue_delay, step_advance, ni_free_delay, first_start, path_cls, head_lat, in_port,
          n_cls, vcs_per_class, hold, hop_buf, rate_links, rate_len, rate_cap, start, sent, arrive, not_before, in_res, hol, saturated, tail_slot, step_prio,
@@ -509,7 +559,7 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
     ni_busy = np.zeros(num_nodes, dtype=np.int64)
     # an NI takes its next transfer ni_free_delay after its last byte left
     free_at = np.full(t_count, np.inf)  # pending releases (finite until the NI is free)
-    n_releasing = 0
+    n_rel = 0
     # lockstep bookkeeping (co-designed): per node, the open step and when it opened
     unstarted_in_step = np.zeros(num_nodes, dtype=np.int64)
     open_step = np.full(num_nodes, -1, dtype=np.int64)
@@ -534,6 +584,25 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                     c += 1
             unstarted_in_step[n] = c
 
+    # waiting transfers whose data is ready: a heap of (when they may start, transfer)
+    wake_key = np.empty(t_count)
+    wake_id = np.empty(t_count, dtype=np.int64)
+    n_wake = 0
+    for i in range(t_count):
+        if deps_left[i] == 0:
+            n_wake = _heap_push(wake_key, wake_id, n_wake, max(ready_at[i], not_before[i]), i)
+    cur = node_ptr[:-1].copy()  # per node: no WAITING transfer before this index of node_tx
+    fly = np.empty(t_count, dtype=np.int64)  # IN_FLIGHT transfers
+    n_fly = 0
+    rel = np.empty(t_count, dtype=np.int64)  # transfers whose NI is being released
+    queued = np.empty(t_count, dtype=np.int64)  # QUEUED transfers
+    due = np.empty(t_count, dtype=np.int64)  # scratch: transfers handled in one pass, in index order
+    # heads eligible for a VC in this instant: buckets per (link, class) and a heap by (head_key, transfer)
+    b_first = np.full(n_links * n_cls, -1, dtype=np.int64)
+    b_next = np.full(t_count, -1, dtype=np.int64)
+    b_res = np.full(t_count, -1, dtype=np.int64)
+    hp_key = np.empty(1024)
+    hp_id = np.empty(1024, dtype=np.int64)
     active = np.empty(t_count, dtype=np.int64)  # flowing: SENDING or DRAINING
     n_active = np.zeros(1, dtype=np.int64)
     heads = np.empty(t_count, dtype=np.int64)  # acquiring VCs
@@ -545,7 +614,11 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
     while arrived < t_count:
         # ---- start what may start now (schedule order within each node)
         for n in range(num_nodes):
-            for j in range(node_ptr[n], node_ptr[n + 1]):
+            if ni_busy[n] >= nis:
+                continue
+            while cur[n] < node_ptr[n + 1] and status[node_tx[cur[n]]] != _WAITING:
+                cur[n] += 1
+            for j in range(cur[n], node_ptr[n + 1]):
                 if ni_busy[n] >= nis:
                     break
                 i = node_tx[j]
@@ -572,6 +645,7 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                         # with a bulk packet per VC, only the rest in the transmit queue is ahead of it
                         tx_only[i] = hold and vcs_per_class > 1
                         status[i] = _QUEUED
+                        queued[n_queued] = i
                         n_queued += 1
                         waits_on[i] = prev
                         c = 1
@@ -582,60 +656,93 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                                    n_active, hold, path_len):
                         rates_dirty = True
         # ---- heads acquire VCs hop by hop: a free VC goes to the most urgent head, then
-        # round-robin over input ports from the one served last, then the earliest
-        while n_heads[0] > 0:
-            first = -1
+        # round-robin over input ports from the one served last, then the earliest (then the
+        # one earlier in the schedule); resources are served in the order of their earliest
+        # eligible head
+        if n_heads[0] > 0:
+            n_hp = 0
             for k in range(n_heads[0]):
                 i = heads[k]
                 h = head_hop[i]
-                if vc_free[path_links[i, h] * n_cls + path_cls[i, h]] > 0 and (head_key[i] <= now or h < catch_hops[i]):
-                    if first < 0 or head_key[i] < head_key[heads[first]]:
-                        first = k
-            if first < 0:
-                break
-            lo = path_links[heads[first], head_hop[heads[first]]]
-            lc = path_cls[heads[first], head_hop[heads[first]]]
-            best = -1
-            best_d = 0
+                if head_key[i] <= now or h < catch_hops[i]:
+                    r = path_links[i, h] * n_cls + path_cls[i, h]
+                    b_next[i] = b_first[r]
+                    b_first[r] = i
+                    b_res[i] = r
+                    if n_hp == hp_key.shape[0]:
+                        hp_key, hp_id = _grown(hp_key, hp_id)
+                    n_hp = _heap_push(hp_key, hp_id, n_hp, head_key[i], i)
+            while n_hp > 0:
+                c = hp_id[0]
+                ck = hp_key[0]
+                n_hp = _heap_pop(hp_key, hp_id, n_hp)
+                r = b_res[c] if ck == head_key[c] else -1  # an entry from before the head moved on: stale
+                while r >= 0 and vc_free[r] > 0 and b_res[c] == r:
+                    best = -1
+                    best_prev = -1
+                    best_d = 0
+                    prev = -1
+                    i = b_first[r]
+                    while i >= 0:
+                        d = (in_port[i, head_hop[i]] - va_ptr[r] - 1) % n_links
+                        if best < 0:
+                            better = True
+                        else:
+                            better = priority[i] < priority[best] or (priority[i] == priority[best] and (
+                                d < best_d or (d == best_d and (head_key[i] < head_key[best] or (
+                                    head_key[i] == head_key[best] and i < best)))))
+                        if better:
+                            best = i
+                            best_prev = prev
+                            best_d = d
+                        prev = i
+                        i = b_next[i]
+                    i = best
+                    h = head_hop[i]
+                    if best_prev < 0:
+                        b_first[r] = b_next[i]
+                    else:
+                        b_next[best_prev] = b_next[i]
+                    b_res[i] = -1
+                    va_ptr[r] = in_port[i, h]
+                    vc_free[r] -= 1
+                    if h + 1 < path_len[i]:
+                        head_hop[i] = h + 1
+                        if h + 1 < catch_hops[i]:
+                            head_key[i] = now
+                        else:
+                            head_key[i] = max(head_key[i], now) + head_lat[i, h + 1] - head_lat[i, h]
+                        if head_key[i] <= now or h + 1 < catch_hops[i]:  # on at once: eligible again
+                            r2 = path_links[i, h + 1] * n_cls + path_cls[i, h + 1]
+                            b_next[i] = b_first[r2]
+                            b_first[r2] = i
+                            b_res[i] = r2
+                            if n_hp == hp_key.shape[0]:
+                                hp_key, hp_id = _grown(hp_key, hp_id)
+                            n_hp = _heap_push(hp_key, hp_id, n_hp, head_key[i], i)
+                    else:  # the head is at the destination: the data follows at the flow's rate
+                        status[i] = _SENDING
+                        active[n_active[0]] = i
+                        n_active[0] += 1
+                        rates_dirty = True
+                        # the NI kept injecting behind the head: those bytes are in the network
+                        pre = max(head_lat[i, h] * cap_ni[i], inherit[i])
+                        if pre > wire_bytes[i]:
+                            pre = wire_bytes[i]
+                        inj[i] = wire_bytes[i] - pre
+                        pipe[i] = pre
+                        tail_lat[i] = path_lat[i] - head_lat[i, h] - tail_slot[i]
+            # empty the buckets; keep the heads still acquiring, in their order
+            kept = 0
             for k in range(n_heads[0]):
                 i = heads[k]
-                h = head_hop[i]
-                if path_links[i, h] != lo or path_cls[i, h] != lc or not (head_key[i] <= now or h < catch_hops[i]):
-                    continue
-                d = (in_port[i, h] - va_ptr[lo * n_cls + lc] - 1) % n_links
-                if best < 0:
-                    better = True
-                else:
-                    b = heads[best]
-                    better = priority[i] < priority[b] or (priority[i] == priority[b] and (
-                        d < best_d or (d == best_d and head_key[i] < head_key[b])))
-                if better:
-                    best = k
-                    best_d = d
-            i = heads[best]
-            h = head_hop[i]
-            va_ptr[lo * n_cls + lc] = in_port[i, h]
-            vc_free[lo * n_cls + lc] -= 1
-            if h + 1 < path_len[i]:
-                head_hop[i] = h + 1
-                if h + 1 < catch_hops[i]:
-                    head_key[i] = now
-                else:
-                    head_key[i] = max(head_key[i], now) + head_lat[i, h + 1] - head_lat[i, h]
-            else:  # the head is at the destination: the data follows at the flow's rate
-                heads[best] = heads[n_heads[0] - 1]
-                n_heads[0] -= 1
-                status[i] = _SENDING
-                active[n_active[0]] = i
-                n_active[0] += 1
-                rates_dirty = True
-                # the NI kept injecting behind the head: those bytes are in the network
-                pre = max(head_lat[i, h] * cap_ni[i], inherit[i])
-                if pre > wire_bytes[i]:
-                    pre = wire_bytes[i]
-                inj[i] = wire_bytes[i] - pre
-                pipe[i] = pre
-                tail_lat[i] = path_lat[i] - head_lat[i, h] - tail_slot[i]
+                if b_res[i] >= 0:
+                    b_first[b_res[i]] = -1
+                    b_res[i] = -1
+                if status[i] == _HEAD:
+                    heads[kept] = i
+                    kept += 1
+            n_heads[0] = kept
         if rates_dirty:
             na = n_active[0]
             max_min_rates(active[:na], priority, rate_links, rate_len, rate_cap, rates, cap_left, users)
@@ -686,27 +793,28 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
             i = heads[k]
             if now < head_key[i] < t_next:
                 t_next = head_key[i]
-        if n_queued > 0:
-            for i in range(t_count):
-                if status[i] == _QUEUED:
-                    p = waits_on[i]
-                    if status[p] == _DRAINING and rates[p] > 0.0:
-                        tt = now + (rem[p] - _buffered_beyond(hshare, p, common[i], bneck[p])) / rates[p]
-                        if now < tt < t_next:
-                            t_next = tt
-        for i in range(t_count):
-            if status[i] == _IN_FLIGHT and done_at[i] + tail_lat[i] < t_next:
+        for q in range(n_queued):
+            i = queued[q]
+            p = waits_on[i]
+            if status[p] == _DRAINING and rates[p] > 0.0:
+                tt = now + (rem[p] - _buffered_beyond(hshare, p, common[i], bneck[p])) / rates[p]
+                if now < tt < t_next:
+                    t_next = tt
+        for q in range(n_fly):
+            i = fly[q]
+            if done_at[i] + tail_lat[i] < t_next:
                 t_next = done_at[i] + tail_lat[i]
-            elif status[i] == _WAITING and now < max(ready_at[i], not_before[i]) < t_next:
-                t_next = max(ready_at[i], not_before[i])
+        while n_wake > 0 and wake_key[0] <= now:  # those may start (or wait for their NI or step) now
+            n_wake = _heap_pop(wake_key, wake_id, n_wake)
+        if n_wake > 0 and wake_key[0] < t_next:
+            t_next = wake_key[0]
         if policy == POLICY_CODESIGNED:
             for n in range(num_nodes):
                 if now < open_at[n] < t_next:
                     t_next = open_at[n]
-        if n_releasing > 0:
-            for i in range(t_count):
-                if free_at[i] < t_next:
-                    t_next = free_at[i]
+        for q in range(n_rel):
+            if free_at[rel[q]] < t_next:
+                t_next = free_at[rel[q]]
         if t_next == np.inf:
             return  # stalled: the caller reports the transfer that never arrived
         dt = t_next - now
@@ -733,10 +841,13 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                 status[i] = _DRAINING
                 sent[i] = now
                 free_at[i] = now + ni_free_delay  # released below, in this pass when there is no delay
-                n_releasing += 1
+                rel[n_rel] = i
+                n_rel += 1
                 buffered_at_sent[i] = max(rem[i] - inj[i], 0.0)
             if rem[i] <= tol[i]:
                 status[i] = _IN_FLIGHT
+                fly[n_fly] = i
+                n_fly += 1
                 done_at[i] = now
                 active[k] = active[n_active[0] - 1]
                 n_active[0] -= 1
@@ -748,20 +859,26 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                 k += 1
         # ---- queued transfers go once their predecessor's tail has left the shared buffers
         if n_queued > 0:
-            for i in range(t_count):
-                if status[i] != _QUEUED:
-                    continue
+            n_due = n_queued
+            due[:n_due] = np.sort(queued[:n_queued])  # in schedule order
+            n_queued = 0
+            for q in range(n_due):
+                i = due[q]
                 p = waits_on[i]
                 thr = 0.0
+                go = True
                 if status[p] == _DRAINING and tx_only[i]:
                     if inj[p] > tol[p]:
-                        continue
+                        go = False
                     thr = rem[p]
                 elif status[p] == _DRAINING:
                     thr = _buffered_beyond(hshare, p, common[i], bneck[p])
                     if rem[p] > thr + tol[p]:
-                        continue
-                n_queued -= 1
+                        go = False
+                if not go:
+                    queued[n_queued] = i
+                    n_queued += 1
+                    continue
                 inherit[i] = 1e-9 if tx_only[i] else min(max(buffered_at_sent[p] - thr, 1e-9), wire_bytes[i])
                 catch_hops[i] = common[i]
                 if _activate(i, now, catch_hops, status, head_hop, head_key, head_lat, heads, n_heads, active,
@@ -770,45 +887,61 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                     pipe[i] = inherit[i]
                     rates_dirty = True
         # ---- NIs whose last transfer left ni_free_delay ago take the next one
-        if n_releasing > 0:
-            for i in range(t_count):
-                if free_at[i] <= now:
-                    free_at[i] = np.inf
-                    n_releasing -= 1
-                    ni_busy[src_node[i]] -= 1
-        # ---- arrivals release dependents
-        for i in range(t_count):
-            if status[i] == _IN_FLIGHT and done_at[i] + tail_lat[i] <= now:
-                status[i] = _ARRIVED
-                arrive[i] = done_at[i] + tail_lat[i]
-                ready[i] = reduce_done(unit_free, dst_node[i], arrive[i], red_work[i], red_last[i], red_latency,
-                                       red_mode)
-                arrived += 1
-                for r in range(rdep_ptr[i], rdep_ptr[i + 1]):
-                    d = rdep_idx[r]
-                    deps_left[d] -= 1
-                    dep_ready[d] = max(dep_ready[d], ready[i])
-                    if deps_left[d] == 0:
-                        ready_at[d] = dep_ready[d] + issue_delay
+        q = 0
+        while q < n_rel:
+            i = rel[q]
+            if free_at[i] <= now:
+                free_at[i] = np.inf
+                ni_busy[src_node[i]] -= 1
+                n_rel -= 1
+                rel[q] = rel[n_rel]
+            else:
+                q += 1
+        # ---- arrivals release dependents, in schedule order
+        n_due = 0
+        q = 0
+        while q < n_fly:
+            i = fly[q]
+            if done_at[i] + tail_lat[i] <= now:
+                due[n_due] = i
+                n_due += 1
+                n_fly -= 1
+                fly[q] = fly[n_fly]
+            else:
+                q += 1
+        if n_due > 1:
+            due[:n_due] = np.sort(due[:n_due])
+        for q in range(n_due):
+            i = due[q]
+            status[i] = _ARRIVED
+            arrive[i] = done_at[i] + tail_lat[i]
+            ready[i] = reduce_done(unit_free, dst_node[i], arrive[i], red_work[i], red_last[i], red_latency,
+                                   red_mode)
+            arrived += 1
+            for r in range(rdep_ptr[i], rdep_ptr[i + 1]):
+                d = rdep_idx[r]
+                deps_left[d] -= 1
+                dep_ready[d] = max(dep_ready[d], ready[i])
+                if deps_left[d] == 0:
+                    ready_at[d] = dep_ready[d] + issue_delay
+                    n_wake = _heap_push(wake_key, wake_id, n_wake, max(ready_at[d], not_before[d]), d)
         # ---- lockstep: open the next step where the current one is over
         if policy == POLICY_CODESIGNED:
             for n in range(num_nodes):
                 if open_step[n] >= 0 and unstarted_in_step[n] == 0 and ni_busy[n] == 0 and open_at[n] <= now:
-                    # find the next step with unstarted transfers
-                    nxt = -1
-                    for j in range(node_ptr[n], node_ptr[n + 1]):
-                        i = node_tx[j]
-                        if status[i] == _WAITING:
-                            nxt = step[i]
-                            break
-                    if nxt < 0:
+                    # the next step with unstarted transfers: that of the node's first WAITING one
+                    while cur[n] < node_ptr[n + 1] and status[node_tx[cur[n]]] != _WAITING:
+                        cur[n] += 1
+                    if cur[n] == node_ptr[n + 1]:
                         open_step[n] = -1
                     else:
+                        nxt = step[node_tx[cur[n]]]
                         open_step[n] = nxt
                         open_at[n] = now + step_advance
                         c = 0
-                        for j in range(node_ptr[n], node_ptr[n + 1]):
-                            i = node_tx[j]
-                            if status[i] == _WAITING and step[i] == nxt:
+                        j = cur[n]
+                        while j < node_ptr[n + 1] and step[node_tx[j]] == nxt:
+                            if status[node_tx[j]] == _WAITING:
                                 c += 1
+                            j += 1
                         unstarted_in_step[n] = c

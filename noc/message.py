@@ -17,20 +17,21 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from noc.routing import RouteTable
+from noc.routing import PairRoutes, RouteTable
 from noc.topology import Topology
 
 _EPS = 1e-9
 
 
-def path_latency_cycles(topology: Topology, routes: RouteTable, router_delay_cycles: int) -> np.ndarray:
-    """float64[E, E]: head latency of each route: link latencies plus a router delay per router crossed."""
+def path_latency_cycles(topology: Topology, routes: RouteTable | PairRoutes, router_delay_cycles: int) -> np.ndarray:
+    """Head latency of each route: link latencies plus a router delay per router crossed
+    (float64[E, E] for a full table, float64[P] for the pairs of :class:`PairRoutes`)."""
     lat = topology.link_latency_cycles.astype(np.float64)
     links = routes.links
     valid = links >= 0
     per_link = np.where(valid, lat[np.where(valid, links, 0)], 0.0)
     routers_crossed = np.maximum(routes.length.astype(np.float64) - 1.0, 0.0)
-    return per_link.sum(axis=2) + router_delay_cycles * routers_crossed
+    return per_link.sum(axis=-1) + router_delay_cycles * routers_crossed
 
 
 @njit(cache=True)
@@ -40,64 +41,69 @@ def max_min_rates(active, priority, path_links, path_len, link_capacity, rates, 
     ``active``: int64 indices of the flows to rate; ``priority[f]``: lower is served first;
     ``path_links[f, :path_len[f]]``: the links of flow ``f``; ``link_capacity[l]`` in
     bytes/cycle. Writes ``rates[f]`` for the active flows. ``cap_left`` (float64[L]) and
-    ``users`` (int64[L]) are scratch arrays.
+    ``users`` (int64[L]) are scratch arrays; only the links of active flows are touched,
+    so the work follows the flows, not the network.
     """
     n = active.shape[0]
-    for l in range(link_capacity.shape[0]):
-        cap_left[l] = link_capacity[l]
     if n == 0:
         return
-    frozen = np.zeros(n, dtype=np.bool_)
-    done_class = np.zeros(n, dtype=np.bool_)
     for k in range(n):
-        rates[active[k]] = 0.0
-    remaining = n
-    while remaining > 0:
-        # the most urgent class among flows not yet handled
-        best = np.int64(1) << 62
-        for k in range(n):
-            if not done_class[k] and priority[active[k]] < best:
-                best = priority[active[k]]
-        cls = np.zeros(n, dtype=np.bool_)
-        for k in range(n):
-            if not done_class[k] and priority[active[k]] == best:
-                cls[k] = True
-                frozen[k] = False
+        f = active[k]
+        rates[f] = 0.0
+        for h in range(path_len[f]):
+            lk = path_links[f, h]
+            cap_left[lk] = link_capacity[lk]
+            users[lk] = 0
+    # classes in order of urgency, each a run of the flows sorted by priority
+    pr = np.empty(n, dtype=np.int64)
+    for k in range(n):
+        pr[k] = priority[active[k]]
+    flows = active[np.argsort(pr, kind="mergesort")]
+    frozen = np.zeros(n, dtype=np.bool_)
+    lo = 0
+    while lo < n:
+        hi = lo + 1
+        while hi < n and priority[flows[hi]] == priority[flows[lo]]:
+            hi += 1
         while True:
-            for l in range(users.shape[0]):
-                users[l] = 0
             any_unfrozen = False
-            for k in range(n):
-                if cls[k] and not frozen[k]:
+            for k in range(lo, hi):
+                if not frozen[k]:
                     any_unfrozen = True
-                    f = active[k]
+                    f = flows[k]
                     for h in range(path_len[f]):
                         users[path_links[f, h]] += 1
             if not any_unfrozen:
                 break
             delta = np.inf
-            for l in range(users.shape[0]):
-                if users[l] > 0:
-                    share = cap_left[l] / users[l]
-                    if share < delta:
-                        delta = share
+            for k in range(lo, hi):
+                if not frozen[k]:
+                    f = flows[k]
+                    for h in range(path_len[f]):
+                        lk = path_links[f, h]
+                        share = cap_left[lk] / users[lk]
+                        if share < delta:
+                            delta = share
             if delta < 0.0:
                 delta = 0.0
-            for k in range(n):
-                if cls[k] and not frozen[k]:
-                    rates[active[k]] += delta
-            for l in range(users.shape[0]):
-                if users[l] > 0:
-                    cap_left[l] -= delta * users[l]
+            for k in range(lo, hi):
+                if not frozen[k]:
+                    rates[flows[k]] += delta
+            # each used link once: take the share its users got, and clear the count
+            for k in range(lo, hi):
+                if not frozen[k]:
+                    f = flows[k]
+                    for h in range(path_len[f]):
+                        lk = path_links[f, h]
+                        if users[lk] > 0:
+                            cap_left[lk] -= delta * users[lk]
+                            users[lk] = 0
             # freeze flows that cross a saturated link
-            for k in range(n):
-                if cls[k] and not frozen[k]:
-                    f = active[k]
+            for k in range(lo, hi):
+                if not frozen[k]:
+                    f = flows[k]
                     for h in range(path_len[f]):
                         if cap_left[path_links[f, h]] <= _EPS * link_capacity[path_links[f, h]]:
                             frozen[k] = True
                             break
-        for k in range(n):
-            if cls[k]:
-                done_class[k] = True
-                remaining -= 1
+        lo = hi

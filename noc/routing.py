@@ -190,73 +190,167 @@ def route(topology: Topology, algorithm: str = "auto", *, dateline: bool = True,
     return RouteTable("shortest", links, vcs, length, 1)
 
 
+@dataclass(frozen=True, eq=False)
+class PairRoutes:
+    """Paths of chosen endpoint pairs only, as :func:`route_pairs` builds them.
+
+    Row ``p`` is the path of the ``p``-th pair asked for: ``links[p, :length[p]]``
+    (injection and ejection links included, -1 padded) and its VC classes. The width is
+    the longest of these paths, not the network's longest, so a schedule of neighbour
+    transfers holds three links per transfer whatever the network's size.
+    """
+
+    algorithm: str
+    links: np.ndarray  # int32[P, H], -1 padded
+    vc_class: np.ndarray  # int8[P, H]
+    length: np.ndarray  # int16[P]
+    num_vc_classes: int
+
+    @property
+    def max_links(self) -> int:
+        return int(self.links.shape[1])
+
+
+def route_pairs(topology: Topology, src: np.ndarray, dst: np.ndarray, algorithm: str = "auto", *,
+                dateline: bool = True, vc_rule: str = "dateline",
+                tie_signs: tuple[int, ...] | None = None) -> PairRoutes:
+    """The paths of the endpoint pairs ``(src[p], dst[p])`` only, identical to the rows
+    of :func:`route`'s table for them. Dimension order is computed per distinct router
+    pair in closed form, so memory and time follow the pairs asked for, not all ``E**2``
+    pairs of the network; other algorithms build the full table (its size checked first)
+    and take the rows."""
+    if vc_rule not in VC_RULES:
+        raise ConfigError(f"vc_rule {vc_rule!r} is unknown; allowed: {', '.join(VC_RULES)}")
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    e = topology.num_endpoints
+    if src.shape != dst.shape or src.ndim != 1:
+        raise ValueError(f"src and dst must be two 1-D arrays of one shape, got {src.shape} and {dst.shape}")
+    if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= e):
+        raise ValueError(f"endpoint ids must be in [0, {e}); {topology.name} has {e} endpoints")
+    name = algorithm if algorithm != "auto" else default_algorithm(topology)
+    if name != "dor":
+        table = route(topology, algorithm, dateline=dateline, vc_rule=vc_rule, tie_signs=tie_signs)
+        length = table.length[src, dst]
+        width = max(int(length.max(initial=0)), 1)
+        return PairRoutes(table.algorithm, table.links[src, dst, :width], table.vc_class[src, dst, :width], length,
+                          table.num_vc_classes)
+    if topology.family not in ("ring", "mesh", "torus", "hypercube"):
+        raise ConfigError(f"routing 'dor' needs a ring, mesh, torus or hypercube, not {topology.name}")
+    classes = 2 if (dateline and topology.wrap) else 1
+    ep_router = topology.endpoint_router.astype(np.int64)
+    rkey = ep_router[src] * topology.num_routers + ep_router[dst]
+    keys, inverse = np.unique(rkey, return_inverse=True)
+    args = _dor_setup(topology, dateline and topology.wrap, tie_signs, vc_rule)
+    rl, rv, rlen = _dor_pairs_kernel(keys // topology.num_routers, keys % topology.num_routers, *args)
+    same = src == dst
+    length = np.where(same, 0, rlen[inverse] + 2).astype(np.int16)
+    width = max(int(length.max(initial=0)), 1)
+    links = np.full((src.size, width), -1, dtype=np.int32)
+    vcs = np.zeros((src.size, width), dtype=np.int8)
+    rw = min(rl.shape[1], width - 2) if width > 2 else 0
+    links[:, 1:1 + rw] = rl[inverse, :rw]
+    vcs[:, 1:1 + rw] = rv[inverse, :rw]
+    rows = np.nonzero(~same)[0]
+    links[rows, 0] = topology.inject_link[src[rows]]
+    links[rows, length[rows].astype(np.int64) - 1] = topology.eject_link[dst[rows]]
+    vcs[rows, length[rows].astype(np.int64) - 1] = 0
+    links[same] = -1
+    vcs[same] = 0
+    algo = "dor" if classes == 2 or not topology.wrap else "dor-no-dateline"
+    return PairRoutes(algo, links, vcs, length, classes)
+
+
 # --------------------------------------------------------------------------------------
 # Dimension order
 # --------------------------------------------------------------------------------------
 
 
-def _dor_router_paths(t: Topology, dateline: bool, *, tie_signs: tuple[int, ...] | None = None,
-                      vc_rule: str = "dateline") -> tuple[np.ndarray, np.ndarray]:
+def _dor_setup(t: Topology, dateline: bool, tie_signs: tuple[int, ...] | None, vc_rule: str) -> tuple:
+    """The arguments every DOR kernel takes after the router pair(s)."""
     ndim = len(t.dims)
     dims = np.asarray(t.dims, dtype=np.int64)
     strides = np.array([int(np.prod(t.dims[:i])) for i in range(ndim)], dtype=np.int64)
     # nbr_link[r, d, 0] = link in +d, [r, d, 1] = link in -d (-1 when absent).
     nbr_link = np.full((t.num_routers, ndim, 2), -1, dtype=np.int32)
-    e = t.num_endpoints
-    for lid in np.nonzero(t.is_router_link)[0]:
-        r = t.link_src[lid] - e
-        d = t.link_dim[lid]
-        nbr_link[r, d, 0 if t.link_sign[lid] > 0 else 1] = lid
+    rl = np.nonzero(t.is_router_link)[0]
+    nbr_link[t.link_src[rl] - t.num_endpoints, t.link_dim[rl], np.where(t.link_sign[rl] > 0, 0, 1)] = rl
     ties = np.ones(ndim, dtype=np.int64) if tie_signs is None else np.asarray(tie_signs, dtype=np.int64)
-    return _dor_kernel(dims, strides, t.wrap, dateline, nbr_link, t.router_coords.astype(np.int64), dor_max_hops(t),
-                       ties, VC_RULES.index(vc_rule))
+    return (dims, strides, t.wrap, dateline, nbr_link, t.router_coords.astype(np.int64), dor_max_hops(t), ties,
+            VC_RULES.index(vc_rule))
+
+
+def _dor_router_paths(t: Topology, dateline: bool, *, tie_signs: tuple[int, ...] | None = None,
+                      vc_rule: str = "dateline") -> tuple[np.ndarray, np.ndarray]:
+    return _dor_kernel(*_dor_setup(t, dateline, tie_signs, vc_rule))
+
+
+@njit(cache=True)
+def _dor_path(a, b, dims, strides, wrap, dateline, nbr_link, coords, tie_sign, vc_rule, links_row, vcs_row):
+    """Write the dimension-order path from router ``a`` to router ``b`` into ``links_row``
+    and ``vcs_row`` (from index 0); returns its number of links."""
+    ndim = dims.shape[0]
+    h = 0
+    for d in range(ndim):
+        k = dims[d]
+        x = coords[a, d]
+        y = coords[b, d]
+        if x == y:
+            continue
+        if wrap:
+            fwd = (y - x) % k
+            if fwd < k - fwd or (fwd == k - fwd and tie_sign[d] > 0):
+                sign, n = 1, fwd
+            else:
+                sign, n = -1, k - fwd
+        else:
+            sign = 1 if y > x else -1
+            n = abs(y - x)
+        cls = 0
+        if dateline and vc_rule == 1:
+            # BookSim's partition: chosen on entering the ring, kept for all of it
+            cls = 1 if y < x else 0
+        r = a  # the current router: dimensions before d are already done
+        for d2 in range(d):
+            r += (coords[b, d2] - coords[a, d2]) * strides[d2]
+        cx = x
+        for _ in range(n):
+            lid = nbr_link[r, d, 0 if sign > 0 else 1]
+            nx = cx + sign
+            if nx == k or nx == -1:
+                if dateline and vc_rule == 0:
+                    cls = 1
+                nx = nx % k
+            links_row[h] = lid
+            vcs_row[h] = cls
+            h += 1
+            r += (nx - cx) * strides[d]
+            cx = nx
+    return h
 
 
 @njit(cache=True)
 def _dor_kernel(dims, strides, wrap, dateline, nbr_link, coords, max_h, tie_sign, vc_rule):
     nr = coords.shape[0]
-    ndim = dims.shape[0]
     links = np.full((nr, nr, max_h), -1, dtype=np.int32)
     vcs = np.zeros((nr, nr, max_h), dtype=np.int8)
     for a in range(nr):
         for b in range(nr):
-            h = 0
-            for d in range(ndim):
-                k = dims[d]
-                x = coords[a, d]
-                y = coords[b, d]
-                if x == y:
-                    continue
-                if wrap:
-                    fwd = (y - x) % k
-                    if fwd < k - fwd or (fwd == k - fwd and tie_sign[d] > 0):
-                        sign, n = 1, fwd
-                    else:
-                        sign, n = -1, k - fwd
-                else:
-                    sign = 1 if y > x else -1
-                    n = abs(y - x)
-                cls = 0
-                if dateline and vc_rule == 1:
-                    # BookSim's partition: chosen on entering the ring, kept for all of it
-                    cls = 1 if y < x else 0
-                r = a  # the current router: dimensions before d are already done
-                for d2 in range(d):
-                    r += (coords[b, d2] - coords[a, d2]) * strides[d2]
-                cx = x
-                for _ in range(n):
-                    lid = nbr_link[r, d, 0 if sign > 0 else 1]
-                    nx = cx + sign
-                    if nx == k or nx == -1:
-                        if dateline and vc_rule == 0:
-                            cls = 1
-                        nx = nx % k
-                    links[a, b, h] = lid
-                    vcs[a, b, h] = cls
-                    h += 1
-                    r += (nx - cx) * strides[d]
-                    cx = nx
+            _dor_path(a, b, dims, strides, wrap, dateline, nbr_link, coords, tie_sign, vc_rule, links[a, b], vcs[a, b])
     return links, vcs
+
+
+@njit(cache=True)
+def _dor_pairs_kernel(ra, rb, dims, strides, wrap, dateline, nbr_link, coords, max_h, tie_sign, vc_rule):
+    """Router paths of the router pairs ``(ra[p], rb[p])`` only: int32[P, max_h], int8, lengths."""
+    p_count = ra.shape[0]
+    links = np.full((p_count, max(max_h, 1)), -1, dtype=np.int32)
+    vcs = np.zeros((p_count, max(max_h, 1)), dtype=np.int8)
+    length = np.zeros(p_count, dtype=np.int64)
+    for p in range(p_count):
+        length[p] = _dor_path(ra[p], rb[p], dims, strides, wrap, dateline, nbr_link, coords, tie_sign, vc_rule,
+                              links[p], vcs[p])
+    return links, vcs, length
 
 
 # --------------------------------------------------------------------------------------

@@ -1,0 +1,89 @@
+"""The parts of a run that follow the schedule rather than the network, each against a
+plain second implementation: per-pair routes against the full route table, the
+dependency lists against a dictionary of arrivals, idle fractions against interval
+unions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nic.allreduce import NicConfig, _idle_fraction, dependencies, prepare
+from nic.collectives import build
+from nic.scheduler import OP_GATHER, OP_REDUCE
+from noc.routing import route, route_pairs, tie_variants
+from noc.topology import parse_spec
+
+
+@pytest.mark.parametrize("spec", ["torus:4x4", "mesh:5x3", "torus:6x4:c4", "ring:7", "torus:3x4x2", "mesh:4x4:c2",
+                                  "fattree:k4:l2", "hypercube:d3"])
+@pytest.mark.parametrize("options", [{}, {"dateline": False}, {"vc_rule": "booksim"}])
+def test_route_pairs_are_the_tables_rows(spec, options):
+    t = parse_spec(spec)
+    if options and t.family not in ("torus", "ring"):
+        pytest.skip("dateline and VC rules are torus options")
+    variants = tie_variants(t) if t.family == "torus" else [None]
+    rng = np.random.default_rng(5)
+    e = t.num_endpoints
+    for ties in variants[:2]:
+        extra = {} if ties is None else {"tie_signs": ties}
+        full = route(t, **options, **extra)
+        src = np.concatenate([np.arange(e), rng.integers(0, e, 400)])
+        dst = np.concatenate([np.arange(e), rng.integers(0, e, 400)])  # the first e pairs go nowhere
+        pr = route_pairs(t, src, dst, **options, **extra)
+        assert (pr.algorithm, pr.num_vc_classes) == (full.algorithm, full.num_vc_classes)
+        w = pr.max_links
+        assert (pr.length == full.length[src, dst]).all()
+        assert (pr.links == full.links[src, dst, :w]).all() and (full.links[src, dst, w:] == -1).all()
+        assert (pr.vc_class == full.vc_class[src, dst, :w]).all()
+
+
+def test_route_pairs_width_follows_the_pairs():
+    t = parse_spec("torus:32x32:c4")
+    ep = t.node_endpoints[:, 0]
+    pr = route_pairs(t, ep[[0, 1, 2]], ep[[1, 2, 3]])  # neighbours
+    assert pr.links.shape == (3, 3)
+
+
+def _dependencies_by_dict(schedule):
+    arrivals: dict = {}
+    for j, (d, f, o) in enumerate(zip(schedule.dst.tolist(), schedule.flow.tolist(), schedule.op.tolist())):
+        arrivals.setdefault((d, f, o), []).append(j)
+    ptr, idx = [0], []
+    for v, f, o in zip(schedule.src.tolist(), schedule.flow.tolist(), schedule.op.tolist()):
+        deps = arrivals.get((v, f, OP_REDUCE), []) if o == OP_REDUCE else \
+            (arrivals.get((v, f, OP_GATHER)) or arrivals.get((v, f, OP_REDUCE), []))
+        idx.extend(deps)
+        ptr.append(len(idx))
+    return np.asarray(ptr), np.asarray(idx)
+
+
+@pytest.mark.parametrize("spec", ["torus:4x4", "mesh:3x5:c2", "torus:8x8:c4", "ring:9"])
+@pytest.mark.parametrize("algorithm", ["ring", "dbtree", "halving_doubling", "multitree", "bidir_ring"])
+def test_dependencies_match_a_dictionary_of_arrivals(spec, algorithm):
+    s = build(parse_spec(spec), algorithm)
+    ptr, idx = dependencies(s)
+    ref_ptr, ref_idx = _dependencies_by_dict(s)
+    assert (ptr == ref_ptr).all() and (idx == ref_idx).all()
+
+
+def test_idle_fraction_is_one_minus_the_union_of_busy_intervals():
+    t = parse_spec("torus:4x4:c2")
+    s = build(t, "multitree")
+    prep = prepare(t, s, NicConfig(), 1 << 16)
+    rng = np.random.default_rng(2)
+    start = rng.uniform(0, 100, s.num_transfers).round()
+    sent = start + rng.uniform(0, 30, s.num_transfers)
+    total = float(sent.max())
+    got = _idle_fraction(prep, start, sent, t.num_nodes, total)
+    for v in range(t.num_nodes):
+        ivs = sorted(zip(start[prep.src_node == v], sent[prep.src_node == v]))
+        busy, cs, ce = 0.0, None, None
+        for a, b in ivs:
+            if ce is None or a > ce:
+                busy += 0.0 if ce is None else ce - cs
+                cs, ce = a, b
+            else:
+                ce = max(ce, b)
+        busy += 0.0 if ce is None else ce - cs
+        assert got[v] == pytest.approx(1 - busy / total, abs=2e-6)
