@@ -51,6 +51,14 @@ from noc.topology import Topology, parse_spec
 
 MODELS = ("message", "flit")
 
+# What a message-level run holds (bench/allreduce_scale.py measures it: about 660 bytes per
+# transfer with 3-link paths, on 24x24 and 32x32 tori): per transfer, and per link of its
+# path; the verifier holds three int64 vectors of 2 elements per flow and 1 per node.
+MESSAGE_BYTES_PER_TRANSFER = 420
+MESSAGE_BYTES_PER_PATH_LINK = 80
+# A run estimated to need more is refused before it starts (the machine would swap or kill it).
+MAX_RUN_BYTES = 8 << 30
+
 
 class NicConfig(StrictModel):
     """The network interface: which design, how it packetises, the clock."""
@@ -205,10 +213,13 @@ def dependencies(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
     order = np.argsort(arr_key, kind="stable")
     sorted_key = arr_key[order]
     base = (schedule.src.astype(np.int64) * nf + schedule.flow) * 2
-    red_lo = np.searchsorted(sorted_key, base, side="left")
-    red_hi = np.searchsorted(sorted_key, base, side="right")
-    gat_lo = np.searchsorted(sorted_key, base + 1, side="left")
-    gat_hi = np.searchsorted(sorted_key, base + 1, side="right")
+    # look up in ascending order of keys (sequential, not random, access), then put back
+    q = np.argsort(base, kind="stable")
+    sorted_base = base[q]
+    red_lo, red_hi, gat_lo, gat_hi = (np.empty(t, dtype=np.int64) for _ in range(4))
+    red_lo[q] = np.searchsorted(sorted_key, sorted_base, side="left")
+    red_hi[q] = gat_lo[q] = np.searchsorted(sorted_key, sorted_base + 1, side="left")  # the keys are integers
+    gat_hi[q] = np.searchsorted(sorted_key, sorted_base + 2, side="left")
     use_gather = (schedule.op == OP_GATHER) & (gat_hi > gat_lo)
     lo = np.where(use_gather, gat_lo, red_lo)
     hi = np.where(use_gather, gat_hi, red_hi)
@@ -337,10 +348,35 @@ def _idle_fraction(prep: Prepared, start: np.ndarray, sent: np.ndarray, num_node
     return tuple(round(1.0 - float(b) / total, 6) for b in busy)
 
 
-def transfer_routes(topology: Topology, prep: Prepared, network, routes: RouteTable | None = None) -> PairRoutes:
-    """The routes of the prepared transfers, one row each: the rows of ``routes`` when a
-    full table is given, else only these pairs' paths (:func:`noc.routing.route_pairs`),
-    with the network config's routing and dateline (the family's own without one)."""
+def message_run_bytes(schedule: Schedule, paths: PairRoutes) -> int:
+    """Estimated peak bytes of a message-level run of ``schedule`` over ``paths`` (its
+    transfers' routes): :data:`MESSAGE_BYTES_PER_TRANSFER` and
+    :data:`MESSAGE_BYTES_PER_PATH_LINK`, and the verifier's vectors."""
+    t = schedule.num_transfers
+    verifier = 3 * 8 * schedule.num_nodes * (2 * schedule.num_flows + 1)
+    return int(t * (MESSAGE_BYTES_PER_TRANSFER + MESSAGE_BYTES_PER_PATH_LINK * paths.max_links) + verifier)
+
+
+def check_run_bytes(topology: Topology, schedule: Schedule, paths: PairRoutes) -> None:
+    """A :class:`ConfigError` with the estimate when a message-level run would need more than
+    :data:`MAX_RUN_BYTES`."""
+    need = message_run_bytes(schedule, paths)
+    if need > MAX_RUN_BYTES:
+        raise ConfigError(f"{schedule.algorithm} on {topology.name}: {schedule.num_transfers:,} transfers; the "
+                          f"message-level run would hold about {need / 2**30:,.1f} GiB (limit "
+                          f"{MAX_RUN_BYTES >> 30} GiB); use a smaller network or fewer NIs per node")
+
+
+def transfer_routes(topology: Topology, prep: Prepared, network,
+                    routes: RouteTable | PairRoutes | None = None) -> PairRoutes:
+    """The routes of the prepared transfers, one row each: ``routes`` itself when it already
+    is (:class:`PairRoutes`, one row per transfer), the rows of a full table, else only these
+    pairs' paths (:func:`noc.routing.route_pairs`), with the network config's routing and
+    dateline (the family's own without one)."""
+    if isinstance(routes, PairRoutes):
+        if routes.links.shape[0] != len(prep.src_ep):
+            raise ValueError(f"routes has {routes.links.shape[0]} rows, one per transfer needed ({len(prep.src_ep)})")
+        return routes
     if routes is not None:
         length = routes.length[prep.src_ep, prep.dst_ep]
         w = max(int(length.max(initial=0)), 1)
@@ -388,7 +424,7 @@ def message_flow_control(topology: Topology, paths: PairRoutes, prep: Prepared, 
     flows also get the wormhole's head-of-line rule (:data:`nic.message_sim.HEAD_OF_LINE_LIMIT`):
     a router input port holds packets for more than one output.
     """
-    links = paths.links.astype(np.int64)
+    links = np.asarray(paths.links, np.int64)
     inject_bw = topology.link_bytes_per_cycle[links[:, 0]].astype(np.float64)
     ni_bw = inject_bw
     if network is None or not hasattr(network, "num_vcs"):
@@ -417,7 +453,7 @@ def message_flow_control(topology: Topology, paths: PairRoutes, prep: Prepared, 
     in_port[:, 1:] = links[:, :-1]
     per_hop_vcs = 1 if nic.bulk else vcs  # one packet holds one VC per hop; packets of a flow spread over all
     wormhole = Wormhole(
-        vc_class=paths.vc_class.astype(np.int64), head_latency_cycles=head_lat,
+        vc_class=np.asarray(paths.vc_class, np.int64), head_latency_cycles=head_lat,
         in_port=in_port, num_vc_classes=int(paths.num_vc_classes), vcs_per_class=vcs, hold_vcs=nic.bulk,
         hop_buffer_bytes=float(per_hop_vcs * int(network.vc_depth_flits) * nic.flit_bytes),
         # per-packet flows queue packets for two outputs in one input port
@@ -430,14 +466,14 @@ def message_flow_control(topology: Topology, paths: PairRoutes, prep: Prepared, 
 
 
 def run_message(topology: Topology, prep: Prepared, nic: NicConfig, network, *,
-                routes: RouteTable | None = None,
+                routes: RouteTable | PairRoutes | None = None,
                 not_before: np.ndarray | None = None) -> tuple[TransferTimes, np.ndarray]:
     """Time a prepared schedule with the message-level model: per-transfer times and the
     bytes each link carried. ``not_before``: per transfer, a cycle it may not start before
     (e.g. the flit level's start times, to compare the two networks on one start order)."""
     paths = transfer_routes(topology, prep, network, routes)
-    links = paths.links.astype(np.int64)
-    length = paths.length.astype(np.int64)
+    links = np.asarray(paths.links, np.int64)
+    length = np.asarray(paths.length, np.int64)
     lat = path_latency_cycles(topology, paths, router_delay_cycles(network))
     nl = topology.num_links
     wormhole, ni_bw, shared = message_flow_control(topology, paths, prep, nic, network)
@@ -463,7 +499,7 @@ def run_message(topology: Topology, prep: Prepared, nic: NicConfig, network, *,
 
 
 def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | None = None, network=None,
-                       size_bytes: int = 1 << 20, *, model: str = "message", routes: RouteTable | None = None,
+                       size_bytes: int = 1 << 20, *, model: str = "message", routes: RouteTable | PairRoutes | None = None,
                        seed: int = 0) -> AllreduceResult:
     """Simulate one all-reduce of ``size_bytes`` (a whole number of ``nic.element_bytes``
     elements, at least one per flow); see the module docstring. ``seed`` seeds the
@@ -473,6 +509,10 @@ def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | 
     if model not in MODELS:
         raise ConfigError(f"model {model!r} is unknown; choose one of {', '.join(MODELS)}")
     prep = prepare(topology, schedule, nic, size_bytes)
+    paths = None
+    if model == "message":
+        paths = transfer_routes(topology, prep, network, routes)
+        check_run_bytes(topology, schedule, paths)
     verified = _verified(schedule, int(seed))
     if model == "flit":
         from nic.flit_cosim import run_flit  # noqa: PLC0415 (needs the flit-level network)
@@ -483,7 +523,7 @@ def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | 
         link_bytes = timing.link_bytes
         extra = dict(timing.extra)
     else:
-        times, link_bytes = run_message(topology, prep, nic, network, routes=routes)
+        times, link_bytes = run_message(topology, prep, nic, network, routes=paths)
         start, sent, arrive = times.start_cycles, times.sent_cycles, times.arrive_cycles
         ready = times.usable_cycles
         extra = {}
@@ -539,5 +579,6 @@ def ring_allreduce_cycles(n: int, size_bytes: float, link_bytes_per_cycle: float
     return 2 * (n - 1) * (alpha_cycles + size_bytes / (n * link_bytes_per_cycle))
 
 
-__all__ = ["MODELS", "VARIANTS", "VARIANT_NIC", "NicConfig", "Prepared", "check_size", "check_times", "dependencies", "message_flow_control", "prepare",
+__all__ = ["MAX_RUN_BYTES", "MODELS", "VARIANTS", "VARIANT_NIC", "NicConfig", "Prepared", "check_run_bytes", "check_size", "check_times",
+           "dependencies", "message_flow_control", "message_run_bytes", "prepare", "transfer_routes",
            "ring_allreduce_cycles", "router_delay_cycles", "run_message", "simulate_allreduce"]

@@ -208,14 +208,14 @@ def simulate_transfers(
     start = np.full(t, np.inf)
     sent = np.full(t, np.inf)
     arrive = np.full(t, np.inf)
-    links = path_links.astype(np.int64)
+    links = np.asarray(path_links, np.int64)
     if wormhole is None:
         w = Wormhole(np.zeros(links.shape, np.int64), np.zeros(links.shape), np.full(links.shape, -1, np.int64),
                      1, 0, False, 0.0)
     else:
         w = wormhole
-    rate_links, rate_len, rate_cap = _rate_resources(links, path_len.astype(np.int64),
-                                                     link_bytes_per_cycle.astype(np.float64), shared_resources,
+    rate_links, rate_len, rate_cap = _rate_resources(links, np.asarray(path_len, np.int64),
+                                                     np.asarray(link_bytes_per_cycle, np.float64), shared_resources,
                                                      shared_capacity)
     for name in ("head_of_line_limit", "saturated_share"):
         if not 0.0 <= getattr(w, name) <= 1.0:
@@ -227,9 +227,12 @@ def simulate_transfers(
     tail_slot = _per_transfer_cycles("tail_slot_cycles", w.tail_slot_cycles, t)
     if hol > 0.0:
         rate_links, rate_len, rate_cap, in_res = _input_resources(
-            links, path_len.astype(np.int64), rate_links, rate_len, rate_cap, link_bytes_per_cycle.astype(np.float64))
+            links, np.asarray(path_len, np.int64), rate_links, rate_len, rate_cap, np.asarray(link_bytes_per_cycle, np.float64))
     else:
-        in_res = np.full(links.shape, -1, dtype=np.int64)
+        in_res = np.full((1, 1), -1, dtype=np.int64)  # not read without the head-of-line rule
+    if t * rate_links.shape[1] >= 2**31:
+        raise ValueError(f"{t:,} transfers of {rate_links.shape[1]} rate resources each are more than the event "
+                         "loop's 32-bit indices hold")
     prio = (policy == POLICY_CODESIGNED) if step_priority is None else bool(step_priority)
     ready = np.full(t, np.inf)
     zeros = np.zeros(t, dtype=np.int64)
@@ -239,12 +242,12 @@ def simulate_transfers(
         raise ValueError("a reduction unit needs dst_node (each transfer's receiving node)")
     dst = zeros if dst_node is None else np.asarray(dst_node, np.int64)
     _run(
-        src_node.astype(np.int64), step.astype(np.int64), wire_bytes.astype(np.float64),
-        dep_ptr.astype(np.int64), rdep_ptr, rdep_idx, links, path_len.astype(np.int64),
-        path_latency_cycles.astype(np.float64), link_bytes_per_cycle.astype(np.float64),
+        np.asarray(src_node, np.int64), np.asarray(step, np.int64), np.asarray(wire_bytes, np.float64),
+        np.asarray(dep_ptr, np.int64), rdep_ptr, rdep_idx, links, np.asarray(path_len, np.int64),
+        np.asarray(path_latency_cycles, np.float64), np.asarray(link_bytes_per_cycle, np.float64),
         int(num_nodes), int(nis_per_node), int(policy), float(issue_delay_cycles), float(step_advance_cycles),
         float(ni_free_delay_cycles), float(first_start_cycles),
-        w.vc_class.astype(np.int64), w.head_latency_cycles.astype(np.float64), w.in_port.astype(np.int64),
+        np.asarray(w.vc_class, np.int64), np.asarray(w.head_latency_cycles, np.float64), np.asarray(w.in_port, np.int64),
         int(w.num_vc_classes), int(w.vcs_per_class), bool(w.hold_vcs and w.vcs_per_class > 0),
         float(w.hop_buffer_bytes), rate_links, rate_len, rate_cap, start, sent, arrive, not_before, in_res, hol,
         float(w.saturated_share), tail_slot, prio, dst, red_work, red_last, float(reduce_latency_cycles),
@@ -506,8 +509,8 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
          dst_node, red_work, red_last, red_latency, red_mode, ready, txb):
     t_count = src_node.shape[0]
     n_links = link_cap.shape[0]
-    status = np.zeros(t_count, dtype=np.int64)
-    deps_left = np.empty(t_count, dtype=np.int64)
+    status = np.zeros(t_count, dtype=np.int8)
+    deps_left = np.empty(t_count, dtype=np.int32)
     ready_at = np.full(t_count, np.inf)
     for i in range(t_count):
         deps_left[i] = dep_ptr[i + 1] - dep_ptr[i]
@@ -522,7 +525,7 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
     rates = np.zeros(t_count)
     slack = np.zeros(t_count)  # bytes the flow may have buffered in the network (pipeline + buffers)
     pipe = np.zeros(t_count)  # bytes already in the network when it started flowing
-    bneck = np.zeros(t_count, dtype=np.int64)  # hop of its first bottleneck
+    bneck = np.zeros(t_count, dtype=np.int32)  # hop of its first bottleneck
     # from the last byte passing the bottleneck to the arrival (the tail flit's latency runs
     # from the start of its slot)
     tail_lat = path_lat - tail_slot
@@ -542,14 +545,14 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
     cap_eff = rate_cap.copy()
     # wormhole: free VCs per (link, class), heads waiting for one, VC allocators' round-robin pointers
     vc_free = np.full(n_links * n_cls, vcs_per_class, dtype=np.int64)
-    head_hop = np.zeros(t_count, dtype=np.int64)
+    head_hop = np.zeros(t_count, dtype=np.int32)
     head_key = np.zeros(t_count)
     va_ptr = np.full(n_links * n_cls, -1, dtype=np.int64)  # per (link, class)
     # NIs: the transfer each NI (node, slot) started last; queued transfers wait for it
     slot_tx = np.full(num_nodes * nis, -1, dtype=np.int64)
-    waits_on = np.full(t_count, -1, dtype=np.int64)
-    common = np.zeros(t_count, dtype=np.int64)  # hops shared with that predecessor (the injection hop included)
-    catch_hops = np.zeros(t_count, dtype=np.int64)
+    waits_on = np.full(t_count, -1, dtype=np.int32)
+    common = np.zeros(t_count, dtype=np.int32)  # hops shared with that predecessor (the injection hop included)
+    catch_hops = np.zeros(t_count, dtype=np.int32)
     inherit = np.zeros(t_count)  # bytes injected behind the predecessor while it drained
     buffered_at_sent = np.zeros(t_count)
     tx_only = np.zeros(t_count, dtype=np.bool_)  # queued only behind its NI's transmit queue
@@ -569,7 +572,7 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
         node_ptr[src_node[i] + 1] += 1
     for n in range(num_nodes):
         node_ptr[n + 1] += node_ptr[n]
-    node_tx = np.empty(t_count, dtype=np.int64)
+    node_tx = np.empty(t_count, dtype=np.int32)
     fill = node_ptr[:-1].copy()
     for i in range(t_count):
         node_tx[fill[src_node[i]]] = i
@@ -586,23 +589,36 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
 
     # waiting transfers whose data is ready: a heap of (when they may start, transfer)
     wake_key = np.empty(t_count)
-    wake_id = np.empty(t_count, dtype=np.int64)
+    wake_id = np.empty(t_count, dtype=np.int32)
     n_wake = 0
     for i in range(t_count):
         if deps_left[i] == 0:
             n_wake = _heap_push(wake_key, wake_id, n_wake, max(ready_at[i], not_before[i]), i)
     cur = node_ptr[:-1].copy()  # per node: no WAITING transfer before this index of node_tx
-    fly = np.empty(t_count, dtype=np.int64)  # IN_FLIGHT transfers
+    fly = np.empty(t_count, dtype=np.int32)  # IN_FLIGHT transfers
     n_fly = 0
-    rel = np.empty(t_count, dtype=np.int64)  # transfers whose NI is being released
-    queued = np.empty(t_count, dtype=np.int64)  # QUEUED transfers
-    due = np.empty(t_count, dtype=np.int64)  # scratch: transfers handled in one pass, in index order
+    rel = np.empty(t_count, dtype=np.int32)  # transfers whose NI is being released
+    queued = np.empty(t_count, dtype=np.int32)  # QUEUED transfers
+    due = np.empty(t_count, dtype=np.int32)  # scratch: transfers handled in one pass, in index order
     # heads eligible for a VC in this instant: buckets per (link, class) and a heap by (head_key, transfer)
     b_first = np.full(n_links * n_cls, -1, dtype=np.int64)
-    b_next = np.full(t_count, -1, dtype=np.int64)
+    b_next = np.full(t_count, -1, dtype=np.int32)
     b_res = np.full(t_count, -1, dtype=np.int64)
     hp_key = np.empty(1024)
     hp_id = np.empty(1024, dtype=np.int64)
+    # the flows on each rate resource (linked lists of (flow, hop) nodes), for rating only the
+    # flows whose share changed
+    hr = rate_links.shape[1]
+    res_first = np.full(rate_cap.shape[0], -1, dtype=np.int64)
+    nd_next = np.empty(t_count * hr, dtype=np.int32)  # simulate_transfers keeps t_count * hr < 2**31
+    nd_prev = np.empty(t_count * hr, dtype=np.int32)
+    listed = np.zeros(t_count, dtype=np.bool_)
+    comp = np.empty(t_count, dtype=np.int64)
+    comp_mark = np.zeros(t_count, dtype=np.int32)
+    res_mark = np.zeros(rate_cap.shape[0], dtype=np.int64)
+    stamp = 0
+    gone = np.empty(t_count, dtype=np.int32)
+    n_gone = 0
     active = np.empty(t_count, dtype=np.int64)  # flowing: SENDING or DRAINING
     n_active = np.zeros(1, dtype=np.int64)
     heads = np.empty(t_count, dtype=np.int64)  # acquiring VCs
@@ -745,25 +761,77 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
             n_heads[0] = kept
         if rates_dirty:
             na = n_active[0]
-            max_min_rates(active[:na], priority, rate_links, rate_len, rate_cap, rates, cap_left, users)
+            if hol > 0.0:  # the head-of-line rule looks at every input port: all flows at once
+                nc = na
+                comp[:na] = active[:na]
+            else:
+                # only the flows that share a rate resource, transitively, with a flow that
+                # came or went: max-min fairness splits into these components
+                stamp += 1
+                nc = 0
+                for k in range(na):
+                    i = active[k]
+                    if not listed[i]:
+                        listed[i] = True
+                        for h in range(rate_len[i]):
+                            nd = i * hr + h
+                            rr = rate_links[i, h]
+                            nd_next[nd] = res_first[rr]
+                            nd_prev[nd] = -1
+                            if res_first[rr] >= 0:
+                                nd_prev[res_first[rr]] = nd
+                            res_first[rr] = nd
+                        comp_mark[i] = stamp
+                        comp[nc] = i
+                        nc += 1
+                for g in range(n_gone):
+                    i = gone[g]
+                    for h in range(rate_len[i]):
+                        nd = res_first[rate_links[i, h]]
+                        while nd >= 0:
+                            f = nd // hr
+                            if comp_mark[f] != stamp:
+                                comp_mark[f] = stamp
+                                comp[nc] = f
+                                nc += 1
+                            nd = nd_next[nd]
+                n_gone = 0
+                q = 0
+                while q < nc:
+                    i = comp[q]
+                    q += 1
+                    for h in range(rate_len[i]):
+                        rr = rate_links[i, h]
+                        if res_mark[rr] == stamp:
+                            continue
+                        res_mark[rr] = stamp
+                        nd = res_first[rr]
+                        while nd >= 0:
+                            f = nd // hr
+                            if comp_mark[f] != stamp:
+                                comp_mark[f] = stamp
+                                comp[nc] = f
+                                nc += 1
+                            nd = nd_next[nd]
+            max_min_rates(comp[:nc], priority, rate_links, rate_len, rate_cap, rates, cap_left, users)
             if hol > 0.0 and _head_of_line_caps(active, na, rates, path_links, path_len, link_cap, saturated, in_res,
                                                 rate_cap, hol, load, injected, in_load, blocked, keep, cap_eff):
                 max_min_rates(active[:na], priority, rate_links, rate_len, cap_eff, rates, cap_left, users)
             rates_dirty = False
             if hop_buf > 0.0:
-                _bottlenecks(active, na, rates, path_links, path_len, link_cap, load, max_rate, bneck)
+                _bottlenecks(comp, nc, rates, path_links, path_len, link_cap, load, max_rate, bneck)
                 if share_bufs:
-                    _count_backed(active, na, path_links, bneck, n_backed)
-                for k in range(na):
-                    i = active[k]
+                    _count_backed(comp, nc, path_links, bneck, n_backed)
+                for k in range(nc):
+                    i = comp[k]
                     sl = 0.0
                     for h in range(bneck[i]):
                         hshare[i, h] = hop_buf / n_backed[path_links[i, h]] if share_bufs else hop_buf
                         sl += hshare[i, h]
                     slack[i] = sl + pipe[i]
             else:
-                for k in range(na):
-                    slack[active[k]] = pipe[active[k]]
+                for k in range(nc):
+                    slack[comp[k]] = pipe[comp[k]]
         # ---- the next event
         t_next = np.inf
         for k in range(n_active[0]):
@@ -852,6 +920,18 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                 active[k] = active[n_active[0] - 1]
                 n_active[0] -= 1
                 rates_dirty = True
+                if listed[i]:  # off its resources' lists; its neighbours are rated again
+                    listed[i] = False
+                    for h in range(rate_len[i]):
+                        nd = i * hr + h
+                        if nd_prev[nd] >= 0:
+                            nd_next[nd_prev[nd]] = nd_next[nd]
+                        else:
+                            res_first[rate_links[i, h]] = nd_next[nd]
+                        if nd_next[nd] >= 0:
+                            nd_prev[nd_next[nd]] = nd_prev[nd]
+                    gone[n_gone] = i
+                    n_gone += 1
                 if hold:
                     for h in range(1, path_len[i]):
                         vc_free[path_links[i, h] * n_cls + path_cls[i, h]] += 1

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nic.collectives.schedule import Schedule, ScheduleError
-from noc.routing import RouteTable, route
+from noc.routing import RouteTable, route_pairs
 from noc.topology import Topology
 
 
@@ -57,10 +57,10 @@ def transfer_paths(schedule: Schedule, topology: Topology, routes: RouteTable | 
     schedules); on switched networks they are the node's only links and are kept.
     """
     _check_fit(schedule, topology)
-    routes = route(topology) if routes is None else routes
     ep = topology.node_endpoints[:, 0]
     s_ep, d_ep = ep[schedule.src], ep[schedule.dst]
-    links = routes.links[s_ep, d_ep]  # [T, H]
+    # [T, H]: the table's rows, or only these pairs' paths
+    links = route_pairs(topology, s_ep, d_ep).links if routes is None else routes.links[s_ep, d_ep]
     valid = links >= 0
     if topology.is_direct:
         valid &= topology.is_router_link[np.maximum(links, 0)]

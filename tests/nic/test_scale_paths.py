@@ -87,3 +87,23 @@ def test_idle_fraction_is_one_minus_the_union_of_busy_intervals():
                 ce = max(ce, b)
         busy += 0.0 if ce is None else ce - cs
         assert got[v] == pytest.approx(1 - busy / total, abs=2e-6)
+
+
+def test_a_run_too_big_for_the_memory_limit_is_refused_with_its_estimate(monkeypatch):
+    import nic.allreduce as allreduce
+    from noc.errors import ConfigError
+
+    t = parse_spec("torus:8x8:c4")
+    s = build(t, "multitree")
+    prep = prepare(t, s, NicConfig(), 1 << 20)
+    paths = allreduce.transfer_routes(t, prep, None)
+    need = allreduce.message_run_bytes(s, paths)
+    # the formula: per transfer, per path link, and the verifier's three vectors
+    assert paths.max_links == 3
+    assert need == s.num_transfers * (allreduce.MESSAGE_BYTES_PER_TRANSFER + 3 * allreduce.MESSAGE_BYTES_PER_PATH_LINK) \
+        + 24 * 64 * (2 * 64 + 1)
+    monkeypatch.setattr(allreduce, "MAX_RUN_BYTES", need - 1)
+    with pytest.raises(ConfigError, match=r"multitree on torus:8x8:c4: 8,064 transfers; .* GiB \(limit 0 GiB\)"):
+        allreduce.simulate_allreduce(t, s, NicConfig(), None, 1 << 20)
+    monkeypatch.setattr(allreduce, "MAX_RUN_BYTES", need)
+    assert allreduce.simulate_allreduce(t, s, NicConfig(), None, 1 << 20).verified
