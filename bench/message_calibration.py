@@ -16,9 +16,10 @@ without it the test's router (4 VCs x 32 flits) is used. Examples
 
 The flit level takes about a minute for the matrix at 256 KiB on one core. When changing
 the message model, ``--flit-cache FILE`` keeps each flit-level total in a JSON file (keyed
-by the flit level's ``MODEL_VERSION``, the router, the size and the case, written after
-every case) and reuses it, so a rerun takes only the message model's seconds. Start a new
-file after changing the flit level or the NIC co-simulation without bumping that version.
+by the flit level's ``MODEL_VERSION``, the router, the size and the case; written whole
+after every case, keeping the totals another run stored in it meanwhile) and reuses it, so
+a rerun takes only the message model's seconds. Start a new file after changing the flit
+level or the NIC co-simulation without bumping that version.
 
 ``--arbiter-seeds N`` also runs the flit level with the routers' round-robin pointers
 started at random positions (``arbiter_seed`` 1 .. N; the table's own flit column is the
@@ -55,6 +56,7 @@ from nic.allreduce import NicConfig  # noqa: E402
 from nic.flit_cosim import check_cut_through  # noqa: E402
 from noc.config import validate  # noqa: E402
 from noc.errors import ConfigError  # noqa: E402
+from noc.files import replace_atomically  # noqa: E402
 from noc import flit  # noqa: E402
 from noc.flit import FlitNetworkConfig  # noqa: E402
 
@@ -112,9 +114,15 @@ class FlitCache:
         self.table[self.key(net, case)] = cycles  # kept for this run without a file too
         if self.path is None:
             return
-        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
-        tmp.write_text(json.dumps(self.table, indent=0, sort_keys=True))
-        tmp.replace(self.path)
+        # another run may share the file: keep the totals it stored since this one read it
+        try:
+            stored = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            stored = None
+        if isinstance(stored, dict):
+            self.table = {**{k: v for k, v in stored.items() if isinstance(v, (int, float))}, **self.table}
+        text = json.dumps(self.table, indent=0, sort_keys=True)
+        replace_atomically(self.path, lambda tmp: tmp.write_text(text))
 
 
 def cut_through(net: FlitNetworkConfig) -> FlitNetworkConfig:
@@ -257,20 +265,24 @@ def main() -> None:
     if seeded and vct is not None:
         print(_criterion_summary(rows, criterion, len(seeded)))
     if args.csv:
-        with args.csv.open("w", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(["topology", "algorithm", "nic", "size_bytes", "flit_cycles", "message_cycles",
-                        "message_vs_flit_percent"]
-                       + ["flit_cycles_min_over_seeds", "flit_cycles_max_over_seeds", "flit_cycles_mean_with_seeds"]
-                       * bool(seeded)
-                       + ["flit_cycles_vct", "message_vs_flit_vct_percent"] * (vct is not None))
-            for c, fs, cut in zip(rows, flits, vct_totals):
-                w.writerow([c.spec, c.algorithm, c.design, size, c.flit_cycles, c.message_cycles,
-                            round(c.error_percent, 3)]
-                           + ([min(fs[1:]), max(fs[1:]), round(sum(fs) / len(fs), 1)] if seeded else [])
-                           + ([cut, round(_percent(c.message_cycles, cut), 3)] if cut is not None
-                              else ["", ""] if vct is not None else []))
+        def write_csv(tmp: Path) -> None:
+            with tmp.open("w", newline="") as fh:
+                _write_table(csv.writer(fh), rows, flits, vct_totals, size, seeded, vct)
+
+        replace_atomically(args.csv, write_csv)
         print(f"wrote {args.csv}")
+
+
+def _write_table(w, rows, flits, vct_totals, size, seeded, vct) -> None:
+    """The --csv table to csv writer ``w``, one row per case."""
+    w.writerow(["topology", "algorithm", "nic", "size_bytes", "flit_cycles", "message_cycles", "message_vs_flit_percent"]
+               + ["flit_cycles_min_over_seeds", "flit_cycles_max_over_seeds", "flit_cycles_mean_with_seeds"] * bool(seeded)
+               + ["flit_cycles_vct", "message_vs_flit_vct_percent"] * (vct is not None))
+    for c, fs, cut in zip(rows, flits, vct_totals):
+        w.writerow([c.spec, c.algorithm, c.design, size, c.flit_cycles, c.message_cycles, round(c.error_percent, 3)]
+                   + ([min(fs[1:]), max(fs[1:]), round(sum(fs) / len(fs), 1)] if seeded else [])
+                   + ([cut, round(_percent(c.message_cycles, cut), 3)] if cut is not None
+                      else ["", ""] if vct is not None else []))
 
 
 if __name__ == "__main__":

@@ -2,8 +2,11 @@
 
 Each finished run is appended to a JSONL ResultStore under a key that names everything
 that determines it, so an interrupted sweep resumes where it stopped and a changed
-parameter never reuses a stale result. :func:`table_rows` adds speedup over ring and the
-share of the bandwidth bound; :func:`plot_bandwidth` draws bus bandwidth against size.
+parameter never reuses a stale result. A record the store cannot vouch for (damaged,
+checksum mismatch, another store format; :mod:`hw_models.store`) is not reused: its run is
+simulated again and appended. :func:`table_rows` adds speedup over ring and the share of
+the bandwidth bound; :func:`plot_bandwidth` draws bus bandwidth against size (written
+whole under a unique temporary name, so concurrent sweeps into one folder do not collide).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from hw_models.plots import save_figure
 from hw_models.store import ResultStore
 from nic.allreduce import NicConfig, simulate_allreduce
 from nic.message_sim import MODEL_VERSION as MESSAGE_MODEL_VERSION
@@ -159,10 +163,7 @@ def plot_bandwidth(results: list[AllreduceResult], path: str | Path, title: str)
     ax.grid(True, alpha=0.3)
     ax.set_ylim(bottom=0)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    tmp.replace(out)
-    return out
+    try:
+        return save_figure(fig, path)  # a temporary file of a unique name, renamed: whole or absent
+    finally:
+        plt.close(fig)

@@ -1,41 +1,51 @@
 """Experiment configuration: TOML files (or a named preset) into validated pydantic models.
 
 Every key carries its unit in its name. Unknown keys and out-of-range values are
-:class:`noc.errors.ConfigError`\\ s naming file, key, value and what is allowed.
-``hw-models config show FILE`` prints the fully resolved config.
+:class:`noc.errors.ConfigError`\\ s naming file, key, value and what is allowed: every float
+key is a finite number in a stated range (:func:`noc.config.finite`), every seed follows
+:data:`noc.config.SEED_RULE`. Command-line flags that stand for keys are checked by the same
+fields (:func:`noc.config.validate` with ``flags=``, :func:`noc.config.check_value`), and
+what no single key can check (an NI count against the spec's ``:cN``, two routings, a NIC
+that is not one) by :func:`hw_models.experiment.resolve_experiment`, which both
+``hw-models config show`` and ``hw-models allreduce`` run.
 """
 
 from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Annotated, Literal, Optional
 
 from pydantic import Field, create_model, field_validator
 
 from hw_models.units import parse_sizes_bytes
 from nic.allreduce import NicConfig
-from noc.config import StrictModel, read_toml, validate
-from noc.errors import ConfigError
+from noc.config import SEED_RULE, Seed, StrictModel, check_value, finite, finite_rule, read_toml, validate
+from noc.errors import ConfigError, HwModelsError
 from noc.flit import FlitNetworkConfig
-from noc.topology import parse_spec
+from noc.topology import LINK_BYTES_PER_CYCLE_RANGE, MAX_LINK_LATENCY_CYCLES, parse_spec
 
 PRESETS = ("isca2021", "isca2021_mesh")
+MAX_NIS_PER_NODE = 64
+CLOCK_GHZ_RANGE = (1e-3, 100.0)  # 1 MHz .. 100 GHz
+REDUCE_ELEMENTS_PER_CYCLE_RANGE = (1e-6, float(1 << 20))
 
 
 class NetworkConfig(StrictModel):
     """The network: topology spec and link parameters."""
 
     topology: str = Field("torus:4x4", description="Topology spec (torus:4x4, mesh:8x8:c4, fattree:k8:l2, ...).")
-    nis_per_node: int = Field(1, ge=1, le=64, description="NIs per node on direct networks (MultiTree kary - 1).")
-    link_bytes_per_cycle: float = Field(16.0, gt=0, description="Bytes a link carries per cycle, per direction.")
-    link_latency_cycles: int = Field(1, ge=1, le=100_000, description="Cycles from a link's input to its output.")
+    nis_per_node: int = Field(1, ge=1, le=MAX_NIS_PER_NODE, description="NIs per node on direct networks (MultiTree kary - 1).")
+    link_bytes_per_cycle: Annotated[float, finite(*LINK_BYTES_PER_CYCLE_RANGE)] = Field(
+        16.0, description=f"Bytes a link carries per cycle, per direction: {finite_rule(*LINK_BYTES_PER_CYCLE_RANGE)}.")
+    link_latency_cycles: int = Field(1, ge=1, le=MAX_LINK_LATENCY_CYCLES, description="Cycles from a link's input to its output.")
     inject_latency_cycles: Optional[int] = Field(
-        None, ge=1, le=100_000, description="Cycles of an NI's injection link (default: link_latency_cycles).")
+        None, ge=1, le=MAX_LINK_LATENCY_CYCLES, description="Cycles of an NI's injection link (default: link_latency_cycles).")
     eject_latency_cycles: Optional[int] = Field(
-        None, ge=1, le=100_000, description="Cycles of an NI's ejection link (default: link_latency_cycles).")
+        None, ge=1, le=MAX_LINK_LATENCY_CYCLES, description="Cycles of an NI's ejection link (default: link_latency_cycles).")
     routing: Literal["auto", "dor", "nca", "shortest"] = "auto"
-    clock_ghz: float = Field(1.0, gt=0, le=100, description="Clock used to turn cycles into seconds and GB/s.")
+    clock_ghz: Annotated[float, finite(*CLOCK_GHZ_RANGE)] = Field(
+        1.0, description=f"Clock used to turn cycles into seconds and GB/s: {finite_rule(*CLOCK_GHZ_RANGE)}.")
 
     @field_validator("topology")
     @classmethod
@@ -74,12 +84,25 @@ class AllreduceConfig(StrictModel):
 # and [network], the flit size from [router]); the CLI's --nic, --variant and switches override them.
 NIC_KEYS = ("design", "flow_control", "packet_bytes", "step_priority", "issue_delay_cycles", "reduction",
             "reduce_elements_per_cycle", "reduce_granule_elements", "reduce_latency_cycles", "tx_buffer_flits")
+# Its float keys get the finite-range rule here (NicConfig itself, in nic.allreduce, allows any
+# positive value up to its bound).
+_NIC_FLOAT_RANGES = {"reduce_elements_per_cycle": REDUCE_ELEMENTS_PER_CYCLE_RANGE}
+
+
+def _nic_field(k: str):
+    f = NicConfig.model_fields[k]
+    if k in _NIC_FLOAT_RANGES:
+        lo, hi = _NIC_FLOAT_RANGES[k]
+        return Annotated[float, finite(lo, hi)], Field(f.default, description=f"{f.description} {finite_rule(lo, hi)}.")
+    return f.annotation, f
+
+
 NicSection = create_model("NicSection", __base__=StrictModel, __doc__="The NIC: design, flow control, reduction unit.",
-                          **{k: (NicConfig.model_fields[k].annotation, NicConfig.model_fields[k]) for k in NIC_KEYS})
+                          **{k: _nic_field(k) for k in NIC_KEYS})
 
 
 class RunConfig(StrictModel):
-    seed: int = Field(1, ge=0, description="Seed of every random choice.")
+    seed: Seed = Field(1, description=f"Seed of every random choice: {SEED_RULE}.")
     out_dir: str = Field("results", min_length=1, description="Directory for CSV, PNG and traces.")
 
 
@@ -114,18 +137,51 @@ def with_ni_latencies(topology, network: NetworkConfig):
     return topology.with_latencies(router_cycles=lat, inject_cycles=inject or lat, eject_cycles=eject or lat)
 
 
+def resolve_topology(spec: str, nis: Optional[int], flag: str = "--nis", spec_flag: str = "--topology",
+                     **link_kwargs):
+    """The topology of ``spec`` (with ``link_kwargs``), with ``nis`` NIs per node when given
+    (errors name ``flag`` and ``spec_flag``: where the NI count and the spec came from). The
+    count follows ``network.nis_per_node``'s rule wherever it comes from; a spec that
+    states its own NI count (``:cN``) and a different ``nis`` is an error."""
+    import re  # noqa: PLC0415
+
+    from noc.topology import with_concentration  # noqa: PLC0415
+
+    if nis is not None:
+        check_value(NetworkConfig, "nis_per_node", nis, flag, name="network.nis_per_node")
+    t = parse_spec(spec, **link_kwargs)
+    if nis is None or nis == t.nis_per_node:
+        return t
+    if re.search(r":c[0-9]+$", spec.strip().lower()):
+        raise HwModelsError(f"{flag} {nis} contradicts {spec_flag} {spec.strip()} ({t.nis_per_node} NIs per node)")
+    if not t.is_direct:
+        raise HwModelsError(f"{flag} {nis}: {t.name} is a switched network with one NI per endpoint; "
+                            "more NIs per node need a direct network (torus, mesh, ring, hypercube, full)")
+    return parse_spec(with_concentration(t, nis).name, **link_kwargs)
+
+
 def preset_path(name: str) -> Path:
     if name not in PRESETS:
         raise ConfigError(f"preset {name!r} is unknown; available: {', '.join(PRESETS)}")
     return Path(str(resources.files("hw_models") / "presets" / f"{name}.toml"))
 
 
-def load_experiment(path: str | Path | None = None, preset: str | None = None) -> ExperimentConfig:
-    """Load ``path`` (a TOML file), or a named preset, or the defaults."""
+def experiment_data(path: str | Path | None = None, preset: str | None = None) -> tuple[dict, str]:
+    """The raw data of ``path`` (a TOML file), or a named preset, or the defaults (empty),
+    and the name errors give it (the file, ``preset NAME`` or ``defaults``)."""
     if path is not None and preset is not None:
         raise ConfigError("give a config file or a preset, not both")
     if preset is not None:
-        path = preset_path(preset)
+        return read_toml(preset_path(preset)), f"preset {preset}"
     if path is None:
-        return ExperimentConfig()
-    return validate(read_toml(path), ExperimentConfig, source=str(path))
+        return {}, "defaults"
+    return read_toml(path), str(path)
+
+
+def load_experiment(path: str | Path | None = None, preset: str | None = None) -> ExperimentConfig:
+    """Load ``path`` (a TOML file), or a named preset, or the defaults."""
+    if preset is not None and path is None:
+        path = preset_path(preset)
+        preset = None
+    data, source = experiment_data(path, preset)
+    return validate(data, ExperimentConfig, source=source)

@@ -1,4 +1,8 @@
-"""Pictures: topology drawings (more plots join as results do). matplotlib with the Agg backend."""
+"""Pictures: topology drawings (more plots join as results do). matplotlib with the Agg backend.
+
+Every figure is written by :func:`save_figure`: to a temporary file of a unique name and
+renamed, so a PNG is whole or absent and concurrent writers of one file do not collide.
+"""
 
 from __future__ import annotations
 
@@ -75,8 +79,19 @@ def draw_topology(t: Topology, path: str | Path) -> Path:
     ax.set_aspect("equal" if t.family not in ("fattree", "bigraph", "switch") else "auto")
     ax.axis("off")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    try:
+        return save_figure(fig, path)
+    finally:
+        plt.close(fig)
+
+
+def save_figure(fig, path: str | Path, **savefig_kw) -> Path:
+    """Write matplotlib figure ``fig`` to ``path`` whole or not at all (a temporary file of a
+    unique name in the same directory, renamed over ``path``; :func:`hw_models.store.replace_atomically`).
+    The format is ``path``'s suffix (default png); ``savefig_kw`` default to dpi 120 and a
+    tight bounding box."""
+    from hw_models.store import replace_atomically
+
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return out
+    kw = {"dpi": 120, "bbox_inches": "tight", "format": out.suffix.lstrip(".").lower() or "png", **savefig_kw}
+    return replace_atomically(out, lambda tmp: fig.savefig(tmp, **kw))

@@ -9,7 +9,8 @@ from noc.errors import ConfigError
 _UNITS = {"": 1, "b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
           "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
 MAX_SIZE_BYTES = 1 << 40  # 1 TiB: far beyond any all-reduce simulated here, and safe in int64 byte counts
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmgt]i?b|b)?\s*$", re.IGNORECASE)
+# ASCII digits only: re's \d and int() also take digits such as '４' or '١'
+_SIZE_RE = re.compile(r"^\s*([0-9]+)\s*([kmgt]i?b|b)?\s*$", re.IGNORECASE | re.ASCII)
 
 
 def parse_size_bytes(text: str | int) -> int:

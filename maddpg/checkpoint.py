@@ -1,8 +1,9 @@
 """Checkpoints: one ``.npz`` per save, written whole or not at all.
 
-The file is written to a temporary name in the same directory, flushed to disk and renamed
-over the old one (``os.replace``), so an interrupted save (Ctrl-C, a crash) leaves the
-previous checkpoint intact. Reading checks the format tag and every expected key; a file that
+The file is written to a temporary file of a unique name in the same directory, flushed to
+disk and renamed over the old one (:func:`noc.files.replace_atomically`), so an interrupted
+save (Ctrl-C, a crash) leaves the previous checkpoint intact and two saves into one folder
+never share a temporary file. Reading checks the format tag and every expected key; a file that
 is not a readable npz, lacks a key or was written for another configuration raises
 :class:`CheckpointError` naming the file and the problem.
 """
@@ -10,13 +11,13 @@ is not a readable npz, lacks a key or was written for another configuration rais
 from __future__ import annotations
 
 import json
-import os
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from noc.errors import HwModelsError
+from noc.files import replace_atomically
 
 FORMAT = "hw-models/maddpg-checkpoint/1"
 
@@ -27,17 +28,14 @@ class CheckpointError(HwModelsError):
 
 def save_npz_atomic(path: str | Path, arrays: dict[str, np.ndarray], meta: dict) -> Path:
     """Write ``arrays`` plus a JSON ``meta`` (and the format tag) to ``path`` atomically."""
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
     payload = dict(arrays)
     payload["__meta__"] = np.frombuffer(json.dumps({"format": FORMAT, **meta}, sort_keys=True).encode(), np.uint8)
-    with tmp.open("wb") as f:
-        np.savez(f, **payload)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, out)
-    return out
+
+    def write(tmp: Path) -> None:
+        with tmp.open("wb") as f:
+            np.savez(f, **payload)
+
+    return replace_atomically(path, write, durable=True)
 
 
 def load_npz(path: str | Path, required: list[str] | None = None) -> tuple[dict[str, np.ndarray], dict]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -33,7 +33,7 @@ from maddpg import kernels as K
 from maddpg.checkpoint import CheckpointError, load_npz, save_npz_atomic
 from maddpg.kernels_mlp import MLP
 from maddpg.replay import ReplayBuffer
-from noc.config import StrictModel
+from noc.config import SEED_RULE, Seed, StrictModel, finite
 from noc.errors import ConfigError
 
 U_MIN, U_MAX = K.U_MIN, K.U_MAX  # the Gumbel-softmax kernel clips uniform samples into [U_MIN, U_MAX]
@@ -44,23 +44,23 @@ class MADDPGConfig(StrictModel):
 
     env: str = Field("simple_spread", description="MPE scenario (simple_spread, simple, simple_adversary, simple_tag)")
     n_agents: int = Field(3, ge=1, le=64)
-    seed: int = Field(0, ge=0)
+    seed: Seed = Field(0, description=f"seed of everything random: {SEED_RULE}")
     max_cycles: int = Field(25, ge=1, description="environment steps per episode")
-    lr: float = Field(1e-2, gt=0)
-    gamma: float = Field(0.95, ge=0, le=1)
-    batch_size: int = Field(1024, ge=1)
+    lr: Annotated[float, finite(1e-9, 10.0)] = 1e-2
+    gamma: Annotated[float, finite(0.0, 1.0)] = 0.95
+    batch_size: int = Field(1024, ge=1, le=1 << 20)
     hidden_units: int = Field(64, ge=1)
     hidden_layers: int = Field(2, ge=1)
-    tau: float = Field(0.01, gt=0, le=1)
+    tau: Annotated[float, finite(0.0, 1.0, lo_open=True)] = 0.01
     buffer_size: int = Field(1_000_000, ge=1)
     learning_starts: Optional[int] = Field(None, ge=1, description="replay size before updates; None: batch_size * max_cycles")
     update_every_steps: int = Field(100, ge=1)
-    grad_clip: float = Field(0.5, ge=0, description="per-tensor gradient-norm clip; 0: off")
-    actor_reg: float = Field(1e-3, ge=0, description="coefficient of mean(logits^2) in the actor loss")
-    temperature: float = Field(1.0, gt=0, description="Gumbel-softmax temperature")
-    adam_beta1: float = Field(0.9, ge=0, lt=1)
-    adam_beta2: float = Field(0.999, ge=0, lt=1)
-    adam_eps: float = Field(1e-8, gt=0)
+    grad_clip: Annotated[float, finite(0.0, 1e6)] = Field(0.5, description="per-tensor gradient-norm clip; 0: off")
+    actor_reg: Annotated[float, finite(0.0, 1e6)] = Field(1e-3, description="coefficient of mean(logits^2) in the actor loss")
+    temperature: Annotated[float, finite(1e-6, 1e6)] = Field(1.0, description="Gumbel-softmax temperature")
+    adam_beta1: Annotated[float, finite(0.0, 0.999999)] = 0.9
+    adam_beta2: Annotated[float, finite(0.0, 0.999999)] = 0.999
+    adam_eps: Annotated[float, finite(1e-12, 1.0)] = 1e-8
     tile_b: int = Field(64, ge=1, description="batch rows per parallel tile of the kernels")
     batch_parts: int = Field(2, ge=1, le=64, description="row ranges a minibatch is split into, run in parallel "
                              "(Numba threads); weight gradients are the parts' in-order sum, so results depend "

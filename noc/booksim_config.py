@@ -100,7 +100,7 @@ class BookSimRun:
 
 
 _TOKEN = re.compile(r"\s*(?:(?P<num>[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)|(?P<str>\"[^\"]*\"|'[^']*')|"
-                    r"(?P<word>[A-Za-z_][\w.()\-]*)|(?P<punct>[{},;=]))")
+                    r"(?P<word>[A-Za-z_][\w.()\-]*)|(?P<punct>[{},;=]))", re.ASCII)  # BookSim2's digits are 0-9
 
 
 def _strip_comments(text: str) -> str:
@@ -126,7 +126,10 @@ def _tokens(text: str, source: str) -> list[tuple[str, str]]:
 def _value(tokens: list[tuple[str, str]], i: int, source: str, key: str) -> tuple[Any, int]:
     kind, text = tokens[i]
     if kind == "num":
-        return (float(text) if any(ch in text for ch in ".eE") else int(text)), i + 1
+        try:  # int() refuses more than 4300 digits
+            return (float(text) if any(ch in text for ch in ".eE") else int(text)), i + 1
+        except ValueError:
+            raise ConfigError(f"{source}: key {key!r}: {text[:30]!r}... is too long a number") from None
     if kind == "str":
         return text[1:-1], i + 1
     if kind == "word":
@@ -207,7 +210,7 @@ def _allocator(values: dict, key: str, source: str) -> str:
     v = values[key]
     if v in _ALLOCATORS:
         return v
-    m = re.fullmatch(r"islip\((\d+)\)", str(v))
+    m = re.fullmatch(r"islip\(([0-9]+)\)", str(v))
     if m and int(m.group(1)) == 1:
         return "islip"
     raise _refuse(source, key, v, f"allowed here: {', '.join(_ALLOCATORS)} (other allocators and iSLIP with "
@@ -230,9 +233,10 @@ def _packet_sizes(values: dict, source: str) -> tuple[list[int], list[float] | N
     rates = first_class(rate, "packet_size_rate")
     if rates == [1] or rates == [1] * len(sizes):
         return sizes, None
-    if len(rates) != len(sizes) or not all(isinstance(r, int) and r >= 0 for r in rates) or sum(rates) <= 0:
-        raise _refuse(source, "packet_size_rate", rate, f"needs one non-negative integer weight per packet size "
-                                                        f"({len(sizes)})")
+    if len(rates) != len(sizes) or not all(isinstance(r, int) and not isinstance(r, bool) and 0 <= r <= 10**6
+                                           for r in rates) or sum(rates) <= 0:
+        raise _refuse(source, "packet_size_rate", rate, f"needs one integer weight in [0, 1e6] per packet size "
+                                                        f"({len(sizes)}), not all zero")
     return sizes, [float(r) for r in rates]
 
 
@@ -262,6 +266,9 @@ def from_booksim(values: dict[str, Any], source: str = "booksim config") -> Book
     k, n = _number(v, "k", source), _number(v, "n", source)
     if k < 2 or n < 1:
         raise _refuse(source, "k" if k < 2 else "n", k if k < 2 else n, "k must be >= 2 and n >= 1")
+    if n > 32 or k > 1 << 16:  # before a list of n sizes is made; the topology's own limits follow
+        raise _refuse(source, "n" if n > 32 else "k", n if n > 32 else k, "at most 32 dimensions (n) of at most "
+                      "65536 routers each (k)")
     if _number(v, "c", source) != 1:
         raise _refuse(source, "c", v["c"], f"BookSim2's {topo} has one node per router; only 1 is modelled")
     if v["routing_function"] not in _ROUTING[topo]:
@@ -287,7 +294,7 @@ def from_booksim(values: dict[str, Any], source: str = "booksim config") -> Book
         "vc_release": "tail_credit" if _flag(v, "wait_for_tail_credit", source) else "tail_sent",
     }, FlitNetworkConfig, source=f"{source} (as router keys)")
     pattern = v["traffic"]
-    if pattern not in _PATTERNS:
+    if not isinstance(pattern, str) or pattern not in _PATTERNS:
         raise _refuse(source, "traffic", pattern, f"allowed here: {', '.join(_PATTERNS)}")
     sizes, weights = _packet_sizes(v, source)
     rate = _number(v, "injection_rate", source, float)

@@ -20,3 +20,14 @@ class ConfigError(HwModelsError):
 
 class DeadlockError(HwModelsError):
     """A simulation stopped because nothing moved while work was in flight."""
+
+
+class HwModelsWarning(UserWarning):
+    """Something a user should know about a run that still goes on; the CLI prints it on one
+    line as ``warning: ...``."""
+
+
+class DeadlockRiskWarning(HwModelsWarning):
+    """The routing's channel dependencies on a run's own paths close a cycle: the network
+    can deadlock (the flit level then stops with :class:`DeadlockError`; the message model
+    has no such mechanism and times the run as if it could not)."""

@@ -55,7 +55,7 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import overload
 from pydantic import Field
 
-from noc.config import StrictModel
+from noc.config import Seed, StrictModel
 from noc.errors import ConfigError, DeadlockError
 from noc.routing import check_vc_classes, route, tie_variants
 from noc.topology import Topology
@@ -75,10 +75,10 @@ class FlitNetworkConfig(StrictModel):
     allocator: Literal["round_robin", "islip"] = Field("round_robin", description="Arbiter pointer policy of the separable allocators.")
     routing: Literal["auto", "dor", "nca", "shortest"] = Field("auto", description="Routing algorithm (noc.routing).")
     dateline: bool = Field(True, description="Dateline VC classes on tori (without them a torus can deadlock).")
-    watchdog_cycles: int = Field(10_000, ge=10, description="Stop with a deadlock error after this many cycles without a flit moving.")
+    watchdog_cycles: int = Field(10_000, ge=10, le=1 << 40, description="Stop with a deadlock error after this many cycles without a flit moving.")
     debug: bool = Field(False, description="Check invariants (credits within 0..depth, flit order) every cycle.")
-    arbiter_seed: int | None = Field(
-        None, ge=0, le=(1 << 63) - 1,
+    arbiter_seed: Seed | None = Field(
+        None,
         description="None: every round-robin pointer of the VC and switch allocators starts at 0 (the reset state). "
                     "A seed: each starts at a random position drawn from it (seed_arbiters), so runs over several "
                     "seeds show how much a result depends on tie-breaking alone.")

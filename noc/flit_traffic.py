@@ -22,13 +22,13 @@ per-link utilisation.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 from numba import njit
 from pydantic import Field, ValidationInfo, field_validator
 
-from noc.config import StrictModel
+from noc.config import MAX_PACKET_FLITS, Seed, StrictModel, finite, finite_rule, is_finite_in
 from noc.errors import ConfigError, DeadlockError
 from noc.flit import (
     C_EJECTED_FLITS, C_ERR, C_IN_FLIGHT, C_INJECTED_FLITS, FlitNetworkConfig, build_network, describe_stuck, enqueue_packet,
@@ -40,20 +40,30 @@ PATTERNS = ("uniform", "transpose", "bitcomp", "bitrev", "shuffle", "tornado", "
             "hotspot")
 
 
+RATE_PACKETS_RANGE = (1e-6, 1.0)  # a packet per NI per million cycles .. one per cycle
+PACKET_WEIGHT_RANGE = (0.0, 1e6)
+THRES_RANGE = (0.0, 1e6)
+MAX_RUN_CYCLES = 1 << 40  # cycle counts stay far inside the kernels' int64 arithmetic
+
+
 class TrafficConfig(StrictModel):
     """Synthetic traffic and the run methodology."""
 
     pattern: Literal["uniform", "transpose", "bitcomp", "bitrev", "shuffle", "tornado", "neighbor", "neighbor_all",
                      "randperm", "hotspot"] = "uniform"
-    rate_packets: float = Field(0.1, gt=0, le=1, description="Packets created per NI per cycle (Bernoulli).")
-    packet_flits: list[int] = Field(default_factory=lambda: [1], min_length=1, description="Packet sizes in flits.")
-    packet_weights: list[float] | None = Field(None, description="Probabilities of packet_flits (default: equal).")
-    hotspot_fraction: float = Field(0.2, ge=0, le=1, description="hotspot: share of packets sent to NI 0.")
-    warmup_cycles: int = Field(1000, ge=0, description="Cycles before measuring.")
-    measure_cycles: int = Field(5000, ge=1, description="Cycles whose packets are measured.")
-    drain_limit_cycles: int = Field(20000, ge=1, description="Cycles allowed to deliver the measured packets; more means unstable.")
-    seed: int = Field(1, ge=0, le=(1 << 32) - 1)
-    perm_seed: int = Field(0, ge=0, le=(1 << 32) - 1, description="randperm: the seed of its fixed permutation.")
+    rate_packets: Annotated[float, finite(*RATE_PACKETS_RANGE)] = Field(
+        0.1, description=f"Packets created per NI per cycle (Bernoulli): {finite_rule(*RATE_PACKETS_RANGE)}.")
+    packet_flits: list[int] = Field(default_factory=lambda: [1], min_length=1,
+                                    description=f"Packet sizes in flits, each in [1, {MAX_PACKET_FLITS}].")
+    packet_weights: list[float] | None = Field(
+        None, description=f"Relative frequencies of packet_flits (default: equal), each {finite_rule(*PACKET_WEIGHT_RANGE)}, "
+                          "not all zero.")
+    hotspot_fraction: Annotated[float, finite(0.0, 1.0)] = Field(0.2, description="hotspot: share of packets sent to NI 0.")
+    warmup_cycles: int = Field(1000, ge=0, le=MAX_RUN_CYCLES, description="Cycles before measuring.")
+    measure_cycles: int = Field(5000, ge=1, le=MAX_RUN_CYCLES, description="Cycles whose packets are measured.")
+    drain_limit_cycles: int = Field(20000, ge=1, le=MAX_RUN_CYCLES, description="Cycles allowed to deliver the measured packets; more means unstable.")
+    seed: Seed = Field(1, description="Seed of the traffic (sources, destinations, sizes).")
+    perm_seed: Seed = Field(0, description="randperm: the seed of its fixed permutation.")
     self_packets: bool = Field(
         False, description="Packets to their own source are sent (BookSim2): uniform and hotspot draw from every NI, "
                            "the source included, and a fixed pattern's fixed points send to themselves, through the "
@@ -69,20 +79,20 @@ class TrafficConfig(StrictModel):
                                 "warmup_thres and acc_warmup_thres changes are met).")
     sample_period_cycles: int = Field(1000, ge=1, le=1_000_000, description="booksim: cycles per sample period.")
     max_samples: int = Field(10, ge=1, le=10_000, description="booksim: at most this many periods, warm-up included.")
-    latency_thres_cycles: float = Field(
-        500.0, gt=0, allow_inf_nan=False,
+    latency_thres_cycles: Annotated[float, finite(0.0, 1e9, lo_open=True)] = Field(
+        500.0,
         description="booksim: a period end at which the average latency of the delivered packets and of every flit "
                     "still queued or in flight exceeds this is unstable (the run stops).")
-    warmup_thres: float = Field(0.05, ge=0, allow_inf_nan=False, description="booksim: latency change ending a convergence warm-up.")
-    acc_warmup_thres: float = Field(0.05, ge=0, allow_inf_nan=False, description="booksim: throughput change ending a convergence warm-up.")
-    stopping_thres: float = Field(0.05, ge=0, allow_inf_nan=False, description="booksim: latency change of a converged period (3 in a row end the run).")
-    acc_stopping_thres: float = Field(0.05, ge=0, allow_inf_nan=False, description="booksim: throughput change of a converged period.")
+    warmup_thres: Annotated[float, finite(*THRES_RANGE)] = Field(0.05, description="booksim: latency change ending a convergence warm-up.")
+    acc_warmup_thres: Annotated[float, finite(*THRES_RANGE)] = Field(0.05, description="booksim: throughput change ending a convergence warm-up.")
+    stopping_thres: Annotated[float, finite(*THRES_RANGE)] = Field(0.05, description="booksim: latency change of a converged period (3 in a row end the run).")
+    acc_stopping_thres: Annotated[float, finite(*THRES_RANGE)] = Field(0.05, description="booksim: throughput change of a converged period.")
 
     @field_validator("packet_flits")
     @classmethod
     def _sizes(cls, v: list[int]) -> list[int]:
-        if min(v) < 1:
-            raise ValueError("packet sizes must be >= 1 flit")
+        if min(v) < 1 or max(v) > MAX_PACKET_FLITS:
+            raise ValueError(f"packet sizes must be in [1, {MAX_PACKET_FLITS}] flits")
         return v
 
     @field_validator("packet_weights")
@@ -93,8 +103,8 @@ class TrafficConfig(StrictModel):
         sizes = info.data.get("packet_flits")  # absent when packet_flits itself is invalid
         if sizes is not None and len(v) != len(sizes):
             raise ValueError(f"needs one weight per packet_flits entry ({len(sizes)}), got {len(v)}")
-        if min(v, default=0.0) < 0 or sum(v) <= 0:
-            raise ValueError("weights must be non-negative and not all zero")
+        if not all(is_finite_in(w, *PACKET_WEIGHT_RANGE) for w in v) or sum(v) <= 0:  # NaN: no wrong figures
+            raise ValueError(f"weights must be non-negative and not all zero, each {finite_rule(*PACKET_WEIGHT_RANGE)}")
         return v
 
     def size_table(self) -> tuple[np.ndarray, np.ndarray]:

@@ -27,19 +27,25 @@ Loads are in flits per NI per cycle; ``bound_flits`` is the uniform-traffic bise
 k x k torus; with ``router.flit_bytes`` set, each link counted at its flit rate, see
 :func:`bisection_bound_flits`), which scales the default steps for every pattern but is a
 bound only for uniform traffic.
+
+Finished points are never lost: a point that deadlocks ends the sweep with
+:class:`SweepDeadlockError` and Ctrl-C with :class:`SweepInterrupted`, each carrying the
+points finished before it; with ``points=`` (a :class:`PointStore`, e.g. the CLI's result
+store) each finished point is kept as it finishes and reused by a later sweep, which then
+makes the same choices and gives the same result as an uninterrupted one.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Annotated, Callable, Protocol
 
 import numpy as np
 from pydantic import Field
 
-from noc.config import StrictModel
-from noc.errors import ConfigError
+from noc.config import StrictModel, finite, finite_rule
+from noc.errors import ConfigError, DeadlockError
 from noc.flit import FlitNetworkConfig
 from noc.flit_traffic import RunStats, TrafficConfig, destinations, run_traffic
 from noc.routing import route
@@ -56,11 +62,16 @@ ZERO_LOAD_TOLERANCE = 0.2
 class SweepConfig(StrictModel):
     """How :func:`sweep_load` chooses its load points (loads in flits per NI per cycle)."""
 
-    start_flits: float | None = Field(None, gt=0, le=1, description="Near-zero load of the first point (default: bound / 50).")
-    step_flits: float | None = Field(None, gt=0, le=1, description="Load step of the coarse sweep (default: bound / 8).")
+    start_flits: Annotated[float, finite(1e-6, 1.0)] | None = Field(
+        None, description=f"Near-zero load of the first point (default: bound / 50): {finite_rule(1e-6, 1.0)}.")
+    step_flits: Annotated[float, finite(1e-6, 1.0)] | None = Field(
+        None, description=f"Load step of the coarse sweep (default: bound / 8): {finite_rule(1e-6, 1.0)}.")
     max_points: int = Field(24, ge=2, le=200, description="At most this many points in all.")
     refine_steps: int = Field(3, ge=0, le=10, description="Bisections between the last good and the first saturated load.")
-    latency_limit_factor: float = Field(6.0, gt=1, description="A point whose average latency exceeds this x the zero-load latency is saturated.")
+    # an infinite limit no point can exceed would report "saturation not reached" for a saturated network
+    latency_limit_factor: Annotated[float, finite(1.0, 1e6, lo_open=True)] = Field(
+        6.0, description="A point whose average latency exceeds this x the zero-load latency is saturated: "
+                         f"{finite_rule(1.0, 1e6, lo_open=True)}.")
 
 
 def bisection_bound_flits(topology: Topology, flit_bytes: int | None = None) -> float:
@@ -165,6 +176,7 @@ class SweepResult:
     first_saturated_flits: float = math.nan  # lowest saturated offered load (nan: never saturated)
     rows: list[dict] = field(default_factory=list)
     max_offered_flits: float = math.nan  # the highest load the generator offers: 1 packet/NI/cycle, in flits
+    reused_points: int = 0  # points taken from ``points=`` (a result store) instead of simulated
 
     @property
     def saturation_reached(self) -> bool:
@@ -175,10 +187,48 @@ class SweepResult:
         return self.points[-1].offered_flits if self.points else math.nan
 
 
+class PointStore(Protocol):
+    """Finished load points kept across runs (e.g. a result store), so an interrupted sweep
+    resumes: ``get`` returns the stats of a run of exactly ``traffic`` (its ``rate_packets``
+    set to the point's load) on this sweep's topology and network, or None."""
+
+    def get(self, traffic: TrafficConfig) -> RunStats | None: ...
+
+    def put(self, traffic: TrafficConfig, stats: RunStats) -> None: ...
+
+
+class SweepDeadlockError(DeadlockError):
+    """A load point deadlocked. ``result`` holds the points measured before it (a partial
+    :class:`SweepResult`; its ``rows`` end with a ``verdict = "deadlock"`` row for that
+    load); ``offered_flits`` is the load that deadlocked."""
+
+    def __init__(self, message: str, result: SweepResult, offered_flits: float) -> None:
+        super().__init__(message)
+        self.result = result
+        self.offered_flits = offered_flits
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a sweep (a KeyboardInterrupt, so it stops whatever stops on one);
+    ``result`` holds the points finished before it (a partial :class:`SweepResult`)."""
+
+    def __init__(self, result: SweepResult) -> None:
+        super().__init__()
+        self.result = result
+
+
 def sweep_load(topology: Topology, network: FlitNetworkConfig, traffic: TrafficConfig, sweep: SweepConfig | None = None,
-               on_point: Callable[[int, float, RunStats, bool], None] | None = None) -> SweepResult:
+               on_point: Callable[[int, float, RunStats, bool], None] | None = None,
+               points: PointStore | None = None) -> SweepResult:
     """Sweep the offered load of ``traffic`` (its ``rate_packets`` is ignored) from near zero
-    to saturation on ``topology``. Deterministic for a given ``traffic.seed``."""
+    to saturation on ``topology``. Deterministic for a given ``traffic.seed``.
+
+    ``on_point(n, load, stats, saturated)`` follows each finished point. With ``points``, a
+    point found there is reused instead of simulated (the sweep's choices and results are
+    the same: every point is a run of its own) and each point simulated is put there once
+    it is finished (the first once it passed the zero-load check).
+    A point that deadlocks stops the sweep with :class:`SweepDeadlockError` and Ctrl-C with
+    :class:`SweepInterrupted`; both carry the points finished before them."""
     sw = SweepConfig() if sweep is None else sweep
     bound = bisection_bound_flits(topology, network.flit_bytes)
     mean = traffic.mean_packet_flits
@@ -190,56 +240,87 @@ def sweep_load(topology: Topology, network: FlitNetworkConfig, traffic: TrafficC
     analytic = zero_load_latency_cycles(topology, network, traffic)
     done: dict[float, SweepPoint] = {}
     zero_load = math.nan
+    reused = 0
+    good, bad = start, None
 
-    def run(load: float) -> SweepPoint:
-        nonlocal zero_load
-        stats = run_traffic(topology, network, traffic.model_copy(update={"rate_packets": min(1.0, load / mean)}))
-        if math.isnan(zero_load):
+    def run(load: float, first: bool = False) -> SweepPoint:
+        nonlocal zero_load, reused
+        tr = traffic.model_copy(update={"rate_packets": min(1.0, load / mean)})
+        stats = points.get(tr) if points is not None else None
+        fresh = stats is None
+        if stats is None:
+            stats = run_traffic(topology, network, tr)
+        else:
+            reused += 1
+        if first:
             zero_load = stats.latency_avg
+            _check_zero_load(stats, start, analytic)
         sat = (not stats.stable) or not (stats.latency_avg <= sw.latency_limit_factor * zero_load)
         pt = SweepPoint(load, stats, sat)
         done[load] = pt
+        if fresh and points is not None:
+            points.put(tr, stats)
         if on_point is not None:
             on_point(len(done), load, stats, sat)
         return pt
 
-    first = run(start)
-    _check_zero_load(first.stats, start, analytic)
-    good, bad = start, None  # _check_zero_load passed: the first point is not saturated
-    k = 1
-    while bad is None and len(done) < sw.max_points:
-        load = min(k * step, max_flits)
-        k += 1
-        if load <= start:
-            continue
-        if run(load).saturated:
-            bad = load
-        else:
-            good = load
-        if load >= max_flits:
-            break
-    for _ in range(sw.refine_steps):
-        if bad is None or len(done) >= sw.max_points:
-            break
-        mid = round((good + bad) / 2, 6)
-        if mid in done:
-            break
-        if run(mid).saturated:
-            bad = mid
-        else:
-            good = mid
+    def result() -> SweepResult:
+        return _result(done, zero_load, analytic, good, bad, bound, max_flits, reused)
+
+    load = start
+    try:
+        run(start, first=True)  # _check_zero_load passed: the first point is not saturated
+        k = 1
+        while bad is None and len(done) < sw.max_points:
+            load = min(k * step, max_flits)
+            k += 1
+            if load <= start:
+                continue
+            if run(load).saturated:
+                bad = load
+            else:
+                good = load
+            if load >= max_flits:
+                break
+        for _ in range(sw.refine_steps):
+            if bad is None or len(done) >= sw.max_points:
+                break
+            load = round((good + bad) / 2, 6)
+            if load in done:
+                break
+            if run(load).saturated:
+                bad = load
+            else:
+                good = load
+    except DeadlockError as exc:
+        partial = result()
+        partial.rows.append({"offered_flits": round(load, 6), "stable": False, "saturated": True, "verdict": "deadlock"})
+        n = len(partial.points)
+        why = str(exc).removeprefix("deadlock: ")
+        raise SweepDeadlockError(f"deadlock at offered load {load:.4g} flits/NI/cycle (after {n} point{'s' if n != 1 else ''}"
+                                 f" measured): {why}", partial, load) from None
+    except KeyboardInterrupt:
+        raise SweepInterrupted(result()) from None
+    return result()
+
+
+def _result(done: dict[float, SweepPoint], zero_load: float, analytic: float, good: float, bad: float | None,
+            bound: float, max_flits: float, reused: int) -> SweepResult:
+    """The SweepResult of the points in ``done`` (all of a finished sweep, or those before a
+    deadlock or an interrupt)."""
     points = [done[x] for x in sorted(done)]
     accepted = [p.stats.accepted_flits for p in points if not math.isnan(p.stats.accepted_flits)]
     rows = []
     for p in points:
         r = {"offered_flits": round(p.offered_flits, 6), **{k2: v for k2, v in p.stats.row().items() if k2 != "offered_flits"},
-             "saturated": p.saturated}
+             "saturated": p.saturated, "verdict": "saturated" if p.saturated else "ok"}
         rows.append(r)
     return SweepResult(
         points=points, zero_load_latency_cycles=float(zero_load), zero_load_latency_analytic_cycles=analytic,
         saturation_offered_flits=float(good) if bad is not None else math.nan,
         peak_accepted_flits=max(accepted) if accepted else math.nan, bound_flits=bound,
         first_saturated_flits=float(bad) if bad is not None else math.nan, rows=rows, max_offered_flits=max_flits,
+        reused_points=reused,
     )
 
 

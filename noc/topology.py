@@ -32,10 +32,16 @@ from functools import cached_property
 import numpy as np
 from numba import njit
 
+from noc.config import finite_rule, is_finite_in
 from noc.errors import SpecError
 
 DEFAULT_LINK_BYTES_PER_CYCLE = 16.0  # 128-bit flits, one per cycle
 DEFAULT_LINK_LATENCY_CYCLES = 1
+# What a link may be (the config keys of every command check the same ranges): a finite
+# bandwidth in [1e-6, 1e6] bytes/cycle (a bit per million cycles to a megabyte per cycle; no
+# NaN, no infinity) and a latency of 1 to 100,000 cycles.
+LINK_BYTES_PER_CYCLE_RANGE = (1e-6, 1e6)
+MAX_LINK_LATENCY_CYCLES = 100_000
 
 DIRECT_FAMILIES = ("ring", "mesh", "torus", "hypercube", "fully_connected")
 SWITCHED_FAMILIES = ("fattree", "bigraph", "switch")
@@ -370,32 +376,54 @@ class Topology:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Topology":
-        if d.get("format") != "hw-models/topology/1":
-            raise SpecError(f"not a hw-models topology (format={d.get('format')!r}, expected 'hw-models/topology/1')")
-        links = d["links"]
-        ndim = max(1, len(d["router_coords"][0])) if d["router_coords"] else 1
-        return cls(
-            name=d["name"],
-            family=d["family"],
-            num_endpoints=int(d["num_endpoints"]),
-            num_routers=int(d["num_routers"]),
-            link_src=np.asarray(links["src"], dtype=np.int32),
-            link_dst=np.asarray(links["dst"], dtype=np.int32),
-            link_bytes_per_cycle=np.asarray(links["bytes_per_cycle"], dtype=np.float64),
-            link_latency_cycles=np.asarray(links["latency_cycles"], dtype=np.int32),
-            link_dim=np.asarray(links["dim"], dtype=np.int16),
-            link_sign=np.asarray(links["sign"], dtype=np.int8),
-            endpoint_router=np.asarray(d["endpoint_router"], dtype=np.int32),
-            router_coords=np.asarray(d["router_coords"], dtype=np.int32).reshape(int(d["num_routers"]), ndim),
-            dims=tuple(int(x) for x in d["dims"]),
-            wrap=bool(d["wrap"]),
-            concentration=int(d["concentration"]),
-            params=dict(d["params"]),
-        )
+        """The topology :meth:`to_dict` wrote; a :class:`SpecError` for anything else (a link
+        whose bandwidth or latency is out of range included)."""
+        if not isinstance(d, dict) or d.get("format") != "hw-models/topology/1":
+            fmt = d.get("format") if isinstance(d, dict) else None
+            raise SpecError(f"not a hw-models topology (format={fmt!r}, expected 'hw-models/topology/1')")
+        try:
+            links = d["links"]
+            ndim = max(1, len(d["router_coords"][0])) if d["router_coords"] else 1
+            bpc = np.asarray(links["bytes_per_cycle"], dtype=np.float64)
+            lat = np.asarray(links["latency_cycles"], dtype=np.int64)
+            lo, hi = LINK_BYTES_PER_CYCLE_RANGE
+            if bpc.size and not (np.isfinite(bpc).all() and lo <= bpc.min() and bpc.max() <= hi):
+                raise SpecError(f"a topology's links.bytes_per_cycle must each be {finite_rule(lo, hi)}")
+            if lat.size and not (1 <= lat.min() and lat.max() <= MAX_LINK_LATENCY_CYCLES):
+                raise SpecError(f"a topology's links.latency_cycles must each be an integer in "
+                                f"[1, {MAX_LINK_LATENCY_CYCLES}]")
+            return cls(
+                name=str(d["name"]),
+                family=str(d["family"]),
+                num_endpoints=int(d["num_endpoints"]),
+                num_routers=int(d["num_routers"]),
+                link_src=np.asarray(links["src"], dtype=np.int32),
+                link_dst=np.asarray(links["dst"], dtype=np.int32),
+                link_bytes_per_cycle=bpc,
+                link_latency_cycles=lat.astype(np.int32),
+                link_dim=np.asarray(links["dim"], dtype=np.int16),
+                link_sign=np.asarray(links["sign"], dtype=np.int8),
+                endpoint_router=np.asarray(d["endpoint_router"], dtype=np.int32),
+                router_coords=np.asarray(d["router_coords"], dtype=np.int32).reshape(int(d["num_routers"]), ndim),
+                dims=tuple(int(x) for x in d["dims"]),
+                wrap=bool(d["wrap"]),
+                concentration=int(d["concentration"]),
+                params=dict(d["params"]),
+            )
+        except SpecError:
+            raise
+        except KeyError as exc:
+            raise SpecError(f"not a complete hw-models topology: no key {exc}") from None
+        except (TypeError, ValueError, IndexError, OverflowError) as exc:
+            raise SpecError(f"not a valid hw-models topology: {exc}") from None
 
     @classmethod
     def from_json(cls, text: str) -> "Topology":
-        return cls.from_dict(json.loads(text))
+        try:
+            d = json.loads(text)
+        except (TypeError, ValueError) as exc:
+            raise SpecError(f"not a hw-models topology: not JSON ({exc})") from None
+        return cls.from_dict(d)
 
     def with_links(self, *, bytes_per_cycle: float | None = None, latency_cycles: int | None = None) -> "Topology":
         """A copy whose links all have the given bandwidth and/or latency."""
@@ -445,14 +473,15 @@ class _LinkList:
 
 
 def _check_bpc(value: float, n: int) -> np.ndarray:
-    if not (isinstance(value, (int, float)) and value > 0):
-        raise SpecError(f"link_bytes_per_cycle must be a positive number, got {value!r}")
+    if not is_finite_in(value, *LINK_BYTES_PER_CYCLE_RANGE):
+        raise SpecError(f"link_bytes_per_cycle must be {finite_rule(*LINK_BYTES_PER_CYCLE_RANGE)}, got {value!r}")
     return np.full(n, float(value), dtype=np.float64)
 
 
 def _check_lat(value: int, n: int) -> np.ndarray:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise SpecError(f"link_latency_cycles must be an integer >= 1, got {value!r}")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+            or not 1 <= value <= MAX_LINK_LATENCY_CYCLES:
+        raise SpecError(f"link_latency_cycles must be an integer in [1, {MAX_LINK_LATENCY_CYCLES}], got {value!r}")
     return np.full(n, int(value), dtype=np.int32)
 
 
@@ -691,6 +720,12 @@ def bigraph(m: int, n: int, *, link_bytes_per_cycle: float = DEFAULT_LINK_BYTES_
 _SPEC_HELP = "accepted forms: " + ", ".join(SPEC_FORMS)
 
 
+def _digits(text: str) -> bool:
+    """Whether ``text`` is a non-empty run of ASCII digits 0-9 (``str.isdigit`` also takes '²' and '①',
+    which ``int`` refuses, and ``int`` takes '４')."""
+    return bool(re.fullmatch(r"[0-9]+", text))
+
+
 def _spec_error(spec: str, why: str) -> SpecError:
     return SpecError(f"bad topology spec {spec!r}: {why}; {_SPEC_HELP}")
 
@@ -698,7 +733,7 @@ def _spec_error(spec: str, why: str) -> SpecError:
 def _parse_c(spec: str, parts: list[str]) -> int:
     if not parts:
         return 1
-    if len(parts) > 1 or not re.fullmatch(r"c\d+", parts[0]):
+    if len(parts) > 1 or not re.fullmatch(r"c[0-9]+", parts[0]):
         raise _spec_error(spec, f"unexpected {':'.join(parts)!r} (the only option is the concentration, e.g. ':c4')")
     return int(parts[0][1:])
 
@@ -710,40 +745,43 @@ def parse_spec(spec: str, **link_kwargs) -> Topology:
     """
     if not isinstance(spec, str) or not spec.strip():
         raise _spec_error(str(spec), "empty spec")
-    if re.search(r"\d{19}", spec):  # also keeps int() away from its 4300-digit limit
+    if re.search(r"[0-9]{19}", spec):  # also keeps int() away from its 4300-digit limit
         raise _spec_error(spec, "a number with more than 18 digits")
+    if not spec.isascii():  # int() and str.isdigit take digits such as '²', '①', '４' that no spec means
+        bad = next(ch for ch in spec if not ch.isascii())
+        raise _spec_error(spec, f"{bad!r} is not an ASCII character (sizes are ASCII digits 0-9)")
     parts = spec.strip().lower().split(":")
     family, args = parts[0], parts[1:]
     try:
         if family in ("torus", "mesh"):
-            if not args or not re.fullmatch(r"\d+(x\d+)*", args[0]):
+            if not args or not re.fullmatch(r"[0-9]+(x[0-9]+)*", args[0]):
                 raise _spec_error(spec, f"{family} needs sizes like '4x4'")
             dims = tuple(int(x) for x in args[0].split("x"))
             builder = torus if family == "torus" else mesh
             return builder(dims, _parse_c(spec, args[1:]), **link_kwargs)
         if family == "ring":
-            if not args or not args[0].isdigit():
+            if not args or not _digits(args[0]):
                 raise _spec_error(spec, "ring needs a size like 'ring:8'")
             return ring(int(args[0]), _parse_c(spec, args[1:]), **link_kwargs)
         if family == "hypercube":
-            if not args or not re.fullmatch(r"d?\d+", args[0]):
+            if not args or not re.fullmatch(r"d?[0-9]+", args[0]):
                 raise _spec_error(spec, "hypercube needs a dimension like 'hypercube:d4'")
             return hypercube(int(args[0].lstrip("d")), _parse_c(spec, args[1:]), **link_kwargs)
         if family in ("full", "fully_connected", "fullyconnected"):
-            if not args or not args[0].isdigit():
+            if not args or not _digits(args[0]):
                 raise _spec_error(spec, "full needs a size like 'full:8'")
             return fully_connected(int(args[0]), _parse_c(spec, args[1:]), **link_kwargs)
         if family in ("fattree", "fat_tree", "fat-tree"):
-            if len(args) != 2 or not re.fullmatch(r"k\d+", args[0]) or not re.fullmatch(r"l\d+", args[1]):
+            if len(args) != 2 or not re.fullmatch(r"k[0-9]+", args[0]) or not re.fullmatch(r"l[0-9]+", args[1]):
                 raise _spec_error(spec, "fattree needs arity and levels like 'fattree:k8:l2'")
             return fat_tree(int(args[0][1:]), int(args[1][1:]), **link_kwargs)
         if family == "bigraph":
-            if len(args) != 1 or not re.fullmatch(r"\d+x\d+", args[0]):
+            if len(args) != 1 or not re.fullmatch(r"[0-9]+x[0-9]+", args[0]):
                 raise _spec_error(spec, "bigraph needs 'MxN' (M switches per layer, N endpoints per switch)")
             m, n = (int(x) for x in args[0].split("x"))
             return bigraph(m, n, **link_kwargs)
         if family in ("switch", "star"):
-            if len(args) != 1 or not args[0].isdigit():
+            if len(args) != 1 or not _digits(args[0]):
                 raise _spec_error(spec, "switch needs an endpoint count like 'switch:16'")
             return switch(int(args[0]), **link_kwargs)
     except SpecError as exc:

@@ -10,6 +10,7 @@ exit with status 2, never as a traceback.
 from __future__ import annotations
 
 import sys
+import warnings
 
 import typer
 
@@ -17,7 +18,7 @@ from hw_models import __version__
 from hw_models.cli import config_cmd, demo_cmd, topology_cmd
 from hw_models.cli import allreduce_cmd, rtl_cmd, schedule_cmd
 from hw_models.cli import noc_cmd
-from noc.errors import HwModelsError
+from noc.errors import HwModelsError, HwModelsWarning
 
 app = typer.Typer(
     name="hw-models",
@@ -53,10 +54,44 @@ app.command(name="allreduce")(allreduce_cmd.allreduce)
 app.command(name="demo")(demo_cmd.demo)
 
 
+def one_line(message: str) -> str:
+    """A message on one line (a wrapped or multi-line message joined with spaces)."""
+    return " ".join(part.strip() for part in str(message).strip().splitlines() if part.strip())
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the console script and of ``python -m hw_models``."""
+    """Entry point of the console script and of ``python -m hw_models``.
+
+    Bad input — our own errors and the command line's (an unknown option, a value that is
+    not a number) — is one line on stderr, ``error: ...``, and exit status 2."""
+    try:  # typer vendors its own click
+        from typer._click import exceptions as click_exceptions
+    except ImportError:  # pragma: no cover (an older typer over click)
+        from click import exceptions as click_exceptions
+
+    show = warnings.showwarning
+
+    def one_line_warning(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, HwModelsWarning):  # ours: one line, like the errors
+            typer.echo(f"warning: {one_line(message)}", err=True)
+        else:
+            show(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = one_line_warning
     try:
-        app(args=argv, prog_name="hw-models")
+        rv = app(args=argv, prog_name="hw-models", standalone_mode=False)
     except HwModelsError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(f"error: {one_line(exc)}", err=True)
         sys.exit(2)
+    except click_exceptions.NoArgsIsHelpError as exc:  # a bare command group: its help
+        typer.echo(exc.ctx.get_help())
+        sys.exit(exc.exit_code)
+    except click_exceptions.ClickException as exc:
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        typer.echo(f"error: {one_line(exc.format_message())}{hint}", err=True)
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        sys.exit(1)
+    sys.exit(rv if isinstance(rv, int) else 0)

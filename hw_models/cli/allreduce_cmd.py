@@ -63,8 +63,11 @@ def allreduce(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory (default: the config's run.out_dir/allreduce)."),
     fresh: bool = typer.Option(False, "--fresh", help="Run again the runs already in the result store; their new "
                                "records supersede the old (default: reuse them, resume)."),
-    seed: Optional[int] = typer.Option(None, "--seed", min=0, help="Seed of the functional verifier's random input "
-                                       "vectors (the timing models are deterministic; default: the config's)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the functional verifier's random input "
+                                       "vectors, an integer in [0, 2**32 - 1] (the timing models are deterministic; "
+                                       "default: the config's)."),
+    yes: bool = typer.Option(False, "--yes", help="Run flit-level runs estimated to take longer than 10 minutes "
+                             "(without it they are refused, with the estimate)."),
 ) -> None:
     """Simulate all-reduces and print cycles, bus bandwidth, speedup over ring and % of the bound; write CSV and PNG."""
     from rich.console import Console
@@ -72,94 +75,83 @@ def allreduce(
     from rich.table import Table
 
     from hw_models.allreduce_sweep import Job, calibration_rows, plot_bandwidth, run_sweep, table_rows
-    from hw_models.cli.schedule_cmd import resolve_topology
-    from hw_models.config import load_experiment, resolve_router, with_ni_latencies
-    from hw_models.store import ResultStore, check_output_dir, write_csv_atomic
-    from hw_models.units import format_size_bytes, parse_sizes_bytes
-    from nic.allreduce import MODELS, NicConfig, check_message_router, check_size
-    from nic.collectives import ScheduleError, algorithm_name, build
+    from hw_models.config import experiment_data
+    from hw_models.estimate import check_long_run, flit_allreduce_seconds, format_duration
+    from hw_models.experiment import config_with_flags, resolve_experiment
+    from hw_models.store import ResultStore, check_output_dir, csv_holds_other_rows, write_csv_atomic
+    from hw_models.units import format_size_bytes
+    from nic.allreduce import MODELS, check_message_router
+    from nic.collectives import algorithm_name
     from nic.collectives.multitree import TREE_ORDERS
     from nic.scheduler import MAX_NIS as MAX_SCHEDULER_NIS
     from nic.flit_cosim import flit_network
-    from noc.routing import route
 
     if config is not None and not config.is_file():
         raise HwModelsError(f"--config {config}: {'is a directory' if config.is_dir() else 'no such file'}")
-    cfg = load_experiment(config, preset)
-    net = cfg.network
-    links = {"link_bytes_per_cycle": net.link_bytes_per_cycle, "link_latency_cycles": net.link_latency_cycles}
+    data, source = experiment_data(config, preset)
     if topology is not None and not topology.strip():
         raise HwModelsError("--topology is empty; give a spec such as torus:4x4")
-    # a --topology flag stands alone; the config's topology comes with the config's NI count
-    source = str(config) if config else f"preset {preset}" if preset else "defaults"
-    designs, nic_options, nis = _nic_choices(cfg.nic, nic, variant, lockstep, step_priority, flow_control,
-                                             packet_bytes, reduction, nis)
-    if topology or nis is not None:
-        t = resolve_topology(topology or net.topology, nis,
-                             spec_flag="--topology" if topology else f"{source}: network.topology =", **links)
-    else:
-        t = resolve_topology(net.topology, net.nis_given, flag=f"{source}: network.nis_per_node =",
-                             spec_flag="network.topology =", **links)
-    t = with_ni_latencies(t, net)
+    if model not in (*MODELS, "both"):
+        raise HwModelsError(f"--model {model!r}: choose one of {', '.join(MODELS)} or both")
+    models = list(MODELS) if model == "both" else [model]
+    if tree_order not in TREE_ORDERS:
+        raise HwModelsError(f"--tree-order {tree_order!r}: choose one of {', '.join(TREE_ORDERS)}")
+    if algorithms is not None and not algorithms.replace(",", "").strip():
+        raise HwModelsError(f"--algorithms {algorithms!r} names no algorithm")
+    names = None if algorithms is None else list(dict.fromkeys(algorithm_name(a) for a in algorithms.split(",")
+                                                               if a.strip()))
+    # the flags go into the keys they stand for and are checked with the config, by the same
+    # rules (hw_models.experiment); errors in them name the flag
+    design_choice, overrides, flags, nis = _nic_choices(nic, variant, lockstep, step_priority, flow_control,
+                                                        packet_bytes, reduction, nis)
+    drop: tuple[str, ...] = ()
+    if topology is not None:
+        # a --topology flag stands alone: the config's NI count and routing belong to the config's topology
+        overrides["network.topology"], flags["network.topology"] = topology, "--topology"
+        drop = ("network.nis_per_node", "network.routing")
+    if nis is not None:  # --nis, or the NI count of a --variant
+        overrides["network.nis_per_node"], flags["network.nis_per_node"] = nis, "--nis"
+    if names is not None:  # checked by algorithm_name (it takes aliases), named as the flag below
+        flags["allreduce.algorithms"] = "--algorithms"
+    for key, flag, value in (("allreduce.sizes", "--sizes", sizes), ("run.seed", "--seed", seed)):
+        if value is not None:
+            overrides[key], flags[key] = value, flag
+    cfg = config_with_flags(data, source, overrides, flags, drop)
+    net = cfg.network
+    designs = ["codesigned", "baseline"] if design_choice == "both" else [design_choice or cfg.nic.design]
+    schedule_options = {"multitree": {"tree_order": tree_order}} if tree_order != "ours" else {}
+    # everything `hw-models config show` checks, with the flags; then what only these models need
+    exp = resolve_experiment(cfg, source, flags=flags, designs=designs, algorithms=names,
+                             schedule_options=schedule_options)
+    t, network, nic_cfg = exp.topology, exp.router, exp.nics[designs[0]]
     if preset == "isca2021" and t.name.startswith("mesh"):
         console_note = ("note: the paper's mesh routers have credit delay 2 (its tori 1): for its meshes use "
                         "--preset isca2021_mesh")
     else:
         console_note = ""
-    if algorithms is not None and not algorithms.replace(",", "").strip():
-        raise HwModelsError(f"--algorithms {algorithms!r} names no algorithm")
-    names = list(dict.fromkeys(algorithm_name(a) for a in (algorithms or ",".join(cfg.allreduce.algorithms)).split(",")
-                               if a.strip()))
-    if "ring" not in names:
-        names.insert(0, "ring")  # the baseline every speedup is measured against
-    size_list = list(dict.fromkeys(parse_sizes_bytes(sizes) if sizes is not None else cfg.allreduce.sizes_bytes))
-    if model not in (*MODELS, "both"):
-        raise HwModelsError(f"--model {model!r}: choose one of {', '.join(MODELS)} or both")
-    models = list(MODELS) if model == "both" else [model]
-    run_seed = cfg.run.seed if seed is None else seed
+    size_list = exp.sizes_bytes
+    run_seed = cfg.run.seed
     out_dir = out or Path(cfg.run.out_dir) / "allreduce"
-    # the NIC's flits are the routers' (16 B unless [router] flit_bytes says otherwise)
-    try:
-        nic_cfg = NicConfig(element_bytes=cfg.allreduce.element_bytes, clock_ghz=net.clock_ghz,
-                            flit_bytes=cfg.router.flit_bytes or 16, **nic_options)
-    except ValueError as exc:
-        raise ConfigError(f"{source}: [nic] and the NIC flags do not make a NIC: {exc}") from None
-    # the flit-level routers; the message model takes its router delay, VCs and buffers from them too.
-    # Like the NI count, the config's network.routing belongs to the config's topology: a
-    # --topology flag gets its own family's routing unless [router] routing names one.
-    network = resolve_router(net.model_copy(update={"routing": "auto"}) if topology else net, cfg.router, source)
     # a router that does not fit the topology (or, at flit level, a NIC design) fails here, before any run
     try:
-        routes = route(t, network.routing, dateline=network.dateline) if "message" in models else None
         for d in designs:
-            nic_d = nic_cfg.model_copy(update={"design": d})
             if "flit" in models:
-                flit_network(t, nic_d, network)
-            if routes is not None:
-                check_message_router(t, routes, nic_d, network)
+                flit_network(t, exp.nics[d], network)
+            if "message" in models:
+                check_message_router(t, exp.routes, exp.nics[d], network)
     except ConfigError as exc:
         raise ConfigError(f"{source} on {t.name}: {exc}") from None
     if "flit" in models and t.nis_per_node > MAX_SCHEDULER_NIS:
         raise HwModelsError(f"{t.name}: {t.nis_per_node} NIs per node; the flit level's NIC scheduler serves at most "
                             f"{MAX_SCHEDULER_NIS} (docs/nic_scheduler.md)")
-    # so do algorithms that do not fit the topology (unless they are only the defaults: those
-    # that do not fit are left out, with a note), and sizes that are not whole elements for their flows
-    defaults_only = algorithms is None and "algorithms" not in cfg.allreduce.model_fields_set
-    schedules, left_out = {}, []
-    if tree_order not in TREE_ORDERS:
-        raise HwModelsError(f"--tree-order {tree_order!r}: choose one of {', '.join(TREE_ORDERS)}")
-    schedule_options = {"multitree": {"tree_order": tree_order}} if tree_order != "ours" else {}
-    for a in names:
-        try:
-            schedules[a] = build(t, a, **schedule_options.get(a, {}))
-        except ScheduleError as exc:
-            if not defaults_only or a == "ring":
-                raise
-            left_out.append(f"{a} ({exc})")
-    names = [a for a in names if a in schedules]
-    for a in names:
-        for s in size_list:
-            check_size(schedules[a], nic_cfg, s)
+    schedules, left_out = exp.schedules, exp.left_out
+    names = list(schedules)
+    # a flit-level run of a big all-reduce takes hours: estimated first, and run only with --yes
+    flit_seconds = 0.0
+    if "flit" in models:
+        flit_seconds = flit_allreduce_seconds(t, network, [(schedules[a], exp.nics[d], s) for d in designs
+                                                              for s in size_list for a in names])
+        check_long_run(flit_seconds, "the flit-level runs", yes, "--model message, or smaller --sizes")
     # the output files, before the runs: not after them
     topo_stem = t.name.replace(":", "_")
     check_output_dir(out_dir, "--out" if out else f"{source}: run.out_dir = {cfg.run.out_dir!r}: its directory",
@@ -173,6 +165,9 @@ def allreduce(
                   f"model, NIC {', '.join(designs)}; {n_jobs} runs; verifier seed {run_seed}"
                   + (f"; arbiter seed {network.arbiter_seed}" if network.arbiter_seed is not None else "")
                   + f"; results in {out_dir}")
+    if flit_seconds >= 60:
+        console.print(f"estimated flit-level time: {format_duration(flit_seconds)} on this machine (rough; reused runs "
+                      "take none)")
     if console_note:
         console.print(console_note)
     console.print("NIC: " + nic_description(nic_cfg, designs))
@@ -211,8 +206,14 @@ def allreduce(
                           f"{r['busbw_gbps']:.2f}", f"{r['speedup_vs_ring']:.2f}x" if r["speedup_vs_ring"] != "" else "-",
                           f"{r['bound_percent']:.1f}")
         console.print(table)
-        written.append(write_csv_atomic(out_dir / f"{topo_stem}_{m}.csv", rows))
-        written.append(plot_bandwidth(results[m], out_dir / f"{topo_stem}_{m}.png", f"all-reduce on {t.name} ({m}-level model)"))
+        csv_path = out_dir / f"{topo_stem}_{m}.csv"
+        with stores[m].locked():  # another command writing these files waits: its note and its files come after
+            if csv_holds_other_rows(csv_path, rows):
+                console.print(f"note: replacing {csv_path} and its PNG, which held other runs than this command's; "
+                              f"every run stays in {stores[m].path}", soft_wrap=True)
+            written.append(write_csv_atomic(csv_path, rows))
+            written.append(plot_bandwidth(results[m], out_dir / f"{topo_stem}_{m}.png",
+                                          f"all-reduce on {t.name} ({m}-level model)"))
     if len(models) > 1:
         rows = calibration_rows(results["message"] + results["flit"])
         table = Table(title=f"message level against flit level on {t.name} (negative: the message model is faster)")
@@ -222,7 +223,12 @@ def allreduce(
             table.add_row(format_size_bytes(r["size_bytes"]), r["algorithm"], r["nic"], f"{r['flit_cycles']:,.0f}",
                           f"{r['message_cycles']:,.0f}", f"{r['message_vs_flit_percent']:+.2f} %")
         console.print(table)
-        written.append(write_csv_atomic(out_dir / f"{topo_stem}_calibration.csv", rows))
+        csv_path = out_dir / f"{topo_stem}_calibration.csv"
+        with stores["message"].locked():
+            if csv_holds_other_rows(csv_path, rows):
+                console.print(f"note: replacing {csv_path}, which held other runs than this command's; every run stays "
+                              f"in {' and '.join(str(st.path) for st in stores.values())}", soft_wrap=True)
+            written.append(write_csv_atomic(csv_path, rows))
     if models == ["message"] and "baseline" in designs:
         console.print(BASELINE_MESSAGE_NOTE)
     if "message" in models and nic_cfg.tx_buffer_flits > 0:
@@ -232,14 +238,20 @@ def allreduce(
                   f"every schedule verified on exact integers; wrote {', '.join(str(w) for w in written)}")
 
 
-def _nic_choices(section, nic, variant, lockstep, step_priority, flow_control, packet_bytes, reduction, nis):
-    """The designs to run, the NicConfig keys and the NI count from the config's [nic]
-    section, a --variant and the switches (each overrides what it names). Contradictions
-    are errors naming both sides."""
+def _nic_choices(nic, variant, lockstep, step_priority, flow_control, packet_bytes, reduction, nis):
+    """What the NIC flags ask for: the design choice (None: the config's; codesigned,
+    baseline or both), the [nic] keys they set (dotted key -> value) with the flag that set
+    each, and the NI count (a --variant sets it). Contradictions between flags are errors
+    naming both; the values are checked with the config (hw_models.experiment)."""
     from nic.allreduce import VARIANT_NIC, VARIANTS
 
-    options = section.model_dump(exclude={"design"})
-    design = section.design
+    overrides: dict = {}
+    flags: dict = {}
+
+    def put(key, value, flag):
+        overrides[f"nic.{key}"], flags[f"nic.{key}"] = value, flag
+
+    design = None
     if variant is not None:
         key = variant.strip().lower()
         if key not in VARIANTS:
@@ -248,30 +260,36 @@ def _nic_choices(section, nic, variant, lockstep, step_priority, flow_control, p
         if nis is not None and nis != v["nis"]:
             raise HwModelsError(f"--nis {nis} contradicts --variant {key} ({v['nis']} NI(s) per node)")
         nis = v["nis"]
-        options.update({k: val for k, val in VARIANT_NIC.items() if k != "design"}, flow_control=v["flow_control"])
+        for k, val in {**{k: val for k, val in VARIANT_NIC.items() if k != "design"},
+                       "flow_control": v["flow_control"]}.items():
+            put(k, val, f"--variant {key}")
         design = VARIANT_NIC["design"]
     if nic is not None and nic not in ("codesigned", "baseline", "both"):
         raise HwModelsError(f"--nic {nic!r}: choose codesigned, baseline or both")
+    design_flag = "--nic" if nic is not None else f"--variant {variant}"
     if lockstep is not None:
         implied = "codesigned" if lockstep else "baseline"
         if nic is not None and nic != implied:
             raise HwModelsError(f"--{'' if lockstep else 'no-'}lockstep contradicts --nic {nic} (lockstep is the "
                                 "co-designed NIC's, send-when-ready the baseline's)")
+        design_flag = "--lockstep" if lockstep else "--no-lockstep"
         nic = implied
-    designs = ["codesigned", "baseline"] if nic == "both" else [nic or design]
+    design = nic or design
+    if design in ("codesigned", "baseline"):
+        put("design", design, design_flag)
     if step_priority is not None:
-        options["step_priority"] = step_priority
+        put("step_priority", step_priority, "--step-priority" if step_priority else "--no-step-priority")
     if flow_control is not None:
         if flow_control not in ("bulk", "packet"):
             raise HwModelsError(f"--flow-control {flow_control!r}: choose bulk or packet")
-        options["flow_control"] = flow_control
+        put("flow_control", flow_control, "--flow-control")
     if packet_bytes is not None:
-        options["packet_bytes"] = packet_bytes
+        put("packet_bytes", packet_bytes, "--packet-bytes")
     if reduction is not None:
         if reduction not in ("free", "chunk", "stream"):
             raise HwModelsError(f"--reduction {reduction!r}: choose free, chunk or stream")
-        options["reduction"] = reduction
-    return designs, options, nis
+        put("reduction", reduction, "--reduction")
+    return design, overrides, flags, nis
 
 
 def nic_description(nic, designs) -> str:

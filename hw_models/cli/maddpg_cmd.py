@@ -17,15 +17,16 @@ app = typer.Typer(help="MADDPG on MPE environments (HLS-style Numba kernels).", 
 @app.command()
 def train(
     env: str = typer.Option("simple_spread", "--env", help="MPE scenario: simple_spread, simple, simple_adversary, simple_tag."),
-    agents: int = typer.Option(3, "--agents", min=1, max=64, help="Number of agents (simple_spread: agents = landmarks)."),
+    agents: int = typer.Option(3, "--agents", help="Number of agents, 1 to 64 (simple_spread: agents = landmarks)."),
     episodes: int = typer.Option(..., "--episodes", min=1, help="Train until this many episodes (a resumed run counts the ones done)."),
-    seed: int = typer.Option(0, "--seed", min=0, help="Seed of everything random (weights, exploration, batches, env resets)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of everything random (weights, exploration, batches, env resets): "
+                             "an integer in [0, 2**32 - 1]."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory (default results/maddpg/<env>_<agents>a_seed<seed>)."),
     checkpoint_every: int = typer.Option(100, "--checkpoint-every", min=0, help="Checkpoint every K episodes (0: only at the end)."),
     resume: bool = typer.Option(False, "--resume", help="Continue from <out>/checkpoint.npz with nothing lost."),
-    batch_size: int = typer.Option(1024, "--batch-size", min=1, help="Minibatch size (openai/maddpg: 1024)."),
-    learning_starts: Optional[int] = typer.Option(None, "--learning-starts", min=1, help="Replay size before updates (default batch x episode length)."),
-    batch_parts: int = typer.Option(2, "--batch-parts", min=1, max=64,
+    batch_size: int = typer.Option(1024, "--batch-size", help="Minibatch size (openai/maddpg: 1024)."),
+    learning_starts: Optional[int] = typer.Option(None, "--learning-starts", help="Replay size before updates (default batch x episode length)."),
+    batch_parts: int = typer.Option(2, "--batch-parts",
                                     help="Row ranges each minibatch pass is split into, run on Numba's threads; results "
                                          "depend on this, not on the thread count (NUMBA_NUM_THREADS)."),
     random_episodes: int = typer.Option(100, "--random-episodes", min=0, help="Episodes of a uniformly random policy measured for the plot (0: skip)."),
@@ -38,11 +39,17 @@ def train(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from hw_models.store import check_output_dir
-    from maddpg.trainer import MADDPG, make_config, random_policy_return
+    from maddpg.trainer import MADDPG, MADDPGConfig, random_policy_return
+    from noc.config import validate
 
     q_bits, q_frac = _parse_fixed_point(fixed_point)
-    cfg = make_config(env=env, n_agents=agents, seed=seed, batch_size=batch_size, learning_starts=learning_starts,
-                      fixed_point_bits=q_bits, fixed_point_frac_bits=q_frac, batch_parts=batch_parts)
+    # the flags are checked by the trainer config's own rules, and named in its errors
+    cfg = validate({"env": env, "n_agents": agents, "seed": seed, "batch_size": batch_size,
+                    "learning_starts": learning_starts, "fixed_point_bits": q_bits, "fixed_point_frac_bits": q_frac,
+                    "batch_parts": batch_parts}, MADDPGConfig, source="maddpg train",
+                   flags={"env": "--env", "n_agents": "--agents", "seed": "--seed", "batch_size": "--batch-size",
+                          "learning_starts": "--learning-starts", "fixed_point_bits": "--fixed-point",
+                          "fixed_point_frac_bits": "--fixed-point", "batch_parts": "--batch-parts"})
     out_dir = out or Path("results") / "maddpg" / f"{env}_{agents}a_seed{seed}"
     ck = out_dir / "checkpoint.npz"
     # before training, not after it
@@ -98,7 +105,7 @@ def _parse_fixed_point(text: Optional[str]) -> tuple[int, int]:
     if text is None:
         return 0, 0
     parts = text.split(".")
-    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+    if len(parts) != 2 or not all(p.isascii() and p.isdigit() for p in parts):
         raise HwModelsError(f"--fixed-point {text!r}: expected BITS.FRAC, e.g. 16.10 (16-bit words, 10 fraction bits)")
     bits, frac = int(parts[0]), int(parts[1])
     if not 2 <= bits <= 32 or frac >= bits:
@@ -125,10 +132,9 @@ def _checkpoint_episode(ck: Path) -> str:
 
 def write_outputs(out_dir: Path, rewards: list[float], random_ret: float | None, title: str) -> tuple[Path, Path]:
     """rewards.csv (episode, reward, mean of the last 100) and learning_curve.png, each written atomically."""
-    import os
-
     import numpy as np
 
+    from hw_models.plots import save_figure
     from hw_models.store import write_csv_atomic
 
     r = np.asarray(rewards, np.float64)
@@ -153,9 +159,8 @@ def write_outputs(out_dir: Path, rewards: list[float], random_ret: float | None,
     ax.set_title(title)
     ax.legend(loc="lower right")
     fig.tight_layout()
-    png_path = out_dir / "learning_curve.png"
-    tmp = out_dir / "learning_curve.tmp.png"
-    fig.savefig(tmp, dpi=120)
-    plt.close(fig)
-    os.replace(tmp, png_path)
+    try:
+        png_path = save_figure(fig, out_dir / "learning_curve.png", bbox_inches=None)  # the layout of tight_layout
+    finally:
+        plt.close(fig)
     return csv_path, png_path

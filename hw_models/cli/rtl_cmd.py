@@ -23,10 +23,12 @@ def _parse_list(text: str, name: str) -> list[int]:
     """Comma-separated integers, duplicates dropped (first occurrence kept)."""
     from noc.errors import ConfigError
 
-    try:
-        values = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ConfigError(f"--{name} = {text!r} is not a comma-separated list of integers") from None
+    import re
+
+    parts = [x.strip() for x in text.split(",") if x.strip()]
+    if not all(re.fullmatch(r"[+-]?[0-9]{1,18}", x) for x in parts):  # ASCII digits: int() also takes '４'
+        raise ConfigError(f"--{name} = {text!r} is not a comma-separated list of integers")
+    values = [int(x) for x in parts]
     if not values:
         raise ConfigError(f"--{name} is empty")
     return list(dict.fromkeys(values))
@@ -73,7 +75,7 @@ def lint(
 def regress(
     sim: str = typer.Option("verilator", help="Simulator: verilator or icarus."),
     seeds: int = typer.Option(200, min=0, help="Random schedules (seeds first-seed .. first-seed+N-1)."),
-    first_seed: int = typer.Option(0, min=0, help="First seed (seeds are integers >= 0)."),
+    first_seed: int = typer.Option(0, help="First seed; every seed is an integer in [0, 2**32 - 1]."),
     depth: int = typer.Option(64, help="DEPTH of the RTL for the random schedules."),
     nis: int = typer.Option(4, help="NIS of the RTL for the random schedules."),
     topology: list[str] = typer.Option(list(_TOPOLOGIES), "--topology", "-t",
@@ -91,10 +93,14 @@ def regress(
 
     from hw_models.rtl.regress import random_episodes, regress as run
     from hw_models.rtl.stimulus import params_for_tables, table_episodes
-    from hw_models.store import check_output_dir
+    from hw_models.store import check_output_dir, replace_atomically
+    from noc.config import check_seed
     from noc.errors import ConfigError
 
     _check_sim(sim)
+    check_seed(first_seed, "--first-seed")
+    if seeds:  # the last seed of the range follows the same rule
+        check_seed(first_seed + seeds - 1, f"--first-seed {first_seed} with --seeds {seeds}: the last seed")
     topos = _topologies(topology)
     if not seeds and not topos:
         raise ConfigError("nothing to compare: --seeds 0 and no topology (-t none); give --seeds N >= 1 "
@@ -135,8 +141,8 @@ def regress(
                "simulated_cycles_per_s": round(cycles / sim_s, 1) if sim_s else 0.0, "wall_s": round(wall, 1),
                "jobs": [{"label": label, "schedules": r.schedules, "cycles": r.cycles, "mismatches": r.mismatches,
                          "error": r.error, "cycles_per_s": round(r.cycles_per_s, 1)} for label, r in results]}
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"summary-{sim}.json").write_text(json.dumps(summary, indent=1))
+    summary_text = json.dumps(summary, indent=1)
+    replace_atomically(out / f"summary-{sim}.json", lambda tmp: tmp.write_text(summary_text, encoding="utf-8"))
     typer.echo(f"{sim}: {schedules} schedules, {cycles} cycles compared, {mism} mismatches, "
                f"{summary['simulated_cycles_per_s']:,.0f} simulated cycles/s, wall {wall:.1f} s")
     if mism or any(r.error for _, r in results):
@@ -176,7 +182,7 @@ def synth(
     from rich.table import Table
 
     from hw_models.rtl.synth import CSV_FIELDS, sweep, to_csv
-    from hw_models.store import check_output_file
+    from hw_models.store import check_output_file, replace_atomically
 
     d_list, n_list = _parse_list(depths, "depths"), _parse_list(nis, "nis")
     for d in d_list:
@@ -205,5 +211,6 @@ def synth(
             t2.add_row(spec, str(len(tables)), str(tnis), str(m), str(1 << max(0, (m - 1).bit_length())))
         console.print(t2)
     if out is not None:
-        out.write_text(to_csv(rows))
+        csv_text = to_csv(rows)
+        replace_atomically(out, lambda tmp: tmp.write_text(csv_text, encoding="utf-8"))
         typer.echo(f"wrote {out}")

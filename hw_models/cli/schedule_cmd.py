@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 from typing import Optional
@@ -10,26 +9,6 @@ from typing import Optional
 import typer
 
 from noc.errors import HwModelsError
-
-
-def resolve_topology(spec: str, nis: Optional[int], flag: str = "--nis", spec_flag: str = "--topology",
-                     **link_kwargs):
-    """The topology of ``spec`` (with ``link_kwargs``), with ``nis`` NIs per node when given
-    (errors name ``flag`` and ``spec_flag``: where the NI count and the spec came from). A
-    spec that states its own NI count (``:cN``) and a different ``nis`` is an error."""
-    from noc.topology import parse_spec, with_concentration
-
-    t = parse_spec(spec, **link_kwargs)
-    if nis is None or nis == t.nis_per_node:
-        return t
-    if nis < 1:
-        raise HwModelsError(f"{flag} {nis}: a node needs at least 1 NI")
-    if re.search(r":c\d+$", spec.strip().lower()):
-        raise HwModelsError(f"{flag} {nis} contradicts {spec_flag} {spec.strip()} ({t.nis_per_node} NIs per node)")
-    if not t.is_direct:
-        raise HwModelsError(f"{flag} {nis}: {t.name} is a switched network with one NI per endpoint; "
-                            "more NIs per node need a direct network (torus, mesh, ring, hypercube, full)")
-    return parse_spec(with_concentration(t, nis).name, **link_kwargs)
 
 
 def schedule(
@@ -49,12 +28,12 @@ def schedule(
     from rich.console import Console
     from rich.table import Table
 
-    from hw_models.store import check_output_file
+    from hw_models.config import resolve_topology
+    from hw_models.store import check_output_file, replace_atomically
     from hw_models.units import format_size_bytes, parse_size_bytes
     from nic.allreduce import NicConfig, check_size
     from nic.collectives import algorithm_name, bounds, build, contention, ideal_cycles, verify
     from nic.collectives.analysis import message_starts, transfer_paths
-    from noc.routing import route
 
     if fmt not in ("text", "json"):
         raise HwModelsError(f"--format {fmt!r}: choose text or json")
@@ -74,7 +53,7 @@ def schedule(
     if fmt == "json" and len(names) != 1:
         raise HwModelsError("--format json writes one schedule: give one --algorithm")
     console = Console(stderr=fmt == "json", width=None if sys.stdout.isatty() else 120)
-    routes = route(t)
+    routes = None  # each schedule routes only its own pairs (noc.routing.route_pairs)
     b = bounds(t, size_bytes)
     summary = Table(title=f"all-reduce of {format_size_bytes(size_bytes)} on {t.name} "
                           f"({t.num_nodes} nodes, {t.nis_per_node} NI(s) per node)")
@@ -126,7 +105,5 @@ def schedule(
         if out is None:
             typer.echo(text)
         else:
-            tmp = out.with_suffix(out.suffix + ".tmp")
-            tmp.write_text(text)
-            tmp.replace(out)
+            replace_atomically(out, lambda tmp: tmp.write_text(text, encoding="utf-8"))
             console.print(f"wrote {out}")

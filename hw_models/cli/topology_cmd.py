@@ -114,9 +114,11 @@ def describe(
     if not report.deadlock_free:
         typer.echo(report.describe(t))
     if json_path is not None:
+        from hw_models.store import replace_atomically
+
+        text = t.to_json()
         try:
-            json_path.parent.mkdir(parents=True, exist_ok=True)
-            json_path.write_text(t.to_json())
+            replace_atomically(json_path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
         except OSError as exc:
             raise HwModelsError(f"--json {json_out}: {exc.strerror or exc}") from None
         typer.echo(f"wrote {json_path}")

@@ -260,9 +260,9 @@ def test_allreduce_refuses_two_different_routings(tmp_path, capsys):
     (["-t", "torus:4x4:c4", "--nis", "2"], "--nis 2 contradicts --topology torus:4x4:c4 (4 NIs per node)"),
     (["--sizes", "99999999999999999999999"], "is larger than"),
     (["--sizes", "1001"], "1001 B is not a whole number of 4-byte elements"),
-    (["--seed", "-1"], "greater than or equal to 0"),
+    (["--seed", "-1"], "--seed -1: a seed must be an integer in [0, 4294967295]"),
     (["-t", "torus:4x4", "--nis", "17", "--model", "flit"], "serves at most 16"),
-    (["-t", "torus:4x4", "--nis", "1000"], "route tables for 16000 endpoints"),
+    (["-t", "torus:4x4", "--nis", "1000"], "--nis 1000: Input should be less than or equal to 64"),
 ])
 def test_allreduce_bad_input(argv, msg, capsys, tmp_path):
     code, _, err = run(["allreduce", "--out", str(tmp_path), *argv], capsys)

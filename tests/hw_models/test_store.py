@@ -51,3 +51,144 @@ def test_a_directory_where_a_result_file_goes_is_named(tmp_path):
         ResultStore(tmp_path / "r.jsonl")
     with pytest.raises(HwModelsError, match="o.csv: is a directory"):
         write_csv_atomic(tmp_path / "o.csv", [{"a": 1}])
+
+
+# --- damaged bytes, checksums, store formats ---------------------------------------------
+
+def _warnings():
+    said = []
+    return said, said.append
+
+
+def test_a_byte_that_is_not_utf8_is_skipped_counted_and_moved_aside(tmp_path):
+    path = tmp_path / "r.jsonl"
+    said, warn = _warnings()
+    s = ResultStore(path, warn=warn)
+    s.append("a", {"x": 1})
+    with path.open("ab") as f:
+        f.write(b'{"key": "b", "x": \xff}\n\xfe\xfe\n')  # two damaged lines
+    s.append("c", {"x": 3})
+    assert s.records() == [{"key": "a", "x": 1}, {"key": "c", "x": 3}]
+    assert len(said) == 1 and "skipped 2 damaged lines (not UTF-8 text: lines 2, 3)" in said[0]
+    assert s.damaged_path.read_bytes() == b'{"key": "b", "x": \xff}\n\xfe\xfe\n'  # kept as found
+    path.read_bytes().decode("utf-8")  # the store itself is clean again
+    said.clear()
+    assert ResultStore(path, warn=warn).done_keys() == {"a", "c"} and said == []  # reported once, not every run
+
+
+def test_every_line_read_is_checked(tmp_path):
+    path = tmp_path / "r.jsonl"
+    said, warn = _warnings()
+    s = ResultStore(path, warn=warn)
+    s.append("a", {"x": 1.5, "v": [1, 2.25, float("nan")], "name": "ring \u00e9"})
+    line = path.read_text()
+    path.write_text(line + line.replace('"x": 1.5', '"x": 2.5') + line.replace('"key": "a"', '"key": "b"'))
+    records = s.records()
+    assert [r["key"] for r in records] == ["a"] and records[0]["x"] == 1.5 and records[0]["name"] == "ring \u00e9"
+    assert "skipped 2 damaged lines (checksum mismatch (edited or damaged): lines 2, 3)" in said[0]
+
+
+def test_a_record_keeps_its_values_exactly_and_carries_its_checksum(tmp_path):
+    import json
+
+    from hw_models.store import STORE_FORMAT, checksum
+
+    s = ResultStore(tmp_path / "r.jsonl")
+    rec = {"cycles": 12345.678901234567, "big": 2**60 + 1, "neg": -0.0, "u": [0.1, 1e-300], "ok": True, "none": None}
+    s.append("k", rec)
+    (line,) = (tmp_path / "r.jsonl").read_text().splitlines()
+    raw = json.loads(line)
+    assert raw["store_format"] == STORE_FORMAT and raw["sha256"] == checksum(raw) and len(raw["sha256"]) == 64
+    assert s.records() == [{"key": "k", **rec}]
+
+
+def test_the_store_sets_its_own_fields(tmp_path):
+    import pytest
+
+    s = ResultStore(tmp_path / "r.jsonl")
+    for field in ("sha256", "store_format", "key"):
+        with pytest.raises(ValueError, match=field):
+            s.append("k", {field: 1})
+
+
+def test_records_without_a_checksum_are_not_reused_until_run_again(tmp_path):
+    """Store format 1 (no checksum): nothing shows whether such a record was edited, so it
+    is not reused; it stays in the file, and once its run is stored again it is superseded
+    and no longer reported."""
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"key": "a", "x": 1}\n{"key": "b", "x": 2}\n')
+    said, warn = _warnings()
+    s = ResultStore(path, warn=warn)
+    assert s.records() == [] and len(said) == 1
+    assert "2 records of another store format (without a checksum: written before store format 2) not reused" in said[0]
+    s.append("a", {"x": 1})
+    said.clear()
+    assert ResultStore(path, warn=warn).records() == [{"key": "a", "x": 1}]
+    assert len(said) == 1 and "1 record of another store format" in said[0]  # b only
+    assert path.read_text().startswith('{"key": "a", "x": 1}\n{"key": "b", "x": 2}\n')  # left in place
+    assert not (tmp_path / "r.jsonl.damaged").exists()
+
+
+def test_a_record_of_a_later_store_format_is_left_for_the_later_code(tmp_path):
+    import json
+
+    from hw_models.store import checksum
+
+    later = {"key": "a", "x": 1, "store_format": 99}
+    later["sha256"] = checksum(later)
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(later) + "\n")
+    said, warn = _warnings()
+    assert ResultStore(path, warn=warn).records() == []
+    assert "store format 99, newer than 2" in said[0] and json.loads(path.read_text()) == later
+
+
+def test_the_default_warning_is_one_line_on_stderr(tmp_path, capsys):
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b"\xff\n")
+    assert ResultStore(path).records() == []
+    err = capsys.readouterr().err
+    assert err.startswith(f"warning: {path}: skipped 1 damaged line (not UTF-8 text: line 1)") and err.count("\n") == 1
+
+
+# --- through hw-models allreduce -----------------------------------------------------------
+
+ALLREDUCE = ["allreduce", "-t", "ring:4", "-a", "ring", "--sizes", "32KiB,64KiB"]
+
+
+def test_allreduce_runs_on_after_a_byte_that_is_not_utf8_in_its_store(tmp_path, capsys):
+    from cli_run import run
+
+    argv = ALLREDUCE + ["--out", str(tmp_path)]
+    assert run(argv, capsys)[0] in (0, None)
+    store = tmp_path / "ring_4_message.jsonl"
+    with store.open("ab") as f:
+        f.write(b"\xff\xfe not a record\n")
+    code, out, _ = run(argv + ["--fresh"], capsys)  # --fresh reads nothing and appends
+    assert code in (0, None) and "2 runs (0 reused" in out
+    code, out, err = run(argv, capsys)
+    assert code in (0, None) and "2 runs (2 reused" in out, err
+    assert "skipped 1 damaged line (not UTF-8 text: line 3)" in " ".join(err.split())
+    code, out, err = run(argv, capsys)
+    assert code in (0, None) and "2 runs (2 reused" in out and "warning" not in err  # moved aside once
+
+
+def test_allreduce_runs_again_a_run_whose_stored_figure_was_edited(tmp_path, capsys):
+    import json
+
+    from cli_run import run
+
+    argv = ALLREDUCE + ["--out", str(tmp_path)]
+    run(argv, capsys)
+    store = tmp_path / "ring_4_message.jsonl"
+    first, second = store.read_text().splitlines()
+    true_cycles = json.loads(first)["total_cycles"]
+    edited = json.loads(first)
+    edited["total_cycles"] = 1.0  # a hand edit that keeps the old checksum
+    store.write_text(json.dumps(edited) + "\n" + second + "\n")
+    code, out, err = run(argv, capsys)
+    assert code in (0, None) and "2 runs (1 reused" in out
+    assert "checksum mismatch" in err
+    rows = list(csv.DictReader((tmp_path / "ring_4_message.csv").open()))
+    assert float(rows[0]["total_cycles"]) == true_cycles  # recomputed, not the edited value
+    assert run(argv, capsys)[1].count("2 runs (2 reused") == 1

@@ -1,0 +1,83 @@
+"""Rough wall-clock estimates of flit-level runs, made before they start.
+
+A flit-level simulation costs about the same for every flit crossing a link, so its time
+is estimated from the work it will do:
+
+* an all-reduce (``hw-models allreduce --model flit|both``): the flits every transfer puts
+  on the wire (whole packets, head flits included, as the NIC packetises them) times the
+  links of its route, injection and ejection included (:func:`allreduce_flit_hops`), at
+  :data:`SECONDS_PER_FLIT_HOP`;
+* synthetic traffic (``hw-models noc run`` and ``noc sweep-load``): every link for every
+  simulated cycle, at :data:`SECONDS_PER_LINK_CYCLE`, for the most cycles the run may take
+  (:func:`traffic_cycles`).
+
+Both costs were measured on the project's 2-core machine with other work running
+(``bench/flit_cost.py`` prints them; docs/allreduce.md, "How long a flit-level run
+takes"): all-reduces took 60 to 180 ns per flit-hop (ring, 2D ring, double binary tree and
+MultiTree, both NIC designs, over tori, meshes and fat-trees of 8 to 64 routers, 256 KiB to
+4 MiB); synthetic traffic took 10 to 40 ns per link-cycle at 1 % load and 100 to 335 ns
+loaded or saturated (meshes and tori of 16 to 64 routers). The figures below are near the upper ends, so the estimate errs long;
+it leaves out Numba's first compilation. A run estimated to take more than
+:data:`LONG_RUN_SECONDS` is refused unless the command has ``--yes`` (:func:`check_long_run`).
+"""
+
+from __future__ import annotations
+
+from noc.errors import HwModelsError
+
+SECONDS_PER_FLIT_HOP = 150e-9
+SECONDS_PER_LINK_CYCLE = 300e-9
+LONG_RUN_SECONDS = 600.0  # 10 minutes
+
+
+def format_duration(seconds: float) -> str:
+    """``90`` -> ``'1.5 minutes'``, ``7200`` -> ``'2 hours'``, ``1e6`` -> ``'11.6 days'``."""
+    for unit, size in (("years", 365 * 86400.0), ("days", 86400.0), ("hours", 3600.0), ("minutes", 60.0)):
+        if seconds >= size:
+            return f"{seconds / size:.3g} {unit}"
+    return f"{seconds:.2g} seconds"
+
+
+def allreduce_flit_hops(topology, routes, schedule, nic, size_bytes: int) -> float:
+    """Flits times links they cross, summed over the transfers of one all-reduce of
+    ``schedule`` (lengths include the NI links). ``routes``: the topology's route table, or
+    the router config (``noc.flit.FlitNetworkConfig``) whose routing routes the transfers'
+    pairs alone."""
+    from nic.allreduce import prepare, transfer_routes  # noqa: PLC0415
+    from noc.routing import RouteTable  # noqa: PLC0415
+
+    prep = prepare(topology, schedule, nic, int(size_bytes))
+    flits = prep.wire_bytes / nic.flit_bytes
+    table = isinstance(routes, RouteTable)
+    paths = transfer_routes(topology, prep, None if table else routes, routes if table else None)
+    return float((flits * paths.length).sum())
+
+
+def flit_allreduce_seconds(topology, routes, runs) -> float:
+    """Estimated seconds of the flit-level all-reduces ``runs``: (schedule, NicConfig, size
+    in bytes) triples on ``topology``."""
+    return SECONDS_PER_FLIT_HOP * sum(allreduce_flit_hops(topology, routes, s, nic, size) for s, nic, size in runs)
+
+
+def traffic_cycles(traffic) -> int:
+    """The most cycles one synthetic-traffic run may simulate (``noc.flit_traffic.TrafficConfig``):
+    warm-up, measurement and drain limit; BookSim2's methodology: every sample period
+    plus the drain limit."""
+    if getattr(traffic, "methodology", "window") == "booksim":
+        return int(traffic.max_samples) * int(traffic.sample_period_cycles) + int(traffic.drain_limit_cycles)
+    return int(traffic.warmup_cycles) + int(traffic.measure_cycles) + int(traffic.drain_limit_cycles)
+
+
+def traffic_seconds(topology, traffic, points: int = 1) -> float:
+    """Estimated seconds of ``points`` synthetic-traffic runs on ``topology`` (an upper end:
+    every run to its cycle limit)."""
+    return SECONDS_PER_LINK_CYCLE * topology.num_links * traffic_cycles(traffic) * points
+
+
+def check_long_run(seconds: float, what: str, yes: bool, instead: str) -> None:
+    """A :class:`HwModelsError` printing the estimate unless ``seconds`` is within
+    :data:`LONG_RUN_SECONDS` or ``yes`` (the command's ``--yes``)."""
+    if seconds > LONG_RUN_SECONDS and not yes:
+        raise HwModelsError(
+            f"{what} would take about {format_duration(seconds)} on this machine (a rough estimate, more than "
+            f"{LONG_RUN_SECONDS / 60:g} minutes); add --yes to run them anyway, or use {instead}")

@@ -1,0 +1,48 @@
+"""Output files written whole or not at all.
+
+:func:`replace_atomically` is the one way every package of ours replaces a file: the new
+content goes to a temporary file of a unique name in the target's directory, which is then
+renamed over the target. It lives in ``noc``, the floor of the import graph, so ``maddpg``
+(checkpoints) and ``hw_models`` (CSV, JSON, figures; re-exported as
+``hw_models.store.replace_atomically``) share it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from pathlib import Path
+from typing import Callable
+
+
+def replace_atomically(path: str | Path, write: Callable[[Path], None], durable: bool = False) -> Path:
+    """Write file ``path`` whole or not at all: ``write(tmp)`` fills a new temporary file of a
+    unique name (``.<name>.<pid>.<random>.tmp``) in ``path``'s directory, which is then
+    renamed over ``path``. Concurrent writers of one path each use their own temporary
+    file, and the last rename wins; on any error (or Ctrl-C) the temporary file is removed
+    and ``path`` is left as it was. ``durable``: flush the temporary file to disk before the
+    rename (for a file that must survive a power cut, e.g. a checkpoint)."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        tmp = out.with_name(f".{out.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))  # the umask applies, as to any output
+            break
+        except FileExistsError:  # pragma: no cover - 32 random bits collided
+            continue
+    try:
+        write(tmp)
+        if durable:
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        os.replace(tmp, out)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    return out

@@ -1,0 +1,90 @@
+"""Every command of ``hw-models`` answers bad input with exit status 2 and exactly one line of
+error on stderr (``error: ...``), no traceback, nothing written. The table below has rows for
+every command; a command added later without rows fails :func:`test_the_table_covers_every_command`."""
+
+from __future__ import annotations
+
+import pytest
+
+from cli_run import run
+
+# CONFIG: a valid noc/experiment TOML written by the test; BOOKSIM: a valid BookSim2 file; OUT:
+# an output directory that must stay absent; JSON: a damaged reproducer file
+BAD = {
+    ("schedule",): [
+        ["--bogus"], ["--nis", "x"], ["--nis", "65"], ["-t", "ring:²"], ["-t", "torus:4x"], ["--size", "1e300"],
+        ["--size", "-1"], ["-a", "warp"], ["--format", "yaml"], ["--node", "3"],
+    ],
+    ("allreduce",): [
+        ["--bogus"], ["--seed", "x"], ["--seed", "4294967296"], ["--nis", "65"], ["-t", "full:①"],
+        ["--sizes", "1TiB..2TiB"], ["--model", "spice"], ["--packet-bytes", "99999999999"], ["--config", "CONFIG_BAD"],
+        ["--model", "flit", "-s", "1TiB"], ["--variant", "omega"], ["--flow-control", "default"],
+    ],
+    ("demo",): [["--bogus"], ["--out", "/proc/hw-models-demo"]],
+    ("topology", "describe"): [[], ["ring:²"], ["torus:４x4"], ["ring:4", "--vcs", "0"], ["ring:4", "--routing", "x"],
+                               ["full:99999999999999999999"]],
+    ("config", "show"): [["CONFIG_BAD"], ["CONFIG_NAN"], ["--preset", "nope"], ["/nonexistent.toml"]],
+    ("rtl", "lint"): [["--depth", "0"], ["--nis", "x"], ["--nis", "99"]],
+    ("rtl", "regress"): [["--first-seed", "4294967296"], ["--first-seed", "-1"], ["--sim", "spice"],
+                         ["--seeds", "0", "-t", "none"], ["-t", "ring:²"]],
+    ("rtl", "replay"): [["/nonexistent.json"], ["JSON"]],
+    ("rtl", "synth"): [["--depths", "x"], ["--depths", "１6"], ["--nis", ""]],
+    ("maddpg", "train"): [[], ["--episodes", "1", "--seed", "-1"], ["--episodes", "1", "--agents", "65"],
+                          ["--episodes", "1", "--fixed-point", "16.x"], ["--episodes", "0"],
+                          ["--episodes", "1", "--batch-size", "0"]],
+    ("noc", "run"): [[], ["CONFIG", "--rate", "nan"], ["CONFIG", "--rate", "2"], ["CONFIG", "--seed", "-1"],
+                     ["CONFIG_NAN"], ["CONFIG", "--pattern", "spiral"], ["--booksim", "BOOKSIM", "k=٤"],
+                     ["--booksim", "BOOKSIM", "injection_rate=1e999"], ["CONFIG_LONG"]],
+    ("noc", "sweep-load"): [["CONFIG", "--seed", "99999999999999999999"], ["CONFIG_INF_LIMIT"],
+                            ["--booksim", "BOOKSIM", "packet_size=9223372036854775808"], ["CONFIG_LONG"]],
+}
+
+
+def test_the_table_covers_every_command():
+    from typer.main import get_command
+
+    from hw_models.cli import app
+
+    def walk(cmd, path=()):
+        subs = getattr(cmd, "commands", None)
+        if subs:
+            for name, sub in subs.items():
+                yield from walk(sub, (*path, name))
+        else:
+            yield path
+
+    assert sorted(walk(get_command(app))) == sorted(BAD)
+
+
+ROWS = [(command, argv) for command, rows in BAD.items() for argv in rows]
+
+
+@pytest.mark.parametrize("command,argv", ROWS, ids=[" ".join((*c, *a)) or "-" for c, a in ROWS])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch, command, argv):
+    monkeypatch.chdir(tmp_path)  # a default output directory would land here
+    files = {
+        "CONFIG": '[network]\ntopology = "mesh:2x2"\n[traffic]\nmeasure_cycles = 100\n',
+        "CONFIG_BAD": "[network]\nnis_per_node = 65\n",
+        "CONFIG_NAN": "[network]\nlink_bytes_per_cycle = nan\n",
+        "CONFIG_INF_LIMIT": '[network]\ntopology = "mesh:2x2"\n[sweep]\nlatency_limit_factor = inf\n',
+        "CONFIG_LONG": '[network]\ntopology = "mesh:4x4"\n[traffic]\nmeasure_cycles = 1000000000\n',
+        "BOOKSIM": "topology = mesh;\nk = 2;\nn = 2;\nrouting_function = dor;\nnum_vcs = 4;\n",
+        "JSON": '{"params": {"depth": 0}, "trace": [1, 2',
+    }
+    args = []
+    for a in argv:
+        if a in files:
+            path = tmp_path / (a.lower() + (".json" if a == "JSON" else ".toml" if a.startswith("CONFIG") else ""))
+            path.write_text(files[a])
+            a = str(path)
+        args.append(a)
+    out_dir = tmp_path / "out"
+    takes_out = command in (("allreduce",), ("noc", "run"), ("noc", "sweep-load"), ("maddpg", "train"),
+                            ("rtl", "regress"), ("rtl", "replay"))
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code, out, err = run([*command, *args, *(["--out", str(out_dir)] if takes_out else [])], capsys)
+    assert code == 2, (code, out[-500:], err)
+    assert err.endswith("\n") and err.count("\n") == 1 and err.startswith("error: "), err
+    assert "Traceback" not in err + out
+    assert not out_dir.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written anywhere
