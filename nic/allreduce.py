@@ -29,9 +29,10 @@ is applied when it arrives), so the timed run performed the exact all-reduce.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal, Optional
+from typing import Annotated, Literal, Optional
 
 import numpy as np
 from numba import njit
@@ -43,10 +44,10 @@ from nic.message_sim import (HEAD_OF_LINE_LIMIT, POLICY_BASELINE, POLICY_CODESIG
 from nic.reduction import MODES as REDUCTION_MODES, reduction_work
 from nic.result import AllreduceResult
 from nic.scheduler import OP_GATHER
-from noc.config import StrictModel
-from noc.errors import ConfigError, HwModelsError
+from noc.config import StrictModel, check_seed, finite
+from noc.errors import ConfigError, DeadlockError, DeadlockRiskWarning, HwModelsError
 from noc.message import path_latency_cycles
-from noc.routing import PairRoutes, RouteTable, check_vc_classes, route_pairs
+from noc.routing import PairRoutes, RouteTable, check_deadlock_free, check_vc_classes, route_pairs
 from noc.topology import Topology, parse_spec
 
 MODELS = ("message", "flit")
@@ -73,7 +74,7 @@ class NicConfig(StrictModel):
     element_bytes: int = Field(4, ge=1, le=16, description="Bytes per vector element (fp32 = 4).")
     issue_delay_cycles: int = Field(1, ge=0, le=1000, description="Baseline NIC: cycles from a message's arrival to "
                                     "a send it unblocks (the co-designed NIC's delays are its scheduler's).")
-    clock_ghz: float = Field(1.0, gt=0, le=100, description="Cycles to seconds and GB/s.")
+    clock_ghz: Annotated[float, finite(1e-3, 100.0)] = Field(1.0, description="Cycles to seconds and GB/s.")
     step_priority: Optional[bool] = Field(
         None, description="Packets carry their schedule step as switch priority (earlier steps first). "
                           "Default: the design's (on for codesigned, off for baseline).")
@@ -81,8 +82,8 @@ class NicConfig(StrictModel):
         "free", description="How a received REDUCE is summed before it can be forwarded. free: no cost; chunk: the "
                             "node's reduction unit starts once the whole message is in; stream: it works on the data "
                             "as it arrives, so only the last packet's share is left after the tail.")
-    reduce_elements_per_cycle: float = Field(
-        32.0, gt=0, le=1 << 20, description="Reduction unit throughput in elements (element_bytes each) per cycle.")
+    reduce_elements_per_cycle: Annotated[float, finite(1e-6, 1 << 20)] = Field(
+        32.0, description="Reduction unit throughput in elements (element_bytes each) per cycle.")
     reduce_granule_elements: int = Field(
         1, ge=1, le=1 << 20, description="The unit works on whole granules of this many elements (a partial "
                                          "granule costs a whole one).")
@@ -367,6 +368,20 @@ def check_run_bytes(topology: Topology, schedule: Schedule, paths: PairRoutes) -
                           f"{MAX_RUN_BYTES >> 30} GiB); use a smaller network or fewer NIs per node")
 
 
+def deadlock_risk(topology: Topology, schedule: Schedule, paths: PairRoutes) -> str:
+    """'' when the channel-dependency graph of the run's own paths is acyclic; else a
+    sentence naming a cycle (e.g. a torus without dateline VC classes). A cycle means the
+    network *can* deadlock: the flit level stops with a deadlock error if it does, while the
+    message model has no such mechanism and would time the run as if it could not."""
+    rep = check_deadlock_free(topology, paths)
+    if rep.deadlock_free:
+        return ""
+    cyc = " -> ".join(f"link {lk} class {c}" for lk, c in rep.cycle[:6]) + (" -> ..." if len(rep.cycle) > 6 else "")
+    return (f"{schedule.algorithm} on {topology.name}: the routing ({paths.algorithm}) can deadlock on this "
+            f"schedule's paths: their channel dependencies close a cycle ({cyc}); dateline VC classes (router "
+            "dateline = true, num_vcs a multiple of 2) or dimension order avoid it")
+
+
 def transfer_routes(topology: Topology, prep: Prepared, network,
                     routes: RouteTable | PairRoutes | None = None) -> PairRoutes:
     """The routes of the prepared transfers, one row each: ``routes`` itself when it already
@@ -506,6 +521,7 @@ def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | 
     functional verifier's random input vectors; both timing models are deterministic."""
     nic = NicConfig() if nic is None else nic
     size_bytes = _check_arguments(topology, schedule, nic, network, size_bytes)
+    seed = check_seed(seed, "seed")
     if model not in MODELS:
         raise ConfigError(f"model {model!r} is unknown; choose one of {', '.join(MODELS)}")
     prep = prepare(topology, schedule, nic, size_bytes)
@@ -513,17 +529,35 @@ def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | 
     if model == "message":
         paths = transfer_routes(topology, prep, network, routes)
         check_run_bytes(topology, schedule, paths)
+    risk = ""
+    if network is not None and hasattr(network, "num_vcs"):  # VC routers: run the dependency check first
+        risk = deadlock_risk(topology, schedule, paths if paths is not None else route_pairs(
+            topology, prep.src_ep, prep.dst_ep, network.routing, dateline=network.dateline,
+            vc_rule=getattr(network, "vc_class_rule", "dateline")))
+        if risk:
+            warnings.warn(risk, DeadlockRiskWarning, stacklevel=2)
     verified = _verified(schedule, int(seed))
     if model == "flit":
         from nic.flit_cosim import run_flit  # noqa: PLC0415 (needs the flit-level network)
 
-        timing = run_flit(topology, schedule, prep, nic, network)
+        try:
+            timing = run_flit(topology, schedule, prep, nic, network)
+        except DeadlockError as exc:
+            if not risk:
+                raise
+            raise DeadlockError(f"{risk}; the flit level stopped in it: {exc}") from None
         start, sent, arrive = timing.start_cycles, timing.sent_cycles, timing.arrive_cycles
         ready = timing.ready_cycles
         link_bytes = timing.link_bytes
         extra = dict(timing.extra)
     else:
-        times, link_bytes = run_message(topology, prep, nic, network, routes=paths)
+        try:
+            times, link_bytes = run_message(topology, prep, nic, network, routes=paths)
+        except RuntimeError as exc:
+            if not risk:
+                raise
+            # the heads of bulk transfers hold VCs: around the cycle they wait for each other
+            raise DeadlockError(f"{risk}; the message model stalled in it: {exc}") from None
         start, sent, arrive = times.start_cycles, times.sent_cycles, times.arrive_cycles
         ready = times.usable_cycles
         extra = {}
@@ -540,6 +574,8 @@ def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | 
     if nic.reduction != "free":
         busy = np.bincount(prep.dst_node, weights=prep.reduce_work, minlength=topology.num_nodes)
         extra.update({"reduction": nic.reduction, "reduce_busy_cycles_max": int(busy.max())})
+    if risk:
+        extra["deadlock_risk"] = risk
     extra.update({"flow_control": "bulk" if nic.bulk else "packet", "packet_bytes": nic.packet_bytes,
                   "router_delay_cycles": router_delay_cycles(network), "schedule_steps": schedule.num_steps})
     return AllreduceResult(

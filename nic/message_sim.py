@@ -471,6 +471,21 @@ def _heap_push(keys, ids, size, key, ident):
 
 
 @njit(cache=True)
+def _join_users(res, res_first, nd_next, hr, comp_mark, stamp, comp, nc):
+    """Append to ``comp[:nc]`` the flows on resource ``res`` not yet in it (marked with
+    ``stamp``); returns the new count."""
+    nd = res_first[res]
+    while nd >= 0:
+        f = nd // hr
+        if comp_mark[f] != stamp:
+            comp_mark[f] = stamp
+            comp[nc] = f
+            nc += 1
+        nd = nd_next[nd]
+    return nc
+
+
+@njit(cache=True)
 def _grown(keys, ids):
     """The heap's arrays at twice the size."""
     k = np.empty(2 * keys.shape[0])
@@ -787,14 +802,7 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                 for g in range(n_gone):
                     i = gone[g]
                     for h in range(rate_len[i]):
-                        nd = res_first[rate_links[i, h]]
-                        while nd >= 0:
-                            f = nd // hr
-                            if comp_mark[f] != stamp:
-                                comp_mark[f] = stamp
-                                comp[nc] = f
-                                nc += 1
-                            nd = nd_next[nd]
+                        nc = _join_users(rate_links[i, h], res_first, nd_next, hr, comp_mark, stamp, comp, nc)
                 n_gone = 0
                 q = 0
                 while q < nc:
@@ -805,14 +813,7 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                         if res_mark[rr] == stamp:
                             continue
                         res_mark[rr] = stamp
-                        nd = res_first[rr]
-                        while nd >= 0:
-                            f = nd // hr
-                            if comp_mark[f] != stamp:
-                                comp_mark[f] = stamp
-                                comp[nc] = f
-                                nc += 1
-                            nd = nd_next[nd]
+                        nc = _join_users(rr, res_first, nd_next, hr, comp_mark, stamp, comp, nc)
             max_min_rates(comp[:nc], priority, rate_links, rate_len, rate_cap, rates, cap_left, users)
             if hol > 0.0 and _head_of_line_caps(active, na, rates, path_links, path_len, link_cap, saturated, in_res,
                                                 rate_cap, hol, load, injected, in_load, blocked, keep, cap_eff):

@@ -591,27 +591,31 @@ def _sorted_unique(x: np.ndarray) -> np.ndarray:
     return x[keep]
 
 
-def check_deadlock_free(topology: Topology, routes: RouteTable, vcs: int | None = None) -> DeadlockReport:
+def check_deadlock_free(topology: Topology, routes: RouteTable | PairRoutes, vcs: int | None = None) -> DeadlockReport:
     """Build the channel-dependency graph over (link, VC class) and prove it acyclic.
 
-    ``vcs`` is the number of virtual channels per port; the routing's VC classes must fit
-    in it (with more VCs than classes, each class owns a share, which this check covers).
+    ``routes``: a full table (every pair's path), or :class:`PairRoutes` (the graph of the
+    paths some traffic uses: a cycle there is one that traffic can close). ``vcs`` is the
+    number of virtual channels per port; the routing's VC classes must fit in it (with more
+    VCs than classes, each class owns a share, which this check covers).
     """
     c = routes.num_vc_classes
     if vcs is not None and vcs < c:
         raise ConfigError(f"routing {routes.algorithm!r} needs {c} VC classes but vcs={vcs}")
     check_deadlock_size(topology, c, routes.max_links)
     n = topology.num_links * c
-    # Over blocks of source endpoints: the int64 temporaries take ~50 bytes per table entry,
-    # ten times the table itself, while the distinct dependencies are few.
-    e, h = routes.links.shape[0], routes.links.shape[2]
-    rows = max(1, _DEP_BLOCK_ENTRIES // max(e * (h - 1), 1))
+    # Over blocks of paths: the int64 temporaries take ~50 bytes per table entry, ten times
+    # the table itself, while the distinct dependencies are few.
+    h = routes.links.shape[-1]
+    links = routes.links.reshape(-1, h)
+    vcls = routes.vc_class.reshape(-1, h)
+    rows = max(1, _DEP_BLOCK_ENTRIES // max(h - 1, 1))
     parts = []
-    for s0 in range(0, e, rows):
-        lk, vc = routes.links[s0 : s0 + rows], routes.vc_class[s0 : s0 + rows]
-        a = lk[:, :, :-1].astype(np.int64) * c + vc[:, :, :-1]
-        b = lk[:, :, 1:].astype(np.int64) * c + vc[:, :, 1:]
-        ok = (lk[:, :, :-1] >= 0) & (lk[:, :, 1:] >= 0)
+    for s0 in range(0, links.shape[0], rows):
+        lk, vc = links[s0 : s0 + rows], vcls[s0 : s0 + rows]
+        a = lk[:, :-1].astype(np.int64) * c + vc[:, :-1]
+        b = lk[:, 1:].astype(np.int64) * c + vc[:, 1:]
+        ok = (lk[:, :-1] >= 0) & (lk[:, 1:] >= 0)
         parts.append(_sorted_unique(a[ok] * n + b[ok]))
     edges = _sorted_unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
     src = (edges // n).astype(np.int64)

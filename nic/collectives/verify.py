@@ -100,6 +100,8 @@ def _event_order(s: Schedule, times) -> np.ndarray:
     t = s.num_transfers
     if start.shape != (t,) or arr.shape != (t,):
         raise ScheduleError(f"times must be two arrays of {t} transfers, got shapes {start.shape} and {arr.shape}")
+    if not (np.isfinite(start).all() and np.isfinite(arr).all()):
+        raise ScheduleError("times must be finite cycle counts (a transfer that never started or arrived?)")
     i_start, i_arr = _instant(start), _instant(arr)
     at = np.concatenate([i_start, i_arr])
     kind = np.concatenate([np.ones(t, np.int8), np.where(i_arr <= i_start, 2, 0).astype(np.int8)])

@@ -39,7 +39,7 @@ KNOWN = {
     ("torus4x4", "ring2d"): (ALL, RING2D), ("mesh4x4", "ring2d"): (ALL, RING2D),
     ("torus8x8", "ring2d"): (ALL, RING2D),
     ("torus4x4", "beta"): ({1024, 2048}, BETA), ("mesh4x4", "beta"): ({512, 1024}, BETA),
-    ("torus8x8", "dtree"): ({32, 256, 1024, 2048}, DTREE),
+    ("torus8x8", "dtree"): ({32, 256, 512, 1024, 2048}, DTREE),
     ("torus8x8", "beta"): ({2048}, EIGHT), ("torus8x8", "delta"): ({2048}, EIGHT),
 }
 

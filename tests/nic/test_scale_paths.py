@@ -107,3 +107,43 @@ def test_a_run_too_big_for_the_memory_limit_is_refused_with_its_estimate(monkeyp
         allreduce.simulate_allreduce(t, s, NicConfig(), None, 1 << 20)
     monkeypatch.setattr(allreduce, "MAX_RUN_BYTES", need)
     assert allreduce.simulate_allreduce(t, s, NicConfig(), None, 1 << 20).verified
+
+
+@pytest.mark.parametrize("model", ["message", "flit"])
+def test_a_routing_that_can_deadlock_is_named_before_either_model_runs(model):
+    """A torus without dateline classes: halving-doubling's two-hop exchanges around each
+    4-node ring close a cycle of channel dependencies. Both models run the dependency check
+    first and warn the same way; a run that then stops is a DeadlockError at both levels
+    (bulk transfers' heads hold their VCs around the cycle); neighbour-only schedules close
+    none (one router link per path)."""
+    import warnings
+
+    from nic.allreduce import simulate_allreduce
+    from noc.errors import DeadlockError, DeadlockRiskWarning
+    from noc.flit import FlitNetworkConfig
+
+    t = parse_spec("torus:4x4")
+    net = FlitNetworkConfig(num_vcs=1, dateline=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeadlockRiskWarning)
+        assert simulate_allreduce(t, build(t, "multitree"), NicConfig(), net, 1 << 16, model=model).verified
+    s = build(t, "halving_doubling")
+    with pytest.warns(DeadlockRiskWarning, match=r"can deadlock on this schedule's paths: .*cycle \(link \d+ class 0"):
+        try:
+            res = simulate_allreduce(t, s, NicConfig(), net, 1 << 16, model=model)
+            assert res.extra["deadlock_risk"].startswith("halving_doubling on torus:4x4")
+        except DeadlockError as exc:  # it may then really stop: heads hold VCs around the cycle
+            assert str(exc).startswith("halving_doubling on torus:4x4: the routing")
+
+
+def test_pair_routes_have_the_full_tables_dependency_verdict():
+    from noc.routing import check_deadlock_free
+
+    for dateline in (True, False):
+        t = parse_spec("torus:4x4")
+        full = route(t, dateline=dateline)
+        e = t.num_endpoints
+        src, dst = np.meshgrid(np.arange(e), np.arange(e), indexing="ij")
+        pairs = route_pairs(t, src.ravel(), dst.ravel(), dateline=dateline)
+        a, b = check_deadlock_free(t, full), check_deadlock_free(t, pairs)
+        assert a.deadlock_free == b.deadlock_free == dateline and a.dependencies == b.dependencies
