@@ -486,13 +486,19 @@ def _join_users(res, res_first, nd_next, hr, comp_mark, stamp, comp, nc):
 
 
 @njit(cache=True)
-def _grown(keys, ids):
-    """The heap's arrays at twice the size."""
-    k = np.empty(2 * keys.shape[0])
-    d = np.empty(2 * keys.shape[0], dtype=np.int64)
-    k[: keys.shape[0]] = keys
-    d[: keys.shape[0]] = ids
-    return k, d
+def _offer_head(i, res, key, b_first, b_next, b_res, hp_key, hp_id, n_hp):
+    """Head ``i`` may take a VC of resource ``res`` in this instant: into that resource's
+    bucket and onto the heap by ``key`` (grown when full). Returns the heap."""
+    b_next[i] = b_first[res]
+    b_first[res] = i
+    b_res[i] = res
+    if n_hp == hp_key.shape[0]:
+        k = np.empty(2 * n_hp)
+        d = np.empty(2 * n_hp, dtype=np.int64)
+        k[:n_hp] = hp_key
+        d[:n_hp] = hp_id
+        hp_key, hp_id = k, d
+    return hp_key, hp_id, _heap_push(hp_key, hp_id, n_hp, key, i)
 
 
 @njit(cache=True)
@@ -696,13 +702,8 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                 i = heads[k]
                 h = head_hop[i]
                 if head_key[i] <= now or h < catch_hops[i]:
-                    r = path_links[i, h] * n_cls + path_cls[i, h]
-                    b_next[i] = b_first[r]
-                    b_first[r] = i
-                    b_res[i] = r
-                    if n_hp == hp_key.shape[0]:
-                        hp_key, hp_id = _grown(hp_key, hp_id)
-                    n_hp = _heap_push(hp_key, hp_id, n_hp, head_key[i], i)
+                    hp_key, hp_id, n_hp = _offer_head(i, path_links[i, h] * n_cls + path_cls[i, h], head_key[i], b_first,
+                                                      b_next, b_res, hp_key, hp_id, n_hp)
             while n_hp > 0:
                 c = hp_id[0]
                 ck = hp_key[0]
@@ -744,13 +745,8 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                         else:
                             head_key[i] = max(head_key[i], now) + head_lat[i, h + 1] - head_lat[i, h]
                         if head_key[i] <= now or h + 1 < catch_hops[i]:  # on at once: eligible again
-                            r2 = path_links[i, h + 1] * n_cls + path_cls[i, h + 1]
-                            b_next[i] = b_first[r2]
-                            b_first[r2] = i
-                            b_res[i] = r2
-                            if n_hp == hp_key.shape[0]:
-                                hp_key, hp_id = _grown(hp_key, hp_id)
-                            n_hp = _heap_push(hp_key, hp_id, n_hp, head_key[i], i)
+                            hp_key, hp_id, n_hp = _offer_head(i, path_links[i, h + 1] * n_cls + path_cls[i, h + 1],
+                                                              head_key[i], b_first, b_next, b_res, hp_key, hp_id, n_hp)
                     else:  # the head is at the destination: the data follows at the flow's rate
                         status[i] = _SENDING
                         active[n_active[0]] = i
