@@ -102,6 +102,12 @@ POLICY_CODESIGNED = 1
 #     in priority, input port and time go in schedule order.
 MODEL_VERSION = 11
 
+# The event loop ends with an error after this many events per transfer and node (plus the
+# base): far above any run's count (a 32x32 torus's MultiTree: 0.01 per transfer), so it only
+# stops a loop whose time no longer advances.
+EVENTS_PER_TRANSFER_LIMIT = 1000
+EVENTS_LIMIT_BASE = 1_000_000
+
 # The saturation throughput of a 2x2 switch with FIFO input queues and uniform traffic
 # (Karol, Hluchyj, Morgan, "Input versus output queueing on a space-division packet
 # switch", IEEE Trans. Commun. 35(12), 1987: 0.75 for N = 2, 2 - sqrt(2) as N grows).
@@ -241,7 +247,8 @@ def simulate_transfers(
     if int(reduce_mode) != 0 and dst_node is None:
         raise ValueError("a reduction unit needs dst_node (each transfer's receiving node)")
     dst = zeros if dst_node is None else np.asarray(dst_node, np.int64)
-    _run(
+    limit = EVENTS_PER_TRANSFER_LIMIT * (t + int(num_nodes)) + EVENTS_LIMIT_BASE
+    events = _run(
         np.asarray(src_node, np.int64), np.asarray(step, np.int64), np.asarray(wire_bytes, np.float64),
         np.asarray(dep_ptr, np.int64), rdep_ptr, rdep_idx, links, np.asarray(path_len, np.int64),
         np.asarray(path_latency_cycles, np.float64), np.asarray(link_bytes_per_cycle, np.float64),
@@ -251,8 +258,11 @@ def simulate_transfers(
         int(w.num_vc_classes), int(w.vcs_per_class), bool(w.hold_vcs and w.vcs_per_class > 0),
         float(w.hop_buffer_bytes), rate_links, rate_len, rate_cap, start, sent, arrive, not_before, in_res, hol,
         float(w.saturated_share), tail_slot, prio, dst, red_work, red_last, float(reduce_latency_cycles),
-        int(reduce_mode), ready, float(tx_buffer_bytes),
+        int(reduce_mode), ready, float(tx_buffer_bytes), limit,
     )
+    if events > limit:
+        raise RuntimeError(f"message-level simulation did not finish within {limit:,} events ({t:,} transfers, "
+                           f"{int(num_nodes):,} nodes): a time that never advances? (nic.message_sim.EVENTS_PER_TRANSFER_LIMIT)")
     if not np.isfinite(arrive).all():
         bad = int(np.nonzero(~np.isfinite(arrive))[0][0])
         raise RuntimeError(f"message-level simulation stalled: transfer {bad} never arrived (dependency cycle?)")
@@ -527,7 +537,7 @@ def _heap_pop(keys, ids, size):
 def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, path_len, path_lat, link_cap,
          num_nodes, nis, policy, issue_delay, step_advance, ni_free_delay, first_start, path_cls, head_lat, in_port,
          n_cls, vcs_per_class, hold, hop_buf, rate_links, rate_len, rate_cap, start, sent, arrive, not_before, in_res, hol, saturated, tail_slot, step_prio,
-         dst_node, red_work, red_last, red_latency, red_mode, ready, txb):
+         dst_node, red_work, red_last, red_latency, red_mode, ready, txb, max_events):
     t_count = src_node.shape[0]
     n_links = link_cap.shape[0]
     status = np.zeros(t_count, dtype=np.int8)
@@ -648,7 +658,11 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
     n_queued = 0
     now = 0.0
     rates_dirty = True
+    n_events = 0
     while arrived < t_count:
+        n_events += 1
+        if n_events > max_events:  # a bound, so that no input can keep the compiled loop (and Ctrl-C) waiting
+            return n_events
         # ---- start what may start now (schedule order within each node)
         for n in range(num_nodes):
             if ni_busy[n] >= nis:
@@ -881,7 +895,7 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
             if free_at[rel[q]] < t_next:
                 t_next = free_at[rel[q]]
         if t_next == np.inf:
-            return  # stalled: the caller reports the transfer that never arrived
+            return n_events  # stalled: the caller reports the transfer that never arrived
         dt = t_next - now
         for k in range(n_active[0]):
             i = active[k]
@@ -1022,3 +1036,4 @@ def _run(src_node, step, wire_bytes, dep_ptr, rdep_ptr, rdep_idx, path_links, pa
                                 c += 1
                             j += 1
                         unstarted_in_step[n] = c
+    return n_events

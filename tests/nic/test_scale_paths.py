@@ -148,3 +148,18 @@ def test_pair_routes_have_the_full_tables_dependency_verdict():
         pairs = route_pairs(t, src.ravel(), dst.ravel(), dateline=dateline)
         a, b = check_deadlock_free(t, full), check_deadlock_free(t, pairs)
         assert a.deadlock_free == b.deadlock_free == dateline and a.dependencies == b.dependencies
+
+
+def test_the_event_loop_ends_with_a_clear_error_past_its_bound(monkeypatch):
+    """No input can keep the compiled loop (which Ctrl-C cannot stop) going: past its
+    event bound it returns and the run fails with a message naming the bound."""
+    import nic.message_sim as message_sim
+    from nic.allreduce import simulate_allreduce
+
+    t = parse_spec("torus:4x4")
+    s = build(t, "ring")
+    assert simulate_allreduce(t, s, NicConfig(), None, 1 << 16).verified  # well inside the default bound
+    monkeypatch.setattr(message_sim, "EVENTS_PER_TRANSFER_LIMIT", 0)
+    monkeypatch.setattr(message_sim, "EVENTS_LIMIT_BASE", 3)
+    with pytest.raises(RuntimeError, match=r"did not finish within 3 events \(480 transfers, 16 nodes\)"):
+        simulate_allreduce(t, s, NicConfig(), None, 1 << 16)
