@@ -28,7 +28,6 @@ from noc.topology import LINK_BYTES_PER_CYCLE_RANGE, MAX_LINK_LATENCY_CYCLES, pa
 PRESETS = ("isca2021", "isca2021_mesh")
 MAX_NIS_PER_NODE = 64
 CLOCK_GHZ_RANGE = (1e-3, 100.0)  # 1 MHz .. 100 GHz
-REDUCE_ELEMENTS_PER_CYCLE_RANGE = (1e-6, float(1 << 20))
 
 
 class NetworkConfig(StrictModel):
@@ -84,21 +83,8 @@ class AllreduceConfig(StrictModel):
 # and [network], the flit size from [router]); the CLI's --nic, --variant and switches override them.
 NIC_KEYS = ("design", "flow_control", "packet_bytes", "step_priority", "issue_delay_cycles", "reduction",
             "reduce_elements_per_cycle", "reduce_granule_elements", "reduce_latency_cycles", "tx_buffer_flits")
-# Its float keys get the finite-range rule here (NicConfig itself, in nic.allreduce, allows any
-# positive value up to its bound).
-_NIC_FLOAT_RANGES = {"reduce_elements_per_cycle": REDUCE_ELEMENTS_PER_CYCLE_RANGE}
-
-
-def _nic_field(k: str):
-    f = NicConfig.model_fields[k]
-    if k in _NIC_FLOAT_RANGES:
-        lo, hi = _NIC_FLOAT_RANGES[k]
-        return Annotated[float, finite(lo, hi)], Field(f.default, description=f"{f.description} {finite_rule(lo, hi)}.")
-    return f.annotation, f
-
-
 NicSection = create_model("NicSection", __base__=StrictModel, __doc__="The NIC: design, flow control, reduction unit.",
-                          **{k: _nic_field(k) for k in NIC_KEYS})
+                          **{k: (NicConfig.model_fields[k].annotation, NicConfig.model_fields[k]) for k in NIC_KEYS})
 
 
 class RunConfig(StrictModel):

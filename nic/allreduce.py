@@ -44,7 +44,7 @@ from nic.message_sim import (HEAD_OF_LINE_LIMIT, POLICY_BASELINE, POLICY_CODESIG
 from nic.reduction import MODES as REDUCTION_MODES, reduction_work
 from nic.result import AllreduceResult
 from nic.scheduler import OP_GATHER
-from noc.config import StrictModel, check_seed, finite
+from noc.config import StrictModel, check_seed, finite, finite_rule
 from noc.errors import ConfigError, DeadlockError, DeadlockRiskWarning, HwModelsError
 from noc.message import path_latency_cycles
 from noc.routing import PairRoutes, RouteTable, check_deadlock_free, check_vc_classes, route_pairs
@@ -83,7 +83,8 @@ class NicConfig(StrictModel):
                             "node's reduction unit starts once the whole message is in; stream: it works on the data "
                             "as it arrives, so only the last packet's share is left after the tail.")
     reduce_elements_per_cycle: Annotated[float, finite(1e-6, 1 << 20)] = Field(
-        32.0, description="Reduction unit throughput in elements (element_bytes each) per cycle.")
+        32.0, description="Reduction unit throughput in elements (element_bytes each) per cycle: "
+                          f"{finite_rule(1e-6, 1 << 20)}.")
     reduce_granule_elements: int = Field(
         1, ge=1, le=1 << 20, description="The unit works on whole granules of this many elements (a partial "
                                          "granule costs a whole one).")
