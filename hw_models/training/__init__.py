@@ -1,0 +1,1 @@
+"""Training-iteration simulator: DNN workloads, compute models, timeline and communication policies."""
