@@ -1,16 +1,26 @@
-"""Checkpoints: one ``.npz`` per save, written whole or not at all.
+"""Checkpoints: a small ``.npz`` of the learner's state plus the replay in append-only chunks.
 
-The file is written to a temporary file of a unique name in the same directory, flushed to
+``checkpoint.npz`` holds every network, the Adam moments, the generator state, the reward
+and log history and the list of replay chunks it needs; the replay's transitions live in
+``checkpoint.replay/replay_<first>_<end>.npz`` files (transitions numbered in the order
+they were added, ``first`` included, ``end`` not). A save writes only the transitions added
+since the previous save to the same path, as one new chunk, then the small file, so its cost
+is that of the networks plus the new transitions, not of the whole buffer; chunks whose
+transitions have all left the ring buffer are deleted after the new checkpoint is in place.
+
+Every file is written to a temporary file of a unique name in its directory, flushed to
 disk and renamed over the old one (:func:`noc.files.replace_atomically`), so an interrupted
-save (Ctrl-C, a crash) leaves the previous checkpoint intact and two saves into one folder
-never share a temporary file. Reading checks the format tag and every expected key; a file that
-is not a readable npz, lacks a key or was written for another configuration raises
-:class:`CheckpointError` naming the file and the problem.
+save (Ctrl-C, a crash) leaves the previous checkpoint and the chunks it lists intact. Reading
+checks the format tag and every expected key; a file that is not a readable npz, lacks a key,
+lists a missing chunk or was written for another configuration raises
+:class:`CheckpointError` naming the file and the problem. Format 1 (the whole replay inside
+the one file) is still read.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import zipfile
 from pathlib import Path
 
@@ -19,17 +29,20 @@ import numpy as np
 from noc.errors import HwModelsError
 from noc.files import replace_atomically
 
-FORMAT = "hw-models/maddpg-checkpoint/1"
+FORMAT = "hw-models/maddpg-checkpoint/2"
+FORMATS_READ = ("hw-models/maddpg-checkpoint/1", FORMAT)
+CHUNK_FORMAT = "hw-models/maddpg-replay-chunk/1"
+_CHUNK = re.compile(r"^replay_(\d{12})_(\d{12})\.npz$")
 
 
 class CheckpointError(HwModelsError):
     """A checkpoint that is missing, corrupt, or does not match the run resuming it."""
 
 
-def save_npz_atomic(path: str | Path, arrays: dict[str, np.ndarray], meta: dict) -> Path:
+def save_npz_atomic(path: str | Path, arrays: dict[str, np.ndarray], meta: dict, fmt: str = FORMAT) -> Path:
     """Write ``arrays`` plus a JSON ``meta`` (and the format tag) to ``path`` atomically."""
     payload = dict(arrays)
-    payload["__meta__"] = np.frombuffer(json.dumps({"format": FORMAT, **meta}, sort_keys=True).encode(), np.uint8)
+    payload["__meta__"] = np.frombuffer(json.dumps({"format": fmt, **meta}, sort_keys=True).encode(), np.uint8)
 
     def write(tmp: Path) -> None:
         with tmp.open("wb") as f:
@@ -38,8 +51,9 @@ def save_npz_atomic(path: str | Path, arrays: dict[str, np.ndarray], meta: dict)
     return replace_atomically(path, write, durable=True)
 
 
-def load_npz(path: str | Path, required: list[str] | None = None) -> tuple[dict[str, np.ndarray], dict]:
-    """Read a checkpoint written by :func:`save_npz_atomic`; return ``(arrays, meta)``."""
+def load_npz(path: str | Path, required: list[str] | None = None,
+             formats: tuple[str, ...] = FORMATS_READ) -> tuple[dict[str, np.ndarray], dict]:
+    """Read a file written by :func:`save_npz_atomic`; return ``(arrays, meta)``."""
     p = Path(path)
     if not p.exists():
         raise CheckpointError(f"{p}: no checkpoint to resume from (train without --resume first)")
@@ -49,9 +63,52 @@ def load_npz(path: str | Path, required: list[str] | None = None) -> tuple[dict[
         meta = json.loads(bytes(arrays.pop("__meta__")).decode())
     except (zipfile.BadZipFile, OSError, ValueError, KeyError, EOFError, UnicodeDecodeError) as exc:
         raise CheckpointError(f"{p}: corrupt checkpoint ({type(exc).__name__}: {exc})") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise CheckpointError(f"{p}: not a MADDPG checkpoint (format {meta.get('format') if isinstance(meta, dict) else None!r}, expected {FORMAT!r})")
+    if not isinstance(meta, dict) or meta.get("format") not in formats:
+        got = meta.get("format") if isinstance(meta, dict) else None
+        raise CheckpointError(f"{p}: not a MADDPG checkpoint (format {got!r}, expected {' or '.join(map(repr, formats))})")
     missing = [k for k in (required or []) if k not in arrays]
     if missing:
         raise CheckpointError(f"{p}: corrupt checkpoint, missing array(s) {', '.join(missing[:5])}")
     return arrays, meta
+
+
+def chunk_dir(checkpoint: str | Path) -> Path:
+    """Where the replay chunks of ``checkpoint`` live: ``<dir>/<stem>.replay/``."""
+    p = Path(checkpoint)
+    return p.with_name(p.stem + ".replay")
+
+
+def chunk_name(start: int, stop: int) -> str:
+    return f"replay_{start:012d}_{stop:012d}.npz"
+
+
+def save_chunk(checkpoint: str | Path, start: int, stop: int, arrays: dict[str, np.ndarray]) -> Path:
+    """Transitions ``start .. stop - 1`` of the replay, next to ``checkpoint``."""
+    return save_npz_atomic(chunk_dir(checkpoint) / chunk_name(start, stop), arrays, {"start": start, "stop": stop},
+                           fmt=CHUNK_FORMAT)
+
+
+def load_chunk(checkpoint: str | Path, start: int, stop: int) -> dict[str, np.ndarray]:
+    p = chunk_dir(checkpoint) / chunk_name(start, stop)
+    if not p.exists():
+        raise CheckpointError(f"{p}: replay chunk listed by {Path(checkpoint).name} is missing (the checkpoint needs its "
+                              f"{chunk_dir(checkpoint).name}/ folder)")
+    arrays, meta = load_npz(p, ["oa", "next_o", "rew", "done"], formats=(CHUNK_FORMAT,))
+    if meta.get("start") != start or meta.get("stop") != stop or arrays["done"].shape != (stop - start,):
+        raise CheckpointError(f"{p}: corrupt replay chunk (holds {meta.get('start')}..{meta.get('stop')}, "
+                              f"{arrays['done'].shape[0]} rows; expected {start}..{stop})")
+    return arrays
+
+
+def remove_stale_chunks(checkpoint: str | Path, keep: list[tuple[int, int]]) -> int:
+    """Delete the chunk files next to ``checkpoint`` that it does not list; returns how many."""
+    d = chunk_dir(checkpoint)
+    if not d.is_dir():
+        return 0
+    wanted = {chunk_name(a, b) for a, b in keep}
+    n = 0
+    for f in d.iterdir():
+        if _CHUNK.match(f.name) and f.name not in wanted:
+            f.unlink(missing_ok=True)
+            n += 1
+    return n

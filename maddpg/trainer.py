@@ -13,30 +13,79 @@ episodes are not stored as terminal. All randomness — initial weights, explora
 batch indices, the updates' Gumbel noise — comes from one seeded ``numpy`` generator whose
 state is checkpointed (an update's indices and Gumbel uniforms are drawn by the counter-based
 kernels :func:`maddpg.kernels.randint_fill` / :func:`~maddpg.kernels.uniform_fill` keyed by
-two draws of it);
-episode ``e`` resets the environment with seed ``seed * 1_000_003 + e`` so an environment
-needs no saved state. Same seed, same result, byte for byte, with or without a resume.
+two draws of it); episode ``e`` resets its environment with seed ``seed * 1_000_003 + e`` so
+an environment needs no saved state. Same seed (and ``n_envs``), same result, byte for byte,
+with or without a resume.
+
+Vectorised environments (``n_envs = N``): episodes run in rounds of N, env ``b`` of the
+round that starts at episode ``e`` playing episode ``e + b``. Every step all N actors' rows
+act in one call, the N transitions enter the replay in env order, and the update rule counts
+environment steps of all envs: an update runs each time the number of transitions added
+crosses a multiple of ``update_every_steps`` (once the replay holds ``learning_starts``),
+exactly as if the N transitions had been added one at a time — except that the updates a
+vector step triggers run after all N of its transitions are in the replay. With N = 1 this
+is openai/maddpg's loop, unchanged.
+
+Threads: acting runs serial kernels (a few rows; it never starts Numba's thread pool). An
+update's minibatch passes run in ``batch_parts`` parts on Numba's threads
+(:mod:`maddpg.batch_parts`) when the minibatch is large enough for that to pay
+(:data:`PARALLEL_MIN_BATCH`), otherwise on the calling thread; results depend on
+``batch_parts`` only, never on the thread count. Importing this module sets
+``OMP_WAIT_POLICY=PASSIVE`` unless the environment already sets it, so the pool's idle
+threads sleep instead of spinning (it must be set before the pool starts).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Callable, Optional
 
 import numpy as np
+from numba import njit
 from pydantic import Field, model_validator
 
 from maddpg import batch_parts as BP
 from maddpg import kernels as K
-from maddpg.checkpoint import CheckpointError, load_npz, save_npz_atomic
+from maddpg.checkpoint import (CheckpointError, load_chunk, load_npz, remove_stale_chunks, save_chunk,
+                               save_npz_atomic)
+from maddpg.kernels import _wide_vectors
 from maddpg.kernels_mlp import MLP
 from maddpg.replay import ReplayBuffer
+from maddpg.vec_env import VecEnv, make_vec_env
 from noc.config import SEED_RULE, Seed, StrictModel, finite
 from noc.errors import ConfigError
 
 U_MIN, U_MAX = K.U_MIN, K.U_MAX  # the Gumbel-softmax kernel clips uniform samples into [U_MIN, U_MAX]
+
+# below this minibatch size an update's passes run on the calling thread: measured at 3
+# agents on 2 shared cores, batch 256 updated in 17 ms on one thread and 24 ms on two
+# (passive wait), batch 1024 in 53 ms on one and 46 ms on two
+PARALLEL_MIN_BATCH = 512
+
+
+def _libgomp_loaded() -> bool:
+    try:
+        with open("/proc/self/maps") as f:
+            return "libgomp" in f.read()
+    except OSError:  # not Linux: cannot tell
+        return False
+
+
+def _passive_wait_policy() -> bool:
+    """Ask OpenMP's idle threads to sleep (``OMP_WAIT_POLICY=PASSIVE``) unless the user chose a
+    policy; True if the policy in force is passive (set before the runtime was loaded)."""
+    if "OMP_WAIT_POLICY" in os.environ:
+        return os.environ["OMP_WAIT_POLICY"].strip().upper() == "PASSIVE"
+    loaded = _libgomp_loaded()
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    return not loaded
+
+
+PASSIVE_WAIT = _passive_wait_policy()
 
 
 class MADDPGConfig(StrictModel):
@@ -46,6 +95,7 @@ class MADDPGConfig(StrictModel):
     n_agents: int = Field(3, ge=1, le=64)
     seed: Seed = Field(0, description=f"seed of everything random: {SEED_RULE}")
     max_cycles: int = Field(25, ge=1, description="environment steps per episode")
+    n_envs: int = Field(1, ge=1, le=65536, description="environments stepped together (episodes run in rounds of n_envs)")
     lr: Annotated[float, finite(1e-9, 10.0)] = 1e-2
     gamma: Annotated[float, finite(0.0, 1.0)] = 0.95
     batch_size: int = Field(1024, ge=1, le=1 << 20)
@@ -79,6 +129,16 @@ class MADDPGConfig(StrictModel):
     def learning_starts_samples(self) -> int:
         return self.learning_starts if self.learning_starts is not None else self.batch_size * self.max_cycles
 
+    @property
+    def first_update_step(self) -> int | None:
+        """The environment step (all envs counted) of the first update, or None if the replay
+        can never hold ``learning_starts`` transitions."""
+        ls = self.learning_starts_samples
+        if ls > self.buffer_size:
+            return None
+        u = self.update_every_steps
+        return -(-ls // u) * u
+
 
 @dataclass(frozen=True)
 class EpisodeRecord:
@@ -86,6 +146,7 @@ class EpisodeRecord:
     reward: float  # summed over agents and steps (openai/maddpg's episode reward)
     env_steps: int
     updates: int
+    agent_rewards: tuple[float, ...] = ()  # each agent's return (summed over steps)
 
 
 def _default_env_factory(name: str, n_agents: int, seed: int, max_cycles: int):
@@ -95,6 +156,19 @@ def _default_env_factory(name: str, n_agents: int, seed: int, max_cycles: int):
 
 
 EnvFactory = Callable[[str, int, int, int], Any]
+
+_SKW = dict(cache=True, fastmath=True, boundscheck=False, error_model="numpy", nogil=True)
+
+
+@njit(**_SKW)
+def act_rows(x, params, seg_start, wt, acts, u, out, temperature, tile_b, q_frac, q_bits):
+    """Acting, serial: an actor's forward pass over the rows of ``x`` (one per env) and the
+    Gumbel-softmax sample of its logits with uniforms ``u`` into ``out``. The same arithmetic
+    as :func:`maddpg.batch_parts.forward` in one part; no parallel region, so acting never
+    wakes Numba's thread pool."""
+    _wide_vectors()
+    BP._forward_rows(x, params, seg_start, wt, acts, 0, 0, x.shape[0], tile_b, q_frac, q_bits)
+    K.gumbel_softmax(acts[len(acts) - 1], u, out, temperature, 1)
 
 
 class _Agent:
@@ -142,15 +216,51 @@ class _Minibatch:
         self.u_actor = [self.u_all[B * n_u : B * (n_u + d)].reshape(B, d) for d in act_dims]
 
 
-class MADDPG:
-    """A MADDPG learner over an environment with the ``maddpg.env`` interface."""
+class _UpdateStats:
+    """Per-agent sums over the updates of one logging interval (float64; checkpointed)."""
 
-    def __init__(self, config: MADDPGConfig, env_factory: EnvFactory | None = None) -> None:
+    FIELDS = ("critic_loss", "actor_loss", "q_sum", "q_sq", "q_min", "q_max")
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.reset()
+
+    def reset(self) -> None:
+        self.updates = 0
+        self.rows = 0  # minibatch rows per agent seen (for the Q mean and spread)
+        self.a = {k: np.zeros(self.n) for k in self.FIELDS}
+        self.a["q_min"][:] = np.inf
+        self.a["q_max"][:] = -np.inf
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        out = {f"log/{k}": v.copy() for k, v in self.a.items()}
+        out["log/counts"] = np.array([self.updates, self.rows], np.int64)
+        return out
+
+    def load(self, arrays: dict[str, np.ndarray]) -> None:
+        for k in self.FIELDS:
+            _copy_into(self.a[k], arrays[f"log/{k}"], f"log/{k}")
+        self.updates, self.rows = (int(v) for v in arrays["log/counts"])
+
+
+class MADDPG:
+    """A MADDPG learner over ``cfg.n_envs`` environments of one MPE scenario.
+
+    ``env_factory`` (``make_env``-like: ``(name, n_agents, seed, max_cycles) -> env`` with the
+    ``maddpg.env`` interface) replaces the environments, e.g. by a test's stand-in; without
+    it ``env_backend`` chooses (:func:`maddpg.vec_env.make_vec_env`: ``"auto"`` = the
+    scenario's Numba port if it has one, else mpe2). ``threads``: Numba threads an update
+    may use (None: all of ``NUMBA_NUM_THREADS``); results do not depend on it."""
+
+    def __init__(self, config: MADDPGConfig, env_factory: EnvFactory | None = None, env_backend: str = "auto",
+                 threads: int | None = None) -> None:
         self.cfg = cfg = config
-        self.env = (env_factory or _default_env_factory)(cfg.env, cfg.n_agents, cfg.seed, cfg.max_cycles)
-        self.n = self.env.n_agents
-        self.obs_dims = [int(d) for d in self.env.obs_dims]
-        self.act_dims = [int(d) for d in self.env.act_dims]
+        self.venv: VecEnv = make_vec_env(cfg.env, cfg.n_envs, cfg.n_agents, cfg.seed, cfg.max_cycles, env_backend,
+                                         env_factory)
+        self.n_envs = cfg.n_envs
+        self.n = self.venv.n_agents
+        self.obs_dims = [int(d) for d in self.venv.obs_dims]
+        self.act_dims = [int(d) for d in self.venv.act_dims]
         self.rng = np.random.default_rng(cfg.seed)
         self.agents = [_Agent(i, self.obs_dims, self.act_dims, cfg) for i in range(self.n)]
         for ag in self.agents:
@@ -163,7 +273,15 @@ class MADDPG:
         self.env_steps = 0
         self.updates = 0
         self.rewards: list[float] = []
+        self.agent_rewards: list[list[float]] = []  # per episode, each agent's return
+        self.log_rows: list[dict[str, float]] = []
+        self.stats = _UpdateStats(self.n)
+        self.threads = threads
         self._q = (cfg.fixed_point_frac_bits, cfg.fixed_point_bits)
+        self._chunks: list[tuple[int, int]] = []  # replay chunks written next to _chunks_for
+        self._chunks_for: Path | None = None
+        self.save_stats = [0, 0.0, 0]  # checkpoints written, seconds spent, bytes written
+        self._mark_interval()
         self._alloc(cfg.batch_size)
 
     # ---- buffers --------------------------------------------------------------------------
@@ -173,23 +291,37 @@ class MADDPG:
         self.mb = _Minibatch(B, self.obs_dims, self.act_dims)
         self.b_dlogits = [K.aligned_zeros((B, d)) for d in self.act_dims]
         self.dq = K.aligned_zeros((B, 1))
-        self.a1_u = [np.zeros((1, d), np.float32) for d in self.act_dims]
-        self.a1_out = [np.zeros((1, d), np.float32) for d in self.act_dims]
+        self._act_bufs: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {}
 
-    def _uniform(self, buf: np.ndarray) -> np.ndarray:
-        """Uniform samples in [0, 1) into ``buf`` (the Gumbel-softmax kernel clips them)."""
-        self.rng.random(out=buf, dtype=np.float32)
-        return buf
+    def _act_buffers(self, rows: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        bufs = self._act_bufs.get(rows)
+        if bufs is None:
+            bufs = self._act_bufs[rows] = ([np.zeros((rows, d), np.float32) for d in self.act_dims],
+                                           [np.zeros((rows, d), np.float32) for d in self.act_dims])
+        return bufs
 
     # ---- acting ---------------------------------------------------------------------------
 
-    def act(self, obs: list[np.ndarray]) -> list[np.ndarray]:
-        """Each actor's Gumbel-softmax sample for its observation (exploration included)."""
+    def act(self, obs: list[np.ndarray], deterministic: bool = False) -> list[np.ndarray]:
+        """Each actor's action for its observations: a vector per agent (one env) or
+        ``[rows, act_dim]`` per agent (one row per env). Exploration: a Gumbel-softmax sample,
+        uniforms drawn from the run's generator agent by agent; ``deterministic``: the
+        softmax of the logits (Gumbel noise 0; draws nothing)."""
+        single = np.ndim(obs[0]) == 1
+        rows = 1 if single else int(np.shape(obs[0])[0])
+        u_bufs, out_bufs = self._act_buffers(rows)
         out = []
         for j, ag in enumerate(self.agents):
-            logits = ag.actor.forward(np.ascontiguousarray(obs[j], np.float32).reshape(1, -1))
-            K.gumbel_softmax(logits, self._uniform(self.a1_u[j]), self.a1_out[j], self.cfg.temperature, 1)
-            out.append(self.a1_out[j][0].copy())
+            x = np.ascontiguousarray(obs[j], np.float32).reshape(rows, -1)
+            u = u_bufs[j]
+            if deterministic:
+                u.fill(np.float32(np.exp(-1.0)))  # -log(-log u) = 0: no noise
+            else:
+                self.rng.random(out=u, dtype=np.float32)
+            net = ag.actor
+            act_rows(x, net.params, net.seg_start, net.WT, net.workspace(rows).acts, u, out_bufs[j],
+                     float(self.cfg.temperature), net.tiling.tile_b, net.q_frac, net.q_bits)
+            out.append(out_bufs[j][0].copy() if single else out_bufs[j].copy())
         return out
 
     # ---- learning -------------------------------------------------------------------------
@@ -214,23 +346,53 @@ class MADDPG:
         # the sampled rows are the critics' inputs (the replay stores them in that layout)
         BP.gather_transitions(rp.oa, rp.next_o, mb.idx, mb.c_in, mb.c_in_next, BP.effective_parts(c.batch_parts, B))
 
+    def update_threads(self) -> int:
+        """Numba threads an update uses: ``threads`` when given, else 1 below
+        :data:`PARALLEL_MIN_BATCH` rows and Numba's current count (``numba.set_num_threads``,
+        default ``NUMBA_NUM_THREADS``) from there; never more than ``batch_parts`` (a part is
+        the unit of parallel work) or ``NUMBA_NUM_THREADS``."""
+        import numba
+        from numba.np.ufunc import parallel
+
+        if self.threads is None:
+            # (asking for the count starts the pool: before it started, the count is the default)
+            started = getattr(parallel, "_is_initialized", True)
+            current = numba.get_num_threads() if started else numba.config.NUMBA_NUM_THREADS
+            want = 1 if self.cfg.batch_size < PARALLEL_MIN_BATCH else current
+        else:
+            want = self.threads
+        return max(1, min(int(want), self.cfg.batch_parts, numba.config.NUMBA_NUM_THREADS))
+
     def update(self) -> float:
         """One MADDPG update of every agent (critic, actor, targets); returns the mean critic loss.
 
         The agents update one after the other, as published; each pass over a minibatch runs
-        its ``batch_parts`` row ranges in parallel (:mod:`maddpg.batch_parts`)."""
-        losses = 0.0
-        mb = self.mb
-        c = self.cfg
-        for i, ag in enumerate(self.agents):
-            self._sample(i, mb)
-            for j in range(self.n):  # every target actor's sample, into the next-state critic input
-                self.agents[j].actor_t.forward_sample(mb.nobs[j], mb.u[j], mb.act[j], c.temperature,
-                                                      into=(mb.c_in_next, self.act_off[j]))
-            ag.critic.forward(mb.c_in)  # Q(x, a) on the sampled actions
-            ag.actor.forward_sample(mb.obs[i], mb.u_actor[i], mb.pi[i], c.temperature)
-            losses += self._update_agent(i, ag, mb)
+        its ``batch_parts`` row ranges in parallel (:mod:`maddpg.batch_parts`) on
+        :meth:`update_threads` threads."""
+        import numba
+
+        nt = self.update_threads()
+        prev = numba.get_num_threads()
+        if nt != prev:
+            numba.set_num_threads(nt)
+        try:
+            losses = 0.0
+            mb = self.mb
+            c = self.cfg
+            for i, ag in enumerate(self.agents):
+                self._sample(i, mb)
+                for j in range(self.n):  # every target actor's sample, into the next-state critic input
+                    self.agents[j].actor_t.forward_sample(mb.nobs[j], mb.u[j], mb.act[j], c.temperature,
+                                                          into=(mb.c_in_next, self.act_off[j]))
+                ag.critic.forward(mb.c_in)  # Q(x, a) on the sampled actions
+                ag.actor.forward_sample(mb.obs[i], mb.u_actor[i], mb.pi[i], c.temperature)
+                losses += self._update_agent(i, ag, mb)
+        finally:
+            if nt != prev:
+                numba.set_num_threads(prev)
         self.updates += 1
+        self.stats.updates += 1
+        self.stats.rows += self.cfg.batch_size
         return losses / self.n
 
     def _update_agent(self, i: int, ag: _Agent, mb: "_Minibatch") -> float:
@@ -240,10 +402,16 @@ class MADDPG:
         rp = self.replay
         tb = c.tile_b
         temp = c.temperature
+        st = self.stats.a
         # critic: minimise (Q(x, a) - (r + gamma Q'(x', mu'(o'))))^2 (Q(x, a) ran in update)
         q_next = ag.critic_t.forward(mb.c_in_next)
         q = ag.critic.workspace(B).acts[-1]
         loss = K.td_loss_grad(q, q_next, rp.rew[i], rp.done, mb.idx, c.gamma, self.dq)
+        st["critic_loss"][i] += loss
+        st["q_sum"][i] += np.sum(q, dtype=np.float64)
+        st["q_sq"][i] += float(np.dot(q[:, 0].astype(np.float64), q[:, 0].astype(np.float64)))
+        st["q_min"][i] = min(st["q_min"][i], float(q.min()))
+        st["q_max"][i] = max(st["q_max"][i], float(q.max()))
         ag.critic.backward(self.dq, weights=True)
         self._adam(ag, "critic", ag.critic)
         # actor: maximise Q(x, a_1..mu_i(o_i)..a_n) with a Gumbel-softmax sample of mu_i (the
@@ -251,7 +419,10 @@ class MADDPG:
         # the critic input only now, since the critic step needed the sampled one)
         logits = ag.actor.workspace(B).acts[-1]
         K.put_columns(mb.pi[i], mb.c_in, self.act_off[i])
-        ag.critic.forward(mb.c_in)
+        q_pi = ag.critic.forward(mb.c_in)
+        # the actor's loss at its pre-step parameters: -mean Q(x, .. pi_i ..) + reg * mean(logits^2)
+        st["actor_loss"][i] += (-np.mean(q_pi, dtype=np.float64)
+                                + c.actor_reg * float(np.mean(np.square(logits, dtype=np.float64))))
         self.dq.fill(np.float32(-1.0 / B))
         da = ag.critic.backward(self.dq, weights=False, inputs=(self.act_off[i], self.act_dims[i]))
         K.gumbel_softmax_backward(mb.pi[i], da, self.b_dlogits[i], temp, tb)
@@ -264,26 +435,66 @@ class MADDPG:
 
     # ---- episodes -------------------------------------------------------------------------
 
-    def run_episode(self) -> EpisodeRecord:
+    def _after_steps(self, added: int, size_before: int) -> None:
+        """``added`` transitions entered the replay (which held ``size_before``): run the
+        updates whose environment step lies among them, in order."""
         c = self.cfg
-        obs = self.env.reset(seed=c.seed * 1_000_003 + self.episode)
-        total = 0.0
+        u = c.update_every_steps
+        s0 = self.env_steps
+        self.env_steps += added
+        for m in range((s0 // u + 1) * u, self.env_steps + 1, u):
+            if min(size_before + (m - s0), self.replay.capacity) >= c.learning_starts_samples:
+                self.update()
+
+    def run_round(self) -> list[EpisodeRecord]:
+        """Episodes ``episode .. episode + n_envs - 1``, one per env, stepped together."""
+        c = self.cfg
+        N = self.n_envs
+        e0 = self.episode
+        obs = self.venv.reset([c.seed * 1_000_003 + e0 + b for b in range(N)])
+        totals = [0.0] * N
+        per_agent = np.zeros((N, self.n))
+        active = np.ones(N, bool)
         for step in range(c.max_cycles):
             actions = self.act(obs)
-            next_obs, rew, done = self.env.step(actions)
-            terminal = bool(done) and step + 1 < c.max_cycles  # a time limit is not a terminal state
-            self.replay.add(obs, actions, rew, next_obs, terminal)
-            total += float(sum(rew))
-            self.env_steps += 1
+            next_obs, rew, done = self.venv.step(actions, active)
+            terminal = done & (step + 1 < c.max_cycles)  # a time limit is not a terminal state
+            rows = np.flatnonzero(active)
+            size_before = len(self.replay)
+            if rows.size == N:
+                self.replay.add_batch(obs, actions, rew, next_obs, terminal)
+            else:
+                self.replay.add_batch([o[rows] for o in obs], [a[rows] for a in actions], rew[rows],
+                                      [o[rows] for o in next_obs], terminal[rows])
+            for b in rows:
+                totals[b] += float(sum(rew[b].tolist()))
+                per_agent[b] += rew[b]
+            self._after_steps(int(rows.size), size_before)
+            active &= ~done
             obs = next_obs
-            if len(self.replay) >= c.learning_starts_samples and self.env_steps % c.update_every_steps == 0:
-                self.update()
-            if done:
+            if not active.any():
                 break
-        rec = EpisodeRecord(self.episode, total, self.env_steps, self.updates)
-        self.rewards.append(total)
-        self.episode += 1
-        return rec
+        recs = []
+        for b in range(N):
+            self.rewards.append(totals[b])
+            self.agent_rewards.append([float(v) for v in per_agent[b]])
+            recs.append(EpisodeRecord(e0 + b, totals[b], self.env_steps, self.updates, tuple(self.agent_rewards[-1])))
+        self.episode += N
+        return recs
+
+    def run_episode(self) -> EpisodeRecord:
+        """One episode (``n_envs == 1``)."""
+        if self.n_envs != 1:
+            raise ConfigError(f"run_episode: n_envs is {self.n_envs}; use run_round() (allowed: n_envs == 1)")
+        return self.run_round()[0]
+
+    def check_episodes(self, episodes: int, key: str = "episodes") -> None:
+        """Runs end on a round boundary: ``episodes`` must be a multiple of ``n_envs``."""
+        N = self.n_envs
+        if episodes % N:
+            lo, hi = episodes // N * N, (episodes // N + 1) * N
+            alt = f"e.g. {lo} or {hi}" if lo else f"e.g. {hi}"
+            raise ConfigError(f"{key}: {episodes} is not a multiple of n_envs ({N}); allowed: a multiple of {N} ({alt})")
 
     def train(
         self,
@@ -291,19 +502,76 @@ class MADDPG:
         checkpoint_path: str | Path | None = None,
         checkpoint_every: int = 0,
         on_episode: Callable[[EpisodeRecord], None] | None = None,
+        log_every: int = 0,
+        on_log: Callable[[dict[str, float]], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
     ) -> list[EpisodeRecord]:
-        """Run until ``self.episode == episodes`` (a resumed run continues where it stopped)."""
+        """Run until ``self.episode == episodes`` (a resumed run continues where it stopped).
+
+        A checkpoint is written whenever the episode count reaches or passes a multiple of
+        ``checkpoint_every`` and at the end; a log row (:meth:`log_row`) whenever it passes a
+        multiple of ``log_every``. ``should_stop`` is asked after every round: if it says yes,
+        the learner saves a checkpoint (when it has a path) and returns early."""
+        self.check_episodes(episodes)
         out = []
         while self.episode < episodes:
-            rec = self.run_episode()
-            out.append(rec)
+            before = self.episode
+            recs = [self.run_episode()] if self.n_envs == 1 else self.run_round()
+            out.extend(recs)
+            if log_every > 0 and self.episode // log_every > before // log_every:
+                row = self.log_row()
+                if on_log is not None:
+                    on_log(row)
+            stop = should_stop is not None and should_stop()
             if checkpoint_path is not None and checkpoint_every > 0 and (
-                self.episode % checkpoint_every == 0 or self.episode == episodes
+                self.episode // checkpoint_every > before // checkpoint_every or self.episode == episodes or stop
             ):
                 self.save(checkpoint_path)
             if on_episode is not None:
-                on_episode(rec)
+                for rec in recs:
+                    on_episode(rec)
+            if stop:
+                break
         return out
+
+    # ---- logs -----------------------------------------------------------------------------
+
+    def _mark_interval(self) -> None:
+        self._log_t0 = time.perf_counter()
+        self._log_steps0 = self.env_steps
+        self._log_episode0 = self.episode if not self.log_rows else int(self.log_rows[-1]["episode"])
+
+    def log_row(self) -> dict[str, float]:
+        """Close a logging interval: a row with the interval's mean episode reward (total and per
+        agent), each agent's mean critic loss, actor loss and Q statistics over the interval's
+        updates (NaN without updates), the update count and environment steps per second
+        (wall clock); appended to :attr:`log_rows`."""
+        e0 = self._log_episode0
+        ep = np.asarray(self.rewards[e0:], np.float64)
+        ag = np.asarray(self.agent_rewards[e0:], np.float64).reshape(-1, self.n)
+        s = self.stats
+        nu = max(s.updates, 1)
+        nan = float("nan")
+        dt = time.perf_counter() - self._log_t0
+        row: dict[str, float] = {"episode": self.episode, "env_steps": self.env_steps, "updates": self.updates,
+                                 "updates_in_interval": s.updates,
+                                 "reward_mean": float(ep.mean()) if ep.size else nan}
+        for i in range(self.n):
+            row[f"reward_agent{i}"] = float(ag[:, i].mean()) if ag.size else nan
+        for i in range(self.n):
+            q_mean = s.a["q_sum"][i] / max(s.rows, 1)
+            q_var = max(s.a["q_sq"][i] / max(s.rows, 1) - q_mean * q_mean, 0.0)
+            row[f"critic_loss_agent{i}"] = float(s.a["critic_loss"][i] / nu) if s.updates else nan
+            row[f"actor_loss_agent{i}"] = float(s.a["actor_loss"][i] / nu) if s.updates else nan
+            row[f"q_mean_agent{i}"] = float(q_mean) if s.updates else nan
+            row[f"q_std_agent{i}"] = float(np.sqrt(q_var)) if s.updates else nan
+            row[f"q_min_agent{i}"] = float(s.a["q_min"][i]) if s.updates else nan
+            row[f"q_max_agent{i}"] = float(s.a["q_max"][i]) if s.updates else nan
+        row["env_steps_per_s"] = (self.env_steps - self._log_steps0) / dt if dt > 0 else nan
+        self.log_rows.append(row)
+        s.reset()
+        self._mark_interval()
+        return row
 
     # ---- checkpoints ----------------------------------------------------------------------
 
@@ -312,12 +580,23 @@ class MADDPG:
         for i, ag in enumerate(self.agents):
             keys += [f"agent{i}/{name}" for name in ag.nets()]
             keys += [f"agent{i}/adam_{name}_{s}" for name in ag.opt for s in ("m", "v")]
-        keys += ["replay/pos", "replay/size", "replay/done", "replay/rew"]
-        for j in range(self.n):
-            keys += [f"replay/obs{j}", f"replay/act{j}", f"replay/next_obs{j}"]
         return keys
 
     def save(self, path: str | Path) -> Path:
+        """Write a checkpoint: ``path`` (networks, optimiser, generator, histories) and one new
+        replay chunk with the transitions added since the last save to ``path``."""
+        t0 = time.perf_counter()
+        p = Path(path)
+        T = self.env_steps
+        lo = T - len(self.replay)  # the oldest transition still in the buffer
+        written = 0
+        if self._chunks_for != p.resolve():
+            self._chunks, self._chunks_for = [], p.resolve()
+        chunks = [(a, b) for a, b in self._chunks if b > lo]
+        start = max(chunks[-1][1] if chunks else lo, lo)
+        if T > start:
+            written += save_chunk(p, start, T, self.replay.rows(start, T, T)).stat().st_size
+            chunks.append((start, T))
         arrays: dict[str, np.ndarray] = {}
         for i, ag in enumerate(self.agents):
             for name, net in ag.nets().items():
@@ -325,37 +604,52 @@ class MADDPG:
             for name, (m, v, _) in ag.opt.items():
                 arrays[f"agent{i}/adam_{name}_m"] = m
                 arrays[f"agent{i}/adam_{name}_v"] = v
-        arrays.update(self.replay.state())
         arrays["rng_state"] = np.frombuffer(json.dumps(self.rng.bit_generator.state).encode(), np.uint8)
         arrays["rewards"] = np.asarray(self.rewards, np.float64)
+        arrays["agent_rewards"] = np.asarray(self.agent_rewards, np.float64).reshape(-1, self.n)
+        arrays.update(self.stats.arrays())
         meta = {
             "config": self.cfg.model_dump(),
             "episode": self.episode,
-            "env_steps": self.env_steps,
+            "env_steps": T,
             "updates": self.updates,
             "obs_dims": self.obs_dims,
             "act_dims": self.act_dims,
             "adam_steps": [[ag.opt["actor"][2], ag.opt["critic"][2]] for ag in self.agents],
+            "replay": {"pos": self.replay.pos, "size": len(self.replay), "chunks": [list(c) for c in chunks]},
+            "log_rows": self.log_rows,
+            "log_episode0": self._log_episode0,
         }
-        return save_npz_atomic(path, arrays, meta)
+        out = save_npz_atomic(p, arrays, meta)
+        self._chunks = chunks
+        remove_stale_chunks(p, chunks)
+        self.save_stats[0] += 1
+        self.save_stats[1] += time.perf_counter() - t0
+        self.save_stats[2] += written + out.stat().st_size
+        return out
 
-    def load(self, path: str | Path) -> None:
-        """Restore everything a checkpoint holds; it must have been written with the same config."""
-        arrays, meta = load_npz(path)
-        p = Path(path)
+    def _check_meta(self, p: Path, meta: dict, keys: list[str] | None = None) -> None:
         saved = meta.get("config", {})
         now = self.cfg.model_dump()
-        diff = [k for k in sorted(set(saved) | set(now)) if saved.get(k) != now.get(k)]
+        defaults = MADDPGConfig().model_dump()  # a key a checkpoint predates has its default
+        diff = [k for k in sorted(set(saved) | set(now)) if (keys is None or k in keys)
+                and saved.get(k, defaults.get(k)) != now.get(k)]
         if diff:
             k = diff[0]
             raise CheckpointError(
                 f"{p}: checkpoint was written with a different configuration: key {k!r} is "
-                f"{saved.get(k)!r} in the checkpoint but {now.get(k)!r} now"
+                f"{saved.get(k, defaults.get(k))!r} in the checkpoint but {now.get(k)!r} now"
                 + (f" (and {len(diff) - 1} more)" if len(diff) > 1 else "")
             )
         if meta.get("obs_dims") != self.obs_dims or meta.get("act_dims") != self.act_dims:
             raise CheckpointError(f"{p}: checkpoint's observation/action sizes {meta.get('obs_dims')}/{meta.get('act_dims')} "
                                   f"do not match the environment's {self.obs_dims}/{self.act_dims}")
+
+    def load(self, path: str | Path) -> None:
+        """Restore everything a checkpoint holds; it must have been written with the same config."""
+        arrays, meta = load_npz(path)
+        p = Path(path)
+        self._check_meta(p, meta)
         missing = [k for k in self._array_keys() if k not in arrays]
         if missing:
             raise CheckpointError(f"{p}: corrupt checkpoint, missing array(s) {', '.join(missing[:5])}")
@@ -368,16 +662,62 @@ class MADDPG:
                     _copy_into(st[0], arrays[f"agent{i}/adam_{name}_m"], f"agent{i}/adam_{name}_m")
                     _copy_into(st[1], arrays[f"agent{i}/adam_{name}_v"], f"agent{i}/adam_{name}_v")
                     st[2] = int(meta["adam_steps"][i][k])
-            self.replay.load_state(arrays)
-            self.rng.bit_generator.state = json.loads(bytes(arrays["rng_state"]).decode())
-            self.rewards = [float(r) for r in arrays["rewards"]]
             self.episode = int(meta["episode"])
             self.env_steps = int(meta["env_steps"])
             self.updates = int(meta["updates"])
+            self.rng.bit_generator.state = json.loads(bytes(arrays["rng_state"]).decode())
+            self.rewards = [float(r) for r in arrays["rewards"]]
+            if "agent_rewards" in arrays:
+                self.agent_rewards = [[float(v) for v in row] for row in arrays["agent_rewards"]]
+            else:  # format 1 kept no per-agent returns
+                self.agent_rewards = [[float("nan")] * self.n for _ in self.rewards]
+            if "log/counts" in arrays:
+                self.stats.load(arrays)
+            self.log_rows = [dict(r) for r in meta.get("log_rows", [])]
+            chunks: list[tuple[int, int]] = []
+            if "replay/obs0" in arrays:  # format 1: the whole replay in the file
+                self.replay.load_state(arrays)
+            else:
+                rp = meta["replay"]
+                size, pos = int(rp["size"]), int(rp["pos"])
+                if size > self.replay.capacity or size > self.env_steps or pos != self.env_steps % self.replay.capacity:
+                    raise ValueError(f"replay size {size} / position {pos} impossible after {self.env_steps} transitions")
+                chunks = [(int(a), int(b)) for a, b in rp["chunks"]]
+                lo = self.env_steps - size
+                covered = lo
+                for a, b in chunks:  # contiguous, ending at env_steps, covering the buffer
+                    if a > covered or b <= covered:
+                        raise ValueError(f"replay chunks {chunks} do not cover transitions {lo}..{self.env_steps}")
+                    covered = b
+                if covered != self.env_steps:
+                    raise ValueError(f"replay chunks {chunks} do not cover transitions {lo}..{self.env_steps}")
+                self.replay.size, self.replay.pos = size, pos
+                for a, b in chunks:
+                    data = load_chunk(p, a, b)
+                    skip = max(lo - a, 0)
+                    self.replay.put_rows(a + skip, {k: (v[:, skip:] if k == "rew" else v[skip:]) for k, v in data.items()},
+                                         self.env_steps)
         except (KeyError, ValueError, TypeError, IndexError) as exc:
             raise CheckpointError(f"{p}: corrupt checkpoint ({type(exc).__name__}: {exc})") from None
-        if len(self.rewards) != self.episode:
+        if len(self.rewards) != self.episode or len(self.agent_rewards) != self.episode:
             raise CheckpointError(f"{p}: corrupt checkpoint ({len(self.rewards)} episode rewards for {self.episode} episodes)")
+        self._chunks, self._chunks_for = chunks, p.resolve()
+        self._log_t0, self._log_steps0 = time.perf_counter(), self.env_steps
+        self._log_episode0 = int(meta.get("log_episode0", 0))
+
+    def load_actors(self, path: str | Path) -> dict:
+        """Only the actors' parameters (for evaluation); the network shapes and datapath must
+        match. Returns the checkpoint's meta data."""
+        arrays, meta = load_npz(path)
+        p = Path(path)
+        self._check_meta(p, meta, keys=["env", "n_agents", "hidden_units", "hidden_layers", "fixed_point_bits",
+                                        "fixed_point_frac_bits", "temperature", "max_cycles"])
+        try:
+            for i, ag in enumerate(self.agents):
+                _copy_into(ag.actor.params, arrays[f"agent{i}/actor"], f"agent{i}/actor")
+        except (KeyError, ValueError) as exc:
+            raise CheckpointError(f"{p}: corrupt checkpoint ({type(exc).__name__}: {exc})") from None
+        return meta
 
     # ---- accelerator view -----------------------------------------------------------------
 
@@ -413,6 +753,20 @@ def _copy_into(dst: np.ndarray, src: np.ndarray, key: str) -> None:
     dst[...] = src
 
 
+def no_learning_warning(cfg: MADDPGConfig, episodes: int, flag: str = "--episodes") -> str | None:
+    """A sentence if a run of ``episodes`` (full-length episodes) ends before its first update."""
+    steps = episodes * cfg.max_cycles
+    first = cfg.first_update_step
+    if first is None:
+        return (f"the replay ({cfg.buffer_size:,} transitions) can never hold learning_starts "
+                f"({cfg.learning_starts_samples:,}): no update will run, no learning happens")
+    if steps < first:
+        return (f"{flag} {episodes} ends after {steps:,} env steps, before the first update at {first:,} "
+                f"(learning starts at {cfg.learning_starts_samples:,} transitions, then one update every "
+                f"{cfg.update_every_steps} env steps): no learning happens")
+    return None
+
+
 def random_policy_return(env, episodes: int, seed: int, max_cycles: int) -> float:
     """Mean episode reward (summed over agents) of uniformly random one-hot actions."""
     rng = np.random.default_rng(seed)
@@ -437,4 +791,5 @@ def make_config(**kwargs: Any) -> MADDPGConfig:
     return validate(kwargs, MADDPGConfig, source="maddpg config")
 
 
-__all__ = ["MADDPG", "MADDPGConfig", "EpisodeRecord", "CheckpointError", "ConfigError", "random_policy_return", "make_config"]
+__all__ = ["MADDPG", "MADDPGConfig", "EpisodeRecord", "CheckpointError", "ConfigError", "random_policy_return",
+           "make_config", "no_learning_warning", "act_rows", "PASSIVE_WAIT", "PARALLEL_MIN_BATCH"]

@@ -131,3 +131,59 @@ def test_an_unusable_output_directory_stops_the_run_before_training(tmp_path, ca
             main([*ARGS, "--episodes", "3", "--out", str(out)])
         err = capsys.readouterr().err
         assert exc.value.code == 2 and says in err and err.count("\n") == 1
+
+
+def test_a_run_that_ends_before_learning_says_so(tmp_path):
+    r = CliRunner().invoke(app, [*ARGS, "--episodes", "2", "--out", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    # 2 episodes x 25 steps; learning starts at 50 transitions, updates at multiples of 100 env steps
+    assert "warning: --episodes 2 ends after 50 env steps, before the first update at 100" in r.output
+    assert "warning: no update ran in 50 env steps" in r.output and "0 updates" in r.output
+    r = CliRunner().invoke(app, [*ARGS, "--episodes", "4", "--out", str(tmp_path / "b")])
+    assert "warning" not in r.output and "1 updates" in r.output
+
+
+def test_envs_flag_runs_rounds_of_episodes(tmp_path):
+    from maddpg.trainer import MADDPG, make_config
+
+    r = CliRunner().invoke(app, [*ARGS, "--episodes", "8", "--envs", "4", "--out", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert "4 env(s) (custom backend)" in r.output
+    t = MADDPG(make_config(env="simple", n_agents=1, seed=3, batch_size=16, learning_starts=50, n_envs=4), make_standin)
+    t.train(8)
+    np.testing.assert_allclose(_rewards(tmp_path / "rewards.csv"), t.rewards, rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(np.load(tmp_path / "checkpoint.npz")["agent0/critic"], t.agents[0].critic.params)
+
+
+@pytest.mark.parametrize("extra,says", [
+    (["--episodes", "10", "--envs", "4"], "--episodes 10: not a multiple of --envs 4; allowed: a multiple of 4 (e.g. 8 or 12)"),
+    (["--episodes", "4", "--envs", "0"], "--envs"),
+    (["--episodes", "4", "--env-backend", "gpu"], "--env-backend 'gpu': allowed: auto, port, mpe2"),
+    (["--episodes", "4", "--threads", "99"], "--threads 99: allowed: 1.."),
+    (["--episodes", "4", "--seeds", "1", "-5"], "--seeds"),
+])
+def test_bad_flags_are_one_line_errors(tmp_path, capsys, extra, says):
+    with pytest.raises(SystemExit) as exc:
+        main([*ARGS, *extra, "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.startswith("error: ") and says in err and err.count("\n") == 1, err
+
+
+def test_seeds_run_each_seed_and_plot_their_mean_and_spread(tmp_path):
+    args = [a for a in ARGS if a not in ("--seed", "3")]
+    r = CliRunner().invoke(app, [*args, "--seeds", "1", "2", "--episodes", "6", "--out", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert "seed 1" in r.output and "seed 2" in r.output
+    single = tmp_path / "single"
+    assert CliRunner().invoke(app, [*args, "--seed", "2", "--episodes", "6", "--out", str(single)]).exit_code == 0
+    assert (tmp_path / "seed2" / "rewards.csv").read_bytes() == (single / "rewards.csv").read_bytes()
+    with open(tmp_path / "seeds_summary.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 6 and (tmp_path / "seeds_curve.png").stat().st_size > 0
+    for row in rows:
+        per = [float(row["seed1_mean100"]), float(row["seed2_mean100"])]
+        assert float(row["mean"]) == pytest.approx(np.mean(per), abs=2e-6)
+        assert float(row["std"]) == pytest.approx(np.std(per, ddof=1), abs=2e-6)
+    with open(tmp_path / "seed1" / "rewards.csv") as f:
+        r1 = [float(x["reward"]) for x in csv.DictReader(f)]
+    assert float(rows[-1]["seed1_mean100"]) == pytest.approx(np.mean(r1), abs=2e-6)

@@ -40,15 +40,11 @@ def test_results_depend_on_batch_parts_not_on_threads(n_agents, fixed_point):
 
     cfg = make_config(**{**SMALL, "n_agents": n_agents, "batch_parts": 3, "fixed_point_bits": fixed_point,
                          "fixed_point_frac_bits": 10 if fixed_point else 0})
-    a = MADDPG(cfg, make_standin)
-    b = MADDPG(cfg, make_standin)
+    a = MADDPG(cfg, make_standin, threads=numba.config.NUMBA_NUM_THREADS)  # all threads, whatever the batch size
+    b = MADDPG(cfg, make_standin, threads=1)
+    assert a.update_threads() == min(numba.config.NUMBA_NUM_THREADS, 3) and b.update_threads() == 1
     a.train(25)
-    threads = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        b.train(25)
-    finally:
-        numba.set_num_threads(threads)
+    b.train(25)
     assert a.updates > 5
     np.testing.assert_array_equal(_weights(a), _weights(b))
     assert a.rewards == b.rewards
