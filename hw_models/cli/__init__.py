@@ -18,6 +18,7 @@ from hw_models import __version__
 from hw_models.cli import config_cmd, demo_cmd, topology_cmd
 from hw_models.cli import allreduce_cmd, rtl_cmd, schedule_cmd
 from hw_models.cli import noc_cmd
+from hw_models.cli import sweep_cmd
 from noc.errors import HwModelsError, HwModelsWarning
 
 app = typer.Typer(
@@ -49,6 +50,7 @@ app.add_typer(config_cmd.app, name="config")
 app.add_typer(rtl_cmd.app, name="rtl")
 app.add_typer(__import__("hw_models.cli.maddpg_cmd", fromlist=["app"]).app, name="maddpg")
 app.add_typer(noc_cmd.app, name="noc")
+app.add_typer(sweep_cmd.app, name="sweep")
 app.command(name="schedule")(schedule_cmd.schedule)
 app.command(name="allreduce")(allreduce_cmd.allreduce)
 app.command(name="demo")(demo_cmd.demo)

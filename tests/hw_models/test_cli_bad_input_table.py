@@ -32,11 +32,21 @@ BAD = {
     ("maddpg", "train"): [[], ["--episodes", "1", "--seed", "-1"], ["--episodes", "1", "--agents", "65"],
                           ["--episodes", "1", "--fixed-point", "16.x"], ["--episodes", "0"],
                           ["--episodes", "1", "--batch-size", "0"]],
+    ("maddpg", "eval"): [[], ["/nonexistent.npz"], ["JSON"], ["/nonexistent.npz", "--seed", "-1"],
+                         ["/nonexistent.npz", "--episodes", "0"], ["/nonexistent.npz", "--env-backend", "gpu"]],
     ("noc", "run"): [[], ["CONFIG", "--rate", "nan"], ["CONFIG", "--rate", "2"], ["CONFIG", "--seed", "-1"],
                      ["CONFIG_NAN"], ["CONFIG", "--pattern", "spiral"], ["--booksim", "BOOKSIM", "k=٤"],
                      ["--booksim", "BOOKSIM", "injection_rate=1e999"], ["CONFIG_LONG"]],
     ("noc", "sweep-load"): [["CONFIG", "--seed", "99999999999999999999"], ["CONFIG_INF_LIMIT"],
                             ["--booksim", "BOOKSIM", "packet_size=9223372036854775808"], ["CONFIG_LONG"]],
+    ("sweep", "run"): [[], ["/nonexistent.toml"], ["CONFIG"], ["CONFIG", "--workers", "-1"],
+                       ["CONFIG", "--dask", "tcp://127.0.0.1:9", "--workers", "2"]],
+    ("sweep", "export"): [["CONFIG"], ["/nonexistent.sqlite", "--csv", "o.csv"], ["CONFIG", "--csv", "o.csv"],
+                          ["CONFIG", "--csv", "o.csv", "--status", "maybe"]],
+    ("sweep", "import-jsonl"): [["/nonexistent.jsonl", "--store", "s.sqlite"], ["CONFIG", "--store", "s.sqlite"],
+                                ["JSON", "--store", "s.sqlite"]],
+    ("sweep", "status"): [["/nonexistent.sqlite"], ["CONFIG"]],
+    ("sweep", "kinds"): [["--bogus"]],
 }
 
 

@@ -1,0 +1,242 @@
+"""``hw-models sweep``: design-space sweeps into a resumable SQLite store (docs/sweeps.md).
+
+    hw-models sweep FILE [--store S] [--workers N | --dask tcp://host:port] [--seed N] [--fresh] [--check]
+    hw-models sweep export STORE --csv OUT.csv [--parquet OUT.parquet] [--kind K] [--overwrite]
+    hw-models sweep import-jsonl JSONL... --store S
+    hw-models sweep status STORE [--failed]
+    hw-models sweep kinds
+
+``hw-models sweep FILE`` is ``hw-models sweep run FILE``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from typer.core import TyperGroup
+
+
+class _RunByDefault(TyperGroup):
+    """``hw-models sweep FILE ...`` runs FILE: a first argument that is not a subcommand
+    (nor --help) is the ``run`` command's."""
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+app = typer.Typer(cls=_RunByDefault, no_args_is_help=True,
+                  help="Design-space sweeps: a sweep file's points, validated all at once, run locally or on a Dask "
+                       "cluster into a resumable SQLite store; export to CSV or Parquet.")
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(width=None if sys.stdout.isatty() else 120, highlight=False)
+
+
+def default_store(file: Path, spec_store: Optional[str]) -> Path:
+    return Path(spec_store) if spec_store else Path("results") / "sweeps" / f"{file.stem}.sqlite"
+
+
+@app.command(name="run")
+def run_cmd(
+    file: Path = typer.Argument(..., help="The sweep file (TOML; docs/sweeps.md).", show_default=False),
+    store: Optional[Path] = typer.Option(None, "--store", "-s", help="The results store (default: the file's "
+                                         "store key, else results/sweeps/<file name>.sqlite)."),
+    workers: Optional[int] = typer.Option(None, "--workers", "-j", help="Local worker processes (default: one per "
+                                          "core; 0 runs the points in this process)."),
+    dask: Optional[str] = typer.Option(None, "--dask", help="Run on an existing Dask distributed cluster: its "
+                                       "scheduler's address, e.g. tcp://host:8786 (workers need hw-models installed)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the sampling (replaces the file's [sample] seed)."),
+    fresh: bool = typer.Option(False, "--fresh", help="Run again the points already finished in the store; their new "
+                               "rows replace the old (default: skip them, resume)."),
+    check: bool = typer.Option(False, "--check", help="Validate every point and say how many are finished; run none."),
+) -> None:
+    """Run a sweep file: every point validated first (all invalid ones reported, exit 2), then the unfinished ones run."""
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
+
+    from hw_models.sweep.execute import Summary, check_backend, execute, make_backend, resolve_points, unfinished
+    from hw_models.sweep.kinds import get_kind
+    from hw_models.sweep.spec import describe, expand, load_sweep
+    from hw_models.sweep.store import SweepStore
+    from noc.errors import HwModelsError
+
+    if not file.is_file():
+        raise HwModelsError(f"{file}: {'is a directory' if file.is_dir() else 'no such sweep file'}")
+    check_backend(workers, dask)
+    spec = load_sweep(file, seed)
+    kind = get_kind(spec.kind)
+    console = _console()
+    sampled = (f"{spec.sample.method.replace('_', ' ')} sample of {spec.sample.points} points, seed "
+               f"{spec.sample.seed}" if spec.sample else "every point of the grid")
+    grid = f"{spec.grid_points:,}-point grid" if spec.grid_points is not None else "a continuous space"
+    console.print(f"sweep {file}: kind {kind.name}, {len(spec.axes)} axes ({grid}); {sampled}")
+    with console.status(f"validating {len(expand(spec)):,} points ..."):
+        points, errors, duplicates = resolve_points(spec, kind)
+    if errors:  # one line per invalid point, all of them; nothing runs
+        for line in errors:
+            typer.echo(f"error: {line}", err=True)
+        raise typer.Exit(2)
+    store_path = default_store(file, spec.store) if store is None else store
+    named = "--store" if store is not None else (f"{file}: store =" if spec.store else "")
+    if check:
+        with SweepStore(store_path, create=False, named=named) if store_path.exists() else _NoStore() as st:
+            finished = len(st.done_keys(p.key for p in points))
+        console.print(f"{len(points)} points valid" + (f" ({duplicates} duplicates of others dropped)" if duplicates
+                                                       else "") + f"; {finished} finished in {store_path}")
+        return
+    summary = Summary(duplicates=duplicates)
+    with SweepStore(store_path, named=named) as st:
+        todo = unfinished(points, kind, st, fresh=fresh, summary=summary)
+        console.print(f"{len(points)} points" + (f" ({duplicates} duplicates dropped)" if duplicates else "")
+                      + (f", {summary.finished_before} finished before" if summary.finished_before else "")
+                      + (f", {summary.adopted} found as imported records" if summary.adopted else "")
+                      + f"; store {store_path}")
+        if todo:
+            backend = make_backend(kind.name, workers, dask)
+            where = (f"the Dask cluster at {dask}" if dask else "this process" if workers == 0 else
+                     f"{backend.workers} local worker process{'es' if backend.workers > 1 else ''}")
+            console.print(f"running {len(todo)} points on {where}")
+            progress = Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
+                                MofNCompleteColumn(), TextColumn("done {task.fields[done]}, failed {task.fields[failed]}"),
+                                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console)
+            task = progress.add_task("points", total=len(todo), done=0, failed=0)
+
+            def on_event(event, point, outcome):
+                progress.update(task, advance=1, done=summary.done, failed=summary.failed,
+                                description=f"point {point.index}")
+
+            try:
+                with progress:
+                    execute(todo, kind, st, backend, origin=f"sweep {file}", fresh=fresh, summary=summary,
+                            on_event=on_event)
+            except KeyboardInterrupt:
+                console.print(f"interrupted: {summary.done + summary.failed} point(s) run and stored in {store_path}; "
+                              "run the same command again to resume")
+                raise typer.Exit(130) from None
+    s = summary
+    parts = [f"{s.points} points"]
+    if s.finished_before:
+        parts.append(f"{s.finished_before} finished before")
+    if s.adopted:
+        parts.append(f"{s.adopted} from imported records")
+    if s.finished_elsewhere:
+        parts.append(f"{s.finished_elsewhere} finished by another sweep meanwhile")
+    ran = s.done + s.failed
+    rate = f", {ran / s.wall_s:.1f} points/s" if ran and s.wall_s > 0 else ""
+    parts.append(f"{ran} run now ({s.done} done, {s.failed} failed) in {s.wall_s:.1f} s{rate}" if ran else
+                 "nothing left to run")
+    console.print("; ".join(parts) + f"; store {store_path}")
+    if s.failures:
+        for p, err in s.failures[:10]:
+            console.print(f"failed: point {p.index} ({describe(p.values)}): {err}", soft_wrap=True)
+        more = f" ({len(s.failures) - 10} more)" if len(s.failures) > 10 else ""
+        console.print(f"{s.failed} point(s) failed{more}; their errors are in the store (hw-models sweep status "
+                      f"{store_path} --failed); a re-run runs them again")
+        raise typer.Exit(1)
+
+
+class _NoStore:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+    def done_keys(self, keys):
+        return set()
+
+
+@app.command()
+def export(
+    store: Path = typer.Argument(..., help="The sweep store (SQLite).", show_default=False),
+    csv: Optional[Path] = typer.Option(None, "--csv", help="Write the rows as CSV to this new file."),
+    parquet: Optional[Path] = typer.Option(None, "--parquet", help="Write the rows as Parquet to this new file "
+                                           "(needs pyarrow: pip install 'hw-models[parquet]')."),
+    kind: Optional[str] = typer.Option(None, "--kind", help="Only the points of this kind."),
+    status: Optional[str] = typer.Option(None, "--status", help="Only done or only failed points."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output file (default: refuse)."),
+) -> None:
+    """Export a store's points: one row each, config.* and metrics.* columns."""
+    from hw_models.sweep.export import flat_rows, write_csv, write_parquet
+    from hw_models.sweep.store import STATUSES, SweepStore
+    from noc.errors import HwModelsError
+
+    if csv is None and parquet is None:
+        raise HwModelsError("give --csv FILE and/or --parquet FILE")
+    if status is not None and status not in STATUSES:
+        raise HwModelsError(f"--status {status!r}: choose one of {', '.join(STATUSES)}")
+    if csv is not None and parquet is not None and csv.resolve() == parquet.resolve():
+        raise HwModelsError(f"--csv and --parquet name one file, {csv}")
+    with SweepStore(store, create=False) as st:
+        if kind is not None and kind not in {k for k, _, _ in st.counts()}:
+            have = sorted({k for k, _, _ in st.counts()})
+            raise HwModelsError(f"--kind {kind!r}: {store} holds no point of that kind (it holds: "
+                                f"{', '.join(have) or 'none'})")
+        rows = flat_rows(st, kind=kind, status=status)
+    written = []
+    for path, write in ((csv, write_csv), (parquet, write_parquet)):
+        if path is not None:
+            written.append(str(write(rows, path, overwrite=overwrite)))
+    typer.echo(f"wrote {len(rows)} row(s) to {' and '.join(written)}")
+
+
+@app.command(name="import-jsonl")
+def import_jsonl_cmd(
+    files: list[Path] = typer.Argument(..., help="JSONL result stores of hw-models allreduce or noc sweep-load.",
+                                       show_default=False),
+    store: Path = typer.Option(..., "--store", "-s", help="The sweep store to copy them into (made if missing).",
+                               show_default=False),
+) -> None:
+    """Copy JSONL result stores into a sweep store; sweeps then reuse their runs."""
+    from hw_models.sweep.jsonl import check_jsonl, import_jsonl
+    from hw_models.sweep.store import SweepStore
+
+    for f in files:  # all of them readable JSONL stores, before the sweep store is made
+        check_jsonl(f)
+    with SweepStore(store, named="--store") as st:
+        for f in files:
+            r = import_jsonl(f, st)
+            kinds = ", ".join(f"{n} {k}" for k, n in r.imported.items()) or "0"
+            skipped = "; ".join(f"{n} skipped: {why}" for why, n in r.skipped.items())
+            typer.echo(f"{f}: imported {kinds} record(s)" + (f"; {r.already} already in {store}" if r.already else "")
+                       + (f"; {skipped}" if skipped else ""))
+
+
+@app.command()
+def status(
+    store: Path = typer.Argument(..., help="The sweep store (SQLite).", show_default=False),
+    failed: bool = typer.Option(False, "--failed", help="List the failed points and their errors."),
+) -> None:
+    """Points per kind and status; with --failed, the errors."""
+    from rich.table import Table
+
+    from hw_models.sweep.store import SweepStore
+
+    console = _console()
+    with SweepStore(store, create=False) as st:
+        table = Table(title=f"sweep store {store}")
+        for c in ("kind", "status", "points"):
+            table.add_column(c, justify="right" if c == "points" else "left")
+        for k, s, n in st.counts():
+            table.add_row(k, s, f"{n:,}")
+        console.print(table)
+        if failed:
+            for r in st.rows(status="failed"):
+                console.print(f"{r['kind']} {r['key'][:12]} {r['finished_utc']}: {r['error']}", soft_wrap=True)
+
+
+@app.command()
+def kinds() -> None:
+    """The experiment kinds a sweep file can name."""
+    from hw_models.sweep.kinds import get_kind, kind_names
+
+    for name in kind_names():
+        typer.echo(f"{name}: {get_kind(name).summary}")

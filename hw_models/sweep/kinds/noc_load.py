@@ -1,0 +1,160 @@
+"""Sweep kind ``noc_load``: one synthetic-traffic run of the flit-level network at one
+offered load — one point of ``hw-models noc sweep-load``, or what ``hw-models noc run``
+runs.
+
+A point holds the sections of a ``hw-models noc`` config (docs/noc.md): ``network``,
+``channels``, ``router`` and ``traffic``, whose ``rate_packets`` is the point's load in
+packets per NI per cycle. It is checked as ``hw-models noc run`` checks its config (the
+pattern must suit the topology, the router the routing's VCs, packets a VC under virtual
+cut-through) and runs :func:`noc.flit_traffic.run_traffic`; the metrics are
+:meth:`noc.flit_traffic.RunStats.row` with the standard error, injected load and verdict.
+The legacy key is the key ``hw-models noc sweep-load`` stores a point under, so the
+records of its result stores count as finished points once imported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import lru_cache
+
+from hw_models.sweep.kinds import Kind
+from noc.errors import ConfigError
+
+SECTIONS = ("network", "channels", "router", "traffic")
+
+
+def validate(point: dict, source: str = "point") -> dict:
+    from hw_models.cli.noc_cmd import experiment_model  # the schema of `hw-models noc` configs
+    from hw_models.config import resolve_router
+    from noc.config import validate as validate_model
+
+    for key in point:
+        if key not in SECTIONS:
+            raise ConfigError(f"{source}: unknown key {key!r} (allowed: {', '.join(SECTIONS)}; a point is one load, "
+                              "traffic.rate_packets, so [sweep] and out_dir have no place in it)")
+    cfg = validate_model(point, experiment_model(), source=source)
+    net = cfg.network
+    router = resolve_router(net, cfg.router, source)
+    # the latencies of the three kinds of link, resolved: a config that leaves [channels] out
+    # and one that spells out the defaults run the same network
+    latency = {kind: getattr(cfg.channels, f"{kind}_latency_cycles") or net.link_latency_cycles
+               for kind in ("router", "inject", "eject")}
+    base = _base_topology(net.topology, net.nis_given, net.link_bytes_per_cycle, net.link_latency_cycles, source)
+    network = {**net.model_dump(mode="json"), "topology": base.name, "nis_per_node": base.nis_per_node}
+    resolved = {"topology": base.name, "network": network, "channels": latency,
+                "router": router.model_dump(mode="json"), "traffic": cfg.traffic.model_dump(mode="json")}
+    t = _topology(json.dumps(network, sort_keys=True), json.dumps(latency, sort_keys=True))
+    _check_fits(t, router, cfg.traffic, json.dumps(resolved, sort_keys=True), source)
+    return resolved
+
+
+def _base_topology(spec, nis, link_bytes_per_cycle, link_latency_cycles, source):
+    from hw_models.config import resolve_topology
+
+    return resolve_topology(spec, nis, flag=f"{source}: network.nis_per_node =", spec_flag="network.topology =",
+                            link_bytes_per_cycle=link_bytes_per_cycle, link_latency_cycles=link_latency_cycles)
+
+
+_FITS: set[str] = set()  # resolved points (without their load) found to fit
+
+
+def _check_fits(t, router, traffic, resolved_json: str, source: str) -> None:
+    """What ``hw-models noc run`` checks before it runs: the pattern on the topology, the
+    router's VCs on the routing, packets that fit a VC under virtual cut-through."""
+    from noc.flit import build_network
+    from noc.flit_traffic import destinations
+
+    key = json.loads(resolved_json)
+    key["traffic"].pop("rate_packets")
+    key = json.dumps(key, sort_keys=True)
+    if key in _FITS:
+        return
+    try:
+        destinations(traffic.pattern, t, traffic.perm_seed)
+        build_network(t, router)
+    except ConfigError as exc:
+        raise ConfigError(f"{source} on {t.name}: {exc}") from None
+    if router.flow_control == "vct" and max(traffic.packet_flits) > router.vc_depth_flits:
+        raise ConfigError(f"{source}: traffic.packet_flits up to {max(traffic.packet_flits)} flits do not fit a VC "
+                          f"(router.vc_depth_flits = {router.vc_depth_flits}) under virtual cut-through")
+    if len(_FITS) > 256:
+        _FITS.clear()
+    _FITS.add(key)
+
+
+@lru_cache(maxsize=16)
+def _topology(network_json: str, latency_json: str):
+    net = json.loads(network_json)
+    lat = json.loads(latency_json)
+    t = _base_topology(net["topology"], net["nis_per_node"], net["link_bytes_per_cycle"], net["link_latency_cycles"],
+                       "resolved network")
+    return t.with_latencies(router_cycles=lat["router"], inject_cycles=lat["inject"], eject_cycles=lat["eject"])
+
+
+def _objects(resolved: dict):
+    from noc.flit import FlitNetworkConfig
+    from noc.flit_traffic import TrafficConfig
+
+    t = _topology(json.dumps(resolved["network"], sort_keys=True), json.dumps(resolved["channels"], sort_keys=True))
+    return t, FlitNetworkConfig.model_validate(resolved["router"]), TrafficConfig.model_validate(resolved["traffic"])
+
+
+def run(resolved: dict) -> dict:
+    from noc.flit_traffic import run_traffic
+
+    t, router, traffic = _objects(resolved)
+    return metrics(run_traffic(t, router, traffic))
+
+
+def metrics(stats) -> dict:
+    """The metrics of a :class:`noc.flit_traffic.RunStats` (a fresh run's and an imported record's)."""
+    out = stats.row()
+    out.update(latency_se=float(stats.latency_se), injected_flits=float(stats.injected_flits), verdict=stats.verdict)
+    return out
+
+
+def stats_from_record(record: dict):
+    """The :class:`noc.flit_traffic.RunStats` a ``hw-models noc sweep-load`` store record holds
+    (every field, the link utilisation as a list); a ``ValueError`` naming what does not fit."""
+    import dataclasses
+
+    import numpy as np
+
+    from noc.flit_traffic import RunStats
+
+    names = [f.name for f in dataclasses.fields(RunStats)]
+    missing = [n for n in names if n not in record]
+    if missing:
+        raise ValueError(f"not a load point record: no {', '.join(missing)}")
+    data = {n: record[n] for n in names}
+    for n in ("packets", "cycles"):
+        if isinstance(data[n], bool) or not isinstance(data[n], int):
+            raise ValueError(f"{n} = {data[n]!r} is not a whole number")
+    if not isinstance(data["stable"], bool):
+        raise ValueError(f"stable = {data['stable']!r} is not a boolean")
+    data["link_utilisation"] = np.asarray(data["link_utilisation"], dtype=np.float64)
+    return RunStats(**data)
+
+
+def model_versions() -> dict:
+    from noc.flit import MODEL_VERSION
+
+    return {"flit_model": MODEL_VERSION}
+
+
+def legacy_key(resolved: dict) -> str:
+    """The key ``hw-models noc sweep-load`` stores this point under: a hash of the topology
+    (with its link latencies), the router, the traffic and the flit model's version."""
+    from noc.flit import MODEL_VERSION
+
+    t, router, traffic = _objects(resolved)
+    fields = {"topology": t.to_dict(), "router": router.model_dump(mode="json"),
+              "traffic": traffic.model_dump(mode="json"), "flit_model_version": MODEL_VERSION}
+    digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
+    return f"{t.name}|{traffic.pattern}|{traffic.rate_packets!r}|{digest}"
+
+
+KIND = Kind(name="noc_load", summary="one synthetic-traffic run of the flit-level network at one load "
+            "(a point of hw-models noc sweep-load)", validate=validate, run=run, model_versions=model_versions,
+            legacy_key=legacy_key)

@@ -1,0 +1,154 @@
+"""The sweep kinds run what the commands they stand for run: a sweep of kind ``allreduce``
+gives the cycles ``hw-models allreduce`` gives, a ``noc_load`` point what ``hw-models noc
+sweep-load`` measured at that load; the records of both commands' JSONL stores, imported,
+count as the sweep's finished points (their keys are the kinds' legacy keys)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from cli_run import run
+from hw_models.sweep.kinds import get_kind, kind_names
+from hw_models.sweep.store import SweepStore
+from noc.errors import ConfigError
+
+
+def _rows(store_path, **where):
+    with SweepStore(store_path, create=False) as st:
+        return list(st.rows(**where))
+
+
+def test_allreduce_points_give_the_allreduce_commands_cycles_and_reuse_its_store(tmp_path, capsys):
+    out = tmp_path / "ar"
+    code, _, err = run(["allreduce", "-t", "torus:2x2", "-a", "ring,multitree", "-s", "4KiB,16KiB", "--nic", "both",
+                        "--out", str(out)], capsys)
+    assert code == 0, err
+    cmd = {(r["algorithm"], int(r["size_bytes"]), r["nic"]): float(r["total_cycles"])
+           for r in csv.DictReader((out / "torus_2x2_message.csv").open())}
+    assert len(cmd) == 8
+    sweep = tmp_path / "ar.toml"
+    sweep.write_text('kind = "allreduce"\n[base]\nnetwork.topology = "torus:2x2"\n[axes]\n'
+                     '"allreduce.algorithm" = ["ring", "multitree"]\n"allreduce.size" = ["4KiB", 16384]\n'
+                     '"nic.design" = ["codesigned", "baseline"]\n')
+    fresh = tmp_path / "fresh.sqlite"
+    code, text, err = run(["sweep", str(sweep), "--store", str(fresh), "--workers", "0"], capsys)
+    assert code == 0, err
+    with SweepStore(fresh, create=False) as st:
+        got = {(r["config"]["algorithm"], r["config"]["size_bytes"], r["config"]["nic"]["design"]):
+               r["metrics"]["total_cycles"] for r in st.rows()}
+    assert got == cmd
+    # the command's JSONL store, imported: every point of the sweep is found there, nothing runs
+    both = tmp_path / "imported.sqlite"
+    code, text, err = run(["sweep", "import-jsonl", str(out / "torus_2x2_message.jsonl"), "--store", str(both)],
+                          capsys)
+    assert code == 0 and "imported 8 allreduce record(s)" in text, text + err
+    code, text, err = run(["sweep", str(sweep), "--store", str(both), "--workers", "0"], capsys)
+    assert code == 0 and "8 found as imported records" in text and "nothing left to run" in text, text + err
+    with SweepStore(both, create=False) as st:
+        adopted = {r["key"]: r for r in st.rows() if r["origin"].startswith("jsonl") and r["config"].get("router")}
+    with SweepStore(fresh, create=False) as st:
+        ran = {r["key"]: r for r in st.rows()}
+    assert set(adopted) == set(ran)  # the same keys: the full config came with the sweep's points
+    assert all(adopted[k]["metrics"] == ran[k]["metrics"] for k in ran)
+    # importing again adds nothing
+    code, text, _ = run(["sweep", "import-jsonl", str(out / "torus_2x2_message.jsonl"), "--store", str(both)], capsys)
+    assert "imported 0 record(s); 8 already in" in text
+
+
+NOC = """
+[network]
+topology = "mesh:3x3"
+[router]
+num_vcs = 2
+[traffic]
+warmup_cycles = 100
+measure_cycles = 400
+drain_limit_cycles = 2000
+"""
+
+
+def test_noc_load_points_give_what_noc_sweep_load_measured_and_reuse_its_store(tmp_path, capsys):
+    cfg = tmp_path / "noc.toml"
+    cfg.write_text(NOC + "[sweep]\nmax_points = 3\nrefine_steps = 0\n")
+    out = tmp_path / "noc"
+    code, _, err = run(["noc", "sweep-load", str(cfg), "--out", str(out)], capsys)
+    assert code == 0, err
+    (jsonl,) = out.glob("*.jsonl")
+    records = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    rates = [float(r["key"].split("|")[2]) for r in records]
+    assert len(rates) == 3
+    sweep = tmp_path / "load.toml"
+    sweep.write_text('kind = "noc_load"\n' + NOC.replace("[", "[base.") + f'[axes]\n"traffic.rate_packets" = {rates!r}\n')
+    store = tmp_path / "s.sqlite"
+    assert run(["sweep", "import-jsonl", str(jsonl), "--store", str(store)], capsys)[0] == 0
+    code, text, err = run(["sweep", str(sweep), "--store", str(store), "--workers", "0"], capsys)
+    assert code == 0 and "3 found as imported records" in text and "nothing left to run" in text, text + err
+    # run afresh, the kind measures what the command measured at each load
+    code, text, err = run(["sweep", str(sweep), "--store", str(tmp_path / "fresh.sqlite"), "--workers", "0"], capsys)
+    assert code == 0, err
+    fresh = {r["config"]["traffic"]["rate_packets"]: r["metrics"] for r in _rows(tmp_path / "fresh.sqlite")}
+    adopted = {r["config"]["traffic"]["rate_packets"]: r["metrics"] for r in _rows(store)
+               if "traffic" in r["config"]}  # the imported records under the sweep's keys
+    assert sorted(fresh) == sorted(rates) and adopted == fresh
+    for r in records:  # and what the command stored, figure by figure
+        m = fresh[float(r["key"].split("|")[2])]
+        assert m["latency_avg"] == round(r["latency_avg"], 3) and m["accepted_flits"] == round(r["accepted_flits"], 5)
+        assert (m["packets"], m["cycles"], m["stable"]) == (r["packets"], r["cycles"], r["stable"])
+
+
+def test_noc_load_key_matches_the_noc_command_whatever_way_the_latencies_are_spelled():
+    kind = get_kind("noc_load")
+    a = kind.validate({"network": {"topology": "mesh:3x3"}, "traffic": {"rate_packets": 0.05}})
+    b = kind.validate({"network": {"topology": "mesh:3x3", "link_latency_cycles": 1},
+                       "channels": {"router_latency_cycles": 1, "inject_latency_cycles": 1},
+                       "traffic": {"rate_packets": 0.05}})
+    assert a == b and kind.legacy_key(a) == kind.legacy_key(b)
+
+
+def test_kinds_refuse_bad_points_naming_the_key_and_value():
+    ar = get_kind("allreduce")
+    cases = [
+        (ar, {"allreduce": {"algorithm": "ring"}}, "missing key 'allreduce.size'"),
+        (ar, {"allreduce": {"algorithm": "ring", "size": "1KiB", "modle": "flit"}},
+         "unknown key 'allreduce.modle' (allowed: algorithm, size, model, tree_order, element_bytes)"),
+        (ar, {"allreduce": {"algorithm": "ring", "size": 4096, "model": "cycle"}},
+         "key 'allreduce.model' = 'cycle': choose one of message, flit"),
+        (ar, {"allreduce": {"algorithm": "ring", "size": 4096}, "network": {"topology": "torus:2x2", "nis_per_node": 99}},
+         "network.nis_per_node"),
+        (get_kind("noc_load"), {"traffic": {"rate_packets": 2.0}}, "traffic.rate_packets"),
+        (get_kind("noc_load"), {"sweep": {}}, "unknown key 'sweep'"),
+        (get_kind("rtl_synth"), {"depth": 0}, "key 'depth' = 0: must be an integer in 1..4096"),
+        (get_kind("rtl_synth"), {"DEPTH": 16}, "unknown key 'DEPTH' (allowed: depth, nis,"),
+    ]
+    for kind, point, message in cases:
+        with pytest.raises(ConfigError) as info:
+            kind.validate(point, "p")
+        assert message in str(info.value) and str(info.value).startswith("p"), (point, str(info.value))
+
+
+def test_equal_points_resolve_to_one_config():
+    ar = get_kind("allreduce")
+    a = ar.validate({"allreduce": {"algorithm": "2dring", "size": "16KiB"}, "network": {"topology": "torus:4x4"}})
+    b = ar.validate({"allreduce": {"algorithm": "ring2d", "size": 16384, "model": "message"},
+                     "network": {"topology": "torus:4x4", "nis_per_node": 1}, "nic": {"design": "codesigned"}})
+    assert a == b and a["algorithm"] == "ring2d"
+    rtl = get_kind("rtl_synth")
+    assert rtl.validate({"depth": 64}) == rtl.validate({"depth": 64, "nis": 1})
+
+
+def test_the_kinds_there_are():
+    assert {"allreduce", "noc_load", "rtl_synth"} <= set(kind_names())
+
+
+@pytest.mark.slow
+def test_rtl_synth_point_counts_what_rtl_synth_counts():
+    from hw_models.rtl.synth import synth_one
+    from nic.scheduler import SchedulerParams
+
+    kind = get_kind("rtl_synth")
+    m = kind.run(kind.validate({"depth": 16, "nis": 1}))
+    row = synth_one(SchedulerParams(depth=16, nis=1))
+    assert (m["cells"], m["flip_flops"], m["luts"]) == (row.cells, row.flip_flops, row.luts)
