@@ -35,8 +35,9 @@ def read_reference(path: Path = REFERENCE) -> list[dict]:
 
 
 def our_run_name(variant: str) -> str:
-    """The peer's alpha without its idle-step timer is our alpha: our lockstep has no such timer."""
-    return "alpha" if variant == "alpha_nolock" else variant
+    """The peer's variants without its idle-step timer (``*_nolock``) are ours: our lockstep
+    has no such timer."""
+    return variant.removesuffix("_nolock")
 
 
 def compare(rows: list[dict], model: str = "flit", progress=None) -> list[dict]:

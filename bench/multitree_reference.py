@@ -72,6 +72,12 @@ VARIANTS = {
     # this is the closest variant that runs there.
     "alpha_nolock": ("multitree", False,
                      "--kary 2 --radix 1 --message-size 256 --strict-schedule --prioritize-schedule"),
+    # beta and delta without the idle-step timer: they measure how much of the authors'
+    # beta/delta on the 8x8 torus is that timer (its wait grows with the chunk size).
+    "beta_nolock": ("multitree", True,
+                    "--kary 5 --radix 4 --message-size 256 --strict-schedule --prioritize-schedule"),
+    "delta_nolock": ("multitree", True,
+                     "--kary 5 --radix 4 --message-size 0 --strict-schedule --prioritize-schedule"),
 }
 DEFAULT_VARIANTS = ["ring", "dtree", "ring2d", "alpha", "beta", "delta"]
 SIZES_KIB = [32 * 2 ** i for i in range(9)]  # 32 KiB .. 8 MiB
