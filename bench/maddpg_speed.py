@@ -4,15 +4,22 @@ the same run. Shapes are simple_spread's: N agents, observation 4 + 2N + 4(N - 1
 critics over all observations and actions, two 64-unit ReLU layers.
 
     .venv/bin/python bench/maddpg_speed.py [--agents 3 6 12] [--repeats 20] [--rounds 3] [--batch 1024]
-                                           [--threads N] [--batch-parts P]
+                                           [--threads N] [--batch-parts P] [--profile]
 
 Each round builds fresh instances of both (so allocation luck varies between rounds), times
 ``--repeats`` updates of ours, then of PyTorch, and keeps each median; the table shows the
 median over ``--rounds`` rounds and the range of the per-round speed-ups (the machine may be
 shared: alternating rounds spreads load changes over both). The header names the commit,
 the thread counts and the load average before and after. Ours splits each minibatch pass
-into ``--batch-parts`` row ranges (default: the trainer's, 2) run on Numba's threads
-(``--threads``, default: Numba's, one per CPU); PyTorch uses its default intra-op threads.
+into ``--batch-parts`` row ranges (default: the trainer's, 2) run on Numba's threads;
+``--threads k`` (default: Numba's, one per CPU) is the thread count of *both*: Numba's
+``set_num_threads(k)`` and PyTorch's ``torch.set_num_threads(k)``. Each round is printed
+(ours, PyTorch, ratio), so the spread is visible.
+
+``--profile`` instead times the parts of our update (every agent, summed per update):
+each network pass (critic / target critic / actor / target actor, forward or backward),
+Adam, the soft target updates, the replay gather, the random numbers and the small
+kernels, by wrapping each call with a timer (about 1 us per call of overhead).
 
 PyTorch is the optional ``bench`` extra (``pip install -e '.[bench]'``); without it the
 PyTorch column is skipped with a message.
@@ -134,6 +141,69 @@ def build_torch(n: int, batch: int):
     return update
 
 
+def profile_ours(n: int, batch: int, repeats: int, batch_parts: int | None) -> list[tuple[str, float, int]]:
+    """Median ms per update spent in each part of our update, and calls per update."""
+    from maddpg import batch_parts as BP
+    from maddpg import kernels as K
+    from maddpg import trainer as T
+
+    extra = {} if batch_parts is None else {"batch_parts": batch_parts}
+    cfg = make_config(env="simple_spread", n_agents=n, seed=0, batch_size=batch, buffer_size=REPLAY, **extra)
+    t = MADDPG(cfg, lambda *a: _ShapeOnlyEnv(n))
+    _fill(t.replay, np.random.default_rng(0))
+    acc: dict[str, list[float]] = {}
+
+    def timed(fn, name):
+        def wrapper(*a, **kw):
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:
+                acc.setdefault(name, []).append(time.perf_counter() - t0)
+        return wrapper
+
+    for ag in t.agents:
+        for role, net in ag.nets().items():
+            for m in ("forward", "forward_sample", "backward"):
+                setattr(net, m, timed(getattr(net, m), f"{role}.{m}"))
+    # the trainer calls the kernels as K.name / BP.name: give it proxies whose listed functions
+    # are timed (the kernels' own modules stay untouched, Numba resolves them at compile time)
+    class _Proxy:
+        def __init__(self, mod, names):
+            self._mod = mod
+            for name in names:
+                setattr(self, name, timed(getattr(mod, name), name))
+
+        def __getattr__(self, name):
+            return getattr(self._mod, name)
+
+    saved = (T.K, T.BP)
+    T.K = _Proxy(K, ("adam_clip", "soft_update", "randint_fill", "uniform_fill", "td_loss_grad", "put_columns",
+                     "gumbel_softmax_backward", "add_l2_grad"))
+    T.BP = _Proxy(BP, ("gather_transitions",))
+    try:
+        t.update()  # warm-up
+        per_update: dict[str, list[float]] = {}
+        calls: dict[str, int] = {}
+        totals = []
+        for _ in range(repeats):
+            acc.clear()
+            t0 = time.perf_counter()
+            t.update()
+            totals.append(time.perf_counter() - t0)
+            for k, v in acc.items():
+                per_update.setdefault(k, []).append(sum(v))
+                calls[k] = len(v)
+    finally:
+        T.K, T.BP = saved
+    rows = sorted(((k, float(np.median(v)) * 1e3, calls[k]) for k, v in per_update.items()), key=lambda r: -r[1])
+    parts_ms = sum(r[1] for r in rows)
+    total_ms = float(np.median(totals)) * 1e3
+    rows.append(("rest (Python, statistics, thread switches)", total_ms - parts_ms, 0))
+    rows.append(("whole update", total_ms, 1))
+    return rows
+
+
 def _median_time(fn, repeats: int) -> float:
     times = []
     for _ in range(repeats):
@@ -186,25 +256,38 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--repeats", type=int, default=20, help="updates per round (median)")
     ap.add_argument("--rounds", type=int, default=3, help="rounds of fresh instances of ours and PyTorch (median)")
-    ap.add_argument("--threads", type=int, default=None, help="Numba threads for ours (default: Numba's, one per CPU)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="threads of both ours (Numba) and PyTorch (default: Numba's, one per CPU)")
+    ap.add_argument("--profile", action="store_true", help="time the parts of our update instead")
     ap.add_argument("--batch-parts", type=int, default=None, help="minibatch parts of ours (default: the trainer's)")
     args = ap.parse_args()
-    try:
-        import torch
-
-        torch_info = f"torch {torch.__version__}, {torch.get_num_threads()} threads"
-    except ImportError:
-        torch = None
-        torch_info = "PyTorch not installed: skipping the PyTorch column (pip install -e '.[bench]')"
     import numba
 
     if args.threads is not None:
         if not 1 <= args.threads <= numba.config.NUMBA_NUM_THREADS:
             ap.error(f"--threads must be in 1..{numba.config.NUMBA_NUM_THREADS}, got {args.threads}")
         numba.set_num_threads(args.threads)
+    k = numba.get_num_threads()
+    try:
+        import torch
+
+        torch.set_num_threads(k)  # the same thread count as ours
+        torch_info = f"torch {torch.__version__}, {torch.get_num_threads()} threads"
+    except ImportError:
+        torch = None
+        torch_info = "PyTorch not installed: skipping the PyTorch column (pip install -e '.[bench]')"
     if args.batch_parts is not None and args.batch_parts < 1:
         ap.error(f"--batch-parts must be >= 1, got {args.batch_parts}")
     parts = args.batch_parts or make_config().batch_parts
+    if args.profile:
+        load0 = os.getloadavg()
+        for n in args.agents:
+            print(f"# our update, {n} agents, batch {args.batch}, {parts} batch parts on {k} threads; median of "
+                  f"{args.repeats} updates; load average {load0[0]:.2f}")
+            print(f"{'part':<44} {'ms/update':>10} {'calls':>6}")
+            for name, ms, calls in profile_ours(n, args.batch, args.repeats, parts):
+                print(f"{name:<44} {ms:>10.3f} {calls:>6}", flush=True)
+        return
     load0 = os.getloadavg()
     print(f"# MADDPG update time, batch {args.batch}, median of {args.rounds} rounds x {args.repeats} updates; "
           f"commit {_commit()}; {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; numba "
@@ -214,11 +297,13 @@ def main() -> None:
     print(f"{'agents':>6} {'ours ms':>9} {'torch ms':>9} {'speed-up':>9}  {'per-round range':>16}")
     for n in args.agents:
         ours_r, torch_r = [], []
-        for _ in range(args.rounds):
+        for r in range(args.rounds):
             o, t = time_round(n, args.batch, args.repeats, parts, torch is not None)
             ours_r.append(o)
             if t is not None:
                 torch_r.append(t)
+            print(f"#   round {r}: {n} agents, ours {o * 1e3:.2f} ms" +
+                  (f", torch {t * 1e3:.2f} ms, {t / o:.2f}x" if t is not None else ""), flush=True)
         ours = float(np.median(ours_r))
         if torch is not None:
             tt = float(np.median(torch_r))

@@ -26,7 +26,14 @@ already inside it.
 Agent counts: simple_spread has ``n_agents`` agents and as many landmarks; simple has
 exactly 1 agent; simple_adversary has 1 adversary and ``n_agents - 1`` good agents (mpe2's
 ``N = n_agents - 1``); simple_tag has 1 good agent (the prey) and ``n_agents - 1``
-adversaries with mpe2's 2 obstacles (openai/maddpg's default is 3 adversaries + 1 prey).
+adversaries with mpe2's 2 obstacles (openai/maddpg's default is 3 adversaries + 1 prey);
+simple_speaker_listener (mpe2's ``_v4``) and simple_reference have exactly 2 agents.
+
+Agents may differ in sizes: simple_speaker_listener's speaker observes 3 values and emits a
+3-value utterance (its continuous action), the listener observes 11 and moves (5);
+simple_reference's agents both observe 21 values and act with 15 (5 move + 10 utterance).
+``obs_dims`` / ``act_dims`` list them per agent; the trainer sizes each actor from its own
+agent's and each critic from their sums.
 Rewards are mpe2's (simple_spread: ``local_ratio = 0.5`` mix of the shared landmark
 reward and the agent's own collision penalty).
 """
@@ -40,7 +47,7 @@ import numpy as np
 
 from noc.errors import ConfigError
 
-__all__ = ["EnvError", "MpeEnv", "SCENARIOS", "make_env"]
+__all__ = ["EnvError", "MpeEnv", "SCENARIOS", "make_env", "scenario_name"]
 
 
 class EnvError(ConfigError):
@@ -64,18 +71,40 @@ def _tag_kwargs(n: int) -> dict[str, Any]:
     return {"num_good": 1, "num_adversaries": n - 1}
 
 
+def _two_kwargs(n: int) -> dict[str, Any]:  # simple_speaker_listener, simple_reference: mpe2's defaults
+    return {}
+
+
 SCENARIOS: dict[str, tuple[str, int, int | None, Any]] = {
     "simple_spread": ("mpe2.simple_spread_v3", 1, None, _spread_kwargs),
     "simple_adversary": ("mpe2.simple_adversary_v3", 2, None, _adversary_kwargs),
     "simple_tag": ("mpe2.simple_tag_v3", 2, None, _tag_kwargs),
     "simple": ("mpe2.simple_v3", 1, 1, _simple_kwargs),
+    "simple_speaker_listener": ("mpe2.simple_speaker_listener_v4", 2, 2, _two_kwargs),
+    "simple_reference": ("mpe2.simple_reference_v3", 2, 2, _two_kwargs),
 }
 
 
+def _version(base: str) -> str:
+    """mpe2's version suffix of a scenario (``_v3``; simple_speaker_listener's is ``_v4``)."""
+    return SCENARIOS[base][0].rpartition(".")[2][len(base):]
+
+
+def scenario_name(name: Any) -> str | None:
+    """The scenario ``name`` means, without mpe2's version suffix (which is optional but must be
+    the scenario's own: ``simple_speaker_listener_v4``, ``simple_spread_v3``), or None."""
+    if not isinstance(name, str):
+        return None
+    if name in SCENARIOS:
+        return name
+    base, sep, _ = name.rpartition("_v")
+    return base if sep and base in SCENARIOS and name == base + _version(base) else None
+
+
 def _canonical_name(name: str) -> str:
-    base = name[:-3] if isinstance(name, str) and name.endswith("_v3") else name
-    if base not in SCENARIOS:
-        allowed = ", ".join(f"{k} (or {k}_v3)" for k in SCENARIOS)
+    base = scenario_name(name)
+    if base is None:
+        allowed = ", ".join(f"{k} (or {k}{_version(k)})" for k in SCENARIOS)
         raise EnvError(f"env: unknown MPE scenario {name!r}; allowed: {allowed}")
     return base
 
@@ -158,5 +187,6 @@ class MpeEnv:
 
 
 def make_env(name: str, n_agents: int, seed: int, max_cycles: int = 25) -> MpeEnv:
-    """An mpe2 scenario (simple_spread, simple_adversary, simple_tag, simple; ``_v3`` optional)."""
+    """An mpe2 scenario (simple_spread, simple_adversary, simple_tag, simple, simple_speaker_listener,
+    simple_reference; mpe2's version suffix optional)."""
     return MpeEnv(name, n_agents, seed, max_cycles)

@@ -91,7 +91,8 @@ PASSIVE_WAIT = _passive_wait_policy()
 class MADDPGConfig(StrictModel):
     """Everything that determines a training run except how many episodes it lasts."""
 
-    env: str = Field("simple_spread", description="MPE scenario (simple_spread, simple, simple_adversary, simple_tag)")
+    env: str = Field("simple_spread", description="MPE scenario (simple_spread, simple, simple_adversary, simple_tag, "
+                     "simple_speaker_listener, simple_reference)")
     n_agents: int = Field(3, ge=1, le=64)
     seed: Seed = Field(0, description=f"seed of everything random: {SEED_RULE}")
     max_cycles: int = Field(25, ge=1, description="environment steps per episode")

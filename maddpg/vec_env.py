@@ -42,17 +42,24 @@ PORTS: dict[str, str] = {
     "simple": "maddpg.spread_port:SimplePort",
     "simple_adversary": "maddpg.adversary_port:AdversaryPort",
     "simple_tag": "maddpg.tag_port:TagPort",
+    "simple_speaker_listener": "maddpg.speaker_listener_port:SpeakerListenerPort",
+    "simple_reference": "maddpg.reference_port:ReferencePort",
 }
 
 BACKENDS = ("auto", "port", "mpe2")
 
 
 def _base_name(name: str) -> str:
-    return name[:-3] if isinstance(name, str) and name.endswith("_v3") else name
+    """The scenario without mpe2's version suffix (``_v3``, ``_v4`` for simple_speaker_listener);
+    a name ``maddpg.env`` does not know is returned as given."""
+    from maddpg.env import scenario_name
+
+    base = scenario_name(name)
+    return name if base is None else base
 
 
 def port_class(name: str) -> type | None:
-    """The batched port of scenario ``name`` (``_v3`` optional), or None if it has none."""
+    """The batched port of scenario ``name`` (mpe2's version suffix optional), or None if it has none."""
     target = PORTS.get(_base_name(name))
     if target is None:
         return None

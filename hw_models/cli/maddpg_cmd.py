@@ -80,7 +80,7 @@ class _Stop:
 
 @app.command(cls=_SeedsCommand)
 def train(
-    env: str = typer.Option("simple_spread", "--env", help="MPE scenario: simple_spread, simple, simple_adversary, simple_tag."),
+    env: str = typer.Option("simple_spread", "--env", help="MPE scenario: simple_spread, simple, simple_adversary, simple_tag, simple_speaker_listener, simple_reference."),
     agents: int = typer.Option(3, "--agents", help="Number of agents, 1 to 64 (simple_spread: agents = landmarks)."),
     episodes: int = typer.Option(..., "--episodes", min=1, help="Train until this many episodes (a resumed run counts the "
                                  "ones done); a multiple of --envs."),

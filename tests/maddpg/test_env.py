@@ -120,3 +120,38 @@ def test_bad_actions():
         env.step([np.zeros(5)])
     with pytest.raises(EnvError, match="max_cycles"):
         make_env("simple", 1, seed=0, max_cycles=0)
+
+
+@pytest.mark.parametrize("name,obs,act", [("simple_speaker_listener", [3, 11], [3, 5]),
+                                          ("simple_speaker_listener_v4", [3, 11], [3, 5]),
+                                          ("simple_reference", [21, 21], [15, 15]),
+                                          ("simple_reference_v3", [21, 21], [15, 15])])
+def test_two_agent_scenarios_with_their_own_sizes(name, obs, act):
+    """simple_speaker_listener: the speaker sees the goal colour (3) and utters 3 values, the
+    listener sees [vel 2, 3 landmarks 6, utterance 3] and moves (5); simple_reference: both see
+    [vel 2, landmarks 6, goal colour 3, the other's utterance 10] and act with 5 + 10 values.
+    The utterance each agent hears next step is the other's action clipped to [0, 1]."""
+    env = make_env(name, 2, seed=1, max_cycles=25)
+    assert env.obs_dims == obs and env.act_dims == act
+    o = env.reset()
+    assert [x.shape for x in o] == [(d,) for d in obs]
+    a = [np.linspace(-0.5, 1.5, d).astype(np.float32) for d in act]
+    o, r, done = env.step(a)
+    utterance = a[0][5:] if act[0] > 5 else a[0]  # reference: after the 5 move values; speaker: all of it
+    np.testing.assert_array_equal(o[1][-utterance.size:], np.clip(utterance, 0, 1))
+    if name.startswith("simple_speaker_listener"):
+        assert r[0] == r[1]  # both get -|listener - goal|^2
+    with pytest.raises(EnvError, match=rf"actions\[0\]: length 4; allowed: a vector of length {act[0]}"):
+        env.step([np.zeros(4), np.zeros(act[1])])
+
+
+@pytest.mark.parametrize("args,msg", [(("simple_speaker_listener", 3), "impossible for simple_speaker_listener; "
+                                       "allowed: exactly 2"),
+                                      (("simple_speaker_listener_v3", 2), "unknown MPE scenario "
+                                       "'simple_speaker_listener_v3'; allowed: .*simple_speaker_listener \\(or "
+                                       "simple_speaker_listener_v4\\)"),
+                                      (("simple_spread_v4", 3), "unknown MPE scenario 'simple_spread_v4'"),
+                                      (("simple_reference", 1), "impossible for simple_reference; allowed: exactly 2")])
+def test_version_suffix_must_be_the_scenarios_own(args, msg):
+    with pytest.raises(EnvError, match=msg):
+        make_env(*args, seed=0)

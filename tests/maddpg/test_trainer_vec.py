@@ -22,7 +22,9 @@ def _weights(t: MADDPG) -> np.ndarray:
 
 
 @pytest.mark.parametrize("env,n_agents,n_envs", [("simple", 1, 1), ("simple_spread", 2, 1), ("simple_spread", 3, 4),
-                                                   ("simple_adversary", 3, 2), ("simple_tag", 3, 2)])
+                                                   ("simple_adversary", 3, 2), ("simple_tag", 3, 2),
+                                                   ("simple_speaker_listener", 2, 1), ("simple_speaker_listener_v4", 2, 2),
+                                                   ("simple_reference", 2, 2)])
 def test_port_backend_trains_exactly_as_mpe2(env, n_agents, n_envs):
     """The Numba port and mpe2 (through maddpg.env) as the environments of the same run: the
     same rewards, weights and replay, bit for bit, with updates running."""
@@ -180,6 +182,30 @@ def test_a_new_port_plugs_in_by_name(monkeypatch):
     assert ported.updates > 3
     assert ported.rewards == listed.rewards
     np.testing.assert_array_equal(_weights(ported), _weights(listed))
+
+
+def test_agents_of_different_sizes_get_networks_of_their_sizes():
+    """simple_speaker_listener through the trainer: the speaker's actor maps its 3 observed
+    values to 3 logits, the listener's 11 to 5; both critics see all 3 + 11 observations and
+    3 + 5 actions; the replay and acting keep each agent's own widths."""
+    from maddpg.reference_port import ReferencePort
+    from maddpg.speaker_listener_port import SpeakerListenerPort
+
+    assert vec_env.port_class("simple_speaker_listener_v4") is SpeakerListenerPort
+    assert vec_env.port_class("simple_reference_v3") is ReferencePort
+    assert vec_env.port_class("simple_speaker_listener_v3") is None
+    t = MADDPG(make_config(**SMALL, env="simple_speaker_listener_v4", n_agents=2, n_envs=3))
+    assert isinstance(t.venv, vec_env.PortVecEnv)
+    h = SMALL["hidden_units"]
+    assert [ag.actor.sizes for ag in t.agents] == [[3, h, h, 3], [11, h, h, 5]]
+    assert [ag.critic.sizes for ag in t.agents] == [[22, h, h, 1]] * 2
+    assert [ag.actor.n_params for ag in t.agents] == [3 * h + h + h * h + h + h * 3 + 3,
+                                                      11 * h + h + h * h + h + h * 5 + 5]
+    acts = t.act(t.venv.reset([1, 2, 3]))
+    assert [a.shape for a in acts] == [(3, 3), (3, 5)]
+    np.testing.assert_allclose([a.sum(axis=1) for a in acts], 1.0, rtol=1e-5)  # Gumbel-softmax samples
+    t.train(6)
+    assert t.replay.oa.shape[1] == 3 + 11 + 3 + 5
 
 
 def test_backend_choice_and_errors(monkeypatch):
