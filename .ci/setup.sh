@@ -36,3 +36,15 @@ if ! command -v iverilog >/dev/null 2>&1; then
         exit 1
     fi
 fi
+
+# Chromium renders the HTML report in a test (tests/hw_models/test_report.py; skipped without it).
+if ! command -v chromium >/dev/null 2>&1; then
+    if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+        echo "setup: installing Chromium (apt-get install -y chromium)"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    else
+        echo "note: chromium is missing; the HTML report's browser test will be skipped. Install it with:" >&2
+        echo "    sudo apt-get update && sudo apt-get install -y chromium" >&2
+    fi
+fi

@@ -19,6 +19,8 @@ from hw_models.cli import config_cmd, demo_cmd, topology_cmd
 from hw_models.cli import allreduce_cmd, rtl_cmd, schedule_cmd
 from hw_models.cli import noc_cmd
 from hw_models.cli import sweep_cmd
+from hw_models.cli import train_cmd
+from hw_models.cli import plot_cmd, report_cmd
 from noc.errors import HwModelsError, HwModelsWarning
 
 app = typer.Typer(
@@ -54,6 +56,9 @@ app.add_typer(sweep_cmd.app, name="sweep")
 app.command(name="schedule")(schedule_cmd.schedule)
 app.command(name="allreduce")(allreduce_cmd.allreduce)
 app.command(name="demo")(demo_cmd.demo)
+app.command(name="train")(train_cmd.train)
+app.command(name="plot")(plot_cmd.plot)
+app.command(name="report")(report_cmd.report)
 
 
 def one_line(message: str) -> str:

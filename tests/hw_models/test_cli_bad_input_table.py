@@ -47,6 +47,15 @@ BAD = {
                                 ["JSON", "--store", "s.sqlite"]],
     ("sweep", "status"): [["/nonexistent.sqlite"], ["CONFIG"]],
     ("sweep", "kinds"): [["--bogus"]],
+    ("plot",): [[], ["/nonexistent.csv", "--preset", "bandwidth"], ["CONFIG", "--preset", "bandwidth"],
+                ["/nonexistent.csv"], ["/nonexistent.csv", "--preset", "pie", "--format", "gif"]],
+    ("report",): [[], ["/nonexistent.sqlite"], ["CONFIG"], ["JSON", "--out", "r.html"]],
+    ("train",): [["--bogus"], ["--workloads", "resnet"], ["--workloads", "/nonexistent.toml"], ["--batch", "0"],
+                 ["--iterations", "1"], ["--device", "tpu"], ["--engine", "magic"], ["--policy", "fifo"],
+                 ["--policy", "wfbp", "--slice-bytes", "1MiB"], ["--policy", "fusion", "--fusion-threshold", "lots"],
+                 ["--model", "spice"], ["--nis", "65"], ["-t", "ring:²"], ["-a", "warp"], ["--variant", "omega"],
+                 ["--seed", "4294967296"], ["--config", "CONFIG_BAD"], ["--trace-run", "ncf/ring/wfbp"],
+                 ["--workloads", "ncf", "--trace", "JSON"]],
 }
 
 

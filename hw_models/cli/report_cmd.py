@@ -1,0 +1,31 @@
+"""``hw-models report``: one self-contained HTML page of a sweep store or a results CSV."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+
+def report(
+    results: Path = typer.Argument(..., help="A sweep store (.sqlite) or a CSV a command wrote."),
+    where: List[str] = typer.Option([], "--where", help="KEY=VALUE: keep only the rows where KEY is VALUE "
+                                     "(repeatable)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output .html (default: RESULTS_report.html beside "
+                                       "RESULTS)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output file."),
+) -> None:
+    """Write one HTML page with the preset figures (embedded) and a table of the rows."""
+    from hw_models.report.data import filter_rows, load_rows
+    from hw_models.report.html import default_name, page
+    from hw_models.sweep.export import write_new_file
+    from noc.errors import HwModelsError
+
+    if out is not None and out.suffix.lower() not in (".html", ".htm"):
+        raise HwModelsError(f"--out {out}: give an .html file")
+    rows = filter_rows(load_rows(results), where)
+    text, n_figures = page(rows, str(results))
+    path = out or default_name(results)
+    write_new_file(path, lambda tmp: tmp.write_text(text, encoding="utf-8"), overwrite=overwrite, named="--out")
+    typer.echo(f"wrote {path} ({n_figures} figure(s), {len(rows)} row(s))")

@@ -1,0 +1,66 @@
+"""``hw-models report``: one self-contained HTML page whose embedded figures are the preset
+figures of the rows, and which a headless Chromium renders with every figure decoded."""
+
+from __future__ import annotations
+
+import base64
+import re
+import shutil
+import struct
+import subprocess
+
+import pytest
+
+from cli_run import run
+from hw_models.report.data import load_rows
+from hw_models.report.figures import preset_spec, render, series
+from report_data import results, write_store
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    return struct.unpack(">II", data[16:24])
+
+
+def test_report_embeds_the_preset_figures_and_a_row_per_point(tmp_path, capsys):
+    path = write_store(tmp_path / "s.sqlite")
+    code, out, err = run(["report", str(path)], capsys)
+    assert code == 0, err
+    page = (tmp_path / "s_report.html").read_text()
+    assert "src=\"http" not in page and "<link" not in page  # nothing outside the page
+    images = dict(re.findall(r'id="figure-([a-z-]+)"[^>]*src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page))
+    assert sorted(images) == ["bandwidth", "speedup"]  # all-reduce rows: no load or training figure
+    rows = load_rows(path)
+    for name, data in images.items():
+        png = base64.b64decode(data)
+        assert png == render(*_spec_and_lines(name, rows))  # the figure of those rows, byte for byte
+        w, h = _png_size(png)
+        assert w > 200 and h > 200
+    assert page.count("<tr>") == 1 + len(results())  # header + one row per point
+    code, _, err = run(["report", str(path)], capsys)
+    assert code == 2 and "exists" in err
+
+
+def _spec_and_lines(name, rows):
+    prows, spec = preset_spec(name, rows)
+    return spec, series(prows, spec)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Debian: apt-get install -y chromium; "
+                    ".ci/setup.sh installs it when run as root)")
+def test_headless_chromium_renders_every_figure(tmp_path, capsys):
+    path = write_store(tmp_path / "s.sqlite")
+    assert run(["report", str(path), "--out", str(tmp_path / "r.html")], capsys)[0] == 0
+    profile = tmp_path / "profile"
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           f"--user-data-dir={profile}", "--dump-dom", (tmp_path / "r.html").as_uri()]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    body = re.search(r"<body[^>]*>", proc.stdout)
+    assert body, proc.stderr[-2000:]
+    loaded = re.search(r'data-figures-loaded="(\d+)"', body.group(0))
+    total = re.search(r'data-figures-total="(\d+)"', body.group(0))
+    assert loaded and total, body.group(0)
+    assert int(total.group(1)) == 2 and int(loaded.group(1)) == 2  # both figures decoded: naturalWidth > 0
