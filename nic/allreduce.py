@@ -516,10 +516,14 @@ def run_message(topology: Topology, prep: Prepared, nic: NicConfig, network, *,
 
 def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | None = None, network=None,
                        size_bytes: int = 1 << 20, *, model: str = "message", routes: RouteTable | PairRoutes | None = None,
-                       seed: int = 0) -> AllreduceResult:
+                       seed: int = 0, times_out: dict | None = None) -> AllreduceResult:
     """Simulate one all-reduce of ``size_bytes`` (a whole number of ``nic.element_bytes``
     elements, at least one per flow); see the module docstring. ``seed`` seeds the
-    functional verifier's random input vectors; both timing models are deterministic."""
+    functional verifier's random input vectors; both timing models are deterministic.
+    ``times_out``: a dict that receives the per-transfer times (schedule order; arrays
+    ``start_cycles``, ``sent_cycles``, ``arrive_cycles``, ``src_ep``, ``dst_ep``,
+    ``payload_bytes`` and the route ``links``, -1 padded), e.g. for a trace; the result is
+    the same with or without it."""
     nic = NicConfig() if nic is None else nic
     size_bytes = _check_arguments(topology, schedule, nic, network, size_bytes)
     seed = check_seed(seed, "seed")
@@ -566,6 +570,12 @@ def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | 
     # the reduction the simulation performed: the schedule replayed on exact integers in the
     # simulated order (each transfer carries its sender's data as it was when it started)
     verify(schedule, seed=int(seed), times=(start, arrive))
+    if times_out is not None:
+        route = paths if paths is not None else transfer_routes(topology, prep, network, routes)
+        times_out.update(start_cycles=np.asarray(start, np.float64), sent_cycles=np.asarray(sent, np.float64),
+                         arrive_cycles=np.asarray(arrive, np.float64), src_ep=np.asarray(prep.src_ep),
+                         dst_ep=np.asarray(prep.dst_ep), payload_bytes=np.asarray(prep.payload_bytes),
+                         links=np.asarray(route.links))
     total = float(arrive.max()) if arrive.size else 0.0
     step_end = np.full(schedule.num_steps, 0.0)
     np.maximum.at(step_end, prep.step, arrive)

@@ -68,6 +68,9 @@ def allreduce(
                                        "default: the config's)."),
     yes: bool = typer.Option(False, "--yes", help="Run flit-level runs estimated to take longer than 10 minutes "
                              "(without it they are refused, with the estimate)."),
+    trace: Optional[Path] = typer.Option(None, "--trace", help="Also write a Chrome/Perfetto trace JSON of every run "
+                                         "to this new file: a track per NI and per busy link, a slice per transfer "
+                                         "(docs/reports.md)."),
 ) -> None:
     """Simulate all-reduces and print cycles, bus bandwidth, speedup over ring and % of the bound; write CSV and PNG."""
     from rich.console import Console
@@ -86,6 +89,9 @@ def allreduce(
     from nic.scheduler import MAX_NIS as MAX_SCHEDULER_NIS
     from nic.flit_cosim import flit_network
 
+    if trace is not None and (trace.exists() or trace.is_symlink()):
+        raise HwModelsError(f"--trace {trace}: {'is a directory' if trace.is_dir() else 'the file exists'}; give a new "
+                            "file name")
     if config is not None and not config.is_file():
         raise HwModelsError(f"--config {config}: {'is a directory' if config.is_dir() else 'no such file'}")
     data, source = experiment_data(config, preset)
@@ -233,6 +239,13 @@ def allreduce(
         console.print(BASELINE_MESSAGE_NOTE)
     if "message" in models and nic_cfg.tx_buffer_flits > 0:
         console.print(TX_QUEUE_MESSAGE_NOTE)
+    if trace is not None:  # the runs again, keeping their per-transfer times (the same results)
+        from hw_models.report.trace import TracedRun, write_trace
+
+        written.append(write_trace(trace, t, [TracedRun(f"{j.algorithm} {format_size_bytes(j.size_bytes)} {j.nic} {m}",
+                                                        schedules[j.algorithm], nic_cfg.model_copy(update={"design": j.nic}),
+                                                        network, j.size_bytes, m, run_seed)
+                                              for m in models for j in jobs[m]])[0])
     n_runs = sum(len(r) for r in results.values())
     console.print(f"{n_runs} runs ({reused_count} reused from {', '.join(st.path.name for st in stores.values())}); "
                   f"every schedule verified on exact integers; wrote {', '.join(str(w) for w in written)}")

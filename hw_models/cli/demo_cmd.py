@@ -23,4 +23,4 @@ def demo(
     allreduce(topology="torus:4x4", nis=4, algorithms="ring,ring2d,dbtree,multitree", sizes="32KiB..64MiB",
               nic="both", model="message", config=None, preset=None, out=out, fresh=fresh, seed=None,
               variant=None, lockstep=None, step_priority=None, flow_control=None, packet_bytes=None, reduction=None,
-              tree_order="ours", yes=False)
+              tree_order="ours", yes=False, trace=None)
