@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 
+from hw_models.cli.nic_flags import nic_choices
 from noc.errors import ConfigError, HwModelsError
 
 DEFAULT_ALGORITHMS = "ring,ring2d,dbtree,multitree"
@@ -108,7 +109,7 @@ def allreduce(
                                                                if a.strip()))
     # the flags go into the keys they stand for and are checked with the config, by the same
     # rules (hw_models.experiment); errors in them name the flag
-    design_choice, overrides, flags, nis = _nic_choices(nic, variant, lockstep, step_priority, flow_control,
+    design_choice, overrides, flags, nis = nic_choices(nic, variant, lockstep, step_priority, flow_control,
                                                         packet_bytes, reduction, nis)
     drop: tuple[str, ...] = ()
     if topology is not None:
@@ -249,60 +250,6 @@ def allreduce(
     n_runs = sum(len(r) for r in results.values())
     console.print(f"{n_runs} runs ({reused_count} reused from {', '.join(st.path.name for st in stores.values())}); "
                   f"every schedule verified on exact integers; wrote {', '.join(str(w) for w in written)}")
-
-
-def _nic_choices(nic, variant, lockstep, step_priority, flow_control, packet_bytes, reduction, nis):
-    """What the NIC flags ask for: the design choice (None: the config's; codesigned,
-    baseline or both), the [nic] keys they set (dotted key -> value) with the flag that set
-    each, and the NI count (a --variant sets it). Contradictions between flags are errors
-    naming both; the values are checked with the config (hw_models.experiment)."""
-    from nic.allreduce import VARIANT_NIC, VARIANTS
-
-    overrides: dict = {}
-    flags: dict = {}
-
-    def put(key, value, flag):
-        overrides[f"nic.{key}"], flags[f"nic.{key}"] = value, flag
-
-    design = None
-    if variant is not None:
-        key = variant.strip().lower()
-        if key not in VARIANTS:
-            raise HwModelsError(f"--variant {variant!r}: choose one of {', '.join(VARIANTS)}")
-        v = VARIANTS[key]
-        if nis is not None and nis != v["nis"]:
-            raise HwModelsError(f"--nis {nis} contradicts --variant {key} ({v['nis']} NI(s) per node)")
-        nis = v["nis"]
-        for k, val in {**{k: val for k, val in VARIANT_NIC.items() if k != "design"},
-                       "flow_control": v["flow_control"]}.items():
-            put(k, val, f"--variant {key}")
-        design = VARIANT_NIC["design"]
-    if nic is not None and nic not in ("codesigned", "baseline", "both"):
-        raise HwModelsError(f"--nic {nic!r}: choose codesigned, baseline or both")
-    design_flag = "--nic" if nic is not None else f"--variant {variant}"
-    if lockstep is not None:
-        implied = "codesigned" if lockstep else "baseline"
-        if nic is not None and nic != implied:
-            raise HwModelsError(f"--{'' if lockstep else 'no-'}lockstep contradicts --nic {nic} (lockstep is the "
-                                "co-designed NIC's, send-when-ready the baseline's)")
-        design_flag = "--lockstep" if lockstep else "--no-lockstep"
-        nic = implied
-    design = nic or design
-    if design in ("codesigned", "baseline"):
-        put("design", design, design_flag)
-    if step_priority is not None:
-        put("step_priority", step_priority, "--step-priority" if step_priority else "--no-step-priority")
-    if flow_control is not None:
-        if flow_control not in ("bulk", "packet"):
-            raise HwModelsError(f"--flow-control {flow_control!r}: choose bulk or packet")
-        put("flow_control", flow_control, "--flow-control")
-    if packet_bytes is not None:
-        put("packet_bytes", packet_bytes, "--packet-bytes")
-    if reduction is not None:
-        if reduction not in ("free", "chunk", "stream"):
-            raise HwModelsError(f"--reduction {reduction!r}: choose free, chunk or stream")
-        put("reduction", reduction, "--reduction")
-    return design, overrides, flags, nis
 
 
 def nic_description(nic, designs) -> str:

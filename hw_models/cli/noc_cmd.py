@@ -23,46 +23,15 @@ final statistics under its names and writes them to CSV.
 
 from __future__ import annotations
 
-import functools
 import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
-from pydantic import Field
+
+from hw_models.noc_experiment import experiment_model
 
 app = typer.Typer(help="Flit-level network: synthetic traffic runs and load-latency sweeps.", no_args_is_help=True)
-
-
-@functools.cache
-def experiment_model():
-    """The TOML schema (built on first use: it imports the numba kernels' modules)."""
-    from hw_models.config import NetworkConfig
-    from noc.config import StrictModel
-    from noc.flit import FlitNetworkConfig
-    from noc.flit_traffic import TrafficConfig
-    from noc.flitsim_sweep import SweepConfig
-
-    class ChannelConfig(StrictModel):
-        """Latency per kind of link (unset: network.link_latency_cycles), e.g. BookSim2's:
-        2-cycle torus channels, injection 2 (its channel and its injection step), ejection 1."""
-
-        router_latency_cycles: Optional[int] = Field(None, ge=1, le=100_000, description="Router-to-router links.")
-        inject_latency_cycles: Optional[int] = Field(None, ge=1, le=100_000, description="NI-to-router links.")
-        eject_latency_cycles: Optional[int] = Field(None, ge=1, le=100_000, description="Router-to-NI links.")
-
-    class NocExperimentConfig(StrictModel):
-        """A flit-level network experiment: network (as in every hw-models config), per-kind
-        channel latencies, router, traffic, sweep."""
-
-        network: NetworkConfig = NetworkConfig()
-        channels: ChannelConfig = ChannelConfig()
-        router: FlitNetworkConfig = FlitNetworkConfig()
-        traffic: TrafficConfig = TrafficConfig()
-        sweep: SweepConfig = SweepConfig()
-        out_dir: str = Field("results/noc", min_length=1, description="Directory for CSV and PNG files.")
-
-    return NocExperimentConfig
 
 
 def load_experiment(config: Path, pattern: Optional[str] = None, seed: Optional[int] = None, rate: Optional[float] = None):

@@ -18,6 +18,7 @@ from typing import Optional
 
 import typer
 
+from hw_models.cli.nic_flags import nic_choices
 from noc.errors import ConfigError, HwModelsError
 
 DEFAULT_BATCH = 16
@@ -128,7 +129,7 @@ def train(
         raise HwModelsError(f"--algorithms {algorithms!r} names no algorithm")
     names = None if algorithms is None else list(dict.fromkeys(algorithm_name(a) for a in algorithms.split(",")
                                                                if a.strip()))
-    design, overrides, flags, nis = _nic_flags(nic, variant, nis)
+    design, overrides, flags, nis = nic_choices(nic, variant, nis=nis, designs=("codesigned", "baseline"))
     drop: tuple[str, ...] = ()
     if topology is not None:
         overrides["network.topology"], flags["network.topology"] = topology, "--topology"
@@ -282,37 +283,6 @@ def _size_flag(flag: str, text: Optional[str], zero: bool = True) -> Optional[in
         return parse_size_bytes(text.strip())
     except ConfigError as exc:
         raise HwModelsError(f"{flag}: {exc}" + ("; or 0" if zero else "")) from None
-
-
-def _nic_flags(nic: Optional[str], variant: Optional[str], nis: Optional[int]):
-    """The NIC design asked for (None: the config's), the [nic] keys the flags set (dotted key
-    -> value) with the flag that set each, and the NI count (a --variant sets it)."""
-    from nic.allreduce import VARIANT_NIC, VARIANTS
-
-    overrides: dict = {}
-    flags: dict = {}
-    design = None
-    if variant is not None:
-        key = variant.strip().lower()
-        if key not in VARIANTS:
-            raise HwModelsError(f"--variant {variant!r}: choose one of {', '.join(VARIANTS)}")
-        v = VARIANTS[key]
-        if nis is not None and nis != v["nis"]:
-            raise HwModelsError(f"--nis {nis} contradicts --variant {key} ({v['nis']} NI(s) per node)")
-        nis = v["nis"]
-        for k, val in {**{k: val for k, val in VARIANT_NIC.items() if k != "design"},
-                       "flow_control": v["flow_control"]}.items():
-            overrides[f"nic.{k}"], flags[f"nic.{k}"] = val, f"--variant {key}"
-        design = VARIANT_NIC["design"]
-        flags["nic.design"] = f"--variant {key}"
-    if nic is not None:
-        if nic not in ("codesigned", "baseline"):
-            raise HwModelsError(f"--nic {nic!r}: choose codesigned or baseline")
-        design = nic
-        flags["nic.design"] = "--nic"
-    if design is not None:
-        overrides["nic.design"] = design
-    return design, overrides, flags, nis
 
 
 def _trace_pick(text: Optional[str], works, algos: list[str], policies) -> tuple[str, str, str]:

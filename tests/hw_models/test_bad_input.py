@@ -16,7 +16,7 @@ import typing
 import pytest
 
 from cli_run import run
-from hw_models.cli.noc_cmd import experiment_model
+from hw_models.noc_experiment import experiment_model
 from hw_models.config import AllreduceConfig, ExperimentConfig, NetworkConfig, NicSection, RunConfig
 from maddpg.trainer import MADDPGConfig
 from noc.config import SEED_MAX, validate

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hw_models.cli.noc_cmd import experiment_model
+from hw_models.noc_experiment import experiment_model
 from hw_models.config import ExperimentConfig
 from noc.config import validate
 from noc.errors import HwModelsError

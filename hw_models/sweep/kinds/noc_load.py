@@ -25,7 +25,7 @@ SECTIONS = ("network", "channels", "router", "traffic")
 
 
 def validate(point: dict, source: str = "point") -> dict:
-    from hw_models.cli.noc_cmd import experiment_model  # the schema of `hw-models noc` configs
+    from hw_models.noc_experiment import experiment_model  # the schema of `hw-models noc` configs
     from hw_models.config import resolve_router
     from noc.config import validate as validate_model
 
