@@ -57,6 +57,7 @@ from pydantic import Field
 
 from noc.config import Seed, StrictModel
 from noc.errors import ConfigError, DeadlockError
+from noc.interrupts import interrupts_deferred
 from noc.routing import check_vc_classes, route, tie_variants
 from noc.topology import Topology
 
@@ -366,8 +367,15 @@ def _route_rows(topology: Topology, cfg: FlitNetworkConfig, routes) -> tuple[np.
 _RNG_START = np.uint64(0x9E3779B97F4A7C15)
 
 
-@njit(cache=True)
 def new_state(net, max_packets):
+    """A network state (:data:`State`) with room for ``max_packets`` packets in flight; a
+    Ctrl-C during the call is delivered when it returns (:mod:`noc.interrupts`)."""
+    with interrupts_deferred():
+        return _new_state(net, max_packets)
+
+
+@njit(cache=True)
+def _new_state(net, max_packets):
     nl, V, D = net.num_links, net.V, net.D
     e = net.num_endpoints
     credit = np.full((nl, V), D, np.int64)
