@@ -28,7 +28,9 @@ servers average the ``N`` gradients, then everyone pulls), ``async`` (every push
 update of the model), ``ssp:S`` (asynchronous, but a worker may run at most ``S`` iterations
 ahead of the slowest). With coupled pull a worker pulls after its push is applied; with
 eager pull it pulls at once, concurrently with its push (the model it reads may then miss
-its own last gradient, one more step of staleness, but it never waits for the push).
+its own last gradient, one more step of staleness, but it does not wait for the push); a
+worker computes with at most one of its pushes in flight (a send buffer of one gradient), so
+when the servers are the bottleneck the queue of pushes stays bounded.
 
 **Convergence** (:func:`ps_convergence`): the event simulation's sequence of updates (which
 worker, which model version its gradient was computed on, when it was applied) is replayed
@@ -294,7 +296,7 @@ def simulate_ps(num_workers: int, compute_s: float, push_all_s: float, pull_all_
     while heap and len(updates) < gradients:
         t, _, what, i = heapq.heappop(heap)
         if what == "start":
-            if started[i] - min(applied) > limit:
+            if started[i] - min(applied) > limit or len(in_flight[i]) > 1:
                 blocked.add(i)
                 continue
             started[i] += 1

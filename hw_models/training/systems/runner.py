@@ -106,11 +106,11 @@ def parse_compressors(spec: str):
                 out.append(Compressor(kind))
             else:
                 raise ValueError
+        except ConfigError as exc:
+            raise ConfigError(f"--compressors {item!r}: {exc}") from None
         except ValueError:
             raise ConfigError(f"--compressors {item!r}: malformed (allowed: topk:RATIO, randk:RATIO, "
                               "threshold:RATIO[:REFRESH], onebit, eightbit)") from None
-        except ConfigError as exc:
-            raise ConfigError(f"--compressors {item!r}: {exc}") from None
     if not out:
         raise ConfigError(f"--compressors {spec!r} names no compressor")
     return out

@@ -152,3 +152,11 @@ def test_bad_ps_input():
         Stragglers.parse("slow:9:2", 4)
     with pytest.raises(ConfigError, match="'gauss:1' is not"):
         Stragglers.parse("gauss:1", 4)
+
+
+def test_eager_pull_keeps_staleness_bounded_when_the_servers_are_the_bottleneck():
+    # pushes take 2x the compute at the servers: without a bound the queue would grow forever
+    r = simulate_ps(8, 0.01, 0.16, 0.01, mode="async", eager=True, gradients=8 * 300)
+    assert r.max_staleness() <= 3 * 8
+    # the servers' throughput sets the rate: 8 pushes of 0.02 s per 8 gradients
+    assert r.time_per_iteration_s() == pytest.approx(0.16, rel=0.01)
