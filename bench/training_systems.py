@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hw_models.training import endtoend as e2e  # noqa: E402
-from hw_models.training.comm import NicComm  # noqa: E402
+from hw_models.training.comm import AlphaBeta, NicComm  # noqa: E402
 from hw_models.training.compute import MULTITREE_NODE_ROOFLINE, get_device  # noqa: E402
 from hw_models.training.systems import runner  # noqa: E402
 from hw_models.training.systems.ps import ps_schedule, server_nodes  # noqa: E402
@@ -80,32 +80,29 @@ def main():
         print(table(cv, conv_cols + ["bytes_per_worker_iteration"]))
         print(f"\n({time.time() - t0:.0f} s)\n", file=sys.stderr)
 
-    small = 2  # communication-bound: the same gradients, an eighth of the compute
-    layers_small = e2e.workload_costs([w], small, dev)[w.name]
-    st_small = runner.Setting(w, small, layers_small, ring, "ring", dev.peak_flops, MULTITREE_NODE_ROOFLINE.mem_bytes_per_s,
-                              None, ps_comm=ps_comm, topology=ring.topology)
-    tm, _ = runner.run_compression(st_small, comps, "both", 10)
-    print(f"\n### Compression: time per iteration with {small} samples per worker "
-          f"(compute {st_small.compute_s * 1e3:.3f} ms)\n")
+    # a communication-bound what-if: the same workers on 10 Gbit/s Ethernet (alpha-beta ring)
+    eth = AlphaBeta(latency_s=10e-6, bytes_per_s=1.25e9, num_workers=n)
+    st_eth = runner.Setting(w, args.batch, layers, eth, "ring", dev.peak_flops, MULTITREE_NODE_ROOFLINE.mem_bytes_per_s,
+                            None, ps_comm=ps_comm, topology=ring.topology)
+    tm, _ = runner.run_compression(st_eth, comps, "both", 10)
+    print(f"\n### Compression: time per iteration on {eth.describe()}\n")
     print(table(tm, ["run", "iteration_s", "reduction_percent", "wire_bytes_per_worker", "compression_s"]))
-    tm, _ = runner.run_ssd(st_small, [1, 2, 4, 8])
-    print(f"\n### SSD-SGD: time per iteration with {small} samples per worker\n")
-    print(table(tm, ["run", "iteration_s", "speedup", "allreduce_s", "local_update_s"]))
+    ssd_eth, _ = runner.run_ssd(st_eth, [1, 2, 4, 8])
 
     for strag in ("none", "slow:2:3", "lognormal:0.5"):
-        tm, cv = runner.run_ps(st, server_nodes("spread", n, 4), ["sync", "async", "ssp:2"], strag)
-        if strag == "none":
-            print("\n### Parameter server: layer-by-layer synchronous iteration (4 servers, spread)\n")
-            print(table(tm[:3], ["run", "iteration_s", "reduction_percent"]))
-        print(f"\n### Parameter server, stragglers {strag}: event simulation and convergence (logreg)\n")
+        tm, cv = runner.run_ps(st, server_nodes("spread", n, n), ["sync", "async", "ssp:2"], strag)
+        print(f"\n### Parameter server ({n} servers), stragglers {strag}: event simulation and convergence (logreg)\n")
         print(table(tm[3:], ["run", "iteration_s", "reduction_percent", "mean_staleness", "max_staleness"]))
         print()
         print(table(cv, conv_cols + ["time_to_target_s"]))
-    for s in (1, 16):
+    rows = []
+    for s in (1, 4, 16):
         tm, _ = runner.run_ps(runner.Setting(w, args.batch, layers, ring, "ring", dev.peak_flops, 320e9, None,
                                              ps_comm=ps_comm, topology=ring.topology),
                               server_nodes("spread", n, s), ["sync"], "none")
-        print(f"\n{s} server(s): " + "; ".join(f"{r['run']}: {r['iteration_s'] * 1e3:.3f} ms" for r in tm[:3]))
+        rows += tm[:3] if s == 1 else tm[1:3]
+    print("\n### Parameter server: layer-by-layer synchronous iteration (servers spread over the nodes)\n")
+    print(table(rows, ["run", "iteration_s", "reduction_percent"]))
     print(f"\n({time.time() - t0:.0f} s)\n", file=sys.stderr)
 
     for model in ("logreg", "mlp"):
@@ -113,6 +110,8 @@ def main():
         if model == "logreg":
             print("\n### SSD-SGD: time per iteration\n")
             print(table(tm, ["run", "iteration_s", "speedup", "allreduce_s", "local_update_s"]))
+            print(f"\n### SSD-SGD: time per iteration on {eth.describe()}\n")
+            print(table(ssd_eth, ["run", "iteration_s", "speedup", "allreduce_s", "local_update_s"]))
         print(f"\n### SSD-SGD: convergence ({model})\n")
         print(table(cv, conv_cols))
 

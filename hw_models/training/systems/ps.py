@@ -37,10 +37,12 @@ worker, which model version its gradient was computed on, when it was applied) i
 on a small task: every gradient is computed on the version the worker had pulled. The
 staleness of an update is the number of updates applied between that version and it; the
 asynchronous step is ``lr / N`` per gradient (so ``N`` pushes move the model as far as one
-synchronous step of the averaged gradient with ``lr``), and the staleness-aware one ``lr /
-max(1, staleness)`` (W. Zhang, S. Gupta, X. Lian, J. Liu, "Staleness-aware Async-SGD for
-Distributed Deep Learning", IJCAI 2016): the same as ``lr / N`` at the staleness ``N`` of a
-round-robin of ``N`` workers, larger for fresher gradients, smaller for a straggler's.
+synchronous step of the averaged gradient with ``lr``). The staleness-aware step divides by
+the update's staleness ``tau`` (at least 1), as W. Zhang, S. Gupta, X. Lian, J. Liu,
+"Staleness-aware Async-SGD for Distributed Deep Learning" (IJCAI 2016) do, scaled by the mean
+staleness of the updates applied so far: ``lr / N * mean_tau / tau``. The mean step stays
+``lr / N`` whatever the staleness of the system (Zhang et al. retune the base rate instead),
+a straggler's stale gradient moves the model less and a fresh one more.
 """
 
 from __future__ import annotations
@@ -346,6 +348,7 @@ def ps_convergence(task, run: PSRun, lr: float, *, staleness_aware: bool = False
             last_use[v] = k
     history = {0: w.copy()}
     state = {"k": 0, "got": 0}
+    seen = {"count": 0, "sum": 0.0}  # the staleness of the updates so far (what the servers observed)
     times: list[float] = []
 
     def apply(k: int, u: Update):
@@ -354,8 +357,11 @@ def ps_convergence(task, run: PSRun, lr: float, *, staleness_aware: bool = False
             w[:] -= lr * g
         else:
             (i,), (v,) = u.workers, u.read_versions
-            tau = u.version - 1 - v
-            w[:] -= (lr / max(1, tau) if staleness_aware else lr / n) * samplers[i].grad(history[v])
+            tau = max(1, u.version - 1 - v)
+            seen["count"] += 1
+            seen["sum"] += tau
+            scale = (seen["sum"] / seen["count"]) / tau if staleness_aware else 1.0
+            w[:] -= (lr / n) * scale * samplers[i].grad(history[v])
         if u.version in last_use:
             history[u.version] = w.copy()
         for v in set(u.read_versions):
