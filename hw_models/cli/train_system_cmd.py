@@ -230,15 +230,21 @@ def _system_params(sysname, n, compressors, fix, average_every, servers, placeme
         s = 4 if servers is None else servers
         try:
             nodes = server_nodes(placement or "spread", n, s)
-            mlist = [x.strip() for x in (modes or "sync,async,ssp:2").split(",") if x.strip()]
-            if not mlist:
-                raise ConfigError(f"mode = {modes!r} names no mode")
+        except ConfigError as exc:
+            raise HwModelsError(f"{'--servers' if 'servers =' in str(exc) else '--placement'}: {exc}") from None
+        mlist = [x.strip() for x in (modes or "sync,async,ssp:2").split(",") if x.strip()]
+        if not mlist:
+            raise HwModelsError(f"--modes {modes!r} names no mode (allowed: sync, async, ssp:BOUND)")
+        try:
             for m in mlist:
                 parse_mode(m)
-            strag = stragglers if stragglers is not None else "slow:2:3"
+        except ConfigError as exc:
+            raise HwModelsError(f"--modes: {exc}") from None
+        strag = stragglers if stragglers is not None else "slow:2:3"
+        try:
             Stragglers.parse(strag, n)
         except ConfigError as exc:
-            raise HwModelsError(f"--servers/--placement/--modes/--stragglers: {exc}") from None
+            raise HwModelsError(f"--stragglers: {exc}") from None
         return {"servers": list(nodes), "modes": mlist, "stragglers": strag, "objects": (nodes, mlist, strag)}
     if sysname == "ssd":
         ks = _ints("--delays", delays or "1,2,4,8", 1)
