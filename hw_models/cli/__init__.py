@@ -19,7 +19,7 @@ from hw_models.cli import config_cmd, demo_cmd, topology_cmd
 from hw_models.cli import allreduce_cmd, rtl_cmd, schedule_cmd
 from hw_models.cli import noc_cmd
 from hw_models.cli import sweep_cmd
-from hw_models.cli import train_cmd
+from hw_models.cli import train_cmd, train_system_cmd
 from hw_models.cli import plot_cmd, report_cmd
 from noc.errors import HwModelsError, HwModelsWarning
 
@@ -57,6 +57,7 @@ app.command(name="schedule")(schedule_cmd.schedule)
 app.command(name="allreduce")(allreduce_cmd.allreduce)
 app.command(name="demo")(demo_cmd.demo)
 app.command(name="train")(train_cmd.train)
+app.command(name="train-system")(train_system_cmd.train_system)
 app.command(name="plot")(plot_cmd.plot)
 app.command(name="report")(report_cmd.report)
 

@@ -56,6 +56,11 @@ BAD = {
                  ["--model", "spice"], ["--nis", "65"], ["-t", "ring:²"], ["-a", "warp"], ["--variant", "omega"],
                  ["--seed", "4294967296"], ["--config", "CONFIG_BAD"], ["--trace-run", "ncf/ring/wfbp"],
                  ["--workloads", "ncf", "--trace", "JSON"]],
+    ("train-system",): [[], ["ring"], ["ssd", "--servers", "2"], ["ssd", "--delays", "0"], ["ssd", "--task", "cnn"],
+                        ["ssd", "--seed", "-1"], ["ssd", "--batch", "0"], ["ssd", "-w", "resnet"], ["ssd", "-t", "ring:²"],
+                        ["ps", "--modes", "bsp"], ["ps", "--stragglers", "slow:99:2"], ["ps", "--placement", "0,0"],
+                        ["compression", "--compressors", "topk:x"], ["compression", "--fix", "sideways"],
+                        ["easgd", "--alpha", "1"], ["kfac", "--inverse-efficiency", "2"], ["kfac", "--config", "CONFIG_BAD"]],
 }
 
 

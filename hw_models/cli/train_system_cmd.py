@@ -1,0 +1,146 @@
+"""``hw-models train-system``: the training-communication systems that co-designed all-reduce is
+compared against -- gradient compression with error feedback, the parameter server, SSD-SGD,
+the EASGD family, SPD-KFAC -- timed on a workload over the configured network and checked
+for convergence on a small task. The work is :mod:`hw_models.training.systems.runner`'s;
+this module checks input, resolves the network as ``hw-models train`` does, prints and writes.
+
+Outputs: ``<out>/train_system_<system>_<topology>_<workload>_<hash>.csv`` (timing) and
+``..._convergence.csv``, the hash covering every setting, so a run never replaces another
+run's files (the same command writes the same bytes again).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from noc.errors import HwModelsError
+
+from hw_models.training.systems.setup import DEFAULT_COMPRESSORS, OWN, SYSTEM_NAMES
+
+
+def train_system(
+    system: str = typer.Argument(..., help="compression, ps, ssd, easgd or kfac."),
+    workload: str = typer.Option("resnet50", "--workload", "-w", help="One built-in workload or a .json/.toml "
+                                 "layer file (docs/training_workloads.md)."),
+    batch: int = typer.Option(16, "--batch", "-b", help="Samples per worker per iteration (the workload)."),
+    device: str = typer.Option("multitree-node", "--device", help="multitree-node, multitree-node-roofline, "
+                               "v100-fp32."),
+    topology: Optional[str] = typer.Option(None, "--topology", "-t", help="Topology spec (default: the config's)."),
+    nis: Optional[int] = typer.Option(None, "--nis", help="NIs per node (default: the config's)."),
+    algorithm: str = typer.Option("ring", "--algorithm", "-a", help="The all-reduce of the synchronous baseline "
+                                  "(as `hw-models allreduce` names it)."),
+    config: Optional[Path] = typer.Option(None, "--config", help="Experiment TOML."),
+    preset: Optional[str] = typer.Option(None, "--preset", help="A named config: isca2021."),
+    task: str = typer.Option("logreg", "--task", help="Convergence task on digits: logreg, mlp, or none "
+                             "(timing only)."),
+    lr: Optional[float] = typer.Option(None, "--lr", help="Learning rate of the task (default: 0.1 logreg, 0.2 "
+                                       "mlp)."),
+    target: Optional[float] = typer.Option(None, "--target", help="Test accuracy to reach (default 0.95)."),
+    max_iterations: int = typer.Option(1500, "--max-iterations", help="Iterations before a run counts as not "
+                                       "reaching the target."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the task's split, shards and batches, and of the "
+                             "stragglers."),
+    out: Path = typer.Option(Path("out/train_system"), "--out", "-o", help="Output directory."),
+    compressors: Optional[str] = typer.Option(None, "--compressors", help="compression: comma-separated "
+                                              f"topk:RATIO, randk:RATIO, threshold:RATIO[:REFRESH], onebit, "
+                                              f"eightbit (default {DEFAULT_COMPRESSORS})."),
+    fix: Optional[str] = typer.Option(None, "--fix", help="compression: none, step_ahead, error_averaging, both "
+                                      "(also run with this fix)."),
+    average_every: Optional[int] = typer.Option(None, "--average-every", help="compression: error averaging "
+                                                "period in iterations (default 10)."),
+    servers: Optional[int] = typer.Option(None, "--servers", help="ps: number of servers (default 4)."),
+    placement: Optional[str] = typer.Option(None, "--placement", help="ps: spread, first, or node indices "
+                                            "'0,5,10' (default spread)."),
+    modes: Optional[str] = typer.Option(None, "--modes", help="ps: comma-separated sync, async, ssp:BOUND "
+                                        "(default sync,async,ssp:2)."),
+    stragglers: Optional[str] = typer.Option(None, "--stragglers", help="ps: none, slow:COUNT:FACTOR, "
+                                             "lognormal:SIGMA, combined with + (default slow:2:3)."),
+    delays: Optional[str] = typer.Option(None, "--delays", help="ssd: comma-separated delays k (default "
+                                         "1,2,4,8)."),
+    variants: Optional[str] = typer.Option(None, "--variants", help="easgd: comma-separated sync, async, "
+                                           "measgd, hogwild (default all)."),
+    alpha: Optional[float] = typer.Option(None, "--alpha", help="easgd: elastic moving rate (default 0.9 / "
+                                          "workers)."),
+    tau: Optional[int] = typer.Option(None, "--tau", help="easgd: local steps between exchanges (default 1)."),
+    inverse_efficiency: Optional[float] = typer.Option(None, "--inverse-efficiency", help="kfac: share of the "
+                                                       "device's peak FLOP rate a factor inversion reaches "
+                                                       "(default 0.05)."),
+) -> None:
+    """Time a training system on a workload over the network and check its convergence on a small task."""
+    from rich.console import Console
+
+    from hw_models.training.systems.setup import resolve_setting, run_system, system_params
+
+    sysname = system.strip().lower()
+    if sysname not in SYSTEM_NAMES:
+        raise HwModelsError(f"SYSTEM {system!r}: unknown (allowed: {', '.join(SYSTEM_NAMES)})")
+    given = {"--compressors": compressors, "--fix": fix, "--average-every": average_every, "--servers": servers,
+             "--placement": placement, "--modes": modes, "--stragglers": stragglers, "--delays": delays,
+             "--variants": variants, "--alpha": alpha, "--tau": tau, "--inverse-efficiency": inverse_efficiency}
+    for flag, value in given.items():
+        if value is not None and OWN[flag] != sysname:
+            raise HwModelsError(f"{flag} applies to the {OWN[flag]} system, not {sysname}; leave it out")
+    st, desc, settings = resolve_setting(sysname, workload, batch, device, topology, nis, algorithm, config, preset, task,
+                                  lr, target, max_iterations, seed)
+    n = st.comm.num_workers
+    params = system_params(sysname, n, compressors, fix, average_every, servers, placement, modes, stragglers,
+                            delays, variants, alpha, tau, inverse_efficiency, st)
+    settings.update({k: v for k, v in params.items() if k != "objects"})
+    from hw_models.store import check_output_dir
+
+    digest = hashlib.sha1(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    stem = f"train_system_{sysname}_{st.topology.name.replace(':', '_')}_{st.workload.name}_{digest}"
+    check_output_dir(out, "--out", [f"{stem}.csv", f"{stem}_convergence.csv"])
+
+    console = Console(width=None if sys.stdout.isatty() else 140)
+    console.print(f"{sysname} on {desc}; task {task}"
+                  + (f" ({st.task.workers} workers, batch {st.task.batch}, lr {st.lr:g}, target {st.target:g})"
+                     if st.task is not None else "") + f"; seed {seed}", soft_wrap=True)
+    timing, conv = run_system(sysname, st, params["objects"], seed)
+    _table(console, f"{sysname}: time per iteration on {st.workload.name}", timing)
+    if conv:
+        _table(console, f"{sysname}: convergence on digits ({task})", conv)
+    from hw_models.store import write_csv_atomic
+
+    meta = {k: settings[k] for k in ("topology", "workload", "batch", "device", "algorithm", "seed")}
+    written = [write_csv_atomic(out / f"{stem}.csv", [{**r, **meta} for r in _uniform(timing)])]
+    if conv:
+        written.append(write_csv_atomic(out / f"{stem}_convergence.csv",
+                                        [{**r, "task": task, **meta} for r in _uniform(conv)]))
+    console.print(f"wrote {', '.join(str(w) for w in written)}", soft_wrap=True)
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def _uniform(rows: list[dict]) -> list[dict]:
+    """Rows with one set of columns (in first-seen order), blanks where a row has none."""
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+    return [{c: r.get(c, "") for c in cols} for r in rows]
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        if v != v:
+            return "nan"
+        return f"{v:.4g}"
+    return str(v)
+
+
+def _table(console, title: str, rows: list[dict]) -> None:
+    from rich.table import Table
+
+    rows = _uniform(rows)
+    table = Table(title=title)
+    cols = [c for c in rows[0] if c != "system"]
+    for c in cols:
+        table.add_column(c.replace("_", " "), justify="left" if c == "run" else "right")
+    for r in rows:
+        table.add_row(*[_fmt(r[c]) for c in cols])
+    console.print(table)

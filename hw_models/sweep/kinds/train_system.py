@@ -1,0 +1,107 @@
+"""Sweep kind ``train_system``: one training-communication system on one workload and network
+with its convergence check, as ``hw-models train-system`` runs it (docs/training_systems.md).
+
+A point's keys are the command's options with underscores: ``system`` (required:
+compression, ps, ssd, easgd, kfac), ``workload``, ``batch``, ``device``, ``preset``,
+``topology``, ``nis``, ``algorithm``, ``task``, ``lr``, ``target``, ``max_iterations``,
+``seed``, and the chosen system's own: ``compressors``, ``fix``, ``average_every``;
+``servers``, ``placement``, ``modes``, ``stragglers``; ``delays``; ``variants``, ``alpha``,
+``tau``; ``inverse_efficiency`` (lists as the command's comma-separated strings). Metrics, per
+row of the command's two tables in order: ``t<i>_run`` and ``t<i>_iteration_s`` (timing),
+``c<i>_run``, ``c<i>_iterations_to_target`` (-1: not reached) and ``c<i>_final_accuracy``
+(convergence).
+"""
+
+from __future__ import annotations
+
+from hw_models.sweep.kinds import Kind
+from noc.errors import ConfigError, HwModelsError
+
+COMMON = {"workload": "resnet50", "batch": 16, "device": "multitree-node", "preset": None, "topology": None,
+          "nis": None, "algorithm": "ring", "task": "logreg", "lr": None, "target": None, "max_iterations": 1500,
+          "seed": 0}
+OPTIONS = ("compressors", "fix", "average_every", "servers", "placement", "modes", "stragglers", "delays",
+           "variants", "alpha", "tau", "inverse_efficiency")
+TYPES = {"workload": str, "batch": int, "device": str, "preset": str, "topology": str, "nis": int, "algorithm": str,
+         "task": str, "lr": float, "target": float, "max_iterations": int, "seed": int, "compressors": str,
+         "fix": str, "average_every": int, "servers": int, "placement": str, "modes": str, "stragglers": str,
+         "delays": str, "variants": str, "alpha": float, "tau": int, "inverse_efficiency": float}
+
+
+def _resolve(point: dict, source: str):
+    from hw_models.training.systems.setup import OWN, SYSTEM_NAMES, flags_to_keys, resolve_setting, system_params
+
+    allowed = ("system", *COMMON, *OPTIONS)
+    for key in point:
+        if key not in allowed:
+            raise ConfigError(f"{source}: unknown key {key!r} (allowed: {', '.join(allowed)})")
+    system = point.get("system")
+    if system not in SYSTEM_NAMES:
+        raise ConfigError(f"{source}: key 'system' = {system!r}: choose one of {', '.join(SYSTEM_NAMES)}")
+    vals = {**COMMON, **{k: point.get(k) for k in OPTIONS}, **{k: v for k, v in point.items() if k in COMMON}}
+    for key, value in vals.items():
+        want = TYPES[key]
+        ok = value is None or (isinstance(value, want) and not isinstance(value, bool)) or (
+            want is float and isinstance(value, int) and not isinstance(value, bool))
+        if not ok:
+            raise ConfigError(f"{source}: key {key!r} = {value!r}: must be {want.__name__}")
+        if key in OPTIONS and value is not None and OWN["--" + key.replace("_", "-")] != system:
+            raise ConfigError(f"{source}: key {key!r} applies to the {OWN['--' + key.replace('_', '-')]} system, "
+                              f"not {system}")
+    try:
+        st, _, settings = resolve_setting(system, vals["workload"], vals["batch"], vals["device"], vals["topology"],
+                                          vals["nis"], vals["algorithm"], None, vals["preset"], vals["task"],
+                                          vals["lr"], vals["target"], vals["max_iterations"], vals["seed"])
+        params = system_params(system, st.comm.num_workers, *(vals[k] for k in OPTIONS), st)
+    except HwModelsError as exc:
+        raise ConfigError(f"{source}: {flags_to_keys(str(exc))}") from None
+    return system, vals, st, params
+
+
+def validate(point: dict, source: str = "point") -> dict:
+    system, vals, st, params = _resolve(point, source)
+    out = {"system": system, **{k: vals[k] for k in COMMON}, "lr": st.lr, "target": st.target,
+           "algorithm": st.algorithm}
+    out.update({k: v for k, v in params.items() if k != "objects"})
+    if system == "ps":  # canonical: the count and the nodes, whatever way the placement was given
+        out["placement"] = ",".join(str(x) for x in out["servers"])
+        out["servers"] = len(out["servers"])
+    return out
+
+
+def run(resolved: dict) -> dict:
+    from hw_models.training.systems.setup import run_system
+
+    point = {k: v for k, v in resolved.items() if k in ("system", *COMMON)}
+    system = point["system"]
+    sys_keys = {"compression": ("compressors", "fix", "average_every"),
+                "ps": ("servers", "placement", "modes", "stragglers"), "ssd": ("delays",),
+                "easgd": ("variants", "alpha", "tau"), "kfac": ("inverse_efficiency",)}[system]
+    for k in sys_keys:
+        v = resolved.get(k)
+        if isinstance(v, list):
+            v = ",".join(str(x) for x in v)
+        if v is not None:
+            point[k] = v
+    system, vals, st, params = _resolve(point, "point")
+    timing, conv = run_system(system, st, params["objects"], vals["seed"])
+    m: dict = {}
+    for i, r in enumerate(timing):
+        m[f"t{i}_run"], m[f"t{i}_iteration_s"] = r["run"], float(r["iteration_s"])
+    for i, r in enumerate(conv):
+        it = r["iterations_to_target"]
+        m[f"c{i}_run"], m[f"c{i}_iterations_to_target"] = r["run"], int(it) if it != "" else -1
+        m[f"c{i}_final_accuracy"] = float(r["final_accuracy"])
+    return m
+
+
+def model_versions() -> dict:
+    from nic.collectives import SCHEDULE_VERSION
+    from nic.message_sim import MODEL_VERSION
+
+    return {"train_system": 1, "schedule": SCHEDULE_VERSION, "message_model": MODEL_VERSION}
+
+
+KIND = Kind(name="train_system", summary="one training-communication system (compression, ps, ssd, easgd, kfac) "
+            "timed on a workload and network, with its convergence on digits (as hw-models train-system)",
+            validate=validate, run=run, model_versions=model_versions)

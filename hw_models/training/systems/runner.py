@@ -1,0 +1,295 @@
+"""Each training system end to end on plain values: a workload's layer costs and the
+network's communication models in, table rows out (timing on the workload and network;
+convergence on a small task). The ``hw-models train-system`` command and the docs' bench
+script call these; docs/training_systems.md describes the columns.
+
+Every ``run_*`` takes a :class:`Setting` (the workload's layers, the all-reduce model of
+the baseline algorithm, the device's peak FLOP rate and memory bandwidth, the task to check
+convergence on, or ``None``) and returns ``(timing_rows, convergence_rows)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from hw_models.training.costs import LayerCost
+from hw_models.training.policies import WaitFreeBackprop
+from hw_models.training.timeline import simulate
+from noc.errors import ConfigError
+
+SYSTEMS = ("compression", "ps", "ssd", "easgd", "kfac")
+
+
+@dataclass
+class Setting:
+    """What every system needs: ``layers`` of ``workload`` (a
+    :class:`~hw_models.training.workloads.Workload`) for ``batch`` samples per worker,
+    ``comm`` (the baseline all-reduce, named ``algorithm``), ``peak_flops`` and
+    ``mem_bytes_per_s`` of the device, ``task`` (or ``None``: timing only) with its ``lr``,
+    ``target`` and ``max_iterations``; ``ps_comm(servers)`` makes the parameter server's
+    communication model on the same network (``None``: not available)."""
+
+    workload: Any
+    batch: int
+    layers: tuple[LayerCost, ...]
+    comm: Any
+    algorithm: str
+    peak_flops: float
+    mem_bytes_per_s: float
+    task: Any = None
+    lr: float = 0.1
+    target: float = 0.95
+    max_iterations: int = 1500
+    ps_comm: Callable[[tuple[int, ...]], Any] | None = None
+    topology: Any = None
+
+    @property
+    def model_bytes(self) -> int:
+        return sum(x.grad_bytes for x in self.layers)
+
+    @property
+    def compute_s(self) -> float:
+        return sum(x.fwd_s + x.bwd_s for x in self.layers)
+
+    def sgd_iteration_s(self) -> float:
+        return simulate(self.layers, self.comm, WaitFreeBackprop()).iteration_s
+
+    def reference(self):
+        from hw_models.training.systems.tasks import sync_sgd  # noqa: PLC0415
+
+        return sync_sgd(self.task, self.lr, target=self.target, max_iterations=self.max_iterations)
+
+
+def _ratio(a, b):
+    return a / b if (a is not None and b not in (None, 0) and not (isinstance(b, float) and math.isnan(b))) else None
+
+
+def _conv_row(system: str, r, ref_iters, iteration_s: float | None = None, ref_iteration_s: float | None = None,
+              **extra) -> dict:
+    it_ratio = _ratio(r.iterations_to_target, ref_iters)
+    t_ratio = _ratio(iteration_s, ref_iteration_s)
+    row = {"system": system, "run": r.label, "target_accuracy": r.target,
+           "iterations_to_target": r.iterations_to_target if r.iterations_to_target is not None else "",
+           "final_accuracy": round(r.final_accuracy, 6) if r.final_accuracy == r.final_accuracy else "nan",
+           "iterations_vs_reference": "" if it_ratio is None else round(it_ratio, 4),
+           "iteration_time_vs_reference": "" if t_ratio is None else round(t_ratio, 4),
+           "time_to_target_vs_reference": "" if it_ratio is None or t_ratio is None else round(it_ratio * t_ratio, 4)}
+    row.update(extra)
+    return row
+
+
+# ---- compression -----------------------------------------------------------------------------
+
+
+def parse_compressors(spec: str):
+    """``topk:RATIO``, ``randk:RATIO``, ``threshold:RATIO[:REFRESH]``, ``onebit``, ``eightbit``,
+    comma-separated."""
+    from hw_models.training.systems.compression import KINDS, Compressor  # noqa: PLC0415
+
+    out = []
+    for item in (s.strip() for s in str(spec).split(",")):
+        if not item:
+            continue
+        bits = item.lower().split(":")
+        kind = bits[0]
+        if kind not in KINDS or kind == "none":
+            raise ConfigError(f"--compressors {item!r}: unknown compressor (allowed: topk:RATIO, randk:RATIO, "
+                              "threshold:RATIO[:REFRESH], onebit, eightbit)")
+        try:
+            if kind in ("topk", "randk") and len(bits) == 2:
+                out.append(Compressor(kind, float(bits[1])))
+            elif kind == "threshold" and len(bits) in (2, 3):
+                out.append(Compressor(kind, float(bits[1]), int(bits[2]) if len(bits) == 3 else 50))
+            elif kind in ("onebit", "eightbit") and len(bits) == 1:
+                out.append(Compressor(kind))
+            else:
+                raise ValueError
+        except ConfigError as exc:
+            raise ConfigError(f"--compressors {item!r}: {exc}") from None
+        except ValueError:
+            raise ConfigError(f"--compressors {item!r}: malformed (allowed: topk:RATIO, randk:RATIO, "
+                              "threshold:RATIO[:REFRESH], onebit, eightbit)") from None
+    if not out:
+        raise ConfigError(f"--compressors {spec!r} names no compressor")
+    return out
+
+
+def run_compression(st: Setting, compressors, fix: str = "none", average_every: int = 10):
+    from hw_models.training.systems.compression import compressed_timeline, ef_sgd  # noqa: PLC0415
+
+    policy = WaitFreeBackprop()
+    base_s = st.sgd_iteration_s()
+    timing = [{"system": "compression", "run": f"full precision ({st.algorithm} all-reduce)",
+               "iteration_s": base_s, "reduction_percent": 0.0, "wire_bytes_per_worker": st.model_bytes,
+               "compression_s": 0.0}]
+    times = {}
+    for c in compressors:
+        fixes = ["none"] + ([fix] if fix != "none" else [])
+        for f in fixes:
+            t = compressed_timeline(st.layers, st.comm, c, policy, mem_bytes_per_s=st.mem_bytes_per_s, fix=f,
+                                    average_every=average_every)
+            times[(c.label, f)] = t.iteration_s
+            timing.append({"system": "compression", "run": t.label, "iteration_s": t.iteration_s,
+                           "reduction_percent": 100 * (1 - t.iteration_s / base_s),
+                           "wire_bytes_per_worker": t.wire_bytes_per_worker,
+                           "compression_s": t.compute_s - sum(x.fwd_s + x.bwd_s for x in st.layers)})
+    conv = []
+    if st.task is not None:
+        ref = st.reference()
+        conv.append(_conv_row("compression", ref, ref.iterations_to_target, base_s, base_s))
+        for c in compressors:
+            runs = [(False, "none"), (True, "none")] + ([(True, fix)] if fix != "none" else [])
+            for ef, f in runs:
+                r = ef_sgd(st.task, c, st.lr, error_feedback=ef, fix=f, average_every=average_every,
+                           target=st.target, max_iterations=st.max_iterations)
+                conv.append(_conv_row("compression", r, ref.iterations_to_target, times[(c.label, f)], base_s,
+                                      bytes_per_worker_iteration=round(r.extra["bytes_per_worker_iteration"], 1)))
+    return timing, conv
+
+
+# ---- parameter server --------------------------------------------------------------------------
+
+
+def run_ps(st: Setting, servers: tuple[int, ...], modes, stragglers_spec: str, *, eager_options=(False, True),
+           seed: int = 0):
+    from hw_models.training.systems.ps import PushPull, Stragglers, ps_convergence, simulate_ps  # noqa: PLC0415
+
+    if st.ps_comm is None:
+        raise ConfigError("the parameter server needs a network model (ps_comm)")
+    pc = st.ps_comm(servers)
+    n = pc.num_workers
+    base_s = st.sgd_iteration_s()
+    timing = [{"system": "ps", "run": f"sync all-reduce ({st.algorithm}, wfbp)", "iteration_s": base_s,
+               "reduction_percent": 0.0}]
+    for eager in (False, True):
+        r = simulate(st.layers, pc, PushPull(eager))
+        timing.append({"system": "ps", "run": f"sync PS layer by layer, {len(servers)} server(s), "
+                       f"{'eager' if eager else 'coupled'} pull", "iteration_s": r.iteration_s,
+                       "reduction_percent": 100 * (1 - r.iteration_s / base_s)})
+    m = st.model_bytes
+    push_all, pull_all = pc.reduce_scatter_s(m), pc.all_gather_s(m)
+    strag = Stragglers.parse(stragglers_spec, n)
+    if st.task is not None and st.task.workers != n:
+        raise ConfigError(f"the task has {st.task.workers} workers and the network {n}: one task shard per worker")
+    runs = {}
+    sync_key = None
+    for mode in modes:
+        for eager in (eager_options if mode != "sync" else (False,)):
+            run = simulate_ps(n, st.compute_s, push_all, pull_all, mode=mode, eager=eager, stragglers=strag,
+                              gradients=n * st.max_iterations, seed=seed)
+            runs[(mode, eager)] = run
+            sync_key = sync_key or ((mode, eager) if mode == "sync" else None)
+    ref_s = runs[sync_key].time_per_iteration_s() if sync_key else None
+    for (mode, eager), run in runs.items():
+        t = run.time_per_iteration_s()
+        timing.append({"system": "ps", "run": f"PS {mode}{', eager pull' if eager else ''}, stragglers {strag.label}",
+                       "iteration_s": t, "reduction_percent": 100 * (1 - t / ref_s) if ref_s else "",
+                       "mean_staleness": round(run.mean_staleness(), 3), "max_staleness": run.max_staleness()})
+    conv = []
+    if st.task is not None:
+        ref = None
+        for (mode, eager), run in runs.items():
+            for aware in ((False,) if mode == "sync" else (False, True)):
+                r = ps_convergence(st.task, run, st.lr, staleness_aware=aware, target=st.target)
+                if ref is None:
+                    ref = r
+                ref_t = ref.extra["time_to_target_s"]
+                t_ratio = _ratio(r.extra["time_to_target_s"], ref_t)
+                row = _conv_row("ps", r, ref.iterations_to_target, r.extra["time_per_iteration_s"],
+                                ref.extra["time_per_iteration_s"],
+                                time_to_target_s=r.extra["time_to_target_s"],
+                                mean_staleness=round(r.extra["mean_staleness"], 3))
+                row["time_to_target_vs_reference"] = "" if t_ratio is None else round(t_ratio, 4)
+                conv.append(row)
+    return timing, conv
+
+
+# ---- SSD-SGD --------------------------------------------------------------------------------
+
+
+def run_ssd(st: Setting, delays):
+    from hw_models.training.systems.ssd import ssd_iteration_s, ssd_sgd  # noqa: PLC0415
+
+    base_s = st.sgd_iteration_s()
+    ar = st.comm.allreduce_s(st.model_bytes)
+    upd = 3 * st.model_bytes / st.mem_bytes_per_s
+    timing = [{"system": "ssd", "run": f"SSGD ({st.algorithm}, wfbp)", "iteration_s": base_s, "speedup": 1.0}]
+    times = {}
+    for k in delays:
+        t = ssd_iteration_s(st.compute_s, upd, ar, k)
+        times[k] = t
+        timing.append({"system": "ssd", "run": f"SSD-SGD k={k}", "iteration_s": t, "speedup": base_s / t,
+                       "allreduce_s": ar, "local_update_s": upd})
+    conv = []
+    if st.task is not None:
+        ref = st.reference()
+        conv.append(_conv_row("ssd", ref, ref.iterations_to_target, base_s, base_s))
+        for k in delays:
+            r = ssd_sgd(st.task, st.lr, k, target=st.target, max_iterations=st.max_iterations)
+            conv.append(_conv_row("ssd", r, ref.iterations_to_target, times[k], base_s))
+    return timing, conv
+
+
+# ---- EASGD -------------------------------------------------------------------------------------
+
+
+def run_easgd(st: Setting, variants, alpha: float | None, tau: int):
+    from hw_models.training.systems.easgd import easgd, easgd_round_s  # noqa: PLC0415
+
+    if st.ps_comm is None:
+        raise ConfigError("EASGD's master needs a network model (ps_comm)")
+    n = st.comm.num_workers
+    master = st.ps_comm((0,))
+    m = st.model_bytes
+    kw = dict(push_all_s=master.reduce_scatter_s(m), pull_all_s=master.all_gather_s(m),
+              allreduce_s=st.comm.allreduce_s(m), num_workers=n, mem_bytes_per_s=st.mem_bytes_per_s)
+    per_step = {v: easgd_round_s(v, tau, st.compute_s, m, **kw) / tau for v in variants}
+    ref_v = "async" if "async" in per_step else variants[0]
+    timing = [{"system": "easgd", "run": f"{v} EASGD tau={tau}", "iteration_s": per_step[v],
+               f"speedup_vs_{ref_v}": per_step[ref_v] / per_step[v]} for v in variants]
+    conv = []
+    if st.task is not None:
+        a = alpha if alpha is not None else 0.9 / st.task.workers
+        ref = st.reference()
+        conv.append(_conv_row("easgd", ref, ref.iterations_to_target))
+        for v in variants:
+            r = easgd(st.task, v, st.lr, alpha=a, tau=tau, target=st.target, max_iterations=st.max_iterations)
+            conv.append(_conv_row("easgd", r, ref.iterations_to_target, per_step[v], per_step[ref_v]))
+    return timing, conv
+
+
+# ---- K-FAC -------------------------------------------------------------------------------------
+
+
+def run_kfac(st: Setting, inverse_efficiency: float, kfac_lr: float = 0.1, damping: float = 1e-2):
+    from hw_models.training.systems.kfac import PLACEMENTS, SCHEMES, kfac_sgd, kfac_timeline  # noqa: PLC0415
+
+    base = None
+    timing = []
+    sgd_s = st.sgd_iteration_s()
+    for scheme in SCHEMES:
+        for pl in PLACEMENTS:
+            t = kfac_timeline(st.workload, st.batch, st.layers, st.comm, st.peak_flops, scheme=scheme, placement=pl,
+                              inverse_efficiency=inverse_efficiency)
+            base = base or t.iteration_s
+            name = {("dkfac", "round_robin"): "D-KFAC ", ("pipelined", "balanced"): "SPD-KFAC "}.get((scheme, pl), "")
+            timing.append({"system": "kfac", "run": f"{name}({scheme}, {pl})", "iteration_s": t.iteration_s,
+                           "reduction_percent": 100 * (1 - t.iteration_s / base), "inverse_s": t.inverse_s,
+                           "inverse_gather_s": t.inverse_gather_s, "precondition_s": t.precondition_s,
+                           "exposed_comm_s": t.exposed_comm_s, "factor_bytes": t.factor_bytes,
+                           "factors": t.num_factors})
+    timing.append({"system": "kfac", "run": f"SGD ({st.algorithm}, wfbp)", "iteration_s": sgd_s,
+                   "reduction_percent": 100 * (1 - sgd_s / base)})
+    conv = []
+    if st.task is not None:
+        ref = st.reference()
+        conv.append(_conv_row("kfac", ref, ref.iterations_to_target))
+        r = kfac_sgd(st.task, kfac_lr, damping=damping, target=st.target, max_iterations=st.max_iterations)
+        conv.append(_conv_row("kfac", r, ref.iterations_to_target, timing[-2]["iteration_s"], sgd_s))
+    return timing, conv
+
+
+__all__ = ["SYSTEMS", "Setting", "parse_compressors", "run_compression", "run_easgd", "run_kfac", "run_ps",
+           "run_ssd"]

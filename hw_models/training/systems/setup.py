@@ -1,0 +1,185 @@
+"""What ``hw-models train-system`` and the ``train_system`` sweep kind share: the checked
+setting of a run (network resolved as ``hw-models train`` resolves it, the workload's layer
+costs, the task), each system's options, and the run itself
+(:mod:`hw_models.training.systems.runner`). Errors are :class:`noc.errors.HwModelsError`
+naming the command's flags (``--servers``); :func:`flags_to_keys` rewrites them for a sweep
+file's keys."""
+
+from __future__ import annotations
+
+import re
+
+from noc.errors import ConfigError, HwModelsError
+
+SYSTEM_NAMES = ("compression", "ps", "ssd", "easgd", "kfac")
+DEFAULT_COMPRESSORS = "topk:0.01,randk:0.01,threshold:0.01:50,onebit,eightbit"
+# options that belong to one system (flag -> system)
+OWN = {"--compressors": "compression", "--fix": "compression", "--average-every": "compression",
+       "--servers": "ps", "--placement": "ps", "--modes": "ps", "--stragglers": "ps", "--delays": "ssd",
+       "--variants": "easgd", "--alpha": "easgd", "--tau": "easgd", "--inverse-efficiency": "kfac"}
+
+
+def flags_to_keys(message: str) -> str:
+    """``--inverse-efficiency 0.0: ...`` as ``key 'inverse_efficiency' 0.0: ...``."""
+    return re.sub(r"--([a-z][a-z-]*)", lambda m: f"key {m.group(1).replace('-', '_')!r}", message)
+
+
+def resolve_setting(sysname, workload, batch, device, topology, nis, algorithm, config, preset, task, lr, target,
+             max_iterations, seed):
+    from hw_models.config import experiment_data
+    from hw_models.experiment import config_with_flags, resolve_experiment
+    from hw_models.training import endtoend as e2e
+    from hw_models.training.comm import NicComm
+    from hw_models.training.compute import Roofline, get_device
+    from hw_models.training.compute import MULTITREE_NODE_ROOFLINE
+    from hw_models.training.systems.ps import ps_schedule
+    from hw_models.training.systems.runner import Setting
+    from hw_models.training.systems.tasks import DEFAULT_LR, DEFAULT_TARGET, MODELS, Task
+    from nic.collectives import algorithm_name
+
+    if config is not None and not config.is_file():
+        raise HwModelsError(f"--config {config}: {'is a directory' if config.is_dir() else 'no such file'}")
+    if batch < 1:
+        raise HwModelsError(f"--batch {batch}: must be an integer >= 1 (samples per worker)")
+    if task not in MODELS + ("none",):
+        raise HwModelsError(f"--task {task!r}: choose one of {', '.join(MODELS + ('none',))}")
+    if max_iterations < 1:
+        raise HwModelsError(f"--max-iterations {max_iterations}: must be an integer >= 1")
+    if not 0 <= seed < 2 ** 32:
+        raise HwModelsError(f"--seed {seed}: must be an integer in [0, 2**32 - 1]")
+    if lr is not None and not (0 < lr < 100):
+        raise HwModelsError(f"--lr {lr}: must be a number in (0, 100)")
+    if target is not None and not (0 < target <= 1):
+        raise HwModelsError(f"--target {target}: must be an accuracy in (0, 1]")
+    try:
+        dev = get_device(device)
+    except ConfigError as exc:
+        raise HwModelsError(f"--device: {exc}") from None
+    works = e2e.resolve_workloads(workload, "--workload")
+    if len(works) != 1:
+        raise HwModelsError(f"--workload {workload!r}: give one workload")
+    alg = algorithm_name(algorithm)
+    data, source = experiment_data(config, preset)
+    overrides, flags, drop = {}, {"allreduce.algorithms": "--algorithm"}, ()
+    if topology is not None:
+        if not topology.strip():
+            raise HwModelsError("--topology is empty; give a spec such as torus:4x4")
+        overrides["network.topology"], flags["network.topology"] = topology, "--topology"
+        drop = ("network.nis_per_node", "network.routing")
+    if nis is not None:
+        overrides["network.nis_per_node"], flags["network.nis_per_node"] = nis, "--nis"
+    cfg = config_with_flags(data, source, overrides, flags, drop)
+    design = cfg.nic.design
+    exp = resolve_experiment(cfg, source, flags=flags, designs=[design], algorithms=[alg])
+    nic = exp.nics[design]
+    comm = NicComm(exp.topology, exp.schedules[alg], nic, exp.router, seed=int(cfg.run.seed))
+    layers = e2e.workload_costs(works, batch, dev)[works[0].name]
+    mem = dev.mem_bytes_per_s if isinstance(dev, Roofline) else MULTITREE_NODE_ROOFLINE.mem_bytes_per_s
+    n = int(exp.topology.num_nodes)
+    tsk = None
+    if task != "none":
+        tsk = Task(task, workers=n, batch=16, seed=seed)
+    cache: dict = {}
+
+    def ps_comm(servers):
+        if servers not in cache:
+            cache[servers] = NicComm(exp.topology, ps_schedule(exp.topology, servers), nic, exp.router,
+                                     seed=int(cfg.run.seed))
+        return cache[servers]
+
+    st = Setting(works[0], batch, layers, comm, alg, dev.peak_flops, mem, tsk,
+                 lr if lr is not None else DEFAULT_LR.get(task, 0.1),
+                 target if target is not None else DEFAULT_TARGET.get(task, 0.95), max_iterations, ps_comm,
+                 exp.topology)
+    desc = (f"{works[0].name} (batch {batch} on {device}) over {exp.topology.name} ({n} workers, {design} NIC, "
+            f"message level), baseline all-reduce {alg}")
+    settings = {"system": sysname, "topology": exp.topology.name, "workload": works[0].name, "batch": batch,
+                "device": device, "algorithm": alg, "config": source, "task": task, "lr": st.lr,
+                "target": st.target, "max_iterations": max_iterations, "seed": seed,
+                "costs": [[x.name, x.fwd_s, x.bwd_s, x.grad_bytes] for x in layers],
+                "nic": nic.key_fields(), "router": exp.router.key_fields() if exp.router is not None else None}
+    return st, desc, settings
+
+
+def _ints(flag: str, text: str, lo: int) -> list[int]:
+    try:
+        vals = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise HwModelsError(f"{flag} {text!r}: must be comma-separated integers >= {lo}") from None
+    if not vals or any(v < lo for v in vals):
+        raise HwModelsError(f"{flag} {text!r}: must be comma-separated integers >= {lo}")
+    return list(dict.fromkeys(vals))
+
+
+def system_params(sysname, n, compressors, fix, average_every, servers, placement, modes, stragglers, delays,
+                   variants, alpha, tau, inverse_efficiency, st) -> dict:
+    from hw_models.training.systems.compression import FIXES
+    from hw_models.training.systems.easgd import VARIANTS
+    from hw_models.training.systems.ps import Stragglers, parse_mode, server_nodes
+    from hw_models.training.systems.runner import parse_compressors
+
+    if sysname == "compression":
+        comps = parse_compressors(compressors or DEFAULT_COMPRESSORS)
+        f = (fix or "none").strip().lower()
+        if f not in FIXES:
+            raise HwModelsError(f"--fix {fix!r}: choose one of {', '.join(FIXES)}")
+        avg = 10 if average_every is None else average_every
+        if avg < 1:
+            raise HwModelsError(f"--average-every {avg}: must be an integer >= 1")
+        return {"compressors": [c.label for c in comps], "fix": f, "average_every": avg,
+                "objects": (comps, f, avg)}
+    if sysname == "ps":
+        s = 4 if servers is None else servers
+        try:
+            nodes = server_nodes(placement or "spread", n, s)
+        except ConfigError as exc:
+            raise HwModelsError(f"{'--servers' if 'servers =' in str(exc) else '--placement'}: {exc}") from None
+        mlist = [x.strip() for x in (modes or "sync,async,ssp:2").split(",") if x.strip()]
+        if not mlist:
+            raise HwModelsError(f"--modes {modes!r} names no mode (allowed: sync, async, ssp:BOUND)")
+        try:
+            for m in mlist:
+                parse_mode(m)
+        except ConfigError as exc:
+            raise HwModelsError(f"--modes: {exc}") from None
+        strag = stragglers if stragglers is not None else "slow:2:3"
+        try:
+            Stragglers.parse(strag, n)
+        except ConfigError as exc:
+            raise HwModelsError(f"--stragglers: {exc}") from None
+        return {"servers": list(nodes), "modes": mlist, "stragglers": strag, "objects": (nodes, mlist, strag)}
+    if sysname == "ssd":
+        ks = _ints("--delays", delays or "1,2,4,8", 1)
+        return {"delays": ks, "objects": (ks,)}
+    if sysname == "easgd":
+        vs = [v.strip().lower() for v in (variants or ",".join(VARIANTS)).split(",") if v.strip()]
+        bad = [v for v in vs if v not in VARIANTS]
+        if bad or not vs:
+            raise HwModelsError(f"--variants {variants!r}: allowed {', '.join(VARIANTS)}")
+        t = 1 if tau is None else tau
+        if t < 1:
+            raise HwModelsError(f"--tau {t}: must be an integer >= 1")
+        if alpha is not None and not 0 < alpha < 1:
+            raise HwModelsError(f"--alpha {alpha}: the elastic moving rate must be in (0, 1)")
+        return {"variants": vs, "alpha": alpha, "tau": t, "objects": (vs, alpha, t)}
+    eff = 0.05 if inverse_efficiency is None else inverse_efficiency
+    if not 0 < eff <= 1:
+        raise HwModelsError(f"--inverse-efficiency {eff}: must be in (0, 1]")
+    return {"inverse_efficiency": eff, "objects": (eff,)}
+
+
+def run_system(sysname, st, obj, seed):
+    from hw_models.training.systems import runner
+
+    if sysname == "compression":
+        comps, f, avg = obj
+        return runner.run_compression(st, comps, f, avg)
+    if sysname == "ps":
+        nodes, mlist, strag = obj
+        return runner.run_ps(st, nodes, mlist, strag, seed=seed)
+    if sysname == "ssd":
+        return runner.run_ssd(st, obj[0])
+    if sysname == "easgd":
+        vs, a, t = obj
+        return runner.run_easgd(st, vs, a, t)
+    return runner.run_kfac(st, obj[0])

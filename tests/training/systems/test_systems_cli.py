@@ -1,0 +1,138 @@
+"""``hw-models train-system`` on a tiny case (a 2x2 torus, a three-layer network): its CSV
+figures against the pieces called by another path, outputs that never replace another
+run's, and bad input refused on one line (exit 2) with nothing written."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from hw_models.cli import main
+from hw_models.training.comm import NicComm
+from hw_models.training.compute import get_device, layer_costs
+from hw_models.training.policies import WaitFreeBackprop
+from hw_models.training.systems.ps import PushPull, ps_schedule
+from hw_models.training.timeline import simulate
+from hw_models.training.workloads import load_workload_file
+
+NET = """name = "tiny"
+input = [3, 8, 8]
+[[layers]]
+kind = "conv"
+out_channels = 8
+kernel = 3
+padding = 1
+[[layers]]
+kind = "relu"
+[[layers]]
+kind = "flatten"
+[[layers]]
+kind = "linear"
+out_features = 10
+"""
+
+
+def run(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    out = capsys.readouterr()
+    return info.value.code, out.out, out.err
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.fixture(scope="module")
+def net(tmp_path_factory):
+    d = tmp_path_factory.mktemp("net")
+    (d / "tiny.toml").write_text(NET)
+    (d / "torus22.toml").write_text('[network]\ntopology = "torus:2x2"\n')
+    return d
+
+
+@pytest.fixture(scope="module")
+def pieces(net):
+    comm = NicComm.from_config(net / "torus22.toml", algorithm="ring")
+    layers = layer_costs(load_workload_file(net / "tiny.toml"), 4, get_device("multitree-node"))
+    return comm, layers
+
+
+def argv(net, out, system, *extra):
+    return ["train-system", system, "-w", str(net / "tiny.toml"), "-t", "torus:2x2", "-b", "4", "-o", str(out),
+            *extra]
+
+
+def test_ssd_rows_against_the_pieces(net, pieces, tmp_path, capsys):
+    code, out, err = run(argv(net, tmp_path, "ssd", "--task", "logreg", "--max-iterations", "200",
+                              "--delays", "1,4"), capsys)
+    assert code in (0, None), err
+    assert "seed 0" in out
+    files = sorted(tmp_path.iterdir())
+    assert len(files) == 2
+    timing = read_csv([f for f in files if not f.name.endswith("_convergence.csv")][0])
+    comm, layers = pieces
+    base = simulate(layers, comm, WaitFreeBackprop()).iteration_s
+    assert float(timing[0]["iteration_s"]) == pytest.approx(base, rel=1e-12)
+    model = sum(x.grad_bytes for x in layers)
+    compute = sum(x.fwd_s + x.bwd_s for x in layers)
+    for row, k in zip(timing[1:], (1, 4)):
+        expect = max(compute + 3 * model / 320e9, comm.allreduce_s(model) / k)
+        assert float(row["iteration_s"]) == pytest.approx(expect, rel=1e-12)
+    conv = read_csv([f for f in files if f.name.endswith("_convergence.csv")][0])
+    assert conv[0]["run"].startswith("sync SGD") and int(conv[0]["iterations_to_target"]) > 0
+    assert [r["run"] for r in conv[1:]] == ["SSD-SGD k=1", "SSD-SGD k=4"]
+
+
+def test_ps_layer_rows_against_the_pieces(net, pieces, tmp_path, capsys):
+    code, out, err = run(argv(net, tmp_path, "ps", "--task", "none", "--servers", "2", "--placement", "first",
+                              "--modes", "sync,async"), capsys)
+    assert code in (0, None), err
+    comm, layers = pieces
+    pc = NicComm(comm.topology, ps_schedule(comm.topology, (0, 1)), comm.nic, comm.network)
+    timing = read_csv(next(tmp_path.iterdir()))
+    assert float(timing[1]["iteration_s"]) == pytest.approx(simulate(layers, pc, PushPull(False)).iteration_s)
+    assert float(timing[2]["iteration_s"]) == pytest.approx(simulate(layers, pc, PushPull(True)).iteration_s)
+    assert [r["run"].split(",")[0] for r in timing[3:]] == ["PS sync", "PS async", "PS async"]
+
+
+@pytest.mark.parametrize("system", ["compression", "easgd", "kfac"])
+def test_other_systems_run_and_repeat_byte_for_byte(net, tmp_path, capsys, system):
+    a = argv(net, tmp_path, system, "--task", "none")
+    code, _, err = run(a, capsys)
+    assert code in (0, None), err
+    first = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    code, _, err = run(a, capsys)
+    assert code in (0, None), err
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == first
+    code, _, err = run(a + ["-b", "8"], capsys)  # another setting: another file, the first kept
+    assert code in (0, None), err
+    now = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert len(now) == 2 * len(first) and all(now[k] == v for k, v in first.items())
+
+
+@pytest.mark.parametrize("extra, says", [
+    (["ring"], "SYSTEM 'ring': unknown (allowed: compression, ps, ssd, easgd, kfac)"),
+    (["ssd", "--servers", "2"], "--servers applies to the ps system, not ssd"),
+    (["compression", "--compressors", "gzip"], "--compressors 'gzip': unknown compressor"),
+    (["compression", "--compressors", "topk:2"], "ratio = 2.0: must be a share in (0, 1]"),
+    (["compression", "--fix", "sideways"], "--fix 'sideways': choose one of none, step_ahead"),
+    (["ps", "--modes", "bsp"], "--modes: mode = 'bsp': must be sync, async or ssp:BOUND"),
+    (["ps", "--stragglers", "slow:9:2"], "COUNT must be in [0, 4]"),
+    (["ps", "--servers", "5"], "--servers: servers = 5: must be an integer in [1, 4]"),
+    (["ssd", "--delays", "0,2"], "--delays '0,2': must be comma-separated integers >= 1"),
+    (["easgd", "--variants", "downpour"], "--variants 'downpour': allowed sync, async, measgd, hogwild"),
+    (["easgd", "--alpha", "1.5"], "--alpha 1.5: the elastic moving rate must be in (0, 1)"),
+    (["kfac", "--inverse-efficiency", "0"], "--inverse-efficiency 0.0: must be in (0, 1]"),
+    (["ssd", "--task", "cnn"], "--task 'cnn': choose one of logreg, mlp, none"),
+    (["ssd", "--device", "tpu"], "--device"),
+])
+def test_bad_input_one_line_exit_2_nothing_written(net, tmp_path, capsys, extra, says):
+    out = tmp_path / "out"
+    a = ["train-system", *extra[:1], "-w", str(net / "tiny.toml"), "-t", "torus:2x2", "-o", str(out), *extra[1:]]
+    code, _, err = run(a, capsys)
+    assert code == 2
+    assert says in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not out.exists() or not any(out.iterdir())

@@ -1,0 +1,47 @@
+"""The ``train_system`` sweep kind: points resolve canonically, bad points name the key, and a
+point's metrics are the command's rows."""
+
+from __future__ import annotations
+
+import pytest
+
+from hw_models.sweep.kinds import get_kind, kind_names
+from hw_models.training.systems.runner import run_ssd
+from hw_models.training.systems.setup import resolve_setting
+from noc.errors import ConfigError
+
+TINY = {"workload": "ncf", "topology": "torus:2x2", "batch": 4}
+
+
+def test_listed_and_canonical():
+    assert "train_system" in kind_names()
+    k = get_kind("train_system")
+    a = k.validate({"system": "ps", **TINY, "task": "none", "servers": 2, "placement": "first"})
+    b = k.validate({"system": "ps", **TINY, "task": "none", "placement": "0,1", "servers": 2,
+                    "modes": "sync,async,ssp:2", "stragglers": "slow:2:3", "seed": 0})
+    assert a == b and a["placement"] == "0,1" and a["servers"] == 2
+
+
+@pytest.mark.parametrize("point, says", [
+    ({"system": "gossip"}, "key 'system' = 'gossip': choose one of"),
+    ({"system": "ssd", "servers": 2}, "key 'servers' applies to the ps system, not ssd"),
+    ({"system": "ssd", "batch": "4"}, "key 'batch' = '4': must be int"),
+    ({"system": "ssd", "delays": "0"}, "key 'delays' '0': must be comma-separated integers >= 1"),
+    ({"system": "kfac", "inverse_efficiency": 3.0}, "key 'inverse_efficiency' 3.0: must be in (0, 1]"),
+    ({"system": "ssd", "colour": 1}, "unknown key 'colour'"),
+])
+def test_bad_points_name_the_key(point, says):
+    with pytest.raises(ConfigError) as info:
+        get_kind("train_system").validate({**TINY, **point}, "p")
+    assert str(info.value).startswith("p: ") and says in str(info.value)
+
+
+def test_run_gives_the_command_rows():
+    k = get_kind("train_system")
+    m = k.run(k.validate({"system": "ssd", **TINY, "delays": "1,2", "max_iterations": 100}))
+    st, _, _ = resolve_setting("ssd", "ncf", 4, "multitree-node", "torus:2x2", None, "ring", None, None, "logreg",
+                               None, None, 100, 0)
+    timing, conv = run_ssd(st, [1, 2])
+    assert [m[f"t{i}_iteration_s"] for i in range(3)] == [r["iteration_s"] for r in timing]
+    assert [m[f"c{i}_run"] for i in range(3)] == [r["run"] for r in conv]
+    assert all(m[f"c{i}_iterations_to_target"] == (r["iterations_to_target"] or -1) for i, r in enumerate(conv))
