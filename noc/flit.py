@@ -57,6 +57,7 @@ from pydantic import Field
 
 from noc.config import Seed, StrictModel
 from noc.errors import ConfigError, DeadlockError
+from noc.flit_pipeline import FlitCompiler
 from noc.interrupts import interrupts_deferred
 from noc.routing import check_vc_classes, route, tie_variants
 from noc.topology import Topology
@@ -206,6 +207,10 @@ State = namedtuple("State", [
     "p_row", "va_in_ptr", "va_out_ptr", "va_pick", "req_sel", "sa_acc_ptr", "rng",
     # per link, one bit per VC: tail sent, VC held until its credits are back (tail_credit)
     "tail_pend",
+    # per router: heads waiting for VC allocation (state _WAIT_VA), and a cycle no later than
+    # the earliest at which one of its heads in route computation is done (VC allocation
+    # skips a router with neither)
+    "r_waiting", "r_wake",
 ])
 
 # vc_state values
@@ -223,7 +228,7 @@ C_IN_FLIGHT, C_IDLE, C_MOVED, C_INJECTED_FLITS, C_EJECTED_FLITS, C_PACKETS_DONE,
 # stuck) are such kernels too, not Numba-inlined: inlined into a reference-counted caller,
 # their ``st`` argument became a new reference to all its arrays (~0.6 µs per call); as calls,
 # LLVM inlines them with no reference counting at all.
-_kernel = njit(cache=True, error_model="numpy", _nrt=False)
+_kernel = njit(cache=True, error_model="numpy", _nrt=False, pipeline_class=FlitCompiler)
 # pieces of ``step``, inlined into it (a call would pass ~600 words of array descriptors)
 _stage = njit(cache=True, error_model="numpy", _nrt=False, inline="always")
 
@@ -365,6 +370,7 @@ def _route_rows(topology: Topology, cfg: FlitNetworkConfig, routes) -> tuple[np.
 
 
 _RNG_START = np.uint64(0x9E3779B97F4A7C15)
+_NEVER = 1 << 62  # a cycle no run reaches
 
 
 def new_state(net, max_packets):
@@ -414,6 +420,7 @@ def _new_state(net, max_packets):
         np.zeros(nl * V, np.int64), np.zeros(nl * V, np.int64), np.zeros(nl, np.int64),
         np.array([_RNG_START], np.uint64),
         np.zeros(nl, np.int64),
+        np.zeros(max(net.num_routers, 1), np.int64), np.full(max(net.num_routers, 1), _NEVER, np.int64),
     )
 
 
@@ -633,7 +640,25 @@ def _eject(net, st, l, v, pkt, seq, now):
 
 
 @_stage
-def _buffer(net, st, l, v, pkt, seq, hop):
+def _head_at_front(net, st, r, l, v, pkt, hop, start):
+    """Packet ``pkt``'s head (on its route's link ``hop``) is now at the front of input VC
+    (l, v) of router r, and route computation starts in cycle ``start``: the output link
+    and VC class are looked up now (they depend on the packet only) and are ready
+    ``rc_delay`` cycles after ``start``."""
+    row = st.p_row[pkt]
+    dst = st.p_dst[pkt]
+    st.vc_out[l, v] = net.route_links[row, dst, hop + 1]
+    st.vc_cls[l, v] = net.route_class[row, dst, hop + 1]
+    ready = start + net.rc_delay
+    st.vc_ready[l, v] = ready
+    st.vc_state[l, v] = _ROUTING
+    st.r_heads[r] += 1
+    if ready < st.r_wake[r]:
+        st.r_wake[r] = ready
+
+
+@_stage
+def _buffer(net, st, l, v, pkt, seq, hop, now):
     """A flit reaches the input buffer of router link ``l``, VC ``v``."""
     D = net.D
     c = st.buf_count[l, v]
@@ -648,8 +673,8 @@ def _buffer(net, st, l, v, pkt, seq, hop):
     r = net.link_dst_router[l]
     if c == 0:
         st.vc_busy[l] |= _bit(v)
-        if st.vc_active[l] & _bit(v) == 0:
-            st.r_heads[r] += 1
+        if st.vc_active[l] & _bit(v) == 0:  # a new head at the front: its route computation starts now
+            _head_at_front(net, st, r, l, v, pkt, hop, now)
     st.r_flits[r] += 1
 
 
@@ -665,7 +690,7 @@ def _link_arrivals(net, st, now, slot):
         if net.is_eject[l]:
             _eject(net, st, l, v, pkt, seq, now)
         else:
-            _buffer(net, st, l, v, pkt, seq, st.lp_hop[l, slot])
+            _buffer(net, st, l, v, pkt, seq, st.lp_hop[l, slot], now)
     st.arr_n[slot] = 0
 
 
@@ -710,22 +735,19 @@ def _credit_arrivals(net, st, cslot):
 # ---- 3. route computation and VC allocation
 
 @_stage
-def _route(net, st, li, v, now):
-    """Advance the head at the front of input VC (li, v) through route computation; True
-    when it waits for an output VC."""
-    s = st.vc_state[li, v]
-    if s == _EMPTY:  # a new head reached the front (it arrived this cycle or earlier)
-        i = st.buf_head[li, v]
-        pkt = st.buf_pkt[li, v, i]
-        hop = st.buf_hop[li, v, i] + 1
-        st.vc_out[li, v] = net.route_links[st.p_row[pkt], st.p_dst[pkt], hop]
-        st.vc_cls[li, v] = net.route_class[st.p_row[pkt], st.p_dst[pkt], hop]
-        st.vc_ready[li, v] = now + net.rc_delay
-        s = _ROUTING
-    if s == _ROUTING and st.vc_ready[li, v] <= now:
-        s = _WAIT_VA
-    st.vc_state[li, v] = s
-    return s == _WAIT_VA
+def _route(net, st, r, li, v, now):
+    """The head at the front of input VC (li, v) of router r (in route computation since it
+    reached the front, :func:`_head_at_front`, or waiting for an output VC): True when it
+    waits for an output VC; else notes when its route computation ends in ``r_wake``."""
+    if st.vc_state[li, v] == _ROUTING:
+        ready = st.vc_ready[li, v]
+        if ready > now:
+            if ready < st.r_wake[r]:
+                st.r_wake[r] = ready
+            return False
+        st.vc_state[li, v] = _WAIT_VA
+        st.r_waiting[r] += 1
+    return True
 
 
 @_stage
@@ -767,6 +789,7 @@ def _grant_vc(net, st, r, li, v, lo, ov, now):
     st.vc_state[li, v] = _ACTIVE
     st.vc_active[li] |= _bit(v)
     st.r_heads[r] -= 1
+    st.r_waiting[r] -= 1
     st.vc_ready[li, v] = now + net.va_delay
 
 
@@ -946,26 +969,25 @@ def _allocate_vcs_booksim(net, st, r, nw, now):
 
 
 @_stage
-def _route_and_allocate_vcs(net, st, now):
-    """3. Per router holding flits: route computation of new heads, then VC allocation."""
-    for r in range(net.num_routers):
-        if st.r_heads[r] == 0:
-            continue
-        nw = 0
-        for k in range(net.rin_off[r + 1] - net.rin_off[r]):
-            li = net.rin_links[net.rin_off[r] + k]
-            heads = st.vc_busy[li] & ~st.vc_active[li]  # VCs with a flit and no output VC
-            while heads != 0:
-                v = trailing_zeros(heads)
-                heads &= heads - 1
-                if _route(net, st, li, v, now):
-                    st.va_wait[nw] = (k << 6) | v  # input port and VC, packed (V <= 64)
-                    nw += 1
-        if nw > 0:
-            if net.va_kind == 0:
-                _allocate_vcs(net, st, r, nw, now)
-            else:
-                _allocate_vcs_booksim(net, st, r, nw, now)
+def _route_and_allocate_vcs(net, st, r, now):
+    """3. Router r (holding a head in route computation or waiting for an output VC): the
+    heads whose route computation ends now join the waiting ones, then VC allocation."""
+    nw = 0
+    st.r_wake[r] = _NEVER
+    for k in range(net.rin_off[r + 1] - net.rin_off[r]):
+        li = net.rin_links[net.rin_off[r] + k]
+        heads = st.vc_busy[li] & ~st.vc_active[li]  # VCs with a flit and no output VC
+        while heads != 0:
+            v = trailing_zeros(heads)
+            heads &= heads - 1
+            if _route(net, st, r, li, v, now):
+                st.va_wait[nw] = (k << 6) | v  # input port and VC, packed (V <= 64)
+                nw += 1
+    if nw > 0:
+        if net.va_kind == 0:
+            _allocate_vcs(net, st, r, nw, now)
+        else:
+            _allocate_vcs_booksim(net, st, r, nw, now)
 
 
 # ---- 4. switch allocation (separable, input first) and traversal
@@ -1024,8 +1046,9 @@ def _traverse(net, st, r, li, v, lo, slot, cslot, now):
         st.vc_state[li, v] = _EMPTY
         st.vc_active[li] &= ~_bit(v)
         st.vc_outvc[li, v] = -1
-        if st.buf_count[li, v] > 0:
-            st.r_heads[r] += 1
+        if st.buf_count[li, v] > 0:  # its route computation starts next cycle (this router's is done)
+            j = st.buf_head[li, v]
+            _head_at_front(net, st, r, li, v, st.buf_pkt[li, v, j], st.buf_hop[li, v, j], now + 1)
 
 
 @_stage
@@ -1185,17 +1208,27 @@ def _match_switch(net, st, r, n_req, slot, cslot, now):
 
 
 @_stage
-def _allocate_switches(net, st, slot, cslot, now):
-    """4. Switch allocation and traversal, per router holding flits."""
+def _allocate_switch(net, st, r, slot, cslot, now):
+    """4. Switch allocation and traversal of router r (holding flits)."""
+    if net.sa_kind == 0:
+        n_req = _pick_input_vcs(net, st, r, now)
+        _grant_outputs(net, st, r, n_req, slot, cslot, now)
+    else:
+        n_req = _request_outputs(net, st, r, now)
+        _match_switch(net, st, r, n_req, slot, cslot, now)
+
+
+@_stage
+def _routers(net, st, slot, cslot, now):
+    """3 and 4, router by router. (A router's VC and switch allocation read and write only its
+    own input VCs and output links, and its flits sent this cycle arrive in later cycles, so
+    doing both per router gives what all routers' VC allocation, then all routers' switch
+    allocation gives: the same flits sent, in the same order.)"""
     for r in range(net.num_routers):
-        if st.r_flits[r] == 0:
-            continue
-        if net.sa_kind == 0:
-            n_req = _pick_input_vcs(net, st, r, now)
-            _grant_outputs(net, st, r, n_req, slot, cslot, now)
-        else:
-            n_req = _request_outputs(net, st, r, now)
-            _match_switch(net, st, r, n_req, slot, cslot, now)
+        if st.r_heads[r] != 0 and (st.r_waiting[r] != 0 or st.r_wake[r] <= now):
+            _route_and_allocate_vcs(net, st, r, now)
+        if st.r_flits[r] != 0:
+            _allocate_switch(net, st, r, slot, cslot, now)
 
 
 # ---- 5. NI injection
@@ -1254,8 +1287,8 @@ def _inject(net, st, now, slot):
 
 @_stage
 def _check_invariants(net, st):
-    """Debug mode: credits within 0..depth, and the VC bit sets and head counts agree with
-    the arrays they summarise; every violation counts in C_ERR."""
+    """Debug mode: credits within 0..depth, and the VC bit sets, head counts and wake-up
+    cycles agree with the arrays they summarise; every violation counts in C_ERR."""
     for l in range(net.num_links):
         busy = np.int64(0)
         active = np.int64(0)
@@ -1273,12 +1306,18 @@ def _check_invariants(net, st):
             st.counters[C_ERR] += 1
     for r in range(net.num_routers):
         heads = 0
+        waiting = 0
         for k in range(net.rin_off[r], net.rin_off[r + 1]):
             li = net.rin_links[k]
             for v in range(net.V):
-                if st.buf_count[li, v] > 0 and st.vc_state[li, v] != _ACTIVE:
+                s = st.vc_state[li, v]
+                if st.buf_count[li, v] > 0 and s != _ACTIVE:
                     heads += 1
-        if heads != st.r_heads[r]:
+                    if s == _WAIT_VA:
+                        waiting += 1
+                    elif s != _ROUTING or st.vc_ready[li, v] < st.r_wake[r]:
+                        st.counters[C_ERR] += 1  # a head not routed, or due before r_wake
+        if heads != st.r_heads[r] or waiting != st.r_waiting[r]:
             st.counters[C_ERR] += 1
 
 
@@ -1290,8 +1329,7 @@ def step(net, st, now):
     cslot = now % net.cring
     _link_arrivals(net, st, now, slot)
     _credit_arrivals(net, st, cslot)
-    _route_and_allocate_vcs(net, st, now)
-    _allocate_switches(net, st, slot, cslot, now)
+    _routers(net, st, slot, cslot, now)
     _inject(net, st, now, slot)
     # ---- 6. invariants and watchdog
     if net.debug:

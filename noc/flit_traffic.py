@@ -34,6 +34,8 @@ from noc.flit import (
     C_EJECTED_FLITS, C_ERR, C_IN_FLIGHT, C_INJECTED_FLITS, FlitNetworkConfig, build_network, describe_stuck, enqueue_packet,
     new_state, pop_ejected, seed_arbiters, seed_ties, step, stuck,
 )
+from noc.flit_pipeline import FlitCompiler
+from noc.flit_random import random_double, random_int
 from noc.topology import Topology
 
 PATTERNS = ("uniform", "transpose", "bitcomp", "bitrev", "shuffle", "tornado", "neighbor", "neighbor_all", "randperm",
@@ -165,21 +167,21 @@ def destinations(pattern: str, topology: Topology, perm_seed: int = 0) -> np.nda
 def _draw_packet(s, e, rate, fixed_dst, hotspot, sizes, cdf, self_packets):
     """NI ``s``'s Bernoulli trial of this cycle: (flits, destination), or (0, -1) for no
     packet (no success, or a packet to itself without ``self_packets``)."""
-    if np.random.random() >= rate:
+    if random_double() >= rate:
         return 0, -1
-    u = np.random.random()
+    u = random_double()
     k = 0
     while k < sizes.shape[0] - 1 and u > cdf[k]:
         k += 1
     nf = sizes[k]
     d = fixed_dst[s]
     if d < 0:
-        if hotspot > 0 and np.random.random() < hotspot:
+        if hotspot > 0 and random_double() < hotspot:
             d = 0
         elif self_packets:
-            d = np.random.randint(0, e)
+            d = random_int(0, e)
         else:
-            d = np.random.randint(0, e - 1)
+            d = random_int(0, e - 1)
             if d >= s:
                 d += 1
     if d == s and not self_packets:
@@ -193,7 +195,7 @@ def _draw_packet(s, e, rate, fixed_dst, hotspot, sizes, cdf, self_packets):
 A_MEASURED, A_OUTSTANDING, A_LAT_SUM, A_LAT_N, A_DROPPED = range(5)
 
 
-@njit(cache=True)
+@njit(cache=True, pipeline_class=FlitCompiler)
 def _advance(net, st, now, cycles, rate, fixed_dst, hotspot, sizes, cdf, self_packets, generate, record,
              count_all, stop_when_drained, hops, m_created, m_inj, m_ej, m_hops, m_flits, acc):
     """Simulate up to ``cycles`` cycles from cycle ``now``. With ``generate`` every NI makes
