@@ -140,7 +140,7 @@ def test_equal_points_resolve_to_one_config():
 
 
 def test_the_kinds_there_are():
-    assert {"allreduce", "noc_load", "rtl_synth"} <= set(kind_names())
+    assert {"allreduce", "noc_load", "rtl_synth", "training", "train_system"} <= set(kind_names())
 
 
 @pytest.mark.slow
@@ -152,3 +152,58 @@ def test_rtl_synth_point_counts_what_rtl_synth_counts():
     m = kind.run(kind.validate({"depth": 16, "nis": 1}))
     row = synth_one(SchedulerParams(depth=16, nis=1))
     assert (m["cells"], m["flip_flops"], m["luts"]) == (row.cells, row.flip_flops, row.luts)
+
+
+def test_training_points_give_the_train_commands_iteration_times(tmp_path, capsys):
+    """A training sweep and `hw-models train` on one network: the same seconds per iteration
+    and the same reduction against ring, run by run."""
+    out = tmp_path / "train"
+    code, _, err = run(["train", "-t", "torus:2x2", "--nis", "1", "-w", "alexnet", "-a", "ring,multitree",
+                        "--policy", "wfbp,p3", "--out", str(out)], capsys)
+    assert code == 0, err
+    (csv_path,) = out.glob("train_*.csv")
+    cmd = {(r["algorithm"], r["policy"]): float(r["iteration_s"]) for r in csv.DictReader(csv_path.open())}
+    assert len(cmd) == 4
+    sweep = tmp_path / "tr.toml"
+    sweep.write_text('kind = "training"\n[base]\nnetwork.topology = "torus:2x2"\ntraining.workload = "alexnet"\n'
+                     '[axes]\n"training.algorithm" = ["ring", "multitree"]\n"training.policy" = ["wfbp", "p3"]\n')
+    store = tmp_path / "tr.sqlite"
+    code, _, err = run(["sweep", str(sweep), "--store", str(store), "--workers", "0"], capsys)
+    assert code == 0, err
+    with SweepStore(store, create=False) as st:
+        rows = list(st.rows())
+    got = {(r["config"]["algorithm"], r["metrics"]["policy_label"]): r["metrics"]["iteration_s"] for r in rows}
+    assert got.keys() == cmd.keys()
+    for key, want in cmd.items():
+        assert got[key] == pytest.approx(want, rel=1e-9), key
+    for r in rows:
+        label = r["metrics"]["policy_label"]
+        ring = got[("ring", label)]
+        assert r["metrics"]["ring_iteration_s"] == pytest.approx(ring, rel=1e-12)
+        assert r["metrics"]["reduction_vs_ring_pct"] == pytest.approx(
+            100 * (1 - got[(r["config"]["algorithm"], label)] / ring))
+
+
+def test_training_points_refuse_bad_keys_naming_them():
+    kind = get_kind("training")
+    cases = [
+        ({"training": {"workload": "resnet50", "algorithm": "ring"}}, "missing key 'training.policy'"),
+        ({"training": {"workload": "resnet50", "algorithm": "ring", "policy": "all"}},
+         "key 'training.policy' = 'all': one policy per point"),
+        ({"training": {"workload": "resnet50", "algorithm": "ring", "policy": "wfbp", "batch": 0}},
+         "key 'training.batch' = 0: must be an integer >= 1"),
+        ({"training": {"workload": "resnet50", "algorithm": "ring", "policy": "wfbp", "slice_bytes": "4MiB"}},
+         "training.slice_bytes"),
+        ({"training": {"workload": "resnet50", "algorithm": "ring", "policy": "wfbp", "modle": "flit"}},
+         "unknown key 'training.modle'"),
+        ({"training": {"workload": "resnet50,vgg16", "algorithm": "ring", "policy": "wfbp"}},
+         "one workload per point"),
+    ]
+    for point, message in cases:
+        with pytest.raises(ConfigError) as info:
+            kind.validate(point, "p")
+        assert message in str(info.value) and str(info.value).startswith("p"), (point, str(info.value))
+    a = kind.validate({"training": {"workload": "resnet50", "algorithm": "2dring", "policy": "wfbp"}})
+    b = kind.validate({"training": {"workload": "resnet50", "algorithm": "ring2d", "policy": "WFBP", "batch": 16},
+                       "network": {"nis_per_node": 1}})
+    assert a == b

@@ -1,0 +1,168 @@
+"""Sweep kind ``training``: one training iteration — one workload, one all-reduce algorithm,
+one communication scheduling policy — on one network, as ``hw-models train`` runs each of
+its runs (docs/training.md).
+
+A point holds the experiment config's sections (``network``, ``router``, ``nic``,
+``run.seed``; docs/allreduce.md) and a ``training`` table of the point's own keys:
+``workload`` (a built-in name, or a .json/.toml layer file), ``algorithm`` (one name,
+aliases taken), ``policy`` (one of the scheduling policies), ``batch`` (samples per worker,
+default 16), ``device`` (default ``multitree-node``), ``engine`` (default ``closed-form``),
+``model`` (``message`` or ``flit``, default message), ``iterations`` (default 3) and the
+policy's own option, if any (``fusion_threshold``, ``slice_bytes``, ``partition_bytes``,
+``dear_threshold``: bytes or strings such as ``"8MiB"``; ``strict``, ``fused``: booleans).
+
+Its metrics are the run's row of ``hw-models train`` (seconds per iteration, compute,
+communication, exposed communication, overlap, idle, collectives and bytes per iteration;
+``policy_label``, the policy with its options as the command names it) and, as there, the reduction against ring under the same policy: ``ring_iteration_s`` and
+``reduction_vs_ring_pct`` (ring is simulated alongside; for ring itself 0).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from hw_models.sweep.kinds import Kind, table_of
+from noc.errors import ConfigError, HwModelsError
+
+OPTION_KEYS = {"fusion_threshold": "fusion_threshold_bytes", "slice_bytes": "slice_bytes",
+               "partition_bytes": "partition_bytes", "dear_threshold": "dear_threshold_bytes",
+               "strict": "strict", "fused": "fused"}
+POINT_KEYS = ("workload", "algorithm", "policy", "batch", "device", "engine", "model", "iterations", *OPTION_KEYS)
+DEFAULTS = {"batch": 16, "device": "multitree-node", "engine": "closed-form", "model": "message", "iterations": 3}
+RING = "ring"
+
+
+def _key(name: str) -> str:
+    return f"training.{name}"
+
+
+def _options(tr: dict, source: str) -> dict:
+    """The policy options the point gives, by the policies' own option names (bytes parsed)."""
+    from hw_models.units import parse_size_bytes
+
+    out = {}
+    for key, opt in OPTION_KEYS.items():
+        if key not in tr:
+            continue
+        value = tr[key]
+        if key in ("strict", "fused"):
+            if not isinstance(value, bool):
+                raise ConfigError(f"{source}: key '{_key(key)}' = {value!r}: must be true or false")
+            out[opt] = value
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise ConfigError(f"{source}: key '{_key(key)}' = {value!r}: bytes (an integer) or a string such as "
+                              "'8MiB'")
+        try:
+            out[opt] = 0 if value in (0, "0") else parse_size_bytes(value)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: key '{_key(key)}' = {value!r}: {exc}") from None
+    return out
+
+
+def _policy(name, options: dict, source: str):
+    from hw_models.training import endtoend as e2e
+
+    if not isinstance(name, str) or name.strip().lower() in ("all", "") or "," in name:
+        raise ConfigError(f"{source}: key '{_key('policy')}' = {name!r}: one policy per point (allowed: "
+                          f"{', '.join(e2e.POLICIES)}); sweep over policies with an axis")
+    flags = {opt: _key(k) for k, opt in OPTION_KEYS.items()}
+    flags["policy"] = _key("policy")
+    try:
+        return e2e.make_policies(name, options, flags)[0]
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+
+
+def validate(point: dict, source: str = "point") -> dict:
+    from hw_models.config import ExperimentConfig
+    from hw_models.training import endtoend as e2e
+    from hw_models.training.compute import ENGINES, get_device
+    from nic.allreduce import MODELS
+    from nic.collectives import ScheduleError, algorithm_name
+    from noc.config import validate as validate_model
+
+    tr = {**DEFAULTS, **table_of(point, "training", source, POINT_KEYS)}
+    for key in ("workload", "algorithm", "policy"):
+        if key not in tr:
+            raise ConfigError(f"{source}: missing key '{_key(key)}'")
+    try:
+        if not isinstance(tr["algorithm"], str):
+            raise ScheduleError("not a name")
+        algorithm = algorithm_name(tr["algorithm"])
+    except ScheduleError as exc:
+        raise ConfigError(f"{source}: key '{_key('algorithm')}' = {tr['algorithm']!r}: {exc}") from None
+    if not isinstance(tr["workload"], str) or "," in tr["workload"] or tr["workload"].strip().lower() == "all":
+        raise ConfigError(f"{source}: key '{_key('workload')}' = {tr['workload']!r}: one workload per point")
+    try:
+        work = e2e.resolve_workloads(tr["workload"], flag=_key("workload"))[0]
+    except (ConfigError, HwModelsError) as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    for key, low in (("batch", 1), ("iterations", 2)):
+        v = tr[key]
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise ConfigError(f"{source}: key '{_key(key)}' = {v!r}: must be an integer >= {low}")
+    try:
+        get_device(tr["device"])
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: key '{_key('device')}' = {tr['device']!r}: {exc}") from None
+    if tr["engine"] not in ENGINES:
+        raise ConfigError(f"{source}: key '{_key('engine')}' = {tr['engine']!r}: choose one of {', '.join(ENGINES)}")
+    if tr["model"] not in MODELS:
+        raise ConfigError(f"{source}: key '{_key('model')}' = {tr['model']!r}: choose one of {', '.join(MODELS)}")
+    options = _options(tr, source)
+    policy = _policy(tr["policy"], options, source)
+    data = {k: v for k, v in point.items() if k != "training"}
+    cfg = validate_model(data, ExperimentConfig, source=source)
+    exp = _experiment(cfg, source, algorithm)
+    return {"config": cfg.model_dump(mode="json"), "topology": exp.topology.name, "workload": work.name,
+            "workload_spec": tr["workload"],  # a layer file's contents are part of the key, by their hash
+            "workload_hash": hashlib.sha256(repr(work).encode()).hexdigest()[:16], "algorithm": algorithm, "policy": policy.name, "options": options,
+            **{k: tr[k] for k in DEFAULTS}}
+
+
+def _experiment(cfg, source: str, algorithm: str):
+    """The experiment of ``cfg`` for ``algorithm`` (and ring, the baseline), checked as
+    ``hw-models train`` checks it."""
+    from hw_models.experiment import resolve_experiment
+
+    algos = [algorithm] if algorithm == RING else [RING, algorithm]
+    return resolve_experiment(cfg, source, designs=[cfg.nic.design], algorithms=algos)
+
+
+def run(resolved: dict) -> dict:
+    from hw_models.config import ExperimentConfig
+    from hw_models.training import endtoend as e2e
+    from hw_models.training.compute import get_device
+    from noc.config import validate as validate_model
+
+    cfg = validate_model(resolved["config"], ExperimentConfig, source="point")
+    algorithm = resolved["algorithm"]
+    exp = _experiment(cfg, "point", algorithm)
+    design = cfg.nic.design
+    works = e2e.resolve_workloads(resolved["workload_spec"])
+    costs = e2e.workload_costs(works, resolved["batch"], get_device(resolved["device"]), resolved["engine"])
+    comms = e2e.nic_comms(exp, design, resolved["model"])
+    policy = e2e.make_policies(resolved["policy"], resolved["options"])[0]
+    runs, _ = e2e.run_matrix(costs, comms, (policy,), iterations=resolved["iterations"])
+    by_alg = {r.algorithm: r for r in runs}
+    mine, ring = by_alg[algorithm], by_alg[RING]
+    m = {k: v for k, v in mine.row().items() if k not in ("workload", "algorithm", "policy")}
+    m["policy_label"] = mine.policy  # with its options, as hw-models train names it (e.g. "p3 (1 MiB slices)")
+    m["ring_iteration_s"] = ring.iteration_s
+    m["reduction_vs_ring_pct"] = e2e.reduction_percent(mine.iteration_s, ring.iteration_s)
+    return m
+
+
+def model_versions() -> dict:
+    from nic.collectives import SCHEDULE_VERSION
+    from nic.message_sim import MODEL_VERSION as MESSAGE_MODEL_VERSION
+    from noc.flit import MODEL_VERSION as FLIT_MODEL_VERSION
+
+    return {"training": 1, "message_model": MESSAGE_MODEL_VERSION, "flit_model": FLIT_MODEL_VERSION,
+            "schedule": SCHEDULE_VERSION}
+
+
+KIND = Kind(name="training", summary="one training iteration: workload, all-reduce algorithm and scheduling policy "
+            "on one network, with the reduction against ring (as hw-models train runs it)",
+            validate=validate, run=run, model_versions=model_versions)
