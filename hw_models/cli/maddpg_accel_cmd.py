@@ -83,7 +83,10 @@ def accel(
     ics = [s.strip() for s in interconnect.split(",") if s.strip()]
     if not ics:
         raise HwModelsError(f"--interconnect {interconnect!r}: allowed: ring, mesh, crossbar or noc specs, comma-separated")
-    the_part = get_part(part)
+    try:
+        the_part = get_part(part)
+    except ConfigError as exc:
+        raise HwModelsError(f"--part {part!r}: {str(exc).split(': ', 1)[-1]}") from None
     if not 1 <= batch <= 65536:
         raise HwModelsError(f"--batch {batch}: allowed: 1..65536")
     if not 0 <= seed <= 2**32 - 1:
