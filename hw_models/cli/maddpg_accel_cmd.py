@@ -240,7 +240,8 @@ def _print_table(rows: list[dict]) -> None:
         us = lambda p: f"{float(r[f'{p}_cycles']) / float(r['clock_mhz']):.1f}"  # noqa: E731
         bound = float(r["exchange_inputs_bound_cycles"]) + float(r["exchange_targets_bound_cycles"])
         ex = float(r["exchange_inputs_cycles"]) + float(r["exchange_targets_cycles"])
-        vals = [str(r["agents"]), r["interconnect"], f"{r['pe']}x{r['lanes']}", r["fits"], r["dsp_pct"], r["update_us"],
+        size = f"{r['pe']}x{r['lanes']}" + (" work" if r["layer_balance"] == "work" else "")
+        vals = [str(r["agents"]), r["interconnect"], size, r["fits"], r["dsp_pct"], r["update_us"],
                 us("transfer"), us("critic"), us("actor"), us("targets"), us("interconnect"),
                 f"{ex / bound:.2f}" if bound else "-", r["samples_per_s"]]
         if thr:

@@ -21,7 +21,7 @@ def result_row(w, cfg, r, thr=None, cpu=None) -> dict:
         "agents": r.n_agents, "interconnect": r.interconnect, "level": cfg.level, "part": r.part,
         "datapath": r.datapath, "semantics": cfg.semantics, "batch": w.batch, "clock_mhz": cfg.clock_mhz,
         "pe": cfg.array("critic")[0], "lanes": cfg.array("critic")[1], "actor_pe": cfg.array("actor")[0],
-        "actor_lanes": cfg.array("actor")[1], "macs_per_engine": r.macs_per_engine,
+        "actor_lanes": cfg.array("actor")[1], "layer_balance": cfg.layer_balance, "macs_per_engine": r.macs_per_engine,
         "fits": "yes" if r.fits else f"no ({r.over})", "minibatch_buffer": r.resources.minibatch_buffer,
     }
     for res in ("dsp", "bram36", "uram", "lut", "ff"):
@@ -55,7 +55,8 @@ def phase_figure(rows: list[dict], path: Path, title: str) -> Path:
 
     from hw_models.plots import save_figure
 
-    labels = [f"{r['agents']}a {r['interconnect']}\n{r['pe']}x{r['lanes']}" for r in rows]
+    labels = [f"{r['agents']}a {r['interconnect']}\n{r['pe']}x{r['lanes']}{'w' if r['layer_balance'] == 'work' else ''}"
+              for r in rows]
     fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(rows) + 2), 4.5))
     bottom = [0.0] * len(rows)
     for p, color in PHASE_COLORS.items():

@@ -30,6 +30,10 @@ class AccelConfig(StrictModel):
                        "(default: the trainer's unroll factor, 8)")
     actor_pe: int | None = Field(None, ge=1, le=4096, description="PEs of the actor's layer arrays (None: pe)")
     actor_lanes: int | None = Field(None, ge=1, le=4096, description="lanes of the actor's layer arrays (None: lanes)")
+    layer_balance: Literal["uniform", "work"] = Field(
+        "uniform", description="uniform: every layer array of a network has pe x lanes MACs; work: lanes scaled "
+        "down by each layer's MACs per row against the network's largest layer (ceil), so narrow layers (a 64 -> 1 "
+        "critic head) do not hold idle lanes")
     vector_lanes: int = Field(16, ge=1, le=4096, description="elementwise unit per engine (Adam, soft update, "
                               "Gumbel-softmax, random numbers): elements per cycle")
     tile_b: int = Field(64, ge=1, le=1 << 20, description="minibatch rows per tile: the unit of layer pipelining "
@@ -135,6 +139,15 @@ class AccelConfig(StrictModel):
         if net == "actor":
             return (self.actor_pe or self.pe, self.actor_lanes or self.lanes)
         return self.pe, self.lanes
+
+    def layer_lanes(self, net: str, sizes: list[int]) -> list[int]:
+        """Lanes of each layer array of ``net`` with layer widths ``sizes``."""
+        lanes = self.array(net)[1]
+        work = [a * b for a, b in zip(sizes[:-1], sizes[1:])]
+        if self.layer_balance == "uniform":
+            return [lanes] * len(work)
+        top = max(work)
+        return [max(1, -(-lanes * wk // top)) for wk in work]
 
     @property
     def datapath(self) -> str:

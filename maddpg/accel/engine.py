@@ -121,18 +121,25 @@ def _mlp(sizes: tuple[int, ...], unroll: int, tile_b: int):
     return MLP(list(sizes), K.Tiling(tile_b, unroll))
 
 
-def pass_stages(sizes: list[int], batch: int, cfg: AccelConfig, *, forward: bool = False, backward: bool = False,
-                weights: bool = True, inputs: bool | tuple[int, int] = False, unroll: int = 8) -> list[list[K.LoopNest]]:
+def pass_stages(sizes: list[int], batch: int, cfg: AccelConfig, **kw) -> list[list[K.LoopNest]]:
     """The loop nests of an MLP pass at ``batch`` rows (from :meth:`MLP.loop_nests`, the
     trainer's own), grouped by the layer array that runs them, in pass order."""
+    return _stages_and_layers(sizes, batch, cfg, **kw)[0]
+
+
+def _stages_and_layers(sizes: list[int], batch: int, cfg: AccelConfig, *, forward: bool = False,
+                       backward: bool = False, weights: bool = True, inputs: bool | tuple[int, int] = False,
+                       unroll: int = 8) -> tuple[list[list[K.LoopNest]], list[int]]:
     mlp = _mlp(tuple(sizes), unroll, cfg.tile_b)
     nests = mlp.loop_nests(batch, forward=forward, backward=backward, weights=weights, inputs=inputs)
     n_layers = len(sizes) - 1
     stages: list[list[K.LoopNest]] = []
+    layers: list[int] = []
     k = 0
     if forward:
-        for _ in range(n_layers):
+        for layer in range(n_layers):
             stages.append([nests[k]])
+            layers.append(layer)
             k += 1
     if backward:
         for layer in range(n_layers - 1, -1, -1):
@@ -145,8 +152,9 @@ def pass_stages(sizes: list[int], batch: int, cfg: AccelConfig, *, forward: bool
                 k += 1
             if st:
                 stages.append(st)
+                layers.append(layer)
     assert k == len(nests), (k, len(nests))
-    return stages
+    return stages, layers
 
 
 def pass_cycles(sizes: list[int], batch: int, cfg: AccelConfig, net: str, *, tail: K.LoopNest | None = None,
@@ -154,16 +162,17 @@ def pass_cycles(sizes: list[int], batch: int, cfg: AccelConfig, net: str, *, tai
     """Cycles of one MLP pass on the arrays of ``net`` ("actor"/"critic"), ``tail``: an
     elementwise kernel streamed after the last layer (the Gumbel-softmax of a sampled
     forward pass), at ``batch`` rows."""
-    pe, lanes = cfg.array(net)
+    pe = cfg.array(net)[0]
+    lanes = cfg.layer_lanes(net, sizes)
     if cfg.layer_pipelining and batch > cfg.tile_b:
         rows = cfg.tile_b
         tiles = -(-batch // rows)
     else:
         rows, tiles = batch, 1
-    stages = pass_stages(sizes, rows, cfg, **kw)
-    times = [sum(nest_cycles(n, cfg, pe, lanes) for n in st) for st in stages]
+    stages, layers = _stages_and_layers(sizes, rows, cfg, **kw)
+    times = [sum(nest_cycles(n, cfg, pe, lanes[lay]) for n in st) for st, lay in zip(stages, layers)]
     if tail is not None:
-        times.append(nest_cycles(_tail_at(tail, rows), cfg, pe, lanes))
+        times.append(nest_cycles(_tail_at(tail, rows), cfg, 1, 1))
     return int(sum(times) + (tiles - 1) * max(times))
 
 
@@ -223,8 +232,11 @@ def engine_tasks(w: Workload, i: int, cfg: AccelConfig, unroll: int = 8) -> Engi
     )
 
 
-def engine_macs(cfg: AccelConfig, w: Workload) -> int:
-    """MAC units of one engine: one array per layer of the actor and of the critic."""
-    pa, la = cfg.array("actor")
-    pc, lc = cfg.array("critic")
-    return (w.hidden_layers + 1) * (pa * la + pc * lc)
+def engine_macs(cfg: AccelConfig, w: Workload, i: int | None = None) -> int:
+    """MAC units of agent ``i``'s engine (None: the largest engine): one array per layer of
+    the actor and of the critic."""
+    if i is None:
+        return max(engine_macs(cfg, w, k) for k in range(w.n_agents))
+    pa, pc = cfg.array("actor")[0], cfg.array("critic")[0]
+    return (pa * sum(cfg.layer_lanes("actor", w.actor_sizes(i)))
+            + pc * sum(cfg.layer_lanes("critic", w.critic_sizes())))

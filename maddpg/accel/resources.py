@@ -76,14 +76,15 @@ def params(sizes: list[int]) -> int:
 def engine_buffers(cfg: AccelConfig, w: Workload, i: int, minibatch: str) -> list[Buffer]:
     """Agent ``i``'s engine buffers (``minibatch``: "whole" or "tiles")."""
     B, n = w.batch, w.n_agents
-    pa, la = cfg.array("actor")
-    pc, lc = cfg.array("critic")
+    pa = cfg.array("actor")[0]
+    pc = cfg.array("critic")[0]
     bufs = []
-    for net, sizes, pe, lanes in (("actor", w.actor_sizes(i), pa, la), ("critic", w.critic_sizes(), pc, lc)):
+    for net, sizes, pe in (("actor", w.actor_sizes(i), pa), ("critic", w.critic_sizes(), pc)):
+        lanes = cfg.layer_lanes(net, sizes)
         for layer, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
             words = a * b + b
-            bufs.append(Buffer(f"{net} layer {layer} weights", words, lanes))
-            bufs.append(Buffer(f"target {net} layer {layer} weights", words, lanes))
+            bufs.append(Buffer(f"{net} layer {layer} weights", words, lanes[layer]))
+            bufs.append(Buffer(f"target {net} layer {layer} weights", words, lanes[layer]))
             bufs.append(Buffer(f"{net} layer {layer} gradient", words, cfg.vector_lanes))
             bufs.append(Buffer(f"{net} layer {layer} Adam moments", 2 * words, cfg.vector_lanes))
         widths = sum(sizes[1:])
@@ -121,12 +122,12 @@ def estimate(cfg: AccelConfig, w: Workload, part: Part, topology=None, minibatch
     mb = minibatch or ("whole" if cfg.minibatch_buffer in ("auto", "whole") else "tiles")
     from maddpg.accel.engine import engine_macs
 
-    macs = engine_macs(cfg, w)
     per_mac_lut = cfg.lut_per_mac_fixed if cfg.fixed else cfg.lut_per_mac_fp32
     per_mac_ff = cfg.ff_per_mac_fixed if cfg.fixed else cfg.ff_per_mac_fp32
     dsp = lut = ff = bram = uram = 0
     all_bufs: list[Buffer] = []
     for i in range(w.n_agents):
+        macs = engine_macs(cfg, w, i)
         dsp += macs * dsp_per_mac(cfg) + cfg.vector_lanes * cfg.dsp_per_vector_lane
         lut += macs * per_mac_lut + cfg.vector_lanes * cfg.lut_per_vector_lane + cfg.lut_per_engine
         ff += macs * per_mac_ff + cfg.vector_lanes * cfg.ff_per_vector_lane + cfg.ff_per_engine

@@ -26,13 +26,16 @@ class Point:
 
 
 def search(w: Workload, part: Part, base: AccelConfig, interconnects: list[str], pes=PE_LADDER,
-           lanes=LANE_LADDER) -> list[Point]:
+           lanes=LANE_LADDER, balances=("uniform", "work")) -> list[Point]:
+    """Every interconnect x PEs x lanes x layer balance (the rest of ``base`` kept)."""
     pts = []
     for ic in interconnects:
-        for pe in pes:
-            for ln in lanes:
-                cfg = base.model_copy(update={"interconnect": ic, "pe": int(pe), "lanes": int(ln)})
-                pts.append(Point(cfg, simulate_update(w, cfg, part)))
+        for bal in balances:
+            for pe in pes:
+                for ln in lanes:
+                    cfg = base.model_copy(update={"interconnect": ic, "pe": int(pe), "lanes": int(ln),
+                                                  "layer_balance": bal})
+                    pts.append(Point(cfg, simulate_update(w, cfg, part)))
     return pts
 
 

@@ -41,7 +41,7 @@ def test_search_and_cpu_profile(tmp_path, capsys):
     assert code == 0, err
     assert "fastest design that fits" in stdout
     rows = list(csv.DictReader(open(out / "search.csv")))
-    assert len(rows) == 49 and (out / "pareto.png").exists()
+    assert len(rows) == 2 * 49 and (out / "pareto.png").exists()
     best = list(csv.DictReader(open(out / "accel.csv")))[0]
     fitting = [r for r in rows if r["fits"] == "yes"]
     assert float(best["update_cycles"]) == min(float(r["update_cycles"]) for r in fitting)

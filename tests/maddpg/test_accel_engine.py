@@ -54,11 +54,12 @@ def _tasks_total(w, cfg) -> np.ndarray:
 
 
 @pytest.mark.parametrize("fixed", [0, 16])
-@pytest.mark.parametrize("pipelined", [True, False])
-def test_more_macs_never_more_cycles(fixed, pipelined):
+@pytest.mark.parametrize("pipelined, balance", [(True, "uniform"), (False, "uniform"), (True, "work")])
+def test_more_macs_never_more_cycles(fixed, pipelined, balance):
     w = Workload((10, 26), (3, 5), batch=200)  # agents of different sizes, a batch that is not a tile multiple
     rng = np.random.default_rng(3)
-    base = dict(fixed_point_bits=fixed, fixed_point_frac_bits=10 if fixed else 0, layer_pipelining=pipelined)
+    base = dict(fixed_point_bits=fixed, fixed_point_frac_bits=10 if fixed else 0, layer_pipelining=pipelined,
+                layer_balance=balance)
     for _ in range(25):
         pe, lanes = int(rng.integers(1, 40)), int(rng.integers(1, 70))
         a = _tasks_total(w, AccelConfig(pe=pe, lanes=lanes, **base))
@@ -107,3 +108,12 @@ def test_spread_workload_matches_the_environment():
 
     for n in (2, 4):
         assert workload_for("simple_spread", n) == spread_workload(n)
+
+
+def test_work_balanced_lanes():
+    cfg = AccelConfig(lanes=64, layer_balance="work")
+    # critic [69, 64, 64, 1]: per-row MACs 4416, 4096, 64 -> ceil(64 x share of the largest)
+    assert cfg.layer_lanes("critic", [69, 64, 64, 1]) == [64, 60, 1]
+    assert AccelConfig(lanes=64).layer_lanes("critic", [69, 64, 64, 1]) == [64, 64, 64]
+    w = spread_workload(3)
+    assert E.engine_macs(cfg, w) == 4 * (64 + 60 + 1) + 4 * sum(-(-64 * x // 4096) for x in (18 * 64, 64 * 64, 64 * 5))
