@@ -62,8 +62,8 @@ def accel(
     pcie: str = typer.Option("gen3x16", "--pcie", help="Host link, genGxL (e.g. gen4x8)."),
     config: Optional[Path] = typer.Option(None, "--config", help="TOML file of accelerator keys (docs/maddpg_accel.md); "
                                           "the flags above override it."),
-    cpu: str = typer.Option("measure", "--cpu", help="CPU baseline: measure (the trainer timed on this machine, cached "
-                            "in --cpu-cache), none (no throughput columns), or a profile JSON file."),
+    cpu: str = typer.Option("measure", "--cpu", help="CPU baseline: measure (the float32 trainer timed on this machine, "
+                            "cached in --cpu-cache), none (no throughput columns), or a profile JSON file."),
     cpu_cache: Path = typer.Option(Path("results/maddpg_accel/cpu"), "--cpu-cache",
                                    help="Where measured CPU profiles are kept and looked up."),
     seed: int = typer.Option(0, "--seed", help="Seed of the CPU measurement's training run."),
@@ -163,7 +163,7 @@ def _cached_or_measure(cache: Path, env: str, n: int, batch: int, cfg, seed: int
     from maddpg.accel.host import load_profile, machine_name, measure_cpu
 
     host = re.sub(r"[^A-Za-z0-9]+", "-", machine_name())[:60]
-    name = f"{env}_{n}a_b{batch}_{cfg.datapath.replace('.', '_')}_seed{seed}_{host}.json"
+    name = f"{env}_{n}a_b{batch}_seed{seed}_{host}.json"  # the CPU trainer in float32, whatever the card's datapath
     path = cache / name
     if path.is_file():
         p = load_profile(path)
@@ -171,8 +171,7 @@ def _cached_or_measure(cache: Path, env: str, n: int, batch: int, cfg, seed: int
         return p
     check_output_dir(cache, "--cpu-cache")
     typer.echo(f"measuring the CPU trainer on this machine: {env}, {n} agents, batch {batch}, seed {seed} ...")
-    p = measure_cpu(env, n, batch, seed, fixed_point_bits=cfg.fixed_point_bits,
-                    fixed_point_frac_bits=cfg.fixed_point_frac_bits)
+    p = measure_cpu(env, n, batch, seed)
     replace_atomically(path, lambda tmp: tmp.write_text(p.to_json()))
     typer.echo(f"  env step {p.env_step_s * 1e6:.1f} µs, sampling {p.sample_s * 1e3:.2f} ms, update "
                f"{p.update_s * 1e3:.2f} ms; cached in {path}")
