@@ -71,3 +71,14 @@ def test_profile_round_trip(tmp_path):
     f.write_text("{}")
     with pytest.raises(Exception, match="not a profile"):
         H.load_profile(f)
+
+
+def test_every_config_key_is_in_the_assumptions_table():
+    from pathlib import Path
+
+    from maddpg.accel.config import AccelConfig
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "maddpg_accel.md").read_text()
+    table = doc.split("## Assumptions (config keys)")[1].split("\n## ")[0]
+    missing = [k for k in AccelConfig.model_fields if f"`{k}`" not in table]
+    assert not missing, f"docs/maddpg_accel.md's assumptions table lacks {missing}"
