@@ -107,8 +107,6 @@ def accel(
     base = validate(data, AccelConfig, source=str(config) if config else "maddpg accel")
     if cpu not in ("measure", "none") and not Path(cpu).is_file():
         raise HwModelsError(f"--cpu {cpu!r}: allowed: measure, none, or an existing CPU profile JSON file")
-    out_dir = out or Path("results") / "maddpg_accel" / f"{the_part.name}_{base.datapath.replace('.', '_')}"
-    _check_outputs(out_dir, "--out" if out else "the default output directory", OUTPUTS + (SEARCH_OUTPUTS if search else ()))
     for ic in ics:  # bad interconnects fail before any work
         from maddpg.accel.interconnect import build_topology
 
@@ -118,6 +116,8 @@ def accel(
             except ConfigError as exc:
                 raise HwModelsError(f"--interconnect {ic!r}: {str(exc).split(': ', 1)[-1]}") from None
     workloads = {n: _workload(env, n, batch) for n in ns}
+    out_dir = out or Path("results") / "maddpg_accel" / f"{the_part.name}_{base.datapath.replace('.', '_')}"
+    _check_outputs(out_dir, "--out" if out else "the default output directory", OUTPUTS + (SEARCH_OUTPUTS if search else ()))
     typer.echo(f"maddpg accel: {env}, agents {','.join(map(str, ns))}, part {the_part.description}, {base.datapath}, "
                f"{base.clock_mhz:g} MHz, interconnect level {base.level}, {base.semantics} updates, PCIe "
                f"gen{base.pcie_gen}x{base.pcie_lanes}; seed {seed}")

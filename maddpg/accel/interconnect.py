@@ -197,7 +197,7 @@ def exchange_times(w: Workload, cfg: AccelConfig) -> dict[str, float]:
 
 
 # keys that do not change the exchange (so the cache is shared by every engine size)
-_ENGINE_ONLY = ("pe", "lanes", "actor_pe", "actor_lanes", "vector_lanes", "layer_pipelining", "ii_cycles",
+_ENGINE_ONLY = ("pe", "lanes", "actor_pe", "actor_lanes", "layer_balance", "vector_lanes", "layer_pipelining", "ii_cycles",
                 "mul_latency_cycles", "add_latency_cycles", "special_fn_cycles", "dsp_per_mac_fp32", "lut_per_mac_fp32",
                 "ff_per_mac_fp32", "lut_per_mac_fixed", "ff_per_mac_fixed", "dsp_per_vector_lane", "lut_per_vector_lane",
                 "ff_per_vector_lane", "lut_per_engine", "ff_per_engine", "uram_min_bytes", "usable_fraction",
