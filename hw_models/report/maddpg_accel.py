@@ -35,6 +35,10 @@ def result_row(w, cfg, r, thr=None, cpu=None) -> dict:
         row[f"{p}_busy_cycles"] = f"{v:.0f}"
     for k, v in r.exchange.items():
         row[f"exchange_{k}_cycles"] = f"{v:.0f}"
+    ex = r.busy_cycles["interconnect"]  # how much of the exchange ran under compute
+    row["interconnect_hidden_pct"] = f"{100.0 * (1.0 - r.phase_cycles['interconnect'] / ex):.1f}" if ex > 0 else ""
+    xf = r.busy_cycles["transfer"]
+    row["transfer_hidden_pct"] = f"{100.0 * (1.0 - r.phase_cycles['transfer'] / xf):.1f}" if xf > 0 else ""
     row["samples_per_s"] = f"{r.samples_per_s(w.batch):.0f}"
     if thr is not None:
         row.update({"cpu_update_ms": f"{thr.cpu_update_s * 1e3:.3f}", "training_speedup": f"{thr.training_speedup:.2f}",

@@ -25,6 +25,8 @@ def test_table_csv_png_and_no_overwrite(tmp_path, capsys):
         phases = sum(float(r[f"{p}_cycles"]) for p in ("transfer", "critic", "actor", "targets", "interconnect"))
         assert phases == pytest.approx(float(r["update_cycles"]), abs=3)
         assert float(r["exchange_inputs_cycles"]) >= float(r["exchange_inputs_bound_cycles"])
+        exposed, busy = float(r["interconnect_cycles"]), float(r["interconnect_busy_cycles"])
+        assert float(r["interconnect_hidden_pct"]) == pytest.approx(100 * (1 - exposed / busy), abs=0.5)  # cycles rounded in the CSV
     assert (out / "accel.png").stat().st_size > 1000
     before = (out / "accel.csv").read_bytes()
     code, _, err = run(["maddpg", "accel", "--agents", "2", "--engine", "2x8", "--out", str(out), *FAST], capsys)
