@@ -82,3 +82,31 @@ def test_every_config_key_is_in_the_assumptions_table():
     table = doc.split("## Assumptions (config keys)")[1].split("\n## ")[0]
     missing = [k for k in AccelConfig.model_fields if f"`{k}`" not in table]
     assert not missing, f"docs/maddpg_accel.md's assumptions table lacks {missing}"
+
+
+def test_streamed_minibatch_is_held_to_card_memory_bandwidth():
+    import dataclasses
+
+    from maddpg.accel.model import card_memory_cycles
+
+    w = spread_workload(3, batch=1024)
+    slow = dataclasses.replace(get_part("u250"), card_memory_gb_per_s=0.05)
+    cfg = AccelConfig(minibatch_buffer="tiles", pe=8, lanes=16)
+    r = simulate_update(w, cfg, slow)
+    assert r.resources.minibatch_buffer == "tiles"
+    # every engine reads its columns of all minibatches and its critic inputs 3 times, writes them once
+    nbytes = 3 * (3 * 1024 * (2 * 18 + 5) + 5 * 1024 * 69) * 4
+    assert card_memory_cycles(w, cfg, slow) == pytest.approx(nbytes / 0.05e9 * 250e6)
+    assert r.fpga_cycles == pytest.approx(card_memory_cycles(w, cfg, slow))
+    assert simulate_update(w, cfg.model_copy(update={"minibatch_buffer": "whole"}), slow).fpga_cycles < r.fpga_cycles
+
+
+def test_auto_minibatch_streams_when_the_whole_one_does_not_fit():
+    from maddpg.accel.resources import estimate
+
+    w = spread_workload(12)
+    part = get_part("u250")
+    cfg = AccelConfig(fixed_point_bits=16, fixed_point_frac_bits=10, pe=1, lanes=1)
+    assert estimate(cfg.model_copy(update={"minibatch_buffer": "whole"}), w, part).uram > 1024  # over the limit
+    assert estimate(cfg, w, part).minibatch_buffer == "tiles"
+    assert estimate(cfg, spread_workload(3), part).minibatch_buffer == "whole"
