@@ -199,6 +199,13 @@ def _run(workloads, ics, part, base, size, profiles, out_dir: Path, do_search: b
             else:
                 cfg = base.model_copy(update={"interconnect": ic})
                 r = simulate_update(w, cfg, part)
+            if not r.fits:
+                from maddpg.accel.resources import DesignDoesNotFit, check_fits
+
+                try:
+                    check_fits(r.resources, part, cfg, f"{n} agents, {ic}, {cfg.pe}x{cfg.lanes}")
+                except DesignDoesNotFit as exc:
+                    typer.echo(f"warning: {exc} (its row is marked and kept for comparison)")
             thr = throughput(w, r, profiles[n]) if profiles[n] is not None else None
             rows.append(result_row(w, cfg, r, thr, profiles[n]))
         groups[n] = pts

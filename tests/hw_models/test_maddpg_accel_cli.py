@@ -82,3 +82,12 @@ def test_bad_config_key(tmp_path, capsys):
     cfg.write_text("clocks = 5\n")
     code, _, err = run(["maddpg", "accel", "--config", str(cfg), "--out", str(tmp_path / "x"), *FAST], capsys)
     assert code == 2 and "clocks" in err
+
+
+def test_a_design_that_does_not_fit_is_named(tmp_path, capsys):
+    code, stdout, err = run(["maddpg", "accel", "--agents", "3", "--interconnect", "ring", "--engine", "64x64", "--part",
+                             "zcu104", "--out", str(tmp_path / "z"), *FAST], capsys)
+    assert code == 0, err
+    assert "warning: 3 agents, ring, 64x64 does not fit on zcu104: it needs" in stdout and "DSP slices" in stdout
+    row = list(csv.DictReader(open(tmp_path / "z" / "accel.csv")))[0]
+    assert row["fits"] == "no (dsp)"
