@@ -145,14 +145,16 @@ def _workload(env: str, n: int, batch: int):
 
 
 def _cpu_profile(cpu: str, cache: Path, env: str, n: int, batch: int, cfg, seed: int):
-    from maddpg.accel.host import CpuProfile, load_profile, machine_name, measure_cpu
+    from maddpg.accel.host import load_profile
 
     if cpu == "none":
         return None
     if cpu != "measure":
         p = load_profile(cpu)
         if (p.env, p.n_agents, p.batch) != (env, n, batch):
-            return _cached_or_measure(cache, env, n, batch, cfg, seed)
+            raise HwModelsError(f"--cpu {cpu}: a profile of {p.env}, {p.n_agents} agents, batch {p.batch}, not of {env}, "
+                                f"{n} agents, batch {batch}; allowed: a profile of the run's one agent count, or measure "
+                                "(profiles kept in --cpu-cache are reused)")
         return p
     return _cached_or_measure(cache, env, n, batch, cfg, seed)
 

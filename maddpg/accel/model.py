@@ -123,10 +123,9 @@ def _tasks(w: Workload, cfg: AccelConfig, ex: dict, ex_to: list[float]) -> list[
             prev = T(f"exchange targets {k}", "interconnect", ("net",), ex["targets"] / chunks,
                      [tact[i][k] for i in range(n)] + [prev])
         x_tgt = [prev] * n
-        gate = [[] for _ in range(n)]
     else:
         x_in = T("exchange inputs", "interconnect", ("net",), ex["inputs"], [])
-        x_tgt, gate = [], []
+        x_tgt = []
     soft: list[_Task] = []
     for i in range(n):
         e = eng[i]
