@@ -116,6 +116,9 @@ def accel(
             except ConfigError as exc:
                 raise HwModelsError(f"--interconnect {ic!r}: {str(exc).split(': ', 1)[-1]}") from None
     workloads = {n: _workload(env, n, batch) for n in ns}
+    if cpu not in ("measure", "none"):  # a profile passed in is checked before anything is made
+        for n in ns:
+            _cpu_profile(cpu, cpu_cache, env, n, batch, base, seed)
     out_dir = out or Path("results") / "maddpg_accel" / f"{the_part.name}_{base.datapath.replace('.', '_')}"
     _check_outputs(out_dir, "--out" if out else "the default output directory", OUTPUTS + (SEARCH_OUTPUTS if search else ()))
     typer.echo(f"maddpg accel: {env}, agents {','.join(map(str, ns))}, part {the_part.description}, {base.datapath}, "

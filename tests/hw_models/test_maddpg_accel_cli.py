@@ -46,7 +46,7 @@ def test_search_and_cpu_profile(tmp_path, capsys):
     assert len(rows) == 2 * 49 and (out / "pareto.png").exists()
     code, _, err = run(["maddpg", "accel", "--agents", "3,6", "--batch", "64", "--cpu", str(prof), "--out",
                         str(tmp_path / "t")], capsys)
-    assert code == 2 and "6 agents" in err and "--cpu" in err
+    assert code == 2 and "6 agents" in err and "--cpu" in err and not (tmp_path / "t").exists()
     best = list(csv.DictReader(open(out / "accel.csv")))[0]
     fitting = [r for r in rows if r["fits"] == "yes"]
     assert float(best["update_cycles"]) == min(float(r["update_cycles"]) for r in fitting)
