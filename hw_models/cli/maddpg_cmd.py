@@ -436,3 +436,8 @@ def write_seed_summary(out_dir: Path, seeds: list[int], rewards: list[list[float
     finally:
         plt.close(fig)
     return csv_path, png_path
+
+
+from hw_models.cli.maddpg_accel_cmd import accel as _accel  # noqa: E402
+
+app.command(name="accel")(_accel)

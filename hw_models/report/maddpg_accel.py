@@ -1,0 +1,120 @@
+"""Rows and figures of ``hw-models maddpg accel``: one update per design, by phase; the
+design-space search and its Pareto front."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PHASE_COLORS = {"transfer": "tab:gray", "critic": "tab:blue", "actor": "tab:orange", "targets": "tab:green",
+                "interconnect": "tab:red"}
+
+
+def result_row(w, cfg, r, thr=None, cpu=None) -> dict:
+    """One CSV row: the design, its resources, the update by phase (cycles and µs), the
+    exchange against its bound, throughput and speed-ups when a CPU profile is given."""
+    from maddpg.accel.parts import get_part
+    from maddpg.accel.resources import limits
+
+    part = get_part(r.part)
+    lim = limits(part, cfg)
+    row = {
+        "agents": r.n_agents, "interconnect": r.interconnect, "level": cfg.level, "part": r.part,
+        "datapath": r.datapath, "semantics": cfg.semantics, "batch": w.batch, "clock_mhz": cfg.clock_mhz,
+        "pe": cfg.array("critic")[0], "lanes": cfg.array("critic")[1], "actor_pe": cfg.array("actor")[0],
+        "actor_lanes": cfg.array("actor")[1], "layer_balance": cfg.layer_balance, "macs_per_engine": r.macs_per_engine,
+        "fits": "yes" if r.fits else f"no ({r.over})", "minibatch_buffer": r.resources.minibatch_buffer,
+    }
+    for res in ("dsp", "bram36", "uram", "lut", "ff"):
+        row[res] = r.resources.amount(res)
+        row[f"{res}_pct"] = f"{100.0 * r.resources.amount(res) / max(lim[res], 1):.1f}"
+    row["update_cycles"] = f"{r.update_cycles:.0f}"
+    row["update_us"] = f"{r.update_s * 1e6:.2f}"
+    for p, v in r.phase_cycles.items():
+        row[f"{p}_cycles"] = f"{v:.0f}"
+    for p, v in r.busy_cycles.items():
+        row[f"{p}_busy_cycles"] = f"{v:.0f}"
+    for k, v in r.exchange.items():
+        row[f"exchange_{k}_cycles"] = f"{v:.0f}"
+    ex = r.busy_cycles["interconnect"]  # how much of the exchange ran under compute
+    row["interconnect_hidden_pct"] = f"{100.0 * (1.0 - r.phase_cycles['interconnect'] / ex):.1f}" if ex > 0 else ""
+    xf = r.busy_cycles["transfer"]
+    row["transfer_hidden_pct"] = f"{100.0 * (1.0 - r.phase_cycles['transfer'] / xf):.1f}" if xf > 0 else ""
+    row["samples_per_s"] = f"{r.samples_per_s(w.batch):.0f}"
+    if thr is not None:
+        row.update({"cpu_update_ms": f"{thr.cpu_update_s * 1e3:.3f}", "training_speedup": f"{thr.training_speedup:.2f}",
+                    "cpu_env_steps_per_s": f"{thr.cpu_env_steps_per_s:.0f}",
+                    "serial_env_steps_per_s": f"{thr.serial_env_steps_per_s:.0f}",
+                    "overlapped_env_steps_per_s": f"{thr.overlapped_env_steps_per_s:.0f}",
+                    "serial_speedup": f"{thr.serial_speedup:.2f}", "overlapped_speedup": f"{thr.overlapped_speedup:.2f}",
+                    "cpu_machine": cpu.machine, "cpu_measured": cpu.measured})
+    return row
+
+
+def phase_figure(rows: list[dict], path: Path, title: str) -> Path:
+    """Stacked bars: one per (agents, interconnect), the update's critical-path µs by phase."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from hw_models.plots import save_figure
+
+    labels = [f"{r['agents']}a {r['interconnect']}\n{r['pe']}x{r['lanes']}{'w' if r['layer_balance'] == 'work' else ''}"
+              for r in rows]
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(rows) + 2), 4.5))
+    bottom = [0.0] * len(rows)
+    for p, color in PHASE_COLORS.items():
+        vals = [float(r[f"{p}_cycles"]) / float(r["clock_mhz"]) for r in rows]
+        ax.bar(range(len(rows)), vals, bottom=bottom, color=color, label=p)
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    for k, r in enumerate(rows):
+        note = "" if r["fits"] == "yes" else "does not fit"
+        if "training_speedup" in r:
+            note = (note + "\n" if note else "") + f"{r['training_speedup']}x"
+        if note:
+            ax.text(k, bottom[k], note, ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(range(len(rows)), labels, fontsize=7)
+    ax.set_ylabel("µs per update (critical path)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    try:
+        return save_figure(fig, path, bbox_inches=None)
+    finally:
+        plt.close(fig)
+
+
+def pareto_figure(groups: dict, path: Path, title: str) -> Path:
+    """Per agent count: every design (update µs against DSPs; hollow: does not fit) and the
+    Pareto front of the fitting ones."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from hw_models.plots import save_figure
+    from maddpg.accel.search import pareto
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for k, (n, pts) in enumerate(sorted(groups.items())):
+        color = f"C{k}"
+        ok = [p for p in pts if p.result.fits]
+        bad = [p for p in pts if not p.result.fits]
+        ax.scatter([p.result.resources.dsp for p in ok], [p.result.update_s * 1e6 for p in ok], s=10, color=color,
+                   alpha=0.5)
+        ax.scatter([p.result.resources.dsp for p in bad], [p.result.update_s * 1e6 for p in bad], s=10,
+                   facecolors="none", edgecolors=color, alpha=0.3)
+        front = pareto(pts)
+        ax.plot([p.result.resources.dsp for p in front], [p.result.update_s * 1e6 for p in front], "-o", ms=4,
+                color=color, label=f"{n} agents: Pareto front ({len(front)})")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("DSP slices")
+    ax.set_ylabel("µs per update")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    try:
+        return save_figure(fig, path, bbox_inches=None)
+    finally:
+        plt.close(fig)
