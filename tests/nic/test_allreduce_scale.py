@@ -114,7 +114,7 @@ def test_a_pool_grown_from_one_slot_gives_the_same_times(monkeypatch, nic_name, 
     real_run = ms._run
 
     def counting_run(*args):
-        pools.append(args[-3])  # pool size
+        pools.append(int(args[-6]))  # pool size (the argument after keep_ready)
         return real_run(*args)
 
     monkeypatch.setattr(ms, "POOL_MIN", 1)
