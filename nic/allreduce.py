@@ -30,6 +30,7 @@ is applied when it arrives), so the timed run performed the exact all-reduce.
 from __future__ import annotations
 
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Annotated, Literal, Optional
@@ -39,24 +40,27 @@ from numba import njit
 from pydantic import Field, model_validator
 
 from nic.collectives import Schedule, ScheduleError, bounds, verify
-from nic.message_sim import (HEAD_OF_LINE_LIMIT, POLICY_BASELINE, POLICY_CODESIGNED, TransferTimes, Wormhole,
-                             simulate_transfers)
+from nic.message_sim import (HEAD_OF_LINE_LIMIT, POLICY_BASELINE, POLICY_CODESIGNED, RouteWormhole, TransferTimes,
+                             Wormhole, simulate_routes)
 from nic.reduction import MODES as REDUCTION_MODES, reduction_work
 from nic.result import AllreduceResult
-from nic.scheduler import OP_GATHER
+from nic.scheduler import OP_GATHER, OP_REDUCE
 from noc.config import StrictModel, check_seed, finite, finite_rule
 from noc.errors import ConfigError, DeadlockError, DeadlockRiskWarning, HwModelsError
-from noc.message import path_latency_cycles
 from noc.routing import PairRoutes, RouteTable, check_deadlock_free, check_vc_classes, route_pairs
 from noc.topology import Topology, parse_spec
 
 MODELS = ("message", "flit")
 
-# What a message-level run holds (bench/allreduce_scale.py measures it: about 660 bytes per
-# transfer with 3-link paths, on 24x24 and 32x32 tori): per transfer, and per link of its
-# path; the verifier holds three int64 vectors of 2 elements per flow and 1 per node.
-MESSAGE_BYTES_PER_TRANSFER = 420
-MESSAGE_BYTES_PER_PATH_LINK = 80
+# What a message-level run holds at its peak, fitted to bench/allreduce_scale.py on 24x24 to
+# 64x64 tori with 4 NIs (3-link paths; docs/allreduce.md, "Scale"): per transfer (the
+# schedule, its layout for the simulators, the times and the per-transfer state of the event
+# loop, the timed replay's sorted events), per link of its path (the routes), and the
+# verifier's vectors, at most three int64 values per node and element (2 elements per flow
+# and 1: its partial sums, final values and per node and flow counts). The event loop's
+# state for transfers under way, a few hundred bytes per NI, is in the per-transfer figure.
+MESSAGE_BYTES_PER_TRANSFER = 100
+MESSAGE_BYTES_PER_PATH_LINK = 8
 # A run estimated to need more is refused before it starts (the machine would swap or kill it).
 MAX_RUN_BYTES = 8 << 30
 
@@ -190,14 +194,14 @@ def router_delay_cycles(network) -> int:
 class Prepared:
     """A schedule laid out for the simulators: one row per transfer, schedule order."""
 
-    src_node: np.ndarray
+    src_node: np.ndarray  # int32: the schedule's own columns
     dst_node: np.ndarray
     step: np.ndarray
     payload_bytes: np.ndarray  # int64
     wire_bytes: np.ndarray  # float64
-    src_ep: np.ndarray  # NI (endpoint) the transfer leaves from
-    dst_ep: np.ndarray  # NI it arrives at
-    dep_ptr: np.ndarray  # CSR: transfers each one waits for
+    src_ep: np.ndarray  # int32: NI (endpoint) the transfer leaves from
+    dst_ep: np.ndarray  # int32: NI it arrives at
+    dep_ptr: np.ndarray  # CSR (int32 where the counts fit): transfers each one waits for
     dep_idx: np.ndarray
     reduce_work: np.ndarray  # int64 cycles of the receiver's reduction unit (0: a GATHER, or free)
     reduce_last: np.ndarray  # int64 cycles of the last packet's share (streaming reduction)
@@ -207,7 +211,17 @@ def dependencies(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
     """CSR (ptr[T+1], idx) of the transfers each transfer waits for (docs/collectives.md
     rule): a REDUCE waits for the REDUCEs of its flow arriving at its sender; a GATHER for
     the GATHER of its flow arriving there, or, where none does (the root), for the REDUCEs.
-    Each transfer's list is in schedule order."""
+    Each transfer's list is in schedule order. int32 arrays where the counts fit."""
+    t = schedule.num_transfers
+    n, nf = schedule.num_nodes, max(schedule.num_flows, 1)
+    if 2 * n * nf <= 4 * t + (1 << 20):  # every (node, flow, op) an arrival group: count them in place
+        return _dependencies_dense(schedule.src, schedule.dst, schedule.flow, schedule.op, n, nf, OP_GATHER)
+    return _dependencies_sorted(schedule)
+
+
+def _dependencies_sorted(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`dependencies` by sorting the arrivals (for schedules with few transfers per
+    (node, flow))."""
     t = schedule.num_transfers
     nf = np.int64(max(schedule.num_flows, 1))
     # arrivals grouped by (receiver, flow, op), schedule order within a group
@@ -231,12 +245,83 @@ def dependencies(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
     # idx[ptr[i] + k] = order[lo[i] + k]
     within = np.arange(int(ptr[-1]), dtype=np.int64) - np.repeat(ptr[:-1], counts)
     idx = order[np.repeat(lo, counts) + within].astype(np.int64)
-    return ptr, idx
+    return _narrow(ptr, t), _narrow(idx, t)
+
+
+def _narrow(a: np.ndarray, t: int) -> np.ndarray:
+    """``a`` as int32 when its values (and the transfer count ``t``) fit, else int64."""
+    top = max(int(a.max(initial=0)), t)
+    return a.astype(np.int32) if top < 2**31 - 1 else a.astype(np.int64)
+
+
+@njit(cache=True)
+def _dependency_groups(src, dst, flow, op, nf, gather_op, off, arr):
+    """Arrivals grouped by (receiver, flow, op) in ``arr``, schedule order within a group;
+    afterwards ``off[k]`` is the end of group ``k`` (so group k is ``arr[off[k-1]:off[k]]``)."""
+    for j in range(src.shape[0]):
+        off[(dst[j] * nf + flow[j]) * 2 + (1 if op[j] == gather_op else 0) + 1] += 1
+    for k in range(off.shape[0] - 1):
+        off[k + 1] += off[k]
+    for j in range(src.shape[0]):
+        key = (dst[j] * nf + flow[j]) * 2 + (1 if op[j] == gather_op else 0)
+        arr[off[key]] = j
+        off[key] += 1
+
+
+@njit(cache=True)
+def _dependency_lists(src, flow, op, nf, gather_op, off, arr, ptr, idx, fill):
+    """Per transfer: the group it waits for (its sender's arrivals of its flow: GATHERs for a
+    GATHER when there are any, else REDUCEs); counts into ``ptr`` or, with ``fill``, the
+    members into ``idx``."""
+    for i in range(src.shape[0]):
+        kr = (src[i] * nf + flow[i]) * 2
+        lo = off[kr - 1] if kr > 0 else 0
+        hi = off[kr]
+        if op[i] == gather_op and off[kr + 1] > off[kr]:
+            lo = off[kr]
+            hi = off[kr + 1]
+        if fill:
+            for k in range(hi - lo):
+                idx[ptr[i] + k] = arr[lo + k]
+        else:
+            ptr[i + 1] = ptr[i] + hi - lo
+
+
+def _dependencies_dense(src, dst, flow, op, n, nf, gather_op) -> tuple[np.ndarray, np.ndarray]:
+    t = src.shape[0]
+    wide = 2 * n * nf + 1 >= 2**31 - 1 or t >= 2**31 - 1
+    off = np.zeros(2 * n * nf + 1, np.int64 if wide else np.int32)
+    arr = np.empty(t, np.int64 if wide else np.int32)
+    _dependency_groups(src, dst, flow, op, nf, gather_op, off, arr)
+    ptr = np.zeros(t + 1, np.int64)
+    _dependency_lists(src, flow, op, nf, gather_op, off, arr, ptr, arr[:0], False)
+    idx = np.empty(int(ptr[-1]), arr.dtype)
+    _dependency_lists(src, flow, op, nf, gather_op, off, arr, ptr, idx, True)
+    return _narrow(ptr, t), idx
+
+
+@njit(cache=True)
+def _step_ranks(step, node, num_nodes, nis, out):
+    """out[i] = (rank of transfer i among the transfers of its (step, node), in schedule
+    order) mod ``nis``; ``step`` must not decrease."""
+    seen_step = np.full(num_nodes, -1, np.int64)
+    count = np.zeros(num_nodes, np.int64)
+    for i in range(step.shape[0]):
+        v = node[i]
+        if seen_step[v] != step[i]:
+            seen_step[v] = step[i]
+            count[v] = 0
+        out[i] = count[v] % nis
+        count[v] += 1
 
 
 def _ni_slots(step: np.ndarray, node: np.ndarray, nis: int, within: np.ndarray | None = None) -> np.ndarray:
     """k-th transfer of (step, node), in schedule order (or by ``within``, then schedule
     order) -> NI k mod nis (spreads a step over the NIs)."""
+    if within is None and (step.size < 2 or bool((step[1:] >= step[:-1]).all())):
+        out = np.empty(step.shape[0], np.int32 if nis < 2**31 else np.int64)
+        _step_ranks(step, node, int(node.max()) + 1 if node.size else 1, nis, out)
+        return out
     key = step.astype(np.int64) * (int(node.max()) + 1 if node.size else 1) + node
     order = np.argsort(key, kind="stable") if within is None else np.lexsort((within, key))
     sk = key[order]
@@ -269,12 +354,17 @@ def _built_for(schedule: Schedule, topology: Topology) -> bool:
 
 
 def prepare(topology: Topology, schedule: Schedule, nic: NicConfig, size_bytes: int) -> Prepared:
+    """Lay ``schedule`` out for the simulators (:class:`Prepared`). The node and step columns
+    are the schedule's own (int32) arrays; a transfer's payload, wire bytes and reduction
+    work follow from its flow (and op), so they are computed per flow."""
     if not _built_for(schedule, topology):
         raise ScheduleError(f"schedule {schedule.algorithm!r} was built for {schedule.topology} "
                             f"({schedule.num_nodes} nodes), not for {topology.name}: build it for this topology")
     check_size(schedule, nic, size_bytes)
     elems = size_bytes // nic.element_bytes
-    payload = schedule.transfer_elements(elems) * nic.element_bytes
+    flow_payload = np.diff(schedule.chunk_bounds(elems)) * nic.element_bytes  # int64 per flow
+    payload = flow_payload[schedule.flow]
+    wire = nic.wire_bytes(flow_payload)[schedule.flow]
     nis = topology.nis_per_node
     ep = topology.node_endpoints
     src_ep = ep[schedule.src, _ni_slots(schedule.step, schedule.src, nis)]
@@ -283,10 +373,16 @@ def prepare(topology: Topology, schedule: Schedule, nic: NicConfig, size_bytes: 
     within = schedule.flow if schedule.params.get("recv_ni_order") == "flow" else None
     dst_ep = ep[schedule.dst, _ni_slots(schedule.step, schedule.dst, nis, within)]
     ptr, idx = dependencies(schedule)
-    work, last = reduction_work(nic, schedule.op, payload)
-    return Prepared(schedule.src.astype(np.int64), schedule.dst.astype(np.int64), schedule.step.astype(np.int64),
-                    payload.astype(np.int64), nic.wire_bytes(payload), src_ep.astype(np.int64),
-                    dst_ep.astype(np.int64), ptr, idx, work, last)
+    if nic.reduction == "free":  # no work anywhere: one zero, seen as one per transfer
+        work = last = np.broadcast_to(np.zeros(1, np.int64), (schedule.num_transfers,))
+    else:
+        w_flow, l_flow = reduction_work(nic, np.full(schedule.num_flows, OP_REDUCE), flow_payload)
+        is_reduce = schedule.op == OP_REDUCE
+        work = np.where(is_reduce, w_flow[schedule.flow], 0)
+        last = np.where(is_reduce, l_flow[schedule.flow], 0)
+    small = np.int32 if topology.num_endpoints < 2**31 else np.int64
+    return Prepared(schedule.src, schedule.dst, schedule.step, payload.astype(np.int64), wire, src_ep.astype(small),
+                    dst_ep.astype(small), ptr, idx, work, last)
 
 
 @lru_cache(maxsize=64)
@@ -317,27 +413,55 @@ def check_times(prep: Prepared, start: np.ndarray, arrive: np.ndarray, issue_del
     if not np.isfinite(arrive).all():
         bad = int(np.nonzero(~np.isfinite(arrive))[0][0])
         raise RuntimeError(f"simulation lost transfer {bad}: it never arrived")
-    owner = np.repeat(np.arange(len(start)), np.diff(prep.dep_ptr))
-    late = start[owner] + 1e-6 < arrive[prep.dep_idx] + issue_delay
-    if late.any():
-        k = int(np.nonzero(late)[0][0])
-        raise RuntimeError(f"simulation broke a dependency: transfer {int(owner[k])} started at "
-                           f"{start[owner[k]]:.1f} before transfer {int(prep.dep_idx[k])} arrived at "
-                           f"{arrive[prep.dep_idx[k]]:.1f}")
+    k = _first_late(prep.dep_ptr, prep.dep_idx, np.asarray(start, np.float64), np.asarray(arrive, np.float64),
+                    float(issue_delay))
+    if k >= 0:
+        owner = int(np.searchsorted(prep.dep_ptr, k, side="right")) - 1
+        dep = int(prep.dep_idx[k])
+        raise RuntimeError(f"simulation broke a dependency: transfer {owner} started at "
+                           f"{start[owner]:.1f} before transfer {dep} arrived at {arrive[dep]:.1f}")
+
+
+@njit(cache=True)
+def _first_late(dep_ptr, dep_idx, start, arrive, issue_delay):
+    """The first dependency (index into ``dep_idx``) whose transfer started before it
+    arrived (within 1e-6 cycles), or -1."""
+    for i in range(dep_ptr.shape[0] - 1):
+        for k in range(dep_ptr[i], dep_ptr[i + 1]):
+            if start[i] + 1e-6 < arrive[dep_idx[k]] + issue_delay:
+                return k
+    return -1
 
 
 @njit(cache=True)
 def _busy_cycles(node, start, sent, num_nodes):
-    """Per node, the length of the union of its [start, sent] intervals (sorted by node, then start)."""
+    """Per node, the length of the union of its [start, sent] intervals, taken in order of
+    start (ties in schedule order)."""
+    t = node.shape[0]
+    ptr = np.zeros(num_nodes + 1, np.int64)
+    for i in range(t):
+        ptr[node[i] + 1] += 1
+    for v in range(num_nodes):
+        ptr[v + 1] += ptr[v]
+    mine = np.empty(t, np.int64)  # each node's transfers, in schedule order
+    fill = ptr[:-1].copy()
+    for i in range(t):
+        mine[fill[node[i]]] = i
+        fill[node[i]] += 1
     busy = np.zeros(num_nodes)
-    reach = -np.inf
-    for k in range(node.shape[0]):
-        if k == 0 or node[k] != node[k - 1]:
-            reach = -np.inf
-        lo = max(start[k], reach)
-        if sent[k] > lo:
-            busy[node[k]] += sent[k] - lo
-        reach = max(reach, sent[k])
+    for v in range(num_nodes):
+        ids = mine[ptr[v]:ptr[v + 1]]
+        st = np.empty(ids.shape[0])
+        for k in range(ids.shape[0]):
+            st[k] = start[ids[k]]
+        by_start = np.argsort(st, kind="mergesort")
+        reach = -np.inf
+        for k in range(ids.shape[0]):
+            i = ids[by_start[k]]
+            lo = max(start[i], reach)
+            if sent[i] > lo:
+                busy[v] += sent[i] - lo
+            reach = max(reach, sent[i])
     return busy
 
 
@@ -345,9 +469,18 @@ def _idle_fraction(prep: Prepared, start: np.ndarray, sent: np.ndarray, num_node
     """Per node, the share of the run in which none of its NIs was sending."""
     if total <= 0:
         return tuple(0.0 for _ in range(num_nodes))
-    order = np.lexsort((start, prep.src_node))
-    busy = _busy_cycles(prep.src_node[order], start[order], sent[order], num_nodes)
+    busy = _busy_cycles(prep.src_node, np.asarray(start, np.float64), np.asarray(sent, np.float64), num_nodes)
     return tuple(round(1.0 - float(b) / total, 6) for b in busy)
+
+
+@njit(cache=True)
+def _step_ends(step, arrive, num_steps):
+    """Per step, the last arrival of its transfers (0 for a step without any)."""
+    out = np.zeros(num_steps)
+    for i in range(step.shape[0]):
+        if arrive[i] > out[step[i]]:
+            out[step[i]] = arrive[i]
+    return out
 
 
 def message_run_bytes(schedule: Schedule, paths: PairRoutes) -> int:
@@ -423,13 +556,14 @@ def check_message_router(topology: Topology, routes: RouteTable | PairRoutes, ni
                           "only; use the flit level (model='flit') for virtual cut-through")
 
 
-def message_flow_control(topology: Topology, paths: PairRoutes, prep: Prepared, nic: NicConfig,
-                         network) -> tuple[Wormhole | None, np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
-    """What the message model takes from the flit-level network config: the wormhole
-    description (VC classes and counts, head latencies, buffers; ``None`` without a
-    network config: a pure fluid), each transfer's NI injection rate in bytes/cycle, and
-    the VCs its packets share with other transfers' as ``(resources per transfer,
-    capacities)`` for :func:`nic.message_sim.simulate_transfers` (or ``None``).
+def route_flow_control(topology: Topology, paths: PairRoutes, nic: NicConfig,
+                       network) -> tuple[RouteWormhole | None, np.ndarray, np.ndarray | None]:
+    """What the message model takes from the flit-level network config, per link: the
+    wormhole description (VC classes and counts, buffers, the tail flit's slot per
+    injection link; ``None`` without a network config: a pure fluid), the rate an NI
+    injects at when its route starts with each link, in bytes/cycle, and the capacity of
+    each (link, VC class) the transfers' packets share after the injection hop, or ``None``
+    (for :func:`nic.message_sim.simulate_routes`).
 
     Per-packet flow control with one VC per class re-allocates that VC for every packet:
     the head of the next packet waits for the route and VC allocation stages after the
@@ -440,9 +574,8 @@ def message_flow_control(topology: Topology, paths: PairRoutes, prep: Prepared, 
     flows also get the wormhole's head-of-line rule (:data:`nic.message_sim.HEAD_OF_LINE_LIMIT`):
     a router input port holds packets for more than one output.
     """
-    links = np.asarray(paths.links, np.int64)
-    inject_bw = topology.link_bytes_per_cycle[links[:, 0]].astype(np.float64)
-    ni_bw = inject_bw
+    link_bw = topology.link_bytes_per_cycle.astype(np.float64)
+    ni_bw = link_bw
     if network is None or not hasattr(network, "num_vcs"):
         return None, ni_bw, None
     check_message_router(topology, paths, nic, network)
@@ -454,11 +587,39 @@ def message_flow_control(topology: Topology, paths: PairRoutes, prep: Prepared, 
     if not nic.bulk and vcs == 1:
         ni_bw = ni_bw * packet_flits / (packet_flits + bubble)
         # one resource per (link, VC class) after the injection hop, at the bubbled rate
-        cls = paths.vc_class.astype(np.int64)
-        res = np.where(links >= 0, links * classes + cls, -1)
+        shared = np.repeat(link_bw, classes) * packet_flits / (packet_flits + bubble)
+    per_hop_vcs = 1 if nic.bulk else vcs  # one packet holds one VC per hop; packets of a flow spread over all
+    wormhole = RouteWormhole(
+        num_vc_classes=classes, vcs_per_class=vcs, hold_vcs=nic.bulk,
+        hop_buffer_bytes=float(per_hop_vcs * int(network.vc_depth_flits) * nic.flit_bytes),
+        # per-packet flows queue packets for two outputs in one input port
+        head_of_line_limit=0.0 if nic.bulk else HEAD_OF_LINE_LIMIT,
+        # with one VC per class, packets fill a link of one class at the re-allocation rate above
+        saturated_share=packet_flits / (packet_flits + bubble) if not nic.bulk and vcs == 1 else 1.0,
+        # a flit crosses a link in one cycle, or ser cycles on a link narrower than a flit
+        tail_slot_cycles=np.maximum(1.0, nic.flit_bytes / link_bw))
+    return wormhole, ni_bw, shared
+
+
+def message_flow_control(topology: Topology, paths: PairRoutes, prep: Prepared, nic: NicConfig,
+                         network) -> tuple[Wormhole | None, np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
+    """:func:`route_flow_control` as per-transfer arrays, for
+    :func:`nic.message_sim.simulate_transfers`: the wormhole description (``None``: a pure
+    fluid), each transfer's NI injection rate in bytes/cycle, and the VCs its packets share
+    with other transfers' as ``(resources per transfer, capacities)`` (or ``None``).
+    :func:`run_message` holds none of these arrays (it runs
+    :func:`nic.message_sim.simulate_routes`, which derives them transfer by transfer)."""
+    route_wh, ni_link, shared_cap = route_flow_control(topology, paths, nic, network)
+    links = np.asarray(paths.links, np.int64)
+    ni_bw = ni_link[links[:, 0]]
+    if route_wh is None:
+        return None, ni_bw, None
+    classes = route_wh.num_vc_classes
+    shared = None
+    if shared_cap is not None:
+        res = np.where(links >= 0, links * classes + paths.vc_class.astype(np.int64), -1)
         res[:, 0] = -1
-        cap = np.repeat(topology.link_bytes_per_cycle.astype(np.float64), classes) * packet_flits / (packet_flits + bubble)
-        shared = (res, cap)
+        shared = (res, shared_cap)
     link_lat = topology.link_latency_cycles.astype(np.float64)
     rd = router_delay_cycles(network)
     head_lat = np.zeros(links.shape)
@@ -467,18 +628,25 @@ def message_flow_control(topology: Topology, paths: PairRoutes, prep: Prepared, 
         head_lat[:, h] = head_lat[:, h - 1] + np.where(prev >= 0, link_lat[np.maximum(prev, 0)], 0.0) + rd
     in_port = np.full(links.shape, -1, dtype=np.int64)
     in_port[:, 1:] = links[:, :-1]
-    per_hop_vcs = 1 if nic.bulk else vcs  # one packet holds one VC per hop; packets of a flow spread over all
     wormhole = Wormhole(
-        vc_class=np.asarray(paths.vc_class, np.int64), head_latency_cycles=head_lat,
-        in_port=in_port, num_vc_classes=int(paths.num_vc_classes), vcs_per_class=vcs, hold_vcs=nic.bulk,
-        hop_buffer_bytes=float(per_hop_vcs * int(network.vc_depth_flits) * nic.flit_bytes),
-        # per-packet flows queue packets for two outputs in one input port
-        head_of_line_limit=0.0 if nic.bulk else HEAD_OF_LINE_LIMIT,
-        # with one VC per class, packets fill a link of one class at the re-allocation rate above
-        saturated_share=packet_flits / (packet_flits + bubble) if not nic.bulk and vcs == 1 else 1.0,
-        # a flit crosses a link in one cycle, or ser cycles on a link narrower than a flit
-        tail_slot_cycles=np.maximum(1.0, nic.flit_bytes / inject_bw))
+        vc_class=np.asarray(paths.vc_class, np.int64), head_latency_cycles=head_lat, in_port=in_port,
+        num_vc_classes=classes, vcs_per_class=route_wh.vcs_per_class, hold_vcs=route_wh.hold_vcs,
+        hop_buffer_bytes=route_wh.hop_buffer_bytes, head_of_line_limit=route_wh.head_of_line_limit,
+        saturated_share=route_wh.saturated_share, tail_slot_cycles=route_wh.tail_slot_cycles[links[:, 0]])
     return wormhole, ni_bw, shared
+
+
+@njit(cache=True)
+def _link_bytes(links, wire_bytes, num_links):
+    """Bytes each link carried: every transfer's wire bytes on each link of its path (added
+    in transfer order, as ``np.bincount`` adds them)."""
+    out = np.zeros(num_links)
+    for i in range(links.shape[0]):
+        for h in range(links.shape[1]):
+            lk = links[i, h]
+            if lk >= 0:
+                out[lk] += wire_bytes[i]
+    return out
 
 
 def run_message(topology: Topology, prep: Prepared, nic: NicConfig, network, *,
@@ -488,30 +656,24 @@ def run_message(topology: Topology, prep: Prepared, nic: NicConfig, network, *,
     bytes each link carried. ``not_before``: per transfer, a cycle it may not start before
     (e.g. the flit level's start times, to compare the two networks on one start order)."""
     paths = transfer_routes(topology, prep, network, routes)
-    links = np.asarray(paths.links, np.int64)
-    length = np.asarray(paths.length, np.int64)
-    lat = path_latency_cycles(topology, paths, router_delay_cycles(network))
-    nl = topology.num_links
-    wormhole, ni_bw, shared = message_flow_control(topology, paths, prep, nic, network)
+    wormhole, ni_bw, shared = route_flow_control(topology, paths, nic, network)
     # The sending NI is whichever of the node's NIs is free (the NI count limits a node's
-    # concurrent sends), so the injection hop is a private link per transfer at the NI's
-    # bandwidth rather than one particular NI's link.
-    private = links.copy()
-    private[:, 0] = nl + np.arange(len(links))
-    times = simulate_transfers(
+    # concurrent sends), so the injection hop is a private resource per transfer at the NI's
+    # bandwidth rather than one particular NI's link (simulate_routes).
+    times = simulate_routes(
         src_node=prep.src_node, step=prep.step, wire_bytes=prep.wire_bytes, dep_ptr=prep.dep_ptr,
-        dep_idx=prep.dep_idx, path_links=private, path_len=length, path_latency_cycles=lat,
-        link_bytes_per_cycle=np.concatenate([topology.link_bytes_per_cycle, ni_bw]), num_nodes=topology.num_nodes,
+        dep_idx=prep.dep_idx, links=paths.links, path_len=paths.length, vc_class=paths.vc_class,
+        link_bytes_per_cycle=topology.link_bytes_per_cycle, link_latency_cycles=topology.link_latency_cycles,
+        router_delay_cycles=router_delay_cycles(network), ni_bytes_per_cycle=ni_bw, num_nodes=topology.num_nodes,
         nis_per_node=topology.nis_per_node, policy=nic.policy, **nic_delays(nic),
-        wormhole=wormhole, shared_resources=None if shared is None else shared[0],
-        shared_capacity=None if shared is None else shared[1], not_before=not_before,
-        step_priority=nic.prioritised and honours_priority(network), dst_node=prep.dst_node, reduce_work_cycles=prep.reduce_work,
-        reduce_last_cycles=prep.reduce_last, reduce_latency_cycles=nic.reduce_latency_cycles,
+        wormhole=wormhole, shared_classes=shared is not None, shared_capacity=shared, not_before=not_before,
+        step_priority=nic.prioritised and honours_priority(network), dst_node=prep.dst_node,
+        reduce_work_cycles=None if nic.reduction == "free" else prep.reduce_work,
+        reduce_last_cycles=None if nic.reduction == "free" else prep.reduce_last,
+        reduce_latency_cycles=nic.reduce_latency_cycles,
         reduce_mode=REDUCTION_MODES[nic.reduction], tx_buffer_bytes=float(nic.tx_buffer_flits * nic.flit_bytes),
     )
-    valid = links >= 0
-    link_bytes = np.bincount(links[valid], weights=np.repeat(prep.wire_bytes, valid.sum(axis=1)), minlength=nl)
-    return times, link_bytes
+    return times, _link_bytes(paths.links, np.asarray(prep.wire_bytes, np.float64), topology.num_links)
 
 
 def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | None = None, network=None,
@@ -529,19 +691,23 @@ def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | 
     seed = check_seed(seed, "seed")
     if model not in MODELS:
         raise ConfigError(f"model {model!r} is unknown; choose one of {', '.join(MODELS)}")
-    prep = prepare(topology, schedule, nic, size_bytes)
-    paths = None
-    if model == "message":
-        paths = transfer_routes(topology, prep, network, routes)
-        check_run_bytes(topology, schedule, paths)
-    risk = ""
-    if network is not None and hasattr(network, "num_vcs"):  # VC routers: run the dependency check first
-        risk = deadlock_risk(topology, schedule, paths if paths is not None else route_pairs(
-            topology, prep.src_ep, prep.dst_ep, network.routing, dateline=network.dateline,
-            vc_rule=getattr(network, "vc_class_rule", "dateline")))
-        if risk:
-            warnings.warn(risk, DeadlockRiskWarning, stacklevel=2)
-    verified = _verified(schedule, int(seed))
+    # the schedule is verified step by step (on a second core, when there is one) while it is
+    # laid out, routed and its channel dependencies checked; any error of those comes first
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify") as side:
+        verifying = side.submit(_verified, schedule, int(seed))
+        prep = prepare(topology, schedule, nic, size_bytes)
+        paths = None
+        if model == "message":
+            paths = transfer_routes(topology, prep, network, routes)
+            check_run_bytes(topology, schedule, paths)
+        risk = ""
+        if network is not None and hasattr(network, "num_vcs"):  # VC routers: run the dependency check first
+            risk = deadlock_risk(topology, schedule, paths if paths is not None else route_pairs(
+                topology, prep.src_ep, prep.dst_ep, network.routing, dateline=network.dateline,
+                vc_rule=getattr(network, "vc_class_rule", "dateline")))
+            if risk:
+                warnings.warn(risk, DeadlockRiskWarning, stacklevel=2)
+        verified = verifying.result()
     if model == "flit":
         from nic.flit_cosim import run_flit  # noqa: PLC0415 (needs the flit-level network)
 
@@ -577,8 +743,7 @@ def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | 
                          dst_ep=np.asarray(prep.dst_ep), payload_bytes=np.asarray(prep.payload_bytes),
                          links=np.asarray(route.links))
     total = float(arrive.max()) if arrive.size else 0.0
-    step_end = np.full(schedule.num_steps, 0.0)
-    np.maximum.at(step_end, prep.step, arrive)
+    step_end = _step_ends(prep.step, np.asarray(arrive, np.float64), schedule.num_steps)
     router = topology.is_router_link
     util = link_bytes / topology.link_bytes_per_cycle / total if total > 0 else np.zeros(topology.num_links)
     b = bounds(topology, int(size_bytes))
@@ -627,5 +792,5 @@ def ring_allreduce_cycles(n: int, size_bytes: float, link_bytes_per_cycle: float
 
 
 __all__ = ["MAX_RUN_BYTES", "MODELS", "VARIANTS", "VARIANT_NIC", "NicConfig", "Prepared", "check_run_bytes", "check_size", "check_times",
-           "dependencies", "message_flow_control", "message_run_bytes", "prepare", "transfer_routes",
+           "dependencies", "message_flow_control", "message_run_bytes", "prepare", "route_flow_control", "transfer_routes",
            "ring_allreduce_cycles", "router_delay_cycles", "run_message", "simulate_allreduce"]

@@ -211,6 +211,11 @@ class PairRoutes:
         return int(self.links.shape[1])
 
 
+# route_pairs numbers the router pairs in a table of all R*R pairs while R*R is at most four
+# per pair asked for plus this many (else it sorts the pairs' keys)
+PAIR_TABLE_SLACK = 1 << 22
+
+
 def route_pairs(topology: Topology, src: np.ndarray, dst: np.ndarray, algorithm: str = "auto", *,
                 dateline: bool = True, vc_rule: str = "dateline",
                 tie_signs: tuple[int, ...] | None = None) -> PairRoutes:
@@ -239,26 +244,72 @@ def route_pairs(topology: Topology, src: np.ndarray, dst: np.ndarray, algorithm:
         raise ConfigError(f"routing 'dor' needs a ring, mesh, torus or hypercube, not {topology.name}")
     classes = 2 if (dateline and topology.wrap) else 1
     ep_router = topology.endpoint_router.astype(np.int64)
-    rkey = ep_router[src] * topology.num_routers + ep_router[dst]
-    keys, inverse = np.unique(rkey, return_inverse=True)
+    r = topology.num_routers
+    pair_id = np.empty(src.size, np.int32 if src.size < 2**31 - 1 else np.int64)
+    if r * r <= 4 * src.size + PAIR_TABLE_SLACK:  # the router pairs counted in a table of them all
+        first = np.full(r * r, -1, pair_id.dtype)
+        keys = _distinct_pairs(ep_router, src, dst, r, first, pair_id)
+        del first
+    else:
+        keys, inverse = np.unique(ep_router[src] * r + ep_router[dst], return_inverse=True)
+        pair_id[:] = inverse.reshape(-1)
+        del inverse
     args = _dor_setup(topology, dateline and topology.wrap, tie_signs, vc_rule)
-    rl, rv, rlen = _dor_pairs_kernel(keys // topology.num_routers, keys % topology.num_routers, *args)
-    same = src == dst
-    length = np.where(same, 0, rlen[inverse] + 2).astype(np.int16)
-    width = max(int(length.max(initial=0)), 1)
+    rl, rv, rlen = _dor_pairs_kernel(keys // r, keys % r, *args)
+    width = max(_pair_width(src, dst, pair_id, rlen), 1)
     links = np.full((src.size, width), -1, dtype=np.int32)
     vcs = np.zeros((src.size, width), dtype=np.int8)
-    rw = min(rl.shape[1], width - 2) if width > 2 else 0
-    links[:, 1:1 + rw] = rl[inverse, :rw]
-    vcs[:, 1:1 + rw] = rv[inverse, :rw]
-    rows = np.nonzero(~same)[0]
-    links[rows, 0] = topology.inject_link[src[rows]]
-    links[rows, length[rows].astype(np.int64) - 1] = topology.eject_link[dst[rows]]
-    vcs[rows, length[rows].astype(np.int64) - 1] = 0
-    links[same] = -1
-    vcs[same] = 0
+    length = np.zeros(src.size, dtype=np.int16)
+    _fill_pair_paths(src, dst, pair_id, rl, rv, rlen, topology.inject_link.astype(np.int64),
+                     topology.eject_link.astype(np.int64), links, vcs, length)
     algo = "dor" if classes == 2 or not topology.wrap else "dor-no-dateline"
     return PairRoutes(algo, links, vcs, length, classes)
+
+
+@njit(cache=True)
+def _distinct_pairs(ep_router, src, dst, r, first, pair_id):
+    """Number the distinct router pairs of the endpoint pairs (in order of first appearance:
+    ``pair_id``) and return their keys ``router_a * r + router_b``; ``first`` (int[r*r],
+    all -1) is scratch."""
+    keys = np.empty(min(src.shape[0], r * r), np.int64)
+    nk = 0
+    for p in range(src.shape[0]):
+        key = ep_router[src[p]] * r + ep_router[dst[p]]
+        k = first[key]
+        if k < 0:
+            k = nk
+            first[key] = k
+            keys[nk] = key
+            nk += 1
+        pair_id[p] = k
+    return keys[:nk].copy()
+
+
+@njit(cache=True)
+def _pair_width(src, dst, pair_id, rlen):
+    """The longest path (injection and ejection links included) of the pairs; 0 without any."""
+    w = 0
+    for p in range(src.shape[0]):
+        if src[p] != dst[p]:
+            w = max(w, rlen[pair_id[p]] + 2)
+    return w
+
+
+@njit(cache=True)
+def _fill_pair_paths(src, dst, pair_id, rl, rv, rlen, inject_link, eject_link, links, vcs, length):
+    """Each pair's path: its NI's injection link, its router pair's path, the ejection link
+    (class 0); nothing for a pair that goes nowhere."""
+    for p in range(src.shape[0]):
+        if src[p] == dst[p]:
+            continue
+        k = pair_id[p]
+        n = rlen[k]
+        links[p, 0] = inject_link[src[p]]
+        for h in range(n):
+            links[p, 1 + h] = rl[k, h]
+            vcs[p, 1 + h] = rv[k, h]
+        links[p, n + 1] = eject_link[dst[p]]
+        length[p] = n + 2
 
 
 # --------------------------------------------------------------------------------------

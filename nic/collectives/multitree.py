@@ -61,14 +61,15 @@ def _mark(links, lo, hi, used, stamp):
 @njit(cache=True)
 def _has_outside_candidate(p, in_tree_row, cand_off, cand_node):
     for j in range(cand_off[p], cand_off[p + 1]):
-        if not in_tree_row[cand_node[j]]:
+        c = cand_node[j]
+        if not in_tree_row[c >> 3] & (1 << (c & 7)):
             return True
     return False
 
 
 @njit(cache=True)
 def build_trees(n, cand_off, cand_node, fwd_off, fwd_links, rev_off, rev_links, num_links, kary, max_steps,
-                first_order, order, last_root_ends_step):
+                first_order, order, last_root_ends_step, front, new_nodes):
     """Grow the N trees. Returns (edge_tree, edge_child, edge_parent, edge_step, steps).
 
     Roots take turns in ``first_order`` in the very first round, in ``order`` in every
@@ -76,6 +77,10 @@ def build_trees(n, cand_off, cand_node, fwd_off, fwd_links, rev_off, rev_links, 
     (the public implementation's rule), when the last root of a round adds nothing.
     Edges come out in the order they were added. ``steps`` < 0 means the construction
     stalled (a step added nothing: the topology is disconnected) or hit ``max_steps``.
+    ``front`` and ``new_nodes`` (int[N, N], any integer type that holds node ids; int16
+    halves their memory while the nodes fit) are scratch: per tree, the parents that may
+    still have children and the nodes added in the current step. Tree membership is a bit
+    per node.
     """
     total = n * (n - 1)
     e_tree = np.empty(total, np.int32)
@@ -83,14 +88,12 @@ def build_trees(n, cand_off, cand_node, fwd_off, fwd_links, rev_off, rev_links, 
     e_parent = np.empty(total, np.int32)
     e_step = np.empty(total, np.int32)
     ne = 0
-    in_tree = np.zeros((n, n), np.bool_)
-    front = np.empty((n, n), np.int32)  # per tree: parents that may still have children
+    in_tree = np.zeros((n, (n + 7) >> 3), np.uint8)  # per tree, a bit per node
     front_len = np.zeros(n, np.int32)
-    new_nodes = np.empty((n, n), np.int32)  # per tree: nodes added in the current step
     new_len = np.zeros(n, np.int32)
     size = np.ones(n, np.int32)
     for t in range(n):
-        in_tree[t, t] = True
+        in_tree[t, t >> 3] |= 1 << (t & 7)
         front[t, 0] = t
         front_len[t] = 1 if n > 1 else 0
     ptr = np.zeros(n, np.int32)
@@ -143,7 +146,7 @@ def build_trees(n, cand_off, cand_node, fwd_off, fwd_links, rev_off, rev_links, 
                     if send_cnt[p] < cap:
                         for j in range(cand_off[p], cand_off[p + 1]):
                             c = cand_node[j]
-                            if in_tree[t, c] or recv_cnt[c] >= cap:
+                            if in_tree[t, c >> 3] & (1 << (c & 7)) or recv_cnt[c] >= cap:
                                 continue
                             if not _links_free(fwd_links, fwd_off[j], fwd_off[j + 1], used, step):
                                 continue
@@ -153,7 +156,7 @@ def build_trees(n, cand_off, cand_node, fwd_off, fwd_links, rev_off, rev_links, 
                             _mark(rev_links, rev_off[j], rev_off[j + 1], used, step)
                             send_cnt[p] += 1
                             recv_cnt[c] += 1
-                            in_tree[t, c] = True
+                            in_tree[t, c >> 3] |= 1 << (c & 7)
                             size[t] += 1
                             new_nodes[t, new_len[t]] = c
                             new_len[t] += 1
@@ -318,8 +321,10 @@ def multitree_trees(topology: Topology, nis: int | None = None, tree_order: str 
     kary = nis + 1
     arrays = candidates(topology) if tree_order == "ours" else paper_candidates(topology)
     first, later = _root_orders(topology, tree_order)
+    # (allocated here, where large arrays get huge pages: each tree's row is reached at random)
+    scratch = [np.empty((n, n), np.int16 if n < 2**15 else np.int32) for _ in range(2)]
     tree, child, parent, tstep, steps = build_trees(n, *arrays, topology.num_links, kary, max(4 * n * n, 16),
-                                                    first, later, tree_order == "paper")
+                                                    first, later, tree_order == "paper", *scratch)
     if steps < 0:
         raise ScheduleError(f"MultiTree construction stalled on {topology.name}: the topology is not connected")
     return tree, child, parent, tstep, int(steps)
@@ -342,11 +347,14 @@ def multitree(topology: Topology, nis: int | None = None, tree_order: str = "our
     n = topology.num_nodes
     nis_eff = topology.nis_per_node if nis is None else int(nis)
     tree, child, parent, tstep, steps = multitree_trees(topology, nis_eff, tree_order)
-    red = np.stack([steps - 1 - tstep, child, parent, tree, np.full_like(tree, OP_REDUCE)], axis=1)
-    gat = np.stack([steps + tstep, parent, child, tree, np.full_like(tree, OP_GATHER)], axis=1)
+    # reduce-scatter: each edge child -> parent at step T-1-t; all-gather: parent -> child at T+t
+    e = tree.shape[0]
+    step = np.concatenate([steps - 1 - tstep, steps + tstep]).astype(np.int32)
+    op = np.concatenate([np.full(e, OP_REDUCE, np.int8), np.full(e, OP_GATHER, np.int8)])
     per_step = np.bincount(tstep, minlength=steps).tolist() if steps else []
-    return Schedule.from_transfers(
-        "multitree", topology.name, n, nis_eff, n, np.concatenate([red, gat]),
+    return Schedule.from_columns(
+        "multitree", topology.name, n, nis_eff, n, step, np.concatenate([child, parent]),
+        np.concatenate([parent, child]), np.concatenate([tree, tree]), op,
         params={"construction_steps": steps, "edges_per_step": per_step, "kary": nis_eff + 1,
                 "tree_order": tree_order},
     )

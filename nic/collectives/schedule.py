@@ -17,10 +17,12 @@ transfers of earlier steps; :func:`nic.collectives.verify` checks all of that on
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 
 from nic.scheduler import OP_GATHER, OP_REDUCE
 from noc.errors import HwModelsError
@@ -77,13 +79,27 @@ class Schedule:
         """
         arr = np.asarray(list(transfers) if not isinstance(transfers, np.ndarray) else transfers, dtype=np.int64)
         arr = arr.reshape(-1, 5)
-        _check_ranges(arr, num_nodes, num_flows)
-        arr = arr[_canonical_order(arr, num_nodes, num_flows)]
+        return cls.from_columns(algorithm, topology, num_nodes, nis_per_node, num_flows, arr[:, 0], arr[:, 1],
+                                arr[:, 2], arr[:, 3], arr[:, 4], params)
+
+    @classmethod
+    def from_columns(cls, algorithm: str, topology: str, num_nodes: int, nis_per_node: int, num_flows: int,
+                     step: np.ndarray, src: np.ndarray, dst: np.ndarray, flow: np.ndarray, op: np.ndarray,
+                     params: dict | None = None) -> "Schedule":
+        """:meth:`from_transfers` from the five columns (integer arrays of one length): put in
+        canonical order one column at a time, so a large schedule is built without a copy of
+        all its transfers at once."""
+        cols = [np.asarray(c).reshape(-1) for c in (step, src, dst, flow, op)]
+        if len({c.shape[0] for c in cols}) != 1:
+            raise ScheduleError(f"step, src, dst, flow and op must have one length, got {[c.shape[0] for c in cols]}")
+        _check_ranges(cols, num_nodes, num_flows)
+        order = _canonical_order(cols, num_nodes, num_flows)
+        out = []
+        for c, dt in zip(cols, (np.int32, np.int32, np.int32, np.int32, np.int8)):
+            out.append(np.asarray(c, dtype=dt) if order is None else np.asarray(c[order], dtype=dt))
         return cls(algorithm=algorithm, topology=topology, num_nodes=int(num_nodes),
                    nis_per_node=int(nis_per_node), num_flows=int(num_flows),
-                   step=arr[:, 0].astype(np.int32), src=arr[:, 1].astype(np.int32),
-                   dst=arr[:, 2].astype(np.int32), flow=arr[:, 3].astype(np.int32),
-                   op=arr[:, 4].astype(np.int8), params=dict(params or {}))
+                   step=out[0], src=out[1], dst=out[2], flow=out[3], op=out[4], params=dict(params or {}))
 
     # ---- sizes -------------------------------------------------------------------
     @property
@@ -187,45 +203,130 @@ class Schedule:
             raise ScheduleError(f"schedule JSON does not parse: {exc}") from None
         return cls.from_dict(d)
 
-    def _key(self) -> tuple:
-        return (self.algorithm, self.topology, self.num_nodes, self.nis_per_node, self.num_flows,
-                self.step.tobytes(), self.src.tobytes(), self.dst.tobytes(), self.flow.tobytes(),
-                self.op.tobytes())
+    def _meta(self) -> tuple:
+        return (self.algorithm, self.topology, self.num_nodes, self.nis_per_node, self.num_flows)
+
+    def _arrays(self) -> tuple[np.ndarray, ...]:
+        return (self.step, self.src, self.dst, self.flow, self.op)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Schedule) and self._key() == other._key()
+        if not isinstance(other, Schedule):
+            return False
+        if self is other:
+            return True
+        return self._meta() == other._meta() and all(
+            a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(self._arrays(), other._arrays()))
 
     def __hash__(self) -> int:
-        return hash(self._key())
+        # the transfers' digest, computed once (without copying them: a schedule may be large)
+        h = self.__dict__.get("_hash")
+        if h is None:
+            d = hashlib.blake2b(repr(self._meta()).encode(), digest_size=8)
+            for a in self._arrays():
+                d.update(str(a.dtype).encode())
+                d.update(memoryview(np.ascontiguousarray(a)).cast("B"))
+            h = int.from_bytes(d.digest(), "little", signed=True)
+            object.__setattr__(self, "_hash", h)
+        return h
 
     def __repr__(self) -> str:
         return (f"Schedule({self.algorithm!r} on {self.topology!r}: {self.num_nodes} nodes, "
                 f"{self.num_flows} flows, {self.num_steps} steps, {self.num_transfers} transfers)")
 
 
-def _canonical_order(arr: np.ndarray, num_nodes: int, num_flows: int) -> np.ndarray:
-    """The stable order by (step, src, flow, op, dst): one sort of a combined key when it
-    fits in 63 bits, else a sort by the five columns."""
-    steps = int(arr[:, 0].max()) + 1 if len(arr) else 1
+# the canonical order is found by counting transfers per (step, src) while there are at most
+# four such groups per transfer plus this many (else by sorting keys)
+_COUNTING_SLACK = 1 << 20
+
+
+def _canonical_order(cols: list[np.ndarray], num_nodes: int, num_flows: int) -> np.ndarray | None:
+    """The stable order by (step, src, flow, op, dst), or None when the transfers are in it
+    already: a counting sort by (step, src) with each such group sorted by the rest when
+    the groups are few enough, else one sort of a combined key when it fits in 63 bits,
+    else a sort by the five columns."""
+    step, src, dst, flow, op = cols
+    t = step.shape[0]
+    if t == 0:
+        return None
+    steps = int(step.max()) + 1
+    groups = steps * num_nodes
+    if groups <= 4 * t + _COUNTING_SLACK:
+        order = np.empty(t, np.int32 if t < 2**31 - 1 else np.int64)
+        start = np.zeros(groups + 1, np.int64)
+        if _group_order(step, src, dst, flow, op, num_nodes, num_flows, start, order):
+            return None
+        return order
     if steps * num_nodes * num_flows * 2 * num_nodes < 1 << 62:
-        key = (((arr[:, 0] * num_nodes + arr[:, 1]) * num_flows + arr[:, 3]) * 2 + arr[:, 4]) * num_nodes + arr[:, 2]
+        a = [c.astype(np.int64) for c in cols]
+        key = (((a[0] * num_nodes + a[1]) * num_flows + a[3]) * 2 + a[4]) * num_nodes + a[2]
         return np.argsort(key, kind="stable")
-    return np.lexsort((arr[:, 2], arr[:, 4], arr[:, 3], arr[:, 1], arr[:, 0]))
+    return np.lexsort((dst, op, flow, src, step))
 
 
-def _check_ranges(arr: np.ndarray, num_nodes: int, num_flows: int) -> None:
+@njit(cache=True)
+def _group_order(step, src, dst, flow, op, n, nf, start, order):
+    """Fill ``order`` with the canonical order (counting sort by (step, src), then each group
+    by (flow, op, dst), stable); returns True (and leaves ``order`` unset) when the
+    transfers are in that order already."""
+    t = step.shape[0]
+    in_order = True
+    for i in range(1, t):
+        a = ((step[i - 1] * n + src[i - 1]) * nf + flow[i - 1]) * 2 + op[i - 1]
+        b = ((step[i] * n + src[i]) * nf + flow[i]) * 2 + op[i]
+        if a > b or (a == b and dst[i - 1] > dst[i]):
+            in_order = False
+            break
+    if in_order:
+        return True
+    for i in range(t):
+        start[step[i] * n + src[i] + 1] += 1
+    for g in range(start.shape[0] - 1):
+        start[g + 1] += start[g]
+    for i in range(t):
+        g = step[i] * n + src[i]
+        order[start[g]] = i
+        start[g] += 1
+    lo = 0
+    for g in range(start.shape[0] - 1):  # start[g] is now the end of group g
+        hi = start[g]
+        if hi - lo <= 16:  # insertion sort by (flow, op, dst), stable
+            for a in range(lo + 1, hi):
+                x = order[a]
+                kx = (flow[x] * 2 + op[x]) * n + dst[x]
+                b = a - 1
+                while b >= lo and (flow[order[b]] * 2 + op[order[b]]) * n + dst[order[b]] > kx:
+                    order[b + 1] = order[b]
+                    b -= 1
+                order[b + 1] = x
+        else:
+            key = np.empty(hi - lo, np.int64)
+            for a in range(lo, hi):
+                x = order[a]
+                key[a - lo] = (flow[x] * 2 + op[x]) * n + dst[x]
+            perm = np.argsort(key, kind="mergesort")
+            seg = order[lo:hi].copy()
+            for a in range(hi - lo):
+                order[lo + a] = seg[perm[a]]
+        lo = hi
+    return False
+
+
+def _check_ranges(cols: list[np.ndarray], num_nodes: int, num_flows: int) -> None:
     if num_nodes < 1 or num_flows < 1:
         raise ScheduleError(f"a schedule needs num_nodes >= 1 and num_flows >= 1 (got {num_nodes}, {num_flows})")
     names = ("step", "src", "dst", "flow", "op")
-    limits = (None, num_nodes, num_nodes, num_flows, 2)
-    for col, (name, hi) in enumerate(zip(names, limits)):
-        v = arr[:, col]
-        bad = np.nonzero((v < 0) | ((v >= hi) if hi is not None else False))[0]
+    limits = (1 << 31, num_nodes, num_nodes, num_flows, 2)
+
+    def row(i: int) -> tuple:
+        return tuple(int(c[i]) for c in cols)
+
+    for name, v, hi in zip(names, cols, limits):
+        bad = np.nonzero((v < 0) | (v >= hi))[0] if v.size else []
         if len(bad):
             i = int(bad[0])
-            allowed = f"0..{hi - 1}" if hi is not None else ">= 0"
-            raise ScheduleError(f"transfer {i} {tuple(int(x) for x in arr[i])}: {name}={int(v[i])} out of range ({allowed})")
-    self_sends = np.nonzero(arr[:, 1] == arr[:, 2])[0]
+            allowed = f"0..{hi - 1}" if name != "step" else ">= 0 (and < 2**31)"
+            raise ScheduleError(f"transfer {i} {row(i)}: {name}={int(v[i])} out of range ({allowed})")
+    self_sends = np.nonzero(cols[1] == cols[2])[0]
     if len(self_sends):
         i = int(self_sends[0])
-        raise ScheduleError(f"transfer {i} {tuple(int(x) for x in arr[i])}: src == dst")
+        raise ScheduleError(f"transfer {i} {row(i)}: src == dst")

@@ -78,8 +78,8 @@ def verify(schedule: Schedule, *, num_elements: int | None = None, seed: int = 0
     m = 2 * s.num_flows + 1 if num_elements is None else int(num_elements)
     if m < s.num_flows:
         raise ScheduleError(f"num_elements={m} is smaller than the schedule's {s.num_flows} flows (a flow would be empty)")
-    order = None if times is None else _event_order(s, times)
-    if _fast_fault(s, m, seed, order) < 0:
+    fault = _fast_fault(s, m, seed, None) if times is None else _fast_fault_timed(s, m, seed, times)
+    if fault < 0:
         return VerifyReport(num_nodes=s.num_nodes, num_elements=m, transfers=s.num_transfers, steps=s.num_steps,
                             seed=seed)
     verify_exact(s, num_elements=m, seed=seed, times=times)
@@ -88,20 +88,31 @@ def verify(schedule: Schedule, *, num_elements: int | None = None, seed: int = 0
 
 
 def _instant(t: np.ndarray) -> np.ndarray:
-    """Times within 1e-6 cycles are one instant (as in nic.allreduce.check_times)."""
-    return np.round(t * 1e6) / 1e6
+    """Times within 1e-6 cycles are one instant (as in nic.allreduce.check_times):
+    ``round(t * 1e6) / 1e6``, in one array."""
+    x = np.multiply(t, 1e6, dtype=np.float64)
+    np.round(x, out=x)
+    x /= 1e6
+    return x
 
 
-def _event_order(s: Schedule, times) -> np.ndarray:
-    """Events of a timed run in processing order, as ``i`` (a start) or ``~i`` (an arrival):
-    by instant; in an instant arrivals first, then starts, then a transfer's own arrival
-    in the instant it started."""
+def _check_times_shape(s: Schedule, times) -> tuple[np.ndarray, np.ndarray]:
     start, arr = (np.asarray(x, dtype=np.float64) for x in times)
     t = s.num_transfers
     if start.shape != (t,) or arr.shape != (t,):
         raise ScheduleError(f"times must be two arrays of {t} transfers, got shapes {start.shape} and {arr.shape}")
     if not (np.isfinite(start).all() and np.isfinite(arr).all()):
         raise ScheduleError("times must be finite cycle counts (a transfer that never started or arrived?)")
+    return start, arr
+
+
+def _event_order(s: Schedule, times) -> np.ndarray:
+    """Events of a timed run in processing order, as ``i`` (a start) or ``~i`` (an arrival):
+    by instant; in an instant arrivals first, then starts, then a transfer's own arrival
+    in the instant it started. (:func:`verify` merges the starts and the arrivals, each
+    sorted, without this array: :func:`_timed_streams`.)"""
+    start, arr = _check_times_shape(s, times)
+    t = s.num_transfers
     i_start, i_arr = _instant(start), _instant(arr)
     at = np.concatenate([i_start, i_arr])
     kind = np.concatenate([np.ones(t, np.int8), np.where(i_arr <= i_start, 2, 0).astype(np.int8)])
@@ -111,48 +122,189 @@ def _event_order(s: Schedule, times) -> np.ndarray:
     return np.where(kind[order] == 1, ev, ~ev)
 
 
-def _fast_fault(s: Schedule, m: int, seed: int, order: np.ndarray | None) -> int:
-    """-1 when the schedule (in ``order``, or step by step) is a correct all-reduce, else
-    the index of the event (or transfer) where the compiled run found a fault."""
+def _index_dtype(t: int):
+    return np.int32 if t < 2**31 - 1 else np.int64
+
+
+def _timed_streams(s: Schedule, times):
+    """The events of a timed run as two sorted streams, for :func:`_merged_run`: the starts by
+    (instant, transfer), the arrivals by (instant, kind, transfer) with kind 0 (before the
+    instant's starts) or 2 (a transfer's own arrival in the instant it started, after them),
+    and the instants themselves."""
+    start, arr = _check_times_shape(s, times)
+    i_start = _instant(start)
+    i_arr = _instant(arr)
+    late = i_arr <= i_start  # kind 2
+    dt = _index_dtype(s.num_transfers)
+    by_start = np.argsort(i_start, kind="stable").astype(dt)
+    by_arrival = np.argsort(i_arr, kind="stable").astype(dt)
+    _kinds_in_order(by_arrival, i_arr, late)  # (instant, kind, transfer): np.lexsort((late, i_arr))
+    return i_start, i_arr, late, by_start, by_arrival
+
+
+@njit(cache=True)
+def _kinds_in_order(order, at, late):
+    """In ``order`` (sorted by ``at``, ties in index order), put each run of one instant's
+    kind-0 arrivals before its kind-2 ones, each in index order."""
+    t = order.shape[0]
+    lo = 0
+    while lo < t:
+        hi = lo + 1
+        mixed = False
+        while hi < t and at[order[hi]] == at[order[lo]]:
+            if late[order[hi]] != late[order[lo]]:
+                mixed = True
+            hi += 1
+        if mixed:
+            run = order[lo:hi].copy()
+            k = lo
+            for j in range(run.shape[0]):
+                if not late[run[j]]:
+                    order[k] = run[j]
+                    k += 1
+            for j in range(run.shape[0]):
+                if late[run[j]]:
+                    order[k] = run[j]
+                    k += 1
+        lo = hi
+
+
+def _verifier_data(s: Schedule, m: int, seed: int):
+    if s.num_transfers >= 2**31 - 1:
+        raise ScheduleError(f"{s.num_transfers:,} transfers are more than the compiled verifier's 32-bit indices hold")
     rng = np.random.default_rng(seed)
     acc = rng.integers(-(1 << 20), 1 << 20, size=(s.num_nodes, m), dtype=np.int64)
     bounds = s.chunk_bounds(m).astype(np.int64)
     width = int(np.diff(bounds).max(initial=1))
-    if order is None:
-        # a step's sends, then its arrivals: transfer i of the step [lo, hi) is event lo + i
-        # (its send) and hi + i (its arrival)
+    n, nf = s.num_nodes, s.num_flows
+    # per node and flow: nodes its partial sum holds, final value, has one, sent its partial
+    # sum; per transfer: its payload's slot once it started (allocated here, where large
+    # arrays get huge pages: the replay reaches them at random)
+    state = (np.ones((n, nf), np.int32), np.zeros((n, m), np.int64), np.zeros((n, nf), np.bool_),
+             np.zeros((n, nf), np.bool_), np.full(s.num_transfers, -1, np.int32))
+    return acc, bounds, width, state
+
+
+def _fast_fault(s: Schedule, m: int, seed: int, order: np.ndarray | None) -> int:
+    """-1 when the schedule (in ``order``, or step by step) is a correct all-reduce, else
+    the index of the event where the compiled run found a fault."""
+    acc, bounds, width, state = _verifier_data(s, m, seed)
+    if order is None:  # a step's sends, then its arrivals
         starts = np.searchsorted(s.step, np.arange(s.num_steps + 1)).astype(np.int64)
-        i = np.arange(s.num_transfers, dtype=np.int64)
-        order = np.empty(2 * s.num_transfers, dtype=np.int64)
-        order[starts[s.step] + i] = i
-        order[starts[s.step + 1] + i] = ~i
+        slots = max(int(np.diff(starts).max(initial=0)), 1)
+        return int(_events_run(_STEPPED, s.src, s.dst, s.flow, s.op, starts, _NONE, *_NO_STREAMS, acc, bounds,
+                               s.num_flows, slots, width, state))
     in_flight = np.cumsum(np.where(order >= 0, 1, -1))
     slots = max(int(in_flight.max(initial=0)), 1)
-    return int(_fast_run(s.src.astype(np.int64), s.dst.astype(np.int64), s.flow.astype(np.int64),
-                         s.op.astype(np.int64), order, acc, bounds, s.num_flows, slots, width))
+    return int(_events_run(_ORDERED, s.src, s.dst, s.flow, s.op, _NONE, np.asarray(order, np.int64), *_NO_STREAMS,
+                           acc, bounds, s.num_flows, slots, width, state))
+
+
+def _fast_fault_timed(s: Schedule, m: int, seed: int, times) -> int:
+    """:func:`_fast_fault` in simulated time (``times = (start, arrive)``), merging the sorted
+    starts and arrivals (:func:`_timed_streams`) rather than sorting all events at once."""
+    streams = _timed_streams(s, times)
+    slots = max(int(_most_in_flight(*streams)), 1)
+    acc, bounds, width, state = _verifier_data(s, m, seed)
+    return int(_events_run(_MERGED, s.src, s.dst, s.flow, s.op, _NONE, _NONE, *streams, acc, bounds, s.num_flows,
+                           slots, width, state))
+
+
+_STEPPED, _ORDERED, _MERGED = 0, 1, 2  # where _events_run takes its events from
+_NONE = np.zeros(0, np.int64)
+_NO_STREAMS = (np.zeros(0), np.zeros(0), np.zeros(0, np.bool_), np.zeros(0, np.int32), np.zeros(0, np.int32))
 
 
 @njit(cache=True)
-def _fast_run(src, dst, flow, op, order, acc, bounds, nf, slots, width):
+def _most_in_flight(i_start, i_arr, late, by_start, by_arrival):
+    """The most payloads in flight at once in a timed run (the verifier's slots). Events go
+    by (instant, kind, transfer), kinds 0 (an arrival), 1 (a start), 2 (a transfer's
+    arrival in its own start's instant): the start ``by_start[p]`` goes before the arrival
+    ``by_arrival[q]`` unless that one's instant is earlier, or the same with kind 0."""
+    t = by_start.shape[0]
+    p = 0
+    q = 0
+    in_flight = 0
+    most = 0
+    while p < t or q < t:
+        if q == t:
+            is_start = True
+        elif p == t:
+            is_start = False
+        else:
+            a = by_start[p]
+            b = by_arrival[q]
+            is_start = i_start[a] < i_arr[b] or (i_start[a] == i_arr[b] and late[b])
+        if is_start:
+            p += 1
+            in_flight += 1
+            most = max(most, in_flight)
+        else:
+            q += 1
+            in_flight -= 1
+    return most
+
+
+@njit(cache=True, nogil=True)  # it may run beside a simulation (nic.allreduce.simulate_allreduce)
+def _events_run(mode, src, dst, flow, op, starts, order, i_start, i_arr, late, by_start, by_arrival, acc, bounds, nf,
+                slots, width, state):
+    """Run the all-reduce's events on exact integers: a start captures its sender's state, an
+    arrival applies it at the receiver. The events come step by step (``_STEPPED``: each
+    step's starts, then its arrivals, ``starts`` the steps' first transfers), from ``order``
+    (``_ORDERED``: ``i`` a start, ``~i`` an arrival) or from the sorted starts and arrivals
+    of a timed run (``_MERGED``, merged as in :func:`_most_in_flight`). Per node and flow the state is the
+    number of nodes its partial sum holds, its final value, whether it has one and whether
+    it sent its partial sum (``state``, from :func:`_verifier_data`, with each transfer's
+    payload slot once it started). Returns -1, or the index of the event where a fault was
+    found (``2T`` at the final check)."""
     n, m = acc.shape
+    t = src.shape[0]
     expected = np.zeros(m, dtype=np.int64)
     for v in range(n):
         for e in range(m):
             expected[e] += acc[v, e]
-    count = np.ones((n, nf), dtype=np.int64)  # nodes each partial sum holds
-    final = np.zeros((n, m), dtype=np.int64)
-    has_final = np.zeros((n, nf), dtype=np.bool_)
-    sent_reduce = np.zeros((n, nf), dtype=np.bool_)
+    count, final, has_final, sent_reduce, slot_of = state
     pay = np.zeros((slots, width), dtype=np.int64)
     pay_count = np.zeros(slots, dtype=np.int64)
     free = np.arange(slots)[::-1].copy()  # a stack of free payload slots
     n_free = slots
-    slot_of = np.full(src.shape[0], -1, dtype=np.int64)
-    started = np.zeros(src.shape[0], dtype=np.bool_)
-    for k in range(order.shape[0]):
-        ev = order[k]
-        if ev >= 0:  # a start: capture the sender's state
-            i = ev
+    ks = 0  # stepped: the step, whether in its arrivals, the next transfer
+    arrivals = False
+    pos = starts[0] if mode == _STEPPED and starts.shape[0] > 0 else 0
+    p = 0  # merged: next start, next arrival
+    q = 0
+    for k in range(2 * t):
+        if mode == _STEPPED:
+            while pos == starts[ks + 1]:
+                if arrivals:
+                    ks += 1
+                    arrivals = False
+                else:
+                    arrivals = True
+                pos = starts[ks]
+            i = pos
+            pos += 1
+            is_start = not arrivals
+        elif mode == _ORDERED:
+            ev = order[k]
+            is_start = ev >= 0
+            i = ev if is_start else ~ev
+        else:  # the next start or the next arrival, as in _most_in_flight
+            if q == t:
+                is_start = True
+            elif p == t:
+                is_start = False
+            else:
+                a = by_start[p]
+                b = by_arrival[q]
+                is_start = i_start[a] < i_arr[b] or (i_start[a] == i_arr[b] and late[b])
+            if is_start:
+                i = by_start[p]
+                p += 1
+            else:
+                i = by_arrival[q]
+                q += 1
+        if is_start:  # capture the sender's state
             v, f = src[i], flow[i]
             lo, hi = bounds[f], bounds[f + 1]
             if n_free == 0:
@@ -160,7 +312,6 @@ def _fast_run(src, dst, flow, op, order, acc, bounds, nf, slots, width):
             n_free -= 1
             sl = free[n_free]
             slot_of[i] = sl
-            started[i] = True
             if op[i] == 0:  # REDUCE (nic.scheduler.OP_REDUCE)
                 if sent_reduce[v, f]:
                     return k
@@ -179,12 +330,11 @@ def _fast_run(src, dst, flow, op, order, acc, bounds, nf, slots, width):
             else:
                 return k
         else:  # an arrival: apply the payload
-            i = ~ev
-            if not started[i]:
+            sl = slot_of[i]
+            if sl < 0:  # it never started
                 return k
             d, f = dst[i], flow[i]
             lo, hi = bounds[f], bounds[f + 1]
-            sl = slot_of[i]
             if op[i] == 0:
                 if sent_reduce[d, f] or count[d, f] + pay_count[sl] > n:
                     return k
@@ -206,9 +356,9 @@ def _fast_run(src, dst, flow, op, order, acc, bounds, nf, slots, width):
                 elif count[v, f] == n:
                     got = acc[v, e]
                 else:
-                    return order.shape[0]
+                    return 2 * t
                 if got != expected[e]:
-                    return order.shape[0]
+                    return 2 * t
     return -1
 
 
