@@ -207,3 +207,36 @@ def test_training_points_refuse_bad_keys_naming_them():
     b = kind.validate({"training": {"workload": "resnet50", "algorithm": "ring2d", "policy": "WFBP", "batch": 16},
                        "network": {"nis_per_node": 1}})
     assert a == b
+
+
+def test_maddpg_accel_points_give_what_the_accelerator_model_gives(tmp_path, capsys):
+    """Points of kind maddpg_accel run maddpg.accel.model.simulate_update on the design they
+    name; one too large for the part is kept with fits = false and the resource named."""
+    from maddpg.accel.config import AccelConfig, spread_workload
+    from maddpg.accel.model import simulate_update
+    from maddpg.accel.parts import get_part
+
+    sweep = tmp_path / "acc.toml"
+    sweep.write_text('kind = "maddpg_accel"\n[base]\nagents = 3\npart = "u250"\n[axes]\n'
+                     '"accel.pe" = [2, 4096]\n"accel.interconnect" = ["ring", "crossbar"]\n')
+    store = tmp_path / "acc.sqlite"
+    code, _, err = run(["sweep", str(sweep), "--store", str(store), "--workers", "0"], capsys)
+    assert code == 0, err
+    rows = _rows(store)
+    assert len(rows) == 4
+    for r in rows:
+        cfg = AccelConfig.model_validate(r["config"]["accel"])
+        want = simulate_update(spread_workload(3), cfg, get_part("u250"))
+        m = r["metrics"]
+        assert (m["update_cycles"], m["dsp"], m["fits"], m["over"]) == (
+            want.update_cycles, want.resources.dsp, want.fits, want.over)
+        assert m["fits"] == (cfg.pe == 2) and (m["fits"] or m["over"])
+    kind = get_kind("maddpg_accel")
+    for point, message in [({"accel": {"pe": 2}}, "missing key 'agents'"),
+                           ({"agents": 1}, "key 'agents' = 1: must be an integer >= 2"),
+                           ({"agents": 3, "part": "u9"}, "key 'part'"),
+                           ({"agents": 3, "accel": {"pes": 2}}, "unknown key 'accel.pes'"),
+                           ({"agents": 3, "env": "simple_nothing"}, "key 'env' = 'simple_nothing'")]:
+        with pytest.raises(ConfigError) as info:
+            kind.validate(point, "p")
+        assert message in str(info.value) and str(info.value).startswith("p"), (point, str(info.value))

@@ -121,7 +121,7 @@ points = 50
 
 
 @pytest.mark.parametrize("text, message", [
-    ('kind = "x"', "kind = 'x': not a sweep kind; choose one of allreduce, noc_load, rtl_synth"),
+    ('kind = "x"', "kind = 'x': not a sweep kind; choose one of allreduce, maddpg_accel, noc_load, rtl_synth"),
     ('[axes]\na = [1]', "missing key 'kind'"),
     ('kind = "allreduce"\nbogus = 1', "unknown key 'bogus' (allowed: kind, description, store, base, axes, zip, sample)"),
     ('kind = "allreduce"\n[axes]\n"allreduce.size" = []', "[axes] allreduce.size = []: an empty list"),

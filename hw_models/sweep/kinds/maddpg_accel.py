@@ -1,0 +1,88 @@
+"""Sweep kind ``maddpg_accel``: one MADDPG update on one CPU–FPGA accelerator design, as
+``hw-models maddpg accel`` models each of its rows (docs/maddpg_accel.md).
+
+A point's keys: ``agents`` (required, >= 2), ``env`` (an MPE scenario the trainer offers;
+default ``simple_spread``), ``batch`` (default 1024), ``part`` (``u250``, ``u55c``,
+``zcu104``; default ``u250``) and an ``accel`` table of the design's config keys
+(:class:`maddpg.accel.config.AccelConfig`: ``pe``, ``lanes``, ``interconnect``, ``level``,
+``fixed_point_bits``, ``clock_mhz``, ...; the rest at their defaults).
+
+Metrics: ``update_cycles``, ``update_us``, ``samples_per_s``, ``fpga_cycles``,
+``transfer_cycles``, ``macs_per_engine``, ``fits`` (and ``over``: the most over-subscribed
+resource when it does not), the resources (``dsp``, ``bram36``, ``uram``, ``lut``, ``ff``),
+the critical-path cycles by phase (``<phase>_cycles``) and the exchanges' cycles with their
+bounds (``exchange_<name>_cycles``). A design that does not fit is a point with
+``fits = false``, not an error: a sweep over engine sizes finds where the part ends.
+"""
+
+from __future__ import annotations
+
+from hw_models.sweep.kinds import Kind, table_of
+from noc.errors import ConfigError
+
+POINT_KEYS = ("agents", "env", "batch", "part", "accel")
+
+
+def _workload(env: str, agents: int, batch: int):
+    from maddpg.accel.config import spread_workload, workload_for
+
+    return spread_workload(agents, batch) if env == "simple_spread" else workload_for(env, agents, batch)
+
+
+def validate(point: dict, source: str = "point") -> dict:
+    from maddpg.accel.config import AccelConfig
+    from maddpg.accel.parts import get_part
+    from maddpg.env import SCENARIOS
+    from noc.config import validate as validate_model
+
+    unknown = sorted(set(point) - set(POINT_KEYS))
+    if unknown:
+        raise ConfigError(f"{source}: unknown key {unknown[0]!r} (allowed: {', '.join(POINT_KEYS)})")
+    if "agents" not in point:
+        raise ConfigError(f"{source}: missing key 'agents' (the number of agents, e.g. 3)")
+    for key, low, default in (("agents", 2, None), ("batch", 1, 1024)):
+        v = point.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise ConfigError(f"{source}: key {key!r} = {v!r}: must be an integer >= {low}")
+    env = point.get("env", "simple_spread")
+    if env not in SCENARIOS:
+        raise ConfigError(f"{source}: key 'env' = {env!r}: choose one of {', '.join(SCENARIOS)}")
+    try:
+        part = get_part(point.get("part", "u250"))
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: key 'part': {exc}") from None
+    accel = table_of(point, "accel", source, tuple(AccelConfig.model_fields))
+    cfg = validate_model(accel, AccelConfig, source=f"{source}: accel")
+    return {"agents": point["agents"], "env": env, "batch": point.get("batch", 1024), "part": part.name,
+            "accel": cfg.model_dump(mode="json")}
+
+
+def run(resolved: dict) -> dict:
+    from maddpg.accel.config import AccelConfig
+    from maddpg.accel.model import simulate_update
+    from maddpg.accel.parts import get_part
+
+    w = _workload(resolved["env"], resolved["agents"], resolved["batch"])
+    cfg = AccelConfig.model_validate(resolved["accel"])
+    r = simulate_update(w, cfg, get_part(resolved["part"]))
+    m = {"update_cycles": float(r.update_cycles), "update_us": r.update_s * 1e6,
+         "samples_per_s": r.samples_per_s(w.batch), "fpga_cycles": float(r.fpga_cycles),
+         "transfer_cycles": float(r.transfer_cycles), "macs_per_engine": int(r.macs_per_engine), "fits": bool(r.fits),
+         "over": r.over, "datapath": r.datapath}
+    for res in ("dsp", "bram36", "uram", "lut", "ff"):
+        m[res] = r.resources.amount(res)
+    m.update({f"{p}_cycles": float(v) for p, v in r.phase_cycles.items()})
+    m.update({f"exchange_{k}_cycles": float(v) for k, v in r.exchange.items()})
+    return m
+
+
+def model_versions() -> dict:
+    from nic.message_sim import MODEL_VERSION as MESSAGE_MODEL_VERSION
+    from noc.flit import MODEL_VERSION as FLIT_MODEL_VERSION
+
+    return {"maddpg_accel": 1, "message_model": MESSAGE_MODEL_VERSION, "flit_model": FLIT_MODEL_VERSION}
+
+
+KIND = Kind(name="maddpg_accel", summary="one MADDPG update on one CPU-FPGA accelerator design: agents, part, "
+            "engine size, datapath and interconnect (as hw-models maddpg accel models each row)",
+            validate=validate, run=run, model_versions=model_versions)
