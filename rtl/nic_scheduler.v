@@ -124,8 +124,8 @@ localparam [1:0] ST_DONE = 2'd2;
 localparam PRIOR_W = 5;
 // errors in one cycle: up to NIS unexpected + NIS spurious dones + 1 bad load <= 33
 localparam EADD_W = 6;
-// width of a send record: op bit, flow, peer, len, step
-localparam SREC_W = 1 + FLOW_W + NODE_W + LEN_W + STEP_W;
+// width of a send record: op bit, flow, peer, len (the step is the active step)
+localparam SREC_W = 1 + FLOW_W + NODE_W + LEN_W;
 // width of a read record: valid, issued, op, flow, peer, step, len, dep_op, dep_count, count
 localparam RREC_W = 1 + 1 + 2 + FLOW_W + NODE_W + STEP_W + LEN_W + 1 + CNT_W + CNT_W;
 
@@ -177,6 +177,7 @@ wire [DEPTH*STEP_W-1:0] e_steps;
 wire [DEPTH-1:0]       send_oh;
 wire                   send_any;
 wire                   send_fire;
+wire                   send_take_any;
 
 genvar gi;
 generate
@@ -208,7 +209,7 @@ generate
             .load_dep_count(load_dep_count),
             .running(run),
             .active_step(active_step_reg),
-            .send_take(send_fire && send_oh[gi]),
+            .send_take(send_take_any && send_oh[gi]),
             .recv_valid(recv_valid),
             .recv_flow(recv_flow),
             .recv_op(recv_op),
@@ -229,21 +230,46 @@ generate
             .e_count(cnt)
         );
 
-        assign e_srec[gi*SREC_W +: SREC_W] = {op[0], flow, peer, len, stp};
+        assign e_srec[gi*SREC_W +: SREC_W] = {op[0], flow, peer, len};
         assign e_rrec[gi*RREC_W +: RREC_W] = {v, iss, op, flow, peer, stp, len, dop, dcnt, cnt};
         assign e_steps[gi*STEP_W +: STEP_W] = stp;
     end
 endgenerate
 
-// ---- send selection: lowest eligible address, lowest free NI --------------------------
-wire [NIS-1:0]    free_oh;
+// ---- send request: an AXI-Stream source with an output register ------------------------
+// The register holds the offered request (send_valid and its payload) until send_ready
+// takes it; it takes the next one in the same edge as it is emptied or while it is empty
+// (full throughput). The entry it takes becomes issued as it is taken into the register,
+// so the selection never offers it again; its NI is reserved while the request is held
+// and becomes busy with the handshake.
+reg              out_valid_reg;
+reg [ADDR_W-1:0] out_entry_reg;
+reg [NI_W-1:0]   out_ni_reg;
+reg              out_op_reg;
+reg [FLOW_W-1:0] out_flow_reg;
+reg [NODE_W-1:0] out_peer_reg;
+reg [LEN_W-1:0]  out_len_reg;
+reg [STEP_W-1:0] out_step_reg;
+
+reg  [NIS-1:0]    held_oh;
+wire [NIS-1:0]    free_oh_unused;
 wire [NI_W-1:0]   free_idx;
 wire              free_any;
 wire [ADDR_W-1:0] send_idx;
 wire [SREC_W-1:0] send_rec;
 
+// the held request's NI, one-hot (zero when nothing is held)
+always @* begin : held_decode
+    integer i;
+    for (i = 0; i < NIS; i = i + 1) begin
+        held_oh[i] = out_valid_reg && (out_ni_reg == i[NI_W-1:0]);
+    end
+end
+
+// an NI is free when it is not sending and not reserved by the held request
 nic_sched_lowest #(.N(NIS), .IDX_W(NI_W)) u_free (
-    .req(~ni_busy_reg), .onehot(free_oh), .index(free_idx), .any(free_any)
+    .req(~(ni_busy_reg | held_oh)),
+    .onehot(free_oh_unused), .index(free_idx), .any(free_any)
 );
 
 nic_sched_lowest #(.N(DEPTH), .IDX_W(ADDR_W)) u_send_pick (
@@ -254,11 +280,18 @@ nic_sched_mux #(.N(DEPTH), .W(SREC_W)) u_send_mux (
     .data(e_srec), .sel(send_oh), .out(send_rec)
 );
 
-assign send_valid = send_any && free_any;
-assign send_fire = send_valid && send_ready;
-assign send_entry = send_valid ? send_idx : {ADDR_W{1'b0}};
-assign send_ni = send_valid ? free_idx : {NI_W{1'b0}};
-assign {send_op, send_flow, send_peer, send_len, send_step} = send_valid ? send_rec : {SREC_W{1'b0}};
+assign send_fire = out_valid_reg && send_ready;
+// the register takes a request when it is empty or being emptied, and one is eligible
+assign send_take_any = (!out_valid_reg || send_ready) && send_any && free_any;
+
+assign send_valid = out_valid_reg;
+assign send_entry = out_entry_reg;
+assign send_ni = out_ni_reg;
+assign send_op = out_op_reg;
+assign send_flow = out_flow_reg;
+assign send_peer = out_peer_reg;
+assign send_len = out_len_reg;
+assign send_step = out_step_reg;
 
 // ---- first pending entry and the step after this one ---------------------------------
 wire [DEPTH-1:0]  first_oh;
@@ -274,7 +307,7 @@ nic_sched_mux #(.N(DEPTH), .W(STEP_W)) u_next_step_mux (
     .data(e_steps), .sel(first_oh), .out(next_step)
 );
 
-wire step_over = run && !(|e_pending_now) && (ni_busy_reg == {NIS{1'b0}});
+wire step_over = run && !(|e_pending_now) && (ni_busy_reg == {NIS{1'b0}}) && !out_valid_reg;
 
 // ---- receives: unexpected messages (no entry needs them) -----------------------------
 reg [NIS-1:0] needed;
@@ -350,9 +383,29 @@ always @(posedge clk) begin
         err_seen_reg <= 1'b0;
         rd_valid_reg <= 1'b0;
         rd_rec_reg <= {RREC_W{1'b0}};
+        out_valid_reg <= 1'b0;
+        out_entry_reg <= {ADDR_W{1'b0}};
+        out_ni_reg <= {NI_W{1'b0}};
+        out_op_reg <= 1'b0;
+        out_flow_reg <= {FLOW_W{1'b0}};
+        out_peer_reg <= {NODE_W{1'b0}};
+        out_len_reg <= {LEN_W{1'b0}};
+        out_step_reg <= {STEP_W{1'b0}};
     end else begin
-        // NIs: the handshake takes the lowest free NI; ni_done frees a busy one
-        ni_busy_reg <= (ni_busy_reg & ~ni_done) | (send_fire ? free_oh : {NIS{1'b0}});
+        // NIs: the handshake makes the held request's NI busy; ni_done frees a busy one
+        ni_busy_reg <= (ni_busy_reg & ~ni_done) | (send_fire ? held_oh : {NIS{1'b0}});
+
+        // send request register: take the lowest eligible entry and the lowest free NI,
+        // or empty after a handshake; the payload holds while send_valid is low
+        if (send_take_any) begin
+            out_valid_reg <= 1'b1;
+            out_entry_reg <= send_idx;
+            out_ni_reg <= free_idx;
+            {out_op_reg, out_flow_reg, out_peer_reg, out_len_reg} <= send_rec;
+            out_step_reg <= active_step_reg;
+        end else if (send_fire) begin
+            out_valid_reg <= 1'b0;
+        end
 
         // errors
         if (n_err != {EADD_W{1'b0}}) begin

@@ -14,7 +14,7 @@ import pytest
 from rtl_matrix import HDL_PARAMS, SIMS
 from hw_models.rtl.regress import build, run_job
 
-BENCHES = ["reset", "load_and_read_back", "single_flow", "multitree_tables", "random_dependencies",
+BENCHES = ["reset", "load_and_read_back", "single_flow", "axis_hold_rule", "multitree_tables", "random_dependencies",
            "backpressure_and_gaps", "simultaneous_receives", "full_table", "unexpected_messages", "back_to_back"]
 
 _RUNS: dict[tuple[str, str], dict[str, str | None]] = {}
