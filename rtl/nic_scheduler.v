@@ -4,7 +4,8 @@
 // every cycle).
 //
 // Structure
-//   nic_sched_entry  x DEPTH  table entry: fields, valid/issued/count, receive match
+//   nic_sched_entry  x DEPTH  table entry: compared fields, valid/issued/count, receive match
+//   nic_sched_ram    x 2      peer and len (LUT/block RAM): send request and read port copies
 //   nic_sched_lowest          lowest-set-bit pickers (send tie-break, free NI, first pending)
 //   nic_sched_mux             one-hot field multiplexers (send fields, read port, next step)
 //
@@ -124,10 +125,13 @@ localparam [1:0] ST_DONE = 2'd2;
 localparam PRIOR_W = 5;
 // errors in one cycle: up to NIS unexpected + NIS spurious dones + 1 bad load <= 33
 localparam EADD_W = 6;
-// width of a send record: op bit, flow, peer, len (the step is the active step)
-localparam SREC_W = 1 + FLOW_W + NODE_W + LEN_W;
-// width of a read record: valid, issued, op, flow, peer, step, len, dep_op, dep_count, count
-localparam RREC_W = 1 + 1 + 2 + FLOW_W + NODE_W + STEP_W + LEN_W + 1 + CNT_W + CNT_W;
+// width of a send record from the entries: op bit, flow (peer and len come from the RAM,
+// the step is the active step)
+localparam SREC_W = 1 + FLOW_W;
+// width of a read record from the entries: valid, issued, op, flow, step, dep_op, dep_count, count
+localparam RREC_W = 1 + 1 + 2 + FLOW_W + STEP_W + 1 + CNT_W + CNT_W;
+// width of a RAM word: peer, len
+localparam MEM_W = NODE_W + LEN_W;
 
 // ---- registered scheduler state ----------------------------------------------------
 reg [1:0]        state_reg;
@@ -140,6 +144,7 @@ reg [FLOW_W-1:0] err_flow_reg;
 reg              err_seen_reg;  // an unexpected message has been recorded
 reg              rd_valid_reg;
 reg [RREC_W-1:0] rd_rec_reg;
+wire [MEM_W-1:0] rd_mem_q;
 
 wire reset_any = rst || clear;
 wire run = (state_reg == ST_RUN);
@@ -186,25 +191,20 @@ generate
         wire             iss;
         wire [1:0]       op;
         wire [FLOW_W-1:0] flow;
-        wire [NODE_W-1:0] peer;
         wire [STEP_W-1:0] stp;
-        wire [LEN_W-1:0] len;
         wire             dop;
         wire [CNT_W-1:0] dcnt;
         wire [CNT_W-1:0] cnt;
 
         nic_sched_entry #(
-            .NIS(NIS), .FLOW_W(FLOW_W), .NODE_W(NODE_W), .STEP_W(STEP_W), .LEN_W(LEN_W),
-            .CNT_W(CNT_W), .PRIOR_W(PRIOR_W)
+            .NIS(NIS), .FLOW_W(FLOW_W), .STEP_W(STEP_W), .CNT_W(CNT_W), .PRIOR_W(PRIOR_W)
         ) u_entry (
             .clk(clk),
             .rst(reset_any),
             .load_we(load_ok && (load_addr == gi[ADDR_W-1:0])),
             .load_op(load_op),
             .load_flow(load_flow),
-            .load_peer(load_peer),
             .load_step(load_step),
-            .load_len(load_len),
             .load_dep_op(load_dep_op),
             .load_dep_count(load_dep_count),
             .running(run),
@@ -222,16 +222,15 @@ generate
             .e_issued(iss),
             .e_op(op),
             .e_flow(flow),
-            .e_peer(peer),
             .e_step(stp),
-            .e_len(len),
             .e_dep_op(dop),
             .e_dep_count(dcnt),
             .e_count(cnt)
         );
 
-        assign e_srec[gi*SREC_W +: SREC_W] = {op[0], flow, peer, len};
-        assign e_rrec[gi*RREC_W +: RREC_W] = {v, iss, op, flow, peer, stp, len, dop, dcnt, cnt};
+        assign e_srec[gi*SREC_W +: SREC_W] = {op[0], flow};
+        // an invalid entry reads as zeros (its fields are not reset)
+        assign e_rrec[gi*RREC_W +: RREC_W] = v ? {v, iss, op, flow, stp, dop, dcnt, cnt} : {RREC_W{1'b0}};
         assign e_steps[gi*STEP_W +: STEP_W] = stp;
     end
 endgenerate
@@ -247,8 +246,7 @@ reg [ADDR_W-1:0] out_entry_reg;
 reg [NI_W-1:0]   out_ni_reg;
 reg              out_op_reg;
 reg [FLOW_W-1:0] out_flow_reg;
-reg [NODE_W-1:0] out_peer_reg;
-reg [LEN_W-1:0]  out_len_reg;
+wire [MEM_W-1:0] out_mem_q;  // peer and len: the RAM's read register
 reg [STEP_W-1:0] out_step_reg;
 
 reg  [NIS-1:0]    held_oh;
@@ -289,8 +287,18 @@ assign send_entry = out_entry_reg;
 assign send_ni = out_ni_reg;
 assign send_op = out_op_reg;
 assign send_flow = out_flow_reg;
-assign send_peer = out_peer_reg;
-assign send_len = out_len_reg;
+assign {send_peer, send_len} = out_mem_q;
+
+// peer and len: one RAM copy per read port (the request register and the read port)
+nic_sched_ram #(.DEPTH(DEPTH), .W(MEM_W), .ADDR_W(ADDR_W)) u_send_ram (
+    .clk(clk), .rst(reset_any), .we(load_ok), .waddr(load_addr), .wdata({load_peer, load_len}),
+    .re(send_take_any), .raddr(send_idx), .q(out_mem_q)
+);
+
+nic_sched_ram #(.DEPTH(DEPTH), .W(MEM_W), .ADDR_W(ADDR_W)) u_rd_ram (
+    .clk(clk), .rst(reset_any), .we(load_ok), .waddr(load_addr), .wdata({load_peer, load_len}),
+    .re(rd_en), .raddr(rd_addr), .q(rd_mem_q)
+);
 assign send_step = out_step_reg;
 
 // ---- first pending entry and the step after this one ---------------------------------
@@ -388,8 +396,6 @@ always @(posedge clk) begin
         out_ni_reg <= {NI_W{1'b0}};
         out_op_reg <= 1'b0;
         out_flow_reg <= {FLOW_W{1'b0}};
-        out_peer_reg <= {NODE_W{1'b0}};
-        out_len_reg <= {LEN_W{1'b0}};
         out_step_reg <= {STEP_W{1'b0}};
     end else begin
         // NIs: the handshake makes the held request's NI busy; ni_done frees a busy one
@@ -401,7 +407,7 @@ always @(posedge clk) begin
             out_valid_reg <= 1'b1;
             out_entry_reg <= send_idx;
             out_ni_reg <= free_idx;
-            {out_op_reg, out_flow_reg, out_peer_reg, out_len_reg} <= send_rec;
+            {out_op_reg, out_flow_reg} <= send_rec;
             out_step_reg <= active_step_reg;
         end else if (send_fire) begin
             out_valid_reg <= 1'b0;
@@ -458,7 +464,9 @@ assign err_count = err_count_reg;
 assign err_src = err_src_reg;
 assign err_flow = err_flow_reg;
 assign rd_valid = rd_valid_reg;
-assign {rd_entry_valid, rd_issued, rd_op, rd_flow, rd_peer, rd_step, rd_len, rd_dep_op, rd_dep_count, rd_count} = rd_rec_reg;
+assign {rd_entry_valid, rd_issued, rd_op, rd_flow, rd_step, rd_dep_op, rd_dep_count, rd_count} = rd_rec_reg;
+// the RAM holds stale words for invalid entries (and none beyond DEPTH): masked
+assign {rd_peer, rd_len} = rd_entry_valid ? rd_mem_q : {MEM_W{1'b0}};
 
 endmodule
 
