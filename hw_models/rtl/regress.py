@@ -93,6 +93,18 @@ def build(sim: str, params: SchedulerParams, *, waves: bool | None = None, build
         return b
 
 
+def unique_wave_path(work_dir: Path, sim: str) -> Path:
+    """A waveform file name in ``work_dir`` that no earlier run used (runs never overwrite waves)."""
+    ext = "fst" if sim == "icarus" else "vcd"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    k = 0
+    while True:
+        path = Path(work_dir) / f"waves-{sim}-{stamp}-{os.getpid()}-{k}.{ext}"
+        if not path.exists():
+            return path
+        k += 1
+
+
 def run_job(b: Build, job: dict, *, work_dir: Path, test_module: str = REGRESS_MODULE, testcase: str | None = None,
             on_progress: Callable[[int], None] | None = None, log_name: str = "sim.log",
             expect_result: bool = True) -> dict | None:
@@ -112,6 +124,10 @@ def run_job(b: Build, job: dict, *, work_dir: Path, test_module: str = REGRESS_M
     require_simulator(b.sim)
     log = work_dir / log_name
     err: list[BaseException] = []
+    # one waveform file per run: Icarus is told where to write it; Verilator writes
+    # dump.vcd in the test directory, renamed after the run
+    wave_path = unique_wave_path(work_dir, b.sim) if b.waves else None
+    plusargs = [f"+dumpfile_path={wave_path}"] if wave_path is not None and b.sim == "icarus" else []
 
     def target():
         try:
@@ -126,6 +142,7 @@ def run_job(b: Build, job: dict, *, work_dir: Path, test_module: str = REGRESS_M
                 extra_env={"HWM_RTL_JOB": str(job_path),
                            "COCOTB_REWRITE_ASSERTION_FILES": test_module.rsplit(".", 1)[-1] + ".py"},
                 waves=b.waves,
+                plusargs=plusargs,
                 results_xml=str(work_dir / "results.xml"),
                 log_file=log,
             )
@@ -145,6 +162,8 @@ def run_job(b: Build, job: dict, *, work_dir: Path, test_module: str = REGRESS_M
             if k != seen:
                 seen = k
                 on_progress(k)
+    if wave_path is not None and b.sim == "verilator" and (work_dir / "dump.vcd").exists():
+        (work_dir / "dump.vcd").rename(wave_path)
     result_path = Path(job["result"])
     if not expect_result:  # the test module reports through results.xml
         if not (work_dir / "results.xml").exists():
