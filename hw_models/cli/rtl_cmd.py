@@ -137,6 +137,8 @@ def regress(
             console.print(f"[red]MISMATCH[/red] {label}: {r.mismatch_text}")
         if r.error:
             console.print(f"[red]ERROR[/red] {label}: {r.error}")
+        for cyc, what in r.violations:
+            console.print(f"[red]SCOREBOARD[/red] {label}: cycle {cyc}: {what}")
     summary = {"sim": sim, "schedules": schedules, "cycles_compared": cycles, "mismatches": mism,
                "simulated_cycles_per_s": round(cycles / sim_s, 1) if sim_s else 0.0, "wall_s": round(wall, 1),
                "jobs": [{"label": label, "schedules": r.schedules, "cycles": r.cycles, "mismatches": r.mismatches,
@@ -145,7 +147,7 @@ def regress(
     replace_atomically(out / f"summary-{sim}.json", lambda tmp: tmp.write_text(summary_text, encoding="utf-8"))
     typer.echo(f"{sim}: {schedules} schedules, {cycles} cycles compared, {mism} mismatches, "
                f"{summary['simulated_cycles_per_s']:,.0f} simulated cycles/s, wall {wall:.1f} s")
-    if mism or any(r.error for _, r in results):
+    if mism or any(r.error or r.violations for _, r in results):
         raise typer.Exit(1)
 
 
@@ -165,7 +167,9 @@ def replay(
     check_output_dir(out, "--out")
     r = run(sim, reproducer, out_dir=out, waves=waves or None)
     typer.echo(r.mismatch_text or f"{sim}: {r.cycles} cycles compared, no mismatch")
-    if r.mismatches:
+    for cyc, what in r.violations:
+        typer.echo(f"scoreboard, cycle {cyc}: {what}")
+    if r.mismatches or r.violations:
         raise typer.Exit(1)
 
 

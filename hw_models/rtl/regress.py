@@ -57,8 +57,12 @@ _BUILD_LOCK = threading.Lock()
 
 
 def build(sim: str, params: SchedulerParams, *, waves: bool | None = None, build_root: Path | None = None,
-          log_file: Path | None = None) -> Build:
-    """Compile the scheduler for ``sim`` with ``params`` (once per process and parameter set)."""
+          log_file: Path | None = None, sources: Sequence[Path] | None = None) -> Build:
+    """Compile the scheduler for ``sim`` with ``params`` (once per process and parameter set).
+
+    ``sources``: other Verilog files than rtl/'s (bench/rtl_mutation.py builds mutants);
+    they get a build directory of their own.
+    """
     from cocotb_tools.runner import get_runner
 
     if sim not in SIMULATORS:
@@ -66,18 +70,25 @@ def build(sim: str, params: SchedulerParams, *, waves: bool | None = None, build
     require_simulator(sim)
     if waves is None:
         waves = os.environ.get("WAVES", "0") not in ("", "0")
-    key = (sim, params, waves, str(build_root))
+    srcs = [Path(x) for x in sources] if sources is not None else rtl_sources()
+    src_tag = ""
+    if sources is not None:
+        h = hashlib.sha1()
+        for x in srcs:
+            h.update(x.name.encode() + x.read_bytes())
+        src_tag = "-src" + h.hexdigest()[:8]
+    key = (sim, params, waves, str(build_root), src_tag)
     with _BUILD_LOCK:
         if key in _BUILDS:
             return _BUILDS[key]
         root = Path(build_root) if build_root else BUILD_ROOT
-        bdir = root / f"{sim}-{_params_tag(params)}{'-waves' if waves else ''}"
+        bdir = root / f"{sim}-{_params_tag(params)}{'-waves' if waves else ''}{src_tag}"
         bdir.mkdir(parents=True, exist_ok=True)
         runner = get_runner(sim)
         runner.log.setLevel(logging.ERROR)  # "Skipping compilation of ..." is the normal case here
         try:
             runner.build(
-                sources=rtl_sources(),
+                sources=srcs,
                 hdl_toplevel=TOPLEVEL,
                 parameters=params.verilog_parameters(),
                 build_dir=bdir,
@@ -199,10 +210,11 @@ class RegressionResult:
     cycles_per_s: float
     error: str | None = None
     episodes: list = field(default_factory=list)
+    violations: list = field(default_factory=list)  # scoreboard / AXI-Stream rule on the RTL: (cycle, what)
 
     @property
     def ok(self) -> bool:
-        return self.mismatches == 0 and self.error is None
+        return self.mismatches == 0 and self.error is None and not self.violations
 
     def summary(self) -> str:
         s = (f"{self.sim} {self.params['DEPTH']}x{self.params['NIS']}NI: {self.schedules} schedules, "
@@ -211,6 +223,8 @@ class RegressionResult:
             s += f"\n  {self.mismatch_text}"
         if self.error:
             s += f"\n  error: {self.error}"
+        for cyc, what in self.violations:
+            s += f"\n  scoreboard, cycle {cyc}: {what}"
         return s
 
 
@@ -240,7 +254,7 @@ def regress(sim: str, params: SchedulerParams, episodes: Sequence[Episode], *, o
         sim=sim, params=params.verilog_parameters(), schedules=r["schedules"], cycles=r["cycles"],
         mismatches=r["mismatches"], mismatch_text=r.get("mismatch_text"), mismatch=r.get("mismatch"),
         wall_s=wall, sim_wall_s=r["wall_s"], cycles_per_s=r["cycles_per_s"], error=r.get("error"),
-        episodes=r.get("episodes", []))
+        episodes=r.get("episodes", []), violations=r.get("violations", []))
 
 
 class ReproducerError(HwModelsError):
@@ -339,4 +353,4 @@ def replay(sim: str, reproducer: Path, *, out_dir: Path | None = None, waves: bo
     return RegressionResult(
         sim=sim, params=params.verilog_parameters(), schedules=0, cycles=r["cycles"], mismatches=r["mismatches"],
         mismatch_text=r.get("mismatch_text"), mismatch=r.get("mismatch"), wall_s=time.perf_counter() - t0,
-        sim_wall_s=r["wall_s"], cycles_per_s=r["cycles_per_s"])
+        sim_wall_s=r["wall_s"], cycles_per_s=r["cycles_per_s"], violations=r.get("violations", []))

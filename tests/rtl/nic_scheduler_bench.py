@@ -35,6 +35,7 @@ async def _run(dut, params, source, sim, record=True):
 
     r = await lockstep(dut, params, source, sim=sim, check=check if record else None)
     assert r["mismatches"] == 0, r["mismatch_text"]
+    assert r["violations"] == [], r["violations"]
     return r, seen_out, seen_in
 
 
@@ -122,6 +123,7 @@ async def axis_hold_rule(dut):
     chk = AxisHoldChecker()
     r = await lockstep(dut, p, Environment(p, eps), sim=job["sim"], check=lambda c, rtl, inp: chk.feed(rtl, inp))
     assert r["mismatches"] == 0, r["mismatch_text"]
+    assert r["violations"] == [], r["violations"]
     assert chk.stalled_cycles > 0 and chk.handshakes > 0
     assert chk.violations == [], chk.violations[:5]
 
