@@ -94,6 +94,8 @@ def run_one(sim: str, seeds: int, rtl_dir: Path) -> dict:
         run_job(b, {"sim": sim, "params": params.__dict__.copy()}, work_dir=work / "bench",
                 test_module="nic_scheduler_bench", log_name="bench.log", expect_result=False)
         for case in ET.parse(work / "bench" / "results.xml").getroot().iter("testcase"):
+            if case.get("name") == "multitree_tables" and (params.depth < 38 or params.flow_w < 4):
+                continue  # does not apply: the 4x4 tables do not fit (tests/rtl/test_benches.py skips it too)
             if case.find("failure") is not None or case.find("error") is not None:
                 return {"killed": True, "by": f"{tag}: bench {case.get('name')}"}
         r = regress(sim, params, random_episodes(params, range(seeds)), out_dir=work / "regress")
