@@ -215,3 +215,9 @@ def test_synth_refuses_a_delay_model_that_is_not_positive(capsys, no_work, flag,
     code, _out, err = run(["rtl", "synth", "--depths", "16", "--nis", "1", "-t", "none", flag, value], capsys)
     one_line_error(code, err, f"{flag} = ", "must be a positive number of ns")
     assert no_work == []
+
+
+def test_synth_refuses_a_revision_that_does_not_exist_before_yosys(capsys, no_work):
+    code, _out, err = run(["rtl", "synth", "--depths", "16", "--nis", "1", "-t", "none", "--rev", "no-such-rev"], capsys)
+    one_line_error(code, err, "--rev no-such-rev", "Not a valid object name")
+    assert no_work == []
