@@ -771,16 +771,19 @@ def nic_delays(nic: NicConfig) -> dict[str, float]:
     """The NIC's own cycle delays, as the flit level has them (``simulate_transfers`` keywords).
 
     Co-designed (the scheduler contract, docs/nic_scheduler.md): the start pulse is in
-    cycle 0, so the first send is offered in cycle 1; an arrival is a receive event in the
-    next cycle and counts at that cycle's edge, so the send it unblocks is offered 2
-    cycles after it; ``ni_done`` pulses the cycle after the last flit left and the NI is
-    idle from that edge, so the NI's next send is offered 2 cycles after; a step whose
-    sends are over advances one cycle after its NIs are idle. Baseline
+    cycle 0, the scheduler runs from cycle 1 and its send-request register offers the first
+    send in cycle 2; an arrival is a receive event in the next cycle and counts at that
+    cycle's edge, the entry it unblocks is taken into the request register at the next
+    edge, so its send is offered 3 cycles after the arrival; ``ni_done`` pulses the cycle
+    after the last flit left and the NI is idle from that edge, so the NI's next send is
+    offered 3 cycles after; a step whose sends are over advances one cycle after its NIs
+    are idle (and its request register is empty), so its first send is offered one cycle
+    after the one an idle NI of the same step would have been offered. Baseline
     (``nic.flit_cosim``): a free NI looks again the cycle after its last flit left, and a
     send waits ``issue_delay_cycles`` after the arrival it needs.
     """
     if nic.policy == POLICY_CODESIGNED:
-        return {"first_start_cycles": 1.0, "issue_delay_cycles": 2.0, "ni_free_delay_cycles": 2.0,
+        return {"first_start_cycles": 2.0, "issue_delay_cycles": 3.0, "ni_free_delay_cycles": 3.0,
                 "step_advance_cycles": 1.0}
     return {"first_start_cycles": 0.0, "issue_delay_cycles": float(nic.issue_delay_cycles),
             "ni_free_delay_cycles": 1.0, "step_advance_cycles": 1.0}

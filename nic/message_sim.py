@@ -110,7 +110,9 @@ POLICY_CODESIGNED = 1
 #     priorities (not iSLIP); the receivers' reduction unit and the NI's transmit queue (options).
 # 11: event loop in time that follows the active transfers (not all of them); heads that tie for a VC
 #     in priority, input port and time go in schedule order.
-MODEL_VERSION = 11
+# 12: the co-designed NIC's delays with the scheduler's registered send request (first send in
+#     cycle 2, a send 3 cycles after its arrival, an NI's next send 3 cycles after it freed).
+MODEL_VERSION = 12
 
 # The event loop ends with an error after this many events per transfer and node (plus the
 # base): far above any run's count (a 32x32 torus's MultiTree: 0.01 per transfer), so it only

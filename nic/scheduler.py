@@ -21,6 +21,12 @@ from numba import njit
 
 from noc.errors import ConfigError
 
+# Bumped whenever the contract's cycle behaviour changes (the flit-level co-simulation runs
+# this model, so its co-designed results change with it).
+# 2: the send request is a register (AXI-Stream source): offered one cycle after the entry is
+#    eligible, held until taken.
+SCHEDULER_VERSION = 2
+
 # ---- op codes ------------------------------------------------------------------------
 OP_REDUCE, OP_GATHER, OP_RECV = 0, 1, 2
 STATE_IDLE, STATE_RUN, STATE_DONE = 0, 1, 2
@@ -32,8 +38,10 @@ N_COLS = 10
 # ---- registers -----------------------------------------------------------------------
 (R_STATE, R_ACTIVE_STEP, R_NI_BUSY, R_ERR, R_ERR_COUNT, R_ERR_SRC, R_ERR_FLOW, R_ERR_SEEN,
  R_RD_VALID, R_RD_ENTRY_VALID, R_RD_ISSUED, R_RD_OP, R_RD_FLOW, R_RD_PEER, R_RD_STEP, R_RD_LEN,
- R_RD_DEP_OP, R_RD_DEP_COUNT, R_RD_COUNT) = range(19)
-N_REGS = 19
+ R_RD_DEP_OP, R_RD_DEP_COUNT, R_RD_COUNT,
+ # the send request register (docs/nic_scheduler.md, "The send request")
+ R_OUT_VALID, R_OUT_ENTRY, R_OUT_NI, R_OUT_OP, R_OUT_FLOW, R_OUT_PEER, R_OUT_LEN, R_OUT_STEP) = range(27)
+N_REGS = 27
 
 # ---- parameter vector ----------------------------------------------------------------
 (P_DEPTH, P_NIS, P_FLOW_W, P_NODE_W, P_STEP_W, P_LEN_W, P_CNT_W, P_ERR_W, P_ADDR_W) = range(9)
@@ -140,31 +148,19 @@ def _mask(v, w):
 @njit(cache=True)
 def sched_outputs(tab, regs, params, out):
     """Fill ``out`` with the outputs during the current cycle (state only)."""
-    depth = params[P_DEPTH]
-    nis = params[P_NIS]
     for k in range(out.shape[0]):
         out[k] = 0
     running = regs[R_STATE] == STATE_RUN
     busy = regs[R_NI_BUSY]
-    free_ni = -1
-    for i in range(nis):
-        if (busy >> i) & 1 == 0:
-            free_ni = i
-            break
-    if running and free_ni >= 0:
-        act = regs[R_ACTIVE_STEP]
-        for i in range(depth):
-            if (tab[i, C_VALID] == 1 and tab[i, C_ISSUED] == 0 and tab[i, C_STEP] == act
-                    and tab[i, C_COUNT] >= tab[i, C_DEP_COUNT] and tab[i, C_OP] != OP_RECV):
-                out[O_SEND_VALID] = 1
-                out[O_SEND_ENTRY] = i
-                out[O_SEND_OP] = tab[i, C_OP]
-                out[O_SEND_FLOW] = tab[i, C_FLOW]
-                out[O_SEND_PEER] = tab[i, C_PEER]
-                out[O_SEND_LEN] = tab[i, C_LEN]
-                out[O_SEND_STEP] = tab[i, C_STEP]
-                out[O_SEND_NI] = free_ni
-                break
+    # the send request register: held until the handshake, payload kept after it
+    out[O_SEND_VALID] = regs[R_OUT_VALID]
+    out[O_SEND_ENTRY] = regs[R_OUT_ENTRY]
+    out[O_SEND_OP] = regs[R_OUT_OP]
+    out[O_SEND_FLOW] = regs[R_OUT_FLOW]
+    out[O_SEND_PEER] = regs[R_OUT_PEER]
+    out[O_SEND_LEN] = regs[R_OUT_LEN]
+    out[O_SEND_STEP] = regs[R_OUT_STEP]
+    out[O_SEND_NI] = regs[R_OUT_NI]
     out[O_STEP] = regs[R_ACTIVE_STEP]
     out[O_NI_BUSY] = busy
     out[O_RUNNING] = 1 if running else 0
@@ -213,6 +209,24 @@ def sched_edge(tab, regs, params, inp, out):
             if tab[i, C_STEP] == act:
                 active_pending = True
     next_step = tab[first_pending, C_STEP] if first_pending >= 0 else 0
+    # the send request register: emptied by the handshake, refilled (same edge) with the
+    # lowest eligible REDUCE/GATHER entry and the lowest NI neither sending nor reserved
+    out_valid = regs[R_OUT_VALID]
+    fire = out_valid == 1 and inp[I_SEND_READY] != 0
+    held = (np.int64(1) << regs[R_OUT_NI]) if out_valid == 1 else np.int64(0)
+    take_entry = -1
+    take_ni = -1
+    if state == STATE_RUN and (out_valid == 0 or inp[I_SEND_READY] != 0):
+        for i in range(nis):
+            if ((busy_before | held) >> i) & 1 == 0:
+                take_ni = i
+                break
+        if take_ni >= 0:
+            for i in range(depth):
+                if (tab[i, C_VALID] == 1 and tab[i, C_ISSUED] == 0 and tab[i, C_STEP] == act
+                        and tab[i, C_COUNT] >= tab[i, C_DEP_COUNT] and tab[i, C_OP] != OP_RECV):
+                    take_entry = i
+                    break
 
     # 8. read port (samples the table before this edge's updates)
     regs[R_RD_VALID] = 1 if inp[I_RD_EN] != 0 else 0
@@ -230,7 +244,7 @@ def sched_edge(tab, regs, params, inp, out):
             regs[R_RD_DEP_COUNT] = tab[a, C_DEP_COUNT]
             regs[R_RD_COUNT] = tab[a, C_COUNT]
         else:
-            for r in range(R_RD_ENTRY_VALID, N_REGS):
+            for r in range(R_RD_ENTRY_VALID, R_RD_COUNT + 1):
                 regs[r] = 0
 
     # 2. RECV entries retire (eligible = RUN, pending, active step, deps arrived)
@@ -240,11 +254,23 @@ def sched_edge(tab, regs, params, inp, out):
                     and tab[i, C_COUNT] >= tab[i, C_DEP_COUNT] and tab[i, C_OP] == OP_RECV):
                 tab[i, C_ISSUED] = 1
 
-    # 1. send handshake
+    # 1. send request: the handshake makes the held NI busy; an entry taken into the
+    # register is issued
     busy = busy_before
-    if out[O_SEND_VALID] == 1 and inp[I_SEND_READY] != 0:
-        tab[out[O_SEND_ENTRY], C_ISSUED] = 1
-        busy |= np.int64(1) << out[O_SEND_NI]
+    if fire:
+        busy |= held
+    if take_entry >= 0:
+        regs[R_OUT_VALID] = 1
+        regs[R_OUT_ENTRY] = take_entry
+        regs[R_OUT_NI] = take_ni
+        regs[R_OUT_OP] = tab[take_entry, C_OP]
+        regs[R_OUT_FLOW] = tab[take_entry, C_FLOW]
+        regs[R_OUT_PEER] = tab[take_entry, C_PEER]
+        regs[R_OUT_LEN] = tab[take_entry, C_LEN]
+        regs[R_OUT_STEP] = act
+        tab[take_entry, C_ISSUED] = 1
+    elif fire:
+        regs[R_OUT_VALID] = 0
 
     # 3. NI completion
     done_mask = inp[I_NI_DONE]
@@ -330,7 +356,7 @@ def sched_edge(tab, regs, params, inp, out):
             regs[R_STATE] = STATE_RUN
             regs[R_ACTIVE_STEP] = next_step
     elif state == STATE_RUN:
-        if not active_pending and busy_before == 0:
+        if not active_pending and busy_before == 0 and out_valid == 0:
             if first_pending >= 0:
                 regs[R_ACTIVE_STEP] = next_step
             else:

@@ -1,6 +1,10 @@
-// One entry of the NIC scheduler's table (docs/nic_scheduler.md, "The table entry").
+// One entry of the NIC scheduler's table (docs/nic_scheduler.md, "The table entry"): the
+// fields the scheduler compares in parallel (op, flow, step, dep_op, dep_count) and the
+// state (valid, issued, count). peer and len live in nic_sched_ram. Only the state is
+// reset: a field of an invalid entry is never used (every use is gated by `valid`, and
+// the read port masks an invalid entry's fields).
 //
-// Holds the entry's fields and state (valid, issued, count) and does the per-entry part
+// Does the per-entry part
 // of every edge: load (overrides everything), issue (send handshake or RECV retirement)
 // and the associative receive match, counting matching messages and saturating at
 // dep_count. Every output is a function of this entry's registers and the broadcast inputs
@@ -15,12 +19,8 @@ module nic_sched_entry #(
     parameter NIS = 1,
     // bits of a flow id
     parameter FLOW_W = 8,
-    // bits of a node id
-    parameter NODE_W = 8,
     // bits of a step number
     parameter STEP_W = 8,
-    // bits of a message length
-    parameter LEN_W = 24,
     // bits of a dependency count
     parameter CNT_W = 4,
     // bits of a per-port "earlier ports with the same message" count
@@ -34,9 +34,7 @@ module nic_sched_entry #(
     input  wire                  load_we,
     input  wire [1:0]            load_op,
     input  wire [FLOW_W-1:0]     load_flow,
-    input  wire [NODE_W-1:0]     load_peer,
     input  wire [STEP_W-1:0]     load_step,
-    input  wire [LEN_W-1:0]      load_len,
     input  wire                  load_dep_op,
     input  wire [CNT_W-1:0]      load_dep_count,
 
@@ -66,9 +64,7 @@ module nic_sched_entry #(
     output reg                   e_issued,
     output reg  [1:0]            e_op,
     output reg  [FLOW_W-1:0]     e_flow,
-    output reg  [NODE_W-1:0]     e_peer,
     output reg  [STEP_W-1:0]     e_step,
-    output reg  [LEN_W-1:0]      e_len,
     output reg                   e_dep_op,
     output reg  [CNT_W-1:0]      e_dep_count,
     output reg  [CNT_W-1:0]      e_count
@@ -104,29 +100,16 @@ always @* begin : match_logic
     sum = {{(SUM_W-CNT_W){1'b0}}, e_count} + n_match;
 end
 
+// state: reset, loaded, updated
 always @(posedge clk) begin
     if (rst) begin
         e_valid <= 1'b0;
         e_issued <= 1'b0;
-        e_op <= 2'd0;
-        e_flow <= {FLOW_W{1'b0}};
-        e_peer <= {NODE_W{1'b0}};
-        e_step <= {STEP_W{1'b0}};
-        e_len <= {LEN_W{1'b0}};
-        e_dep_op <= 1'b0;
-        e_dep_count <= {CNT_W{1'b0}};
         e_count <= {CNT_W{1'b0}};
     end else if (load_we) begin
         // a load overrides whatever the other updates did to this entry this cycle
         e_valid <= 1'b1;
         e_issued <= 1'b0;
-        e_op <= load_op;
-        e_flow <= load_flow;
-        e_peer <= load_peer;
-        e_step <= load_step;
-        e_len <= load_len;
-        e_dep_op <= load_dep_op;
-        e_dep_count <= load_dep_count;
         e_count <= {CNT_W{1'b0}};
     end else begin
         if (send_take || retire) begin
@@ -140,6 +123,17 @@ always @(posedge clk) begin
                 e_count <= sum[CNT_W-1:0];
             end
         end
+    end
+end
+
+// fields: written by a load, never reset
+always @(posedge clk) begin
+    if (load_we) begin
+        e_op <= load_op;
+        e_flow <= load_flow;
+        e_step <= load_step;
+        e_dep_op <= load_dep_op;
+        e_dep_count <= load_dep_count;
     end
 end
 

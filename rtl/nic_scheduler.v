@@ -4,7 +4,8 @@
 // every cycle).
 //
 // Structure
-//   nic_sched_entry  x DEPTH  table entry: fields, valid/issued/count, receive match
+//   nic_sched_entry  x DEPTH  table entry: compared fields, valid/issued/count, receive match
+//   nic_sched_ram    x 2      peer and len (LUT/block RAM): send request and read port copies
 //   nic_sched_lowest          lowest-set-bit pickers (send tie-break, free NI, first pending)
 //   nic_sched_mux             one-hot field multiplexers (send fields, read port, next step)
 //
@@ -124,10 +125,13 @@ localparam [1:0] ST_DONE = 2'd2;
 localparam PRIOR_W = 5;
 // errors in one cycle: up to NIS unexpected + NIS spurious dones + 1 bad load <= 33
 localparam EADD_W = 6;
-// width of a send record: op bit, flow, peer, len, step
-localparam SREC_W = 1 + FLOW_W + NODE_W + LEN_W + STEP_W;
-// width of a read record: valid, issued, op, flow, peer, step, len, dep_op, dep_count, count
-localparam RREC_W = 1 + 1 + 2 + FLOW_W + NODE_W + STEP_W + LEN_W + 1 + CNT_W + CNT_W;
+// width of a send record from the entries: op bit, flow (peer and len come from the RAM,
+// the step is the active step)
+localparam SREC_W = 1 + FLOW_W;
+// width of a read record from the entries: valid, issued, op, flow, step, dep_op, dep_count, count
+localparam RREC_W = 1 + 1 + 2 + FLOW_W + STEP_W + 1 + CNT_W + CNT_W;
+// width of a RAM word: peer, len
+localparam MEM_W = NODE_W + LEN_W;
 
 // ---- registered scheduler state ----------------------------------------------------
 reg [1:0]        state_reg;
@@ -140,6 +144,7 @@ reg [FLOW_W-1:0] err_flow_reg;
 reg              err_seen_reg;  // an unexpected message has been recorded
 reg              rd_valid_reg;
 reg [RREC_W-1:0] rd_rec_reg;
+wire [MEM_W-1:0] rd_mem_q;
 
 wire reset_any = rst || clear;
 wire run = (state_reg == ST_RUN);
@@ -177,6 +182,7 @@ wire [DEPTH*STEP_W-1:0] e_steps;
 wire [DEPTH-1:0]       send_oh;
 wire                   send_any;
 wire                   send_fire;
+wire                   send_take_any;
 
 genvar gi;
 generate
@@ -185,30 +191,25 @@ generate
         wire             iss;
         wire [1:0]       op;
         wire [FLOW_W-1:0] flow;
-        wire [NODE_W-1:0] peer;
         wire [STEP_W-1:0] stp;
-        wire [LEN_W-1:0] len;
         wire             dop;
         wire [CNT_W-1:0] dcnt;
         wire [CNT_W-1:0] cnt;
 
         nic_sched_entry #(
-            .NIS(NIS), .FLOW_W(FLOW_W), .NODE_W(NODE_W), .STEP_W(STEP_W), .LEN_W(LEN_W),
-            .CNT_W(CNT_W), .PRIOR_W(PRIOR_W)
+            .NIS(NIS), .FLOW_W(FLOW_W), .STEP_W(STEP_W), .CNT_W(CNT_W), .PRIOR_W(PRIOR_W)
         ) u_entry (
             .clk(clk),
             .rst(reset_any),
             .load_we(load_ok && (load_addr == gi[ADDR_W-1:0])),
             .load_op(load_op),
             .load_flow(load_flow),
-            .load_peer(load_peer),
             .load_step(load_step),
-            .load_len(load_len),
             .load_dep_op(load_dep_op),
             .load_dep_count(load_dep_count),
             .running(run),
             .active_step(active_step_reg),
-            .send_take(send_fire && send_oh[gi]),
+            .send_take(send_take_any && send_oh[gi]),
             .recv_valid(recv_valid),
             .recv_flow(recv_flow),
             .recv_op(recv_op),
@@ -221,29 +222,52 @@ generate
             .e_issued(iss),
             .e_op(op),
             .e_flow(flow),
-            .e_peer(peer),
             .e_step(stp),
-            .e_len(len),
             .e_dep_op(dop),
             .e_dep_count(dcnt),
             .e_count(cnt)
         );
 
-        assign e_srec[gi*SREC_W +: SREC_W] = {op[0], flow, peer, len, stp};
-        assign e_rrec[gi*RREC_W +: RREC_W] = {v, iss, op, flow, peer, stp, len, dop, dcnt, cnt};
+        assign e_srec[gi*SREC_W +: SREC_W] = {op[0], flow};
+        // an invalid entry reads as zeros (its fields are not reset)
+        assign e_rrec[gi*RREC_W +: RREC_W] = v ? {v, iss, op, flow, stp, dop, dcnt, cnt} : {RREC_W{1'b0}};
         assign e_steps[gi*STEP_W +: STEP_W] = stp;
     end
 endgenerate
 
-// ---- send selection: lowest eligible address, lowest free NI --------------------------
-wire [NIS-1:0]    free_oh;
+// ---- send request: an AXI-Stream source with an output register ------------------------
+// The register holds the offered request (send_valid and its payload) until send_ready
+// takes it; it takes the next one in the same edge as it is emptied or while it is empty
+// (full throughput). The entry it takes becomes issued as it is taken into the register,
+// so the selection never offers it again; its NI is reserved while the request is held
+// and becomes busy with the handshake.
+reg              out_valid_reg;
+reg [ADDR_W-1:0] out_entry_reg;
+reg [NI_W-1:0]   out_ni_reg;
+reg              out_op_reg;
+reg [FLOW_W-1:0] out_flow_reg;
+wire [MEM_W-1:0] out_mem_q;  // peer and len: the RAM's read register
+reg [STEP_W-1:0] out_step_reg;
+
+reg  [NIS-1:0]    held_oh;
+wire [NIS-1:0]    free_oh_unused;
 wire [NI_W-1:0]   free_idx;
 wire              free_any;
 wire [ADDR_W-1:0] send_idx;
 wire [SREC_W-1:0] send_rec;
 
+// the held request's NI, one-hot (zero when nothing is held)
+always @* begin : held_decode
+    integer i;
+    for (i = 0; i < NIS; i = i + 1) begin
+        held_oh[i] = out_valid_reg && (out_ni_reg == i[NI_W-1:0]);
+    end
+end
+
+// an NI is free when it is not sending and not reserved by the held request
 nic_sched_lowest #(.N(NIS), .IDX_W(NI_W)) u_free (
-    .req(~ni_busy_reg), .onehot(free_oh), .index(free_idx), .any(free_any)
+    .req(~(ni_busy_reg | held_oh)),
+    .onehot(free_oh_unused), .index(free_idx), .any(free_any)
 );
 
 nic_sched_lowest #(.N(DEPTH), .IDX_W(ADDR_W)) u_send_pick (
@@ -254,11 +278,28 @@ nic_sched_mux #(.N(DEPTH), .W(SREC_W)) u_send_mux (
     .data(e_srec), .sel(send_oh), .out(send_rec)
 );
 
-assign send_valid = send_any && free_any;
-assign send_fire = send_valid && send_ready;
-assign send_entry = send_valid ? send_idx : {ADDR_W{1'b0}};
-assign send_ni = send_valid ? free_idx : {NI_W{1'b0}};
-assign {send_op, send_flow, send_peer, send_len, send_step} = send_valid ? send_rec : {SREC_W{1'b0}};
+assign send_fire = out_valid_reg && send_ready;
+// the register takes a request when it is empty or being emptied, and one is eligible
+assign send_take_any = (!out_valid_reg || send_ready) && send_any && free_any;
+
+assign send_valid = out_valid_reg;
+assign send_entry = out_entry_reg;
+assign send_ni = out_ni_reg;
+assign send_op = out_op_reg;
+assign send_flow = out_flow_reg;
+assign {send_peer, send_len} = out_mem_q;
+
+// peer and len: one RAM copy per read port (the request register and the read port)
+nic_sched_ram #(.DEPTH(DEPTH), .W(MEM_W), .ADDR_W(ADDR_W)) u_send_ram (
+    .clk(clk), .rst(reset_any), .we(load_ok), .waddr(load_addr), .wdata({load_peer, load_len}),
+    .re(send_take_any), .raddr(send_idx), .q(out_mem_q)
+);
+
+nic_sched_ram #(.DEPTH(DEPTH), .W(MEM_W), .ADDR_W(ADDR_W)) u_rd_ram (
+    .clk(clk), .rst(reset_any), .we(load_ok), .waddr(load_addr), .wdata({load_peer, load_len}),
+    .re(rd_en), .raddr(rd_addr), .q(rd_mem_q)
+);
+assign send_step = out_step_reg;
 
 // ---- first pending entry and the step after this one ---------------------------------
 wire [DEPTH-1:0]  first_oh;
@@ -274,7 +315,7 @@ nic_sched_mux #(.N(DEPTH), .W(STEP_W)) u_next_step_mux (
     .data(e_steps), .sel(first_oh), .out(next_step)
 );
 
-wire step_over = run && !(|e_pending_now) && (ni_busy_reg == {NIS{1'b0}});
+wire step_over = run && !(|e_pending_now) && (ni_busy_reg == {NIS{1'b0}}) && !out_valid_reg;
 
 // ---- receives: unexpected messages (no entry needs them) -----------------------------
 reg [NIS-1:0] needed;
@@ -350,9 +391,27 @@ always @(posedge clk) begin
         err_seen_reg <= 1'b0;
         rd_valid_reg <= 1'b0;
         rd_rec_reg <= {RREC_W{1'b0}};
+        out_valid_reg <= 1'b0;
+        out_entry_reg <= {ADDR_W{1'b0}};
+        out_ni_reg <= {NI_W{1'b0}};
+        out_op_reg <= 1'b0;
+        out_flow_reg <= {FLOW_W{1'b0}};
+        out_step_reg <= {STEP_W{1'b0}};
     end else begin
-        // NIs: the handshake takes the lowest free NI; ni_done frees a busy one
-        ni_busy_reg <= (ni_busy_reg & ~ni_done) | (send_fire ? free_oh : {NIS{1'b0}});
+        // NIs: the handshake makes the held request's NI busy; ni_done frees a busy one
+        ni_busy_reg <= (ni_busy_reg & ~ni_done) | (send_fire ? held_oh : {NIS{1'b0}});
+
+        // send request register: take the lowest eligible entry and the lowest free NI,
+        // or empty after a handshake; the payload holds while send_valid is low
+        if (send_take_any) begin
+            out_valid_reg <= 1'b1;
+            out_entry_reg <= send_idx;
+            out_ni_reg <= free_idx;
+            {out_op_reg, out_flow_reg} <= send_rec;
+            out_step_reg <= active_step_reg;
+        end else if (send_fire) begin
+            out_valid_reg <= 1'b0;
+        end
 
         // errors
         if (n_err != {EADD_W{1'b0}}) begin
@@ -405,7 +464,9 @@ assign err_count = err_count_reg;
 assign err_src = err_src_reg;
 assign err_flow = err_flow_reg;
 assign rd_valid = rd_valid_reg;
-assign {rd_entry_valid, rd_issued, rd_op, rd_flow, rd_peer, rd_step, rd_len, rd_dep_op, rd_dep_count, rd_count} = rd_rec_reg;
+assign {rd_entry_valid, rd_issued, rd_op, rd_flow, rd_step, rd_dep_op, rd_dep_count, rd_count} = rd_rec_reg;
+// the RAM holds stale words for invalid entries (and none beyond DEPTH): masked
+assign {rd_peer, rd_len} = rd_entry_valid ? rd_mem_q : {MEM_W{1'b0}};
 
 endmodule
 

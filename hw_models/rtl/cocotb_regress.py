@@ -23,6 +23,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge
 
+from hw_models.rtl.checks import AxisHoldChecker, Scoreboard
 from hw_models.rtl.lockstep import Fault, Mismatch, ModelStepper, compare, write_reproducer
 from hw_models.rtl.stimulus import PIN_INPUTS, Environment, Episode, StimulusError, TraceSource, pin_values
 from nic.scheduler import OUTPUT_NAMES, SchedulerParams
@@ -75,6 +76,10 @@ async def lockstep(dut, params: SchedulerParams, source, *, sim: str, fault: Fau
     """
     pins = Dut(dut, params)
     model = ModelStepper(params, fault)
+    # independent of the model: the schedule-derived scoreboard and the AXI-Stream rule,
+    # on the RTL's own outputs
+    board = Scoreboard(params)
+    hold = AxisHoldChecker()
     # Power-on: hold rst for one edge (RTL registers start unknown); the model starts reset.
     pins.drive(pin_values({"rst": 1}, params))
     Clock(dut.clk, 10, unit="ns").start()
@@ -108,6 +113,10 @@ async def lockstep(dut, params: SchedulerParams, source, *, sim: str, fault: Fau
             break
         if check is not None:
             check(model.cycle, rtl, inp)
+        board.feed(rtl, inp)
+        hold.feed(rtl, inp)
+        if board.violations or hold.violations:
+            break
         pins.drive(pin_values(inp, params))
         model.edge(inp)
         if progress_path is not None and len(source.finished) != last_progress:
@@ -124,6 +133,8 @@ async def lockstep(dut, params: SchedulerParams, source, *, sim: str, fault: Fau
         "mismatch": mismatch.__dict__ if mismatch else None,
         "mismatch_text": mismatch.describe() if mismatch else None,
         "episodes": source.finished,
+        # (cycle, what) of the first scoreboard / AXI-Stream violations on the RTL's outputs
+        "violations": [list(v) for v in (board.violations + hold.violations)[:10]],
         "wall_s": wall,
         "cycles_per_s": model.cycle / wall if wall > 0 else 0.0,
     }
@@ -153,5 +164,5 @@ async def regress(dut):
     except StimulusError as exc:
         result = {"sim": job["sim"], "params": params.verilog_parameters(), "schedules": 0, "cycles": 0,
                   "mismatches": 0, "mismatch": None, "mismatch_text": None, "episodes": [], "wall_s": 0.0,
-                  "cycles_per_s": 0.0, "error": str(exc)}
+                  "cycles_per_s": 0.0, "error": str(exc), "violations": []}
     Path(job["result"]).write_text(json.dumps(result, indent=1, default=int))

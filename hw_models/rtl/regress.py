@@ -57,8 +57,12 @@ _BUILD_LOCK = threading.Lock()
 
 
 def build(sim: str, params: SchedulerParams, *, waves: bool | None = None, build_root: Path | None = None,
-          log_file: Path | None = None) -> Build:
-    """Compile the scheduler for ``sim`` with ``params`` (once per process and parameter set)."""
+          log_file: Path | None = None, sources: Sequence[Path] | None = None) -> Build:
+    """Compile the scheduler for ``sim`` with ``params`` (once per process and parameter set).
+
+    ``sources``: other Verilog files than rtl/'s (bench/rtl_mutation.py builds mutants);
+    they get a build directory of their own.
+    """
     from cocotb_tools.runner import get_runner
 
     if sim not in SIMULATORS:
@@ -66,18 +70,25 @@ def build(sim: str, params: SchedulerParams, *, waves: bool | None = None, build
     require_simulator(sim)
     if waves is None:
         waves = os.environ.get("WAVES", "0") not in ("", "0")
-    key = (sim, params, waves, str(build_root))
+    srcs = [Path(x) for x in sources] if sources is not None else rtl_sources()
+    src_tag = ""
+    if sources is not None:
+        h = hashlib.sha1()
+        for x in srcs:
+            h.update(x.name.encode() + x.read_bytes())
+        src_tag = "-src" + h.hexdigest()[:8]
+    key = (sim, params, waves, str(build_root), src_tag)
     with _BUILD_LOCK:
         if key in _BUILDS:
             return _BUILDS[key]
         root = Path(build_root) if build_root else BUILD_ROOT
-        bdir = root / f"{sim}-{_params_tag(params)}{'-waves' if waves else ''}"
+        bdir = root / f"{sim}-{_params_tag(params)}{'-waves' if waves else ''}{src_tag}"
         bdir.mkdir(parents=True, exist_ok=True)
         runner = get_runner(sim)
         runner.log.setLevel(logging.ERROR)  # "Skipping compilation of ..." is the normal case here
         try:
             runner.build(
-                sources=rtl_sources(),
+                sources=srcs,
                 hdl_toplevel=TOPLEVEL,
                 parameters=params.verilog_parameters(),
                 build_dir=bdir,
@@ -91,6 +102,18 @@ def build(sim: str, params: SchedulerParams, *, waves: bool | None = None, build
         b = Build(sim=sim, params=params, build_dir=bdir, waves=waves, runner=runner)
         _BUILDS[key] = b
         return b
+
+
+def unique_wave_path(work_dir: Path, sim: str) -> Path:
+    """A waveform file name in ``work_dir`` that no earlier run used (runs never overwrite waves)."""
+    ext = "fst" if sim == "icarus" else "vcd"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    k = 0
+    while True:
+        path = Path(work_dir) / f"waves-{sim}-{stamp}-{os.getpid()}-{k}.{ext}"
+        if not path.exists():
+            return path
+        k += 1
 
 
 def run_job(b: Build, job: dict, *, work_dir: Path, test_module: str = REGRESS_MODULE, testcase: str | None = None,
@@ -112,6 +135,10 @@ def run_job(b: Build, job: dict, *, work_dir: Path, test_module: str = REGRESS_M
     require_simulator(b.sim)
     log = work_dir / log_name
     err: list[BaseException] = []
+    # one waveform file per run: Icarus is told where to write it; Verilator writes
+    # dump.vcd in the test directory, renamed after the run
+    wave_path = unique_wave_path(work_dir, b.sim) if b.waves else None
+    plusargs = [f"+dumpfile_path={wave_path}"] if wave_path is not None and b.sim == "icarus" else []
 
     def target():
         try:
@@ -126,6 +153,7 @@ def run_job(b: Build, job: dict, *, work_dir: Path, test_module: str = REGRESS_M
                 extra_env={"HWM_RTL_JOB": str(job_path),
                            "COCOTB_REWRITE_ASSERTION_FILES": test_module.rsplit(".", 1)[-1] + ".py"},
                 waves=b.waves,
+                plusargs=plusargs,
                 results_xml=str(work_dir / "results.xml"),
                 log_file=log,
             )
@@ -145,6 +173,8 @@ def run_job(b: Build, job: dict, *, work_dir: Path, test_module: str = REGRESS_M
             if k != seen:
                 seen = k
                 on_progress(k)
+    if wave_path is not None and b.sim == "verilator" and (work_dir / "dump.vcd").exists():
+        (work_dir / "dump.vcd").rename(wave_path)
     result_path = Path(job["result"])
     if not expect_result:  # the test module reports through results.xml
         if not (work_dir / "results.xml").exists():
@@ -180,10 +210,11 @@ class RegressionResult:
     cycles_per_s: float
     error: str | None = None
     episodes: list = field(default_factory=list)
+    violations: list = field(default_factory=list)  # scoreboard / AXI-Stream rule on the RTL: (cycle, what)
 
     @property
     def ok(self) -> bool:
-        return self.mismatches == 0 and self.error is None
+        return self.mismatches == 0 and self.error is None and not self.violations
 
     def summary(self) -> str:
         s = (f"{self.sim} {self.params['DEPTH']}x{self.params['NIS']}NI: {self.schedules} schedules, "
@@ -192,6 +223,8 @@ class RegressionResult:
             s += f"\n  {self.mismatch_text}"
         if self.error:
             s += f"\n  error: {self.error}"
+        for cyc, what in self.violations:
+            s += f"\n  scoreboard, cycle {cyc}: {what}"
         return s
 
 
@@ -221,7 +254,7 @@ def regress(sim: str, params: SchedulerParams, episodes: Sequence[Episode], *, o
         sim=sim, params=params.verilog_parameters(), schedules=r["schedules"], cycles=r["cycles"],
         mismatches=r["mismatches"], mismatch_text=r.get("mismatch_text"), mismatch=r.get("mismatch"),
         wall_s=wall, sim_wall_s=r["wall_s"], cycles_per_s=r["cycles_per_s"], error=r.get("error"),
-        episodes=r.get("episodes", []))
+        episodes=r.get("episodes", []), violations=r.get("violations", []))
 
 
 class ReproducerError(HwModelsError):
@@ -320,4 +353,4 @@ def replay(sim: str, reproducer: Path, *, out_dir: Path | None = None, waves: bo
     return RegressionResult(
         sim=sim, params=params.verilog_parameters(), schedules=0, cycles=r["cycles"], mismatches=r["mismatches"],
         mismatch_text=r.get("mismatch_text"), mismatch=r.get("mismatch"), wall_s=time.perf_counter() - t0,
-        sim_wall_s=r["wall_s"], cycles_per_s=r["cycles_per_s"])
+        sim_wall_s=r["wall_s"], cycles_per_s=r["cycles_per_s"], violations=r.get("violations", []))

@@ -43,29 +43,42 @@ class StimulusError(HwModelsError):
 def random_table(rng: np.random.Generator, params: SchedulerParams, n: int | None = None) -> np.ndarray:
     """A random table of ``n`` rows (random 1..DEPTH when None) in step order.
 
-    Few flows, so entries share (flow, dep_op) and count the same messages; steps grow by
-    0, 1 or 2 (skipped steps); dependency counts 0..3 within CNT_W; every op.
+    Few flows, so entries share (flow, dep_op) and count the same messages, but flow ids
+    drawn from the whole FLOW_W range; steps grow by 0, 1 or 2 (skipped steps) from a base
+    drawn from all of STEP_W's range (upper half included) in 70 % of tables; dependency counts mostly 0..3, and
+    in half of the tables 4..12 within CNT_W (the upper bits of a 4-bit count); peers and lengths
+    over their whole ranges. Every bit of every field is driven both ways over a few
+    tables (tests/rtl/test_stimulus_coverage.py checks it).
     """
     depth = params.depth
     if n is None:
         n = int(rng.integers(1, depth + 1))
     n = min(n, depth)
     step_max = (1 << params.step_w) - 1
-    nflows = int(rng.integers(1, min(1 << params.flow_w, 8) + 1))
-    cnt_max = min(3, (1 << params.cnt_w) - 1)
+    n_ids = 1 << params.flow_w
+    nflows = int(rng.integers(1, min(n_ids, 8) + 1))
+    flows = rng.choice(n_ids, size=nflows, replace=False) if rng.random() < 0.7 else np.arange(nflows)
+    cnt_full = (1 << params.cnt_w) - 1
+    cnt_max = min(3, cnt_full)
+    cnt_big = min(12, cnt_full)
     len_max = (1 << params.len_w) - 1
-    step = int(rng.integers(0, 3))
+    big = 0.4 if rng.random() < 0.5 else 1.0  # half of the tables: entries that wait for up to 12 messages
+    if rng.random() < 0.7 and step_max > 2 * n:
+        step = int(rng.integers(0, step_max - 2 * n + 1))  # anywhere, upper half included
+    else:
+        step = int(rng.integers(0, 3))
     rows = np.zeros((n, 7), dtype=np.int64)
     for i in range(n):
         if i:
             step += int(rng.choice([0, 0, 0, 1, 1, 2]))
         rows[i, 0] = int(rng.choice([OP_REDUCE, OP_GATHER, OP_RECV], p=[0.42, 0.42, 0.16]))
-        rows[i, 1] = int(rng.integers(0, nflows))
+        rows[i, 1] = int(flows[int(rng.integers(0, nflows))])
         rows[i, 2] = int(rng.integers(0, 1 << params.node_w))
         rows[i, 3] = min(step, step_max)
         rows[i, 4] = int(rng.integers(0, len_max + 1)) if rng.random() < 0.3 else int(rng.integers(1, min(len_max, 64) + 1))
         rows[i, 5] = int(rng.integers(0, 2))
-        rows[i, 6] = 0 if rng.random() < 0.3 else int(rng.integers(1, cnt_max + 1))
+        r = rng.random()
+        rows[i, 6] = 0 if r < 0.3 else (int(rng.integers(cnt_max + 1, cnt_big + 1)) if r > big and cnt_big > cnt_max else int(rng.integers(1, cnt_max + 1)))
     return rows
 
 

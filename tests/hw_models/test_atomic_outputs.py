@@ -206,8 +206,9 @@ def test_rtl_regress_replaces_its_summary_whole(tmp_path, monkeypatch, capsys):
 def test_rtl_synth_replaces_its_csv_whole(tmp_path, monkeypatch, capsys):
     from hw_models.rtl import synth as Y
 
-    monkeypatch.setattr(Y, "sweep", lambda depths, nis_list, on_row=None: [
-        Y.SynthRow(depth=d, nis=n, cells=1, flip_flops=1, luts=1, ff_bits_per_entry=1.0, seconds=0.0)
+    monkeypatch.setattr(Y, "sweep", lambda depths, nis_list, on_row=None, **kw: [
+        Y.SynthRow(depth=d, nis=n, cells=1, flip_flops=1, luts=1, ff_bits_per_entry=1.0, lut_levels=2,
+                   fmax_mhz_est=555.6, seconds=0.0)
         for n in nis_list for d in depths])
     out = tmp_path / "s.csv"
     old = "depth,nis\n" + "64,4\n" * 100
@@ -216,7 +217,7 @@ def test_rtl_synth_replaces_its_csv_whole(tmp_path, monkeypatch, capsys):
     assert code in (0, None), err
     assert reader.read() == old
     reader.close()
-    assert out.read_text().splitlines()[1:] == ["16,1,1,1,1,1.0,0.0"]
+    assert out.read_text().splitlines()[1:] == ["16,1,1,1,1,1.0,2,555.6,0.0"]
     _no_temporary_files(tmp_path)
 
 

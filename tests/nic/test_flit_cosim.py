@@ -212,10 +212,11 @@ def test_single_transfer_times_are_exact():
     from nic.allreduce import prepare
     from nic.flit_cosim import run_flit
 
-    for design, bulk_flits, start in (("codesigned", 1 + 4096, 1), ("baseline", 256 * 17, 0)):
+    for design, bulk_flits, start in (("codesigned", 1 + 4096, 2), ("baseline", 256 * 17, 0)):
         nic = NicConfig(design=design)
         timing = run_flit(t, s, prepare(t, s, nic, 1 << 16), nic, NET)
-        # the co-designed scheduler offers its first send one cycle after start; the NI
+        # the co-designed scheduler offers its first send two cycles after start (its
+        # request register takes the entry in the first cycle of RUN); the NI
         # then injects one flit per cycle; the tail arrives after 1 + 2 x 3 cycles (1 hop)
         assert timing.start_cycles[0] == start
         assert timing.arrive_cycles[0] == start + bulk_flits - 1 + 1 + 2 * 3
@@ -339,8 +340,8 @@ def test_single_transfer_time_over_half_width_links_is_exact():
     # granted the ejection link 2 + VA 1 + 3 + VA 1 = 7 cycles after it was injected, the
     # other flits follow on it one every 2 cycles, and the tail arrives 1 + 1 + 1 later.
     # (Full width, as above: 1 + 1 + 2 + 1 = 5, then 1 per flit, then 2.)
-    assert timing.start_cycles[0] == 1
-    assert timing.arrive_cycles[0] == 1 + 7 + 2 * (flits - 1) + 3
+    assert timing.start_cycles[0] == 2
+    assert timing.arrive_cycles[0] == 2 + 7 + 2 * (flits - 1) + 3
 
 
 def test_flit_level_refuses_links_wider_than_a_flit():

@@ -22,30 +22,34 @@ def test_single_send_trace_cycle_by_cycle():
     m.load_table([[OP_REDUCE, 3, 5, 0, 100, 0, 0]])  # cycle 0: load
     o = m.tick(start=1)  # cycle 1: start sampled at the edge
     assert o["running"] == 0 and o["send_valid"] == 0
-    o = m.tick(send_ready=0)  # cycle 2: running, offered, not taken
-    assert o["running"] == 1 and o["send_valid"] == 1
-    assert (o["send_entry"], o["send_flow"], o["send_peer"], o["send_len"], o["send_op"], o["send_ni"]) == (0, 3, 5, 100, 0, 0)
-    o = m.tick(send_ready=1)  # cycle 3: handshake
+    o = m.tick(send_ready=0)  # cycle 2: running; the request register takes entry 0 at this edge
+    assert o["running"] == 1 and o["send_valid"] == 0
+    o = m.tick(send_ready=0)  # cycle 3: offered, not taken
     assert o["send_valid"] == 1
-    o = m.tick()  # cycle 4: NI busy, nothing offered
-    assert o["send_valid"] == 0 and o["ni_busy"] == 1 and o["done"] == 0
-    o = m.tick(ni_done=1)  # cycle 5: NI finishes
+    assert (o["send_entry"], o["send_flow"], o["send_peer"], o["send_len"], o["send_op"], o["send_ni"]) == (0, 3, 5, 100, 0, 0)
+    held = o
+    o = m.tick(send_ready=1)  # cycle 4: the same request, held; handshake
+    assert o == held
+    o = m.tick()  # cycle 5: NI busy, nothing offered (the payload keeps its last values)
+    assert o["send_valid"] == 0 and o["ni_busy"] == 1 and o["done"] == 0 and o["send_peer"] == 5
+    o = m.tick(ni_done=1)  # cycle 6: NI finishes
     assert o["ni_busy"] == 1
-    o = m.tick()  # cycle 6: NI idle, step over -> DONE at this edge
+    o = m.tick()  # cycle 7: NI idle, step over -> DONE at this edge
     assert o["ni_busy"] == 0 and o["done"] == 0
     o = m.tick()
     assert o["done"] == 1 and o["running"] == 0 and o["err"] == 0
 
 
-def test_dependencies_gate_the_send_until_the_cycle_after_the_last_arrival():
+def test_dependencies_gate_the_send_until_two_cycles_after_the_last_arrival():
     m = make(nis=2)
     m.load_table([[OP_REDUCE, 7, 1, 0, 8, OP_REDUCE, 2]])
     m.tick(start=1)
     assert m.tick()["send_valid"] == 0
     m.tick(recv=[(7, OP_REDUCE, 4)])  # first child
     assert m.tick()["send_valid"] == 0
-    m.tick(recv=[(7, OP_REDUCE, 5)])  # second child arrives in this cycle...
-    assert m.outputs()["send_valid"] == 1  # ...and the send is offered in the next one
+    m.tick(recv=[(7, OP_REDUCE, 5)])  # second child arrives in this cycle (counted at its edge)...
+    assert m.tick()["send_valid"] == 0  # ...the entry is eligible and taken into the request register...
+    assert m.outputs()["send_valid"] == 1  # ...and offered in the cycle after
     assert m.outputs()["err"] == 0
 
 
@@ -54,6 +58,7 @@ def test_early_arrivals_before_start_are_kept():
     m.load_table([[OP_GATHER, 2, 9, 0, 4, OP_GATHER, 1]])
     m.tick(recv=[(2, OP_GATHER, 0)])
     m.tick(start=1)
+    m.tick()
     assert m.outputs()["send_valid"] == 1
 
 
@@ -65,32 +70,54 @@ def test_lockstep_waits_for_every_ni_before_the_next_step():
         [OP_REDUCE, 2, 3, 1, 4, 0, 0],
     ])
     m.tick(start=1)
+    assert m.tick(send_ready=1)["send_valid"] == 0  # entry 0 taken into the request register
+    o = m.tick(send_ready=1)  # handshake; entry 1 taken in the same edge, on the NI not reserved
+    assert (o["send_valid"], o["send_entry"], o["send_ni"]) == (1, 0, 0)
     o = m.tick(send_ready=1)
-    assert (o["send_entry"], o["send_ni"]) == (0, 0)
-    o = m.tick(send_ready=1)
-    assert (o["send_entry"], o["send_ni"]) == (1, 1)
+    assert (o["send_valid"], o["send_entry"], o["send_ni"], o["ni_busy"]) == (1, 1, 1, 0b01)
     # Step 1's entry is ready but both NIs are busy, and then one NI still is.
     assert m.tick(ni_done=0b01)["send_valid"] == 0
     assert m.tick()["send_valid"] == 0
     assert m.tick(ni_done=0b10)["send_valid"] == 0
-    o = m.tick()  # all NIs idle now; the step advances at this edge
+    o = m.tick()  # all NIs idle, request register empty: the step advances at this edge
     assert o["step"] == 0 and o["send_valid"] == 0
+    o = m.tick()  # step 1: its entry is taken into the register
+    assert o["step"] == 1 and o["send_valid"] == 0
     o = m.outputs()
-    assert o["step"] == 1 and o["send_valid"] == 1 and o["send_entry"] == 2
+    assert o["send_valid"] == 1 and o["send_entry"] == 2 and o["send_step"] == 1
 
 
 def test_ties_go_to_the_lowest_table_address_and_steps_without_entries_are_skipped():
-    m = make(nis=1)
+    m = make(nis=2)
     m.load_table([
         [OP_REDUCE, 0, 1, 2, 4, 0, 1],  # waits for flow 0
         [OP_REDUCE, 1, 2, 2, 4, 0, 0],
         [OP_REDUCE, 2, 3, 2, 4, 0, 0],
     ])
     m.tick(start=1)
+    assert m.outputs()["step"] == 2
+    m.tick()
     o = m.outputs()
-    assert o["step"] == 2 and o["send_entry"] == 1  # entry 0 not ready; lowest ready wins
-    m.tick(recv=[(0, OP_REDUCE, 7)])
-    assert m.outputs()["send_entry"] == 0  # now entry 0 is ready and lowest
+    assert o["send_entry"] == 1  # entry 0 not ready; lowest ready wins
+    m.tick(recv=[(0, OP_REDUCE, 7)], send_ready=0)
+    # entry 0 is ready now, but the offered request is held until it is taken (AXI-Stream)
+    assert m.outputs()["send_entry"] == 1
+    m.tick(send_ready=1)
+    o = m.outputs()
+    # now entry 0 is the lowest eligible, on NI 1 (NI 0 carries entry 1)
+    assert (o["send_valid"], o["send_entry"], o["send_ni"]) == (1, 0, 1)
+
+
+def test_a_held_request_keeps_its_payload_when_a_lower_ni_becomes_free():
+    m = make(nis=2)
+    m.load_table([[OP_REDUCE, 0, 1, 0, 4, 0, 0], [OP_GATHER, 1, 2, 0, 5, 0, 0]])
+    m.tick(start=1)
+    m.tick()  # entry 0 -> register (NI 0)
+    m.tick(send_ready=1)  # taken; entry 1 -> register on NI 1
+    o = m.tick(send_ready=0, ni_done=0b01)  # NI 0 finishes while entry 1 waits on NI 1
+    assert (o["send_entry"], o["send_ni"]) == (1, 1)
+    o = m.outputs()
+    assert (o["send_valid"], o["send_entry"], o["send_ni"], o["ni_busy"]) == (1, 1, 1, 0)
 
 
 def test_recv_entries_retire_without_an_ni_and_done_follows():

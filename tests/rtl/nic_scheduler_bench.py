@@ -14,6 +14,7 @@ import os
 import cocotb
 import numpy as np
 
+from hw_models.rtl.checks import AxisHoldChecker
 from hw_models.rtl.cocotb_regress import load_job, lockstep
 from hw_models.rtl.stimulus import Environment, TraceSource, multitree_node_tables, random_episode, random_table
 from nic.scheduler import OP_GATHER, OP_RECV, OP_REDUCE, OUTPUT_NAMES
@@ -34,6 +35,7 @@ async def _run(dut, params, source, sim, record=True):
 
     r = await lockstep(dut, params, source, sim=sim, check=check if record else None)
     assert r["mismatches"] == 0, r["mismatch_text"]
+    assert r["violations"] == [], r["violations"]
     return r, seen_out, seen_in
 
 
@@ -97,15 +99,33 @@ async def single_flow(dut):
     """The hand-derived trace of tests/nic/test_scheduler_model.py, on the RTL."""
     job, p = _job()
     trace = [{"rst": 1}] + _load([[OP_REDUCE, 3, 5, 0, 6, 0, 0]]) + [
-        {"start": 1}, {"send_ready": 0}, {"send_ready": 1}, {}, {"ni_done": 1}, {}, {}]
+        {"start": 1}, {}, {"send_ready": 0}, {"send_ready": 1}, {}, {"ni_done": 1}, {}, {}]
     r, outs, _ = await _run(dut, p, TraceSource(trace), job["sim"])
-    o = outs[3]  # running, offered, not taken
-    assert o["running"] == 1 and o["send_valid"] == 1
+    assert outs[3]["running"] == 1 and outs[3]["send_valid"] == 0  # taken into the request register
+    o = outs[4]  # offered, not taken
+    assert o["send_valid"] == 1
     assert (o["send_entry"], o["send_flow"], o["send_peer"], o["send_len"], o["send_op"], o["send_ni"]) == (0, 3, 5, 6, 0, 0)
-    assert outs[4]["send_valid"] == 1  # handshake
-    assert outs[5]["send_valid"] == 0 and outs[5]["ni_busy"] == 1
-    assert outs[6]["ni_busy"] == 1 and outs[7]["ni_busy"] == 0 and outs[7]["done"] == 0
-    assert outs[8]["done"] == 1 and outs[8]["running"] == 0 and outs[8]["err"] == 0
+    assert outs[5] == o  # held, then the handshake
+    assert outs[6]["send_valid"] == 0 and outs[6]["ni_busy"] == 1
+    assert outs[7]["ni_busy"] == 1 and outs[8]["ni_busy"] == 0 and outs[8]["done"] == 0
+    assert outs[9]["done"] == 1 and outs[9]["running"] == 0 and outs[9]["err"] == 0
+
+
+@cocotb.test()
+async def axis_hold_rule(dut):
+    """Random schedules under heavy random backpressure: the RTL's offered request holds until taken."""
+    job, p = _job()
+    eps = []
+    for s in range(6000, 6010):
+        ep = random_episode(s, p)
+        ep.p_ready = float(np.random.default_rng([s, 0xA515]).uniform(0.15, 0.6))
+        eps.append(ep)
+    chk = AxisHoldChecker()
+    r = await lockstep(dut, p, Environment(p, eps), sim=job["sim"], check=lambda c, rtl, inp: chk.feed(rtl, inp))
+    assert r["mismatches"] == 0, r["mismatch_text"]
+    assert r["violations"] == [], r["violations"]
+    assert chk.stalled_cycles > 0 and chk.handshakes > 0
+    assert chk.violations == [], chk.violations[:5]
 
 
 @cocotb.test()
@@ -153,10 +173,10 @@ async def simultaneous_receives(dut):
     cnt = min(max(1, n - 1), (1 << p.cnt_w) - 1)  # one port more than needed when NIS > 1
     rows = [[OP_REDUCE, 1, 2, 0, 4, OP_REDUCE, cnt]]
     recv = [(1, OP_REDUCE, (5 + k) % (1 << p.node_w)) for k in range(n)]
-    trace = [{"rst": 1}] + _load(rows) + [{"start": 1}, {}, {"recv": recv}, {}, {}]
+    trace = [{"rst": 1}] + _load(rows) + [{"start": 1}, {}, {"recv": recv}, {}, {}, {}]
     r, outs, _ = await _run(dut, p, TraceSource(trace), job["sim"])
-    k = 1 + len(rows) + 3  # the cycle after the receives
-    assert outs[k]["send_valid"] == 1 and outs[k - 1]["send_valid"] == 0
+    k = 1 + len(rows) + 3  # the cycle after the receives: the entry is taken into the request register
+    assert outs[k + 1]["send_valid"] == 1 and outs[k]["send_valid"] == 0
     surplus = n - cnt
     assert outs[k]["err_count"] == surplus
     if surplus:

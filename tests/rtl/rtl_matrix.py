@@ -22,7 +22,21 @@ HDL_PARAMS = {
     "d64n4": SchedulerParams(depth=64, nis=4),
     # small, non-power-of-two table, odd NI count, narrow fields (saturating counter, masking)
     "d6n3narrow": SchedulerParams(depth=6, nis=3, flow_w=3, node_w=3, step_w=4, len_w=6, cnt_w=2, err_w=3),
+    # the smallest table: one entry, one NI
+    "d1n1": SchedulerParams(depth=1, nis=1),
+    # two NIs and every field at its widest (but CNT_W, whose top bit would take 128 messages)
+    "d8n2wide": SchedulerParams(depth=8, nis=2, flow_w=16, node_w=16, step_w=16, len_w=32, cnt_w=4, err_w=32),
+    # the most NIs (receive ports) one scheduler serves
+    "d16n16": SchedulerParams(depth=16, nis=16),
 }
+
+#: Parameter sets that run only with ``-m slow`` (each is a Verilator build and a minute of benches).
+SLOW_TAGS = {"d8n2wide", "d16n16"}
+
+
+def tag_params(tags=None):
+    """``pytest.param`` per parameter-set tag, the slow ones marked slow."""
+    return [pytest.param(t, marks=pytest.mark.slow) if t in SLOW_TAGS else t for t in (tags or HDL_PARAMS)]
 
 SIMS = [
     "verilator",

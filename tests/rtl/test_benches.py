@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from rtl_matrix import HDL_PARAMS, SIMS
+from rtl_matrix import HDL_PARAMS, SIMS, SLOW_TAGS
 from hw_models.rtl.regress import build, run_job
 
-BENCHES = ["reset", "load_and_read_back", "single_flow", "multitree_tables", "random_dependencies",
+BENCHES = ["reset", "load_and_read_back", "single_flow", "axis_hold_rule", "multitree_tables", "random_dependencies",
            "backpressure_and_gaps", "simultaneous_receives", "full_table", "unexpected_messages", "back_to_back"]
 
 _RUNS: dict[tuple[str, str], dict[str, str | None]] = {}
@@ -46,7 +46,7 @@ def _sim_name_marks(sim) -> tuple[str, tuple]:
     return (sim.values[0], tuple(sim.marks)) if hasattr(sim, "values") else (sim, ())
 
 
-CASES = [pytest.param(b, name, t, marks=marks, id=f"{b}-{name}-{t}")
+CASES = [pytest.param(b, name, t, marks=marks + ((pytest.mark.slow,) if t in SLOW_TAGS else ()), id=f"{b}-{name}-{t}")
          for b in BENCHES for name, marks in map(_sim_name_marks, SIMS) for t in HDL_PARAMS
          if not (b == "multitree_tables" and (HDL_PARAMS[t].depth < 38 or HDL_PARAMS[t].flow_w < 4))]
 

@@ -13,7 +13,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from rtl_matrix import HDL_PARAMS, SIMS
+from rtl_matrix import HDL_PARAMS, SIMS, tag_params
 from hw_models.rtl.lockstep import Fault, ModelStepper, run_model
 from hw_models.rtl.regress import random_episodes, regress, replay
 from hw_models.rtl.stimulus import (Environment, multitree_node_tables, params_for_tables, random_episode,
@@ -24,10 +24,11 @@ from hw_models.toolchain import have_icarus, rtl_sources, use_verilator
 def _assert_clean(r):
     assert r.error is None, r.error
     assert r.mismatches == 0, r.mismatch_text
+    assert r.violations == [], r.violations
     assert r.cycles > 0
 
 
-@pytest.mark.parametrize("tag", list(HDL_PARAMS))
+@pytest.mark.parametrize("tag", tag_params())
 @pytest.mark.parametrize("sim", SIMS)
 def test_random_schedules_match_the_model(sim, tag, tmp_path):
     params = HDL_PARAMS[tag]

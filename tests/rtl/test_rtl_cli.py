@@ -192,9 +192,10 @@ def test_an_unusable_synth_out_fails_before_yosys(capsys, no_work, tmp_path):
 def test_synth_drops_duplicate_depths_and_nis_keeping_order(capsys, monkeypatch, tmp_path):
     seen = []
 
-    def sweep(depths, nis_list, on_row=None):
+    def sweep(depths, nis_list, on_row=None, sources=None, delay=None, xilinx=False):
         seen.append((list(depths), list(nis_list)))
-        return [Y.SynthRow(depth=d, nis=n, cells=1, flip_flops=1, luts=1, ff_bits_per_entry=1.0, seconds=0.0)
+        return [Y.SynthRow(depth=d, nis=n, cells=1, flip_flops=1, luts=1, ff_bits_per_entry=1.0, lut_levels=3,
+                           fmax_mhz_est=delay.fmax_mhz(3), seconds=0.0)
                 for n in nis_list for d in depths]
 
     monkeypatch.setattr(Y, "sweep", sweep)
@@ -203,5 +204,20 @@ def test_synth_drops_duplicate_depths_and_nis_keeping_order(capsys, monkeypatch,
                          "--out", str(out)], capsys)
     assert code is None or code == 0, err
     assert seen == [([32, 16], [4, 1])]
-    assert out.read_text().splitlines()[1:] == ["32,4,1,1,1,1.0,0.0", "16,4,1,1,1,1.0,0.0",
-                                                 "32,1,1,1,1,1.0,0.0", "16,1,1,1,1,1.0,0.0"]
+    # Fmax estimate at the default delay model: 1000 / (0.6 + 3 x 0.6) MHz
+    assert out.read_text().splitlines()[1:] == ["32,4,1,1,1,1.0,3,416.7,0.0", "16,4,1,1,1,1.0,3,416.7,0.0",
+                                                 "32,1,1,1,1,1.0,3,416.7,0.0", "16,1,1,1,1,1.0,3,416.7,0.0"]
+
+
+@pytest.mark.parametrize("flag,value", [("--ns-per-level", "0"), ("--ns-per-level", "-1"), ("--fixed-ns", "-0.5"),
+                                        ("--fixed-ns", "nan")])
+def test_synth_refuses_a_delay_model_that_is_not_positive(capsys, no_work, flag, value):
+    code, _out, err = run(["rtl", "synth", "--depths", "16", "--nis", "1", "-t", "none", flag, value], capsys)
+    one_line_error(code, err, f"{flag} = ", "must be a positive number of ns")
+    assert no_work == []
+
+
+def test_synth_refuses_a_revision_that_does_not_exist_before_yosys(capsys, no_work):
+    code, _out, err = run(["rtl", "synth", "--depths", "16", "--nis", "1", "-t", "none", "--rev", "no-such-rev"], capsys)
+    one_line_error(code, err, "--rev no-such-rev", "Not a valid object name")
+    assert no_work == []

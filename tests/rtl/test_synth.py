@@ -1,16 +1,43 @@
-"""Yosys synthesis of one small configuration (the sweep is `hw-models rtl synth`)."""
+"""Yosys synthesis of small configurations (the sweep is `hw-models rtl synth`)."""
 
 from __future__ import annotations
 
-from hw_models.rtl.synth import synth_one, to_csv
+import pytest
+
+from hw_models.rtl.synth import DelayModel, lut_levels, synth_one, to_csv
 from nic.scheduler import SchedulerParams
 
 
-def test_a_small_scheduler_synthesises_and_its_flip_flops_are_counted():
+def test_a_small_scheduler_synthesises_and_its_state_and_depth_are_counted():
     p = SchedulerParams(depth=2, nis=1, flow_w=2, node_w=2, step_w=2, len_w=2, cnt_w=2, err_w=2)
     r = synth_one(p)
-    # per entry: valid, issued, op(2), flow, peer, step, len, dep_op, dep_count, count = 2+2+2*4+1+2+2 = 17 bits
-    entry_bits = 1 + 1 + 2 + p.flow_w + p.node_w + p.step_w + p.len_w + 1 + 2 * p.cnt_w
+    # per entry in flip-flops: valid, issued, op(2), flow, step, dep_op, dep_count, count (peer
+    # and len are in the table RAM, which generic synthesis maps to flip-flops as well)
+    entry_bits = 1 + 1 + 2 + p.flow_w + p.step_w + 1 + 2 * p.cnt_w
     assert r.flip_flops >= p.depth * entry_bits
     assert r.cells > r.flip_flops and r.luts > 0
+    assert 0 < r.lut_levels < r.luts
+    assert r.fmax_mhz_est == DelayModel().fmax_mhz(r.lut_levels)
     assert to_csv([r]).splitlines()[1].startswith("2,1,")
+
+
+def test_the_fmax_estimate_is_the_stated_formula():
+    assert DelayModel(ns_per_level=0.5, fixed_ns=1.0).fmax_mhz(8) == 200.0
+    assert lut_levels("x\nLongest topological path in nic_scheduler (length=37):\n") == 37
+
+
+@pytest.mark.slow
+def test_lut_levels_grow_with_log_depth_not_depth():
+    # the ripple chain this replaced: 32 levels at DEPTH 16, 64 at 32, 129 at 64 (docs/rtl.md)
+    narrow = dict(nis=1, flow_w=4, node_w=4, step_w=4, len_w=4, cnt_w=2, err_w=4)
+    lv = {d: synth_one(SchedulerParams(depth=d, **narrow)).lut_levels for d in (8, 64)}
+    assert lv[64] - lv[8] <= 12  # three more tree levels, not 56 more chain steps
+
+
+@pytest.mark.slow
+def test_the_table_fields_without_a_parallel_compare_go_to_lut_ram():
+    r = synth_one(SchedulerParams(depth=64, nis=1), xilinx=True)
+    assert r.xc7_lutram > 0 or r.xc7_bram18 > 0
+    # the state and the compared fields stay in flip-flops: under the 2 x (8 + 24) bits of
+    # peer and len per entry that the RAM took
+    assert r.xc7_ffs < 64 * (1 + 1 + 2 + 8 + 8 + 1 + 2 * 4) + 1200

@@ -166,9 +166,11 @@ def metrics(result) -> dict:
 def model_versions() -> dict:
     from nic.collectives import SCHEDULE_VERSION
     from nic.message_sim import MODEL_VERSION as MESSAGE_MODEL_VERSION
+    from nic.scheduler import SCHEDULER_VERSION
     from noc.flit import MODEL_VERSION as FLIT_MODEL_VERSION
 
-    return {"message_model": MESSAGE_MODEL_VERSION, "flit_model": FLIT_MODEL_VERSION, "schedule": SCHEDULE_VERSION}
+    return {"message_model": MESSAGE_MODEL_VERSION, "flit_model": FLIT_MODEL_VERSION, "schedule": SCHEDULE_VERSION,
+            "scheduler": SCHEDULER_VERSION}
 
 
 def legacy_key(resolved: dict) -> str:

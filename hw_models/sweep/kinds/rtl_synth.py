@@ -5,7 +5,8 @@ parameter set, as ``hw-models rtl synth`` runs each of its configurations
 A point's keys are the scheduler's parameters in lower case (docs/nic_scheduler.md,
 "Parameters"): ``depth``, ``nis``, ``flow_w``, ``node_w``, ``step_w``, ``len_w``,
 ``cnt_w``, ``err_w``; the ones left out take their defaults. Metrics: generic cells,
-flip-flops, 6-input LUTs and flip-flop bits per table entry. The model version is a hash
+flip-flops, 6-input LUTs, flip-flop bits per table entry, LUT levels and the estimated
+Fmax (the default delay model of ``hw_models.rtl.synth.DelayModel``). The model version is a hash
 of the Verilog sources and the Yosys wheel's version: an edit of the RTL runs the points
 again.
 """
@@ -40,7 +41,7 @@ def run(resolved: dict) -> dict:
     from nic.scheduler import SchedulerParams
 
     row = synth_one(SchedulerParams(**resolved)).as_dict()
-    return {k: row[k] for k in ("cells", "flip_flops", "luts", "ff_bits_per_entry")}
+    return {k: row[k] for k in ("cells", "flip_flops", "luts", "ff_bits_per_entry", "lut_levels", "fmax_mhz_est")}
 
 
 @lru_cache(maxsize=1)
@@ -60,4 +61,4 @@ def model_versions() -> dict:
 
 
 KIND = Kind(name="rtl_synth", summary="Yosys synthesis of the NIC scheduler at one parameter set: cells, "
-            "flip-flops, 6-LUTs (as hw-models rtl synth)", validate=validate, run=run, model_versions=model_versions)
+            "flip-flops, 6-LUTs, LUT levels, estimated Fmax (as hw-models rtl synth)", validate=validate, run=run, model_versions=model_versions)

@@ -1,0 +1,142 @@
+"""Mutation check of the NIC scheduler's verification: inject a fixed list of bugs into the
+RTL (rtl/) and into the cycle model (nic/scheduler.py), one at a time, and see whether
+the regression plus the benches kill each one; print the kill rate.
+
+    .venv/bin/python bench/rtl_mutation.py [--sim icarus] [--seeds 20] [--only NAME,...]
+
+A mutant is a text substitution that must apply exactly once (the script stops if the
+source moved on). Each runs in its own process (the model mutants need a mutated copy of
+the ``nic`` package first on the path) on the `d6n3narrow` parameter set (3 NIs, narrow
+fields: top bits are reached) and, when that does not kill it, `d64n4`: the cocotb
+benches (lockstep model comparison, the schedule-derived scoreboard, the AXI-Stream rule,
+each bench's own assertions), then the regression's random schedules. Killed = any
+failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: (name, file, old text, new text): RTL files under rtl/, the model under nic/
+MUTANTS = [
+    ("rtl: step field's top bit stuck at 0", "rtl/nic_sched_entry.v",
+     "e_step <= load_step;", "e_step <= load_step & ({STEP_W{1'b1}} >> 1);"),
+    ("rtl: count does not saturate", "rtl/nic_sched_entry.v",
+     "if (sum > {{(SUM_W-CNT_W){1'b0}}, e_dep_count}) begin", "if (1'b0) begin"),
+    ("rtl: needs ignores earlier ports (a surplus second message is not flagged)", "rtl/nic_sched_entry.v",
+     "+ {{(SUM_W-PRIOR_W){1'b0}}, recv_prior[p*PRIOR_W +: PRIOR_W]})", "+ {SUM_W{1'b0}})"),
+    ("rtl: request register refilled while stalled (AXI-Stream hold broken)", "rtl/nic_scheduler.v",
+     "assign send_take_any = (!out_valid_reg || send_ready) && send_any && free_any;",
+     "assign send_take_any = send_any && free_any;"),
+    ("rtl: step advances with a request still held", "rtl/nic_scheduler.v",
+     "&& (ni_busy_reg == {NIS{1'b0}}) && !out_valid_reg;", "&& (ni_busy_reg == {NIS{1'b0}});"),
+    ("rtl: tie-break tree prefers the upper half", "rtl/nic_sched_lowest.v",
+     "if (t_any[2*j]) begin", "if (!t_any[2*j+1]) begin"),
+    ("rtl: spurious ni_done not counted", "rtl/nic_scheduler.v",
+     "wire [NIS-1:0] spurious = ni_done & ~ni_busy_reg;", "wire [NIS-1:0] spurious = {NIS{1'b0}};"),
+    ("rtl: send payload RAM read at the held entry", "rtl/nic_scheduler.v",
+     ".re(send_take_any), .raddr(send_idx), .q(out_mem_q)", ".re(send_take_any), .raddr(out_entry_reg), .q(out_mem_q)"),
+    ("rtl: err_src/err_flow keep the last unexpected message", "rtl/nic_scheduler.v",
+     "if (unexp_any && !err_seen_reg) begin", "if (unexp_any) begin"),
+    ("rtl: a load with op 3 is accepted", "rtl/nic_scheduler.v",
+     "&& (load_op != OP_BAD);", ";"),
+    ("model: count does not saturate", "nic/scheduler.py",
+     "tab[i, C_COUNT] = c if c < tab[i, C_DEP_COUNT] else tab[i, C_DEP_COUNT]", "tab[i, C_COUNT] = c"),
+    ("model: the held NI is not reserved", "nic/scheduler.py",
+     "if ((busy_before | held) >> i) & 1 == 0:", "if (busy_before >> i) & 1 == 0:"),
+    ("model: a surplus message on a later port is needed", "nic/scheduler.py",
+     "if tab[i, C_COUNT] + prior < tab[i, C_DEP_COUNT]:", "if tab[i, C_COUNT] < tab[i, C_DEP_COUNT]:"),
+]
+
+
+def _mutated_tree(dest: Path, mutant) -> tuple[list[Path], Path | None]:
+    """rtl/ (and nic/ for a model mutant) copied to ``dest`` with the mutant applied."""
+    _name, rel, old, new = mutant
+    shutil.copytree(ROOT / "rtl", dest / "rtl")
+    pydir = None
+    if rel.startswith("nic/"):
+        pydir = dest / "py"
+        shutil.copytree(ROOT / "nic", pydir / "nic", ignore=shutil.ignore_patterns("__pycache__"))
+    target = (pydir if pydir is not None else dest) / rel
+    text = target.read_text()
+    if text.count(old) != 1:
+        raise SystemExit(f"mutant {mutant[0]!r}: the text to replace occurs {text.count(old)} times in {rel}")
+    target.write_text(text.replace(old, new))
+    srcs = sorted((dest / "rtl").glob("nic_sched_*.v")) + [dest / "rtl" / "nic_scheduler.v"]
+    return srcs, pydir
+
+
+def run_one(sim: str, seeds: int, rtl_dir: Path) -> dict:
+    """In the child: benches then regression on the mutated sources; what failed first."""
+    sys.path.insert(0, str(ROOT / "tests" / "rtl"))
+    from hw_models.rtl.regress import build, random_episodes, regress, run_job  # noqa: PLC0415
+    from rtl_matrix import HDL_PARAMS  # noqa: PLC0415
+
+    srcs = sorted(rtl_dir.glob("nic_sched_*.v")) + [rtl_dir / "nic_scheduler.v"]
+    for tag in ("d6n3narrow", "d64n4"):
+        params = HDL_PARAMS[tag]
+        work = Path(tempfile.mkdtemp(prefix=f"hwm-mut-{tag}-"))
+        try:
+            b = build(sim, params, sources=srcs, build_root=work / "build")
+        except Exception as exc:  # noqa: BLE001 - a mutant that does not build is killed by the build
+            return {"killed": True, "by": f"{tag}: build failed ({str(exc)[:100]})"}
+        run_job(b, {"sim": sim, "params": params.__dict__.copy()}, work_dir=work / "bench",
+                test_module="nic_scheduler_bench", log_name="bench.log", expect_result=False)
+        for case in ET.parse(work / "bench" / "results.xml").getroot().iter("testcase"):
+            if case.get("name") == "multitree_tables" and (params.depth < 38 or params.flow_w < 4):
+                continue  # does not apply: the 4x4 tables do not fit (tests/rtl/test_benches.py skips it too)
+            if case.find("failure") is not None or case.find("error") is not None:
+                return {"killed": True, "by": f"{tag}: bench {case.get('name')}"}
+        r = regress(sim, params, random_episodes(params, range(seeds)), out_dir=work / "regress")
+        if not r.ok:
+            why = r.mismatch_text or r.error or str(r.violations[:1])
+            return {"killed": True, "by": f"{tag}: regression ({why[:120]})"}
+    return {"killed": False, "by": ""}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sim", default="icarus", choices=("icarus", "verilator"))
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--only", default="", help="comma-separated mutant numbers (1-based) to run")
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        print("RESULT " + json.dumps(run_one(args.sim, args.seeds, Path(args.child))), flush=True)
+        return
+    picks = [int(x) for x in args.only.split(",") if x.strip()] or list(range(1, len(MUTANTS) + 1))
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    print(f"mutation check at {commit}: {len(picks)} mutants, {args.sim}, {args.seeds} seeds", flush=True)
+    killed = 0
+    for k in picks:
+        mutant = MUTANTS[k - 1]
+        t0 = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="hwm-mutant-") as tmp:
+            _srcs, pydir = _mutated_tree(Path(tmp), mutant)
+            env = dict(os.environ)
+            env["PYTHONPATH"] = os.pathsep.join(([str(pydir)] if pydir else []) + [str(ROOT)]
+                                                + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+            p = subprocess.run([sys.executable, __file__, "--sim", args.sim, "--seeds", str(args.seeds),
+                                "--child", str(Path(tmp) / "rtl")], capture_output=True, text=True, env=env, cwd=ROOT)
+        line = next((x for x in p.stdout.splitlines() if x.startswith("RESULT ")), None)
+        res = json.loads(line[7:]) if line else {"killed": True, "by": f"crashed: {p.stderr.strip()[-200:]}"}
+        killed += res["killed"]
+        print(f"{k:2d}. {'KILLED  ' if res['killed'] else 'SURVIVED'} {mutant[0]}  [{res['by']}] "
+              f"({time.perf_counter() - t0:.0f} s)", flush=True)
+    print(f"kill rate: {killed}/{len(picks)} = {100 * killed / len(picks):.0f} %")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""Per-module benches (tests/rtl/module_benches.py) over a parameter matrix: the tie-break
+tree, the one-hot mux, the table RAM and the table entry, each against its own Python
+reference. Icarus runs the matrix (builds take a second); Verilator a corner of it, and
+the rest with ``-m slow``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from rtl_matrix import SIMS
+from hw_models.toolchain import REPO_ROOT, RTL_DIR, require_simulator
+
+
+def _clog2(n):
+    return max(1, (n - 1).bit_length())
+
+
+# (module, bench, parameter set)
+MATRIX = [("nic_sched_lowest", "lowest_bench", {"N": n, "IDX_W": _clog2(n)}) for n in (1, 2, 3, 5, 8, 16, 64, 256)]
+MATRIX += [("nic_sched_mux", "mux_bench", {"N": n, "W": w}) for n, w in ((1, 1), (3, 8), (16, 5), (64, 1))]
+MATRIX += [("nic_sched_ram", "ram_bench", {"DEPTH": d, "W": w, "ADDR_W": _clog2(d)}) for d, w in ((1, 4), (5, 8), (16, 32))]
+MATRIX += [("nic_sched_entry", "entry_bench", {"NIS": n, "FLOW_W": fw, "STEP_W": sw, "CNT_W": cw, "PRIOR_W": 5})
+           for n, fw, sw, cw in ((1, 8, 8, 4), (2, 1, 1, 1), (4, 16, 16, 8), (16, 3, 4, 2))]
+
+# Verilator in the default run: one set per module
+VERILATOR_DEFAULT = {("nic_sched_lowest", 5), ("nic_sched_mux", 3), ("nic_sched_ram", 5), ("nic_sched_entry", 4)}
+
+
+def _cases():
+    out = []
+    for sim in SIMS:
+        name = sim.values[0] if hasattr(sim, "values") else sim
+        marks = tuple(sim.marks) if hasattr(sim, "values") else ()
+        for mod, bench, params in MATRIX:
+            key = (mod, params.get("N", params.get("DEPTH", params.get("NIS"))))
+            slow = name == "verilator" and key not in VERILATOR_DEFAULT
+            tag = "-".join(f"{k}{v}" for k, v in params.items())
+            out.append(pytest.param(name, mod, bench, params, id=f"{mod}-{tag}-{name}",
+                                    marks=marks + ((pytest.mark.slow,) if slow else ())))
+    return out
+
+
+@pytest.mark.parametrize("sim,module,bench,params", _cases())
+def test_module_bench(sim, module, bench, params, tmp_path):
+    from cocotb_tools.runner import get_runner
+
+    require_simulator(sim)
+    tag = "-".join(f"{k}{v}" for k, v in params.items())
+    build_dir = REPO_ROOT / "sim_build" / f"mod-{sim}-{module}-{tag}"
+    runner = get_runner(sim)
+    runner.log.setLevel(logging.ERROR)
+    runner.build(sources=[RTL_DIR / f"{module}.v"], hdl_toplevel=module, parameters=params, build_dir=build_dir,
+                 build_args=["-Wno-fatal"] if sim == "verilator" else [], log_file=build_dir / "build.log")
+    job = tmp_path / "job.json"
+    job.write_text(json.dumps(params))
+    try:
+        runner.test(test_module="module_benches", hdl_toplevel=module, testcase=bench, build_dir=build_dir,
+                    test_dir=tmp_path, parameters=params, extra_env={"HWM_MOD_JOB": str(job),
+                    "COCOTB_REWRITE_ASSERTION_FILES": "module_benches.py"},
+                    results_xml=str(tmp_path / "results.xml"), log_file=tmp_path / "sim.log")
+    except SystemExit:  # cocotb's runner exits when a test fails: the log says why
+        pass
+    text = (tmp_path / "results.xml").read_text() if (tmp_path / "results.xml").exists() else ""
+    assert "<failure" not in text and "<error" not in text and 'name="' + bench in text, \
+        (tmp_path / "sim.log").read_text()[-3000:]
