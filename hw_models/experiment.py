@@ -123,3 +123,25 @@ def resolve_experiment(cfg: ExperimentConfig, source: str, *, flags: Mapping[str
                                   f"{a} on {t.name}: {exc}") from None
     return ResolvedExperiment(config=cfg, source=source, topology=t, router=router, nics=nics, routes=routes,
                               schedules=schedules, sizes_bytes=sizes, left_out=left_out)
+
+
+def check_model_network(exp: ResolvedExperiment, design: str, model: str, source: str) -> None:
+    """Check that the all-reduce ``model`` (``message`` or ``flit``) can run ``design``'s NICs
+    on the experiment's network, as every command and sweep kind that runs all-reduces does
+    before it starts: the flit-level co-simulation's router and NIC scheduler limits, or the
+    message model's router. Raises ``ConfigError`` starting with ``source``."""
+    from nic.allreduce import check_message_router
+    from nic.flit_cosim import flit_network
+    from nic.scheduler import MAX_NIS as MAX_SCHEDULER_NIS
+
+    t, router, nic = exp.topology, exp.router, exp.nics[design]
+    try:
+        if model == "flit":
+            flit_network(t, nic, router)
+        else:
+            check_message_router(t, exp.routes, nic, router)
+    except ConfigError as exc:
+        raise ConfigError(f"{source} on {t.name}: {exc}") from None
+    if model == "flit" and t.nis_per_node > MAX_SCHEDULER_NIS:
+        raise ConfigError(f"{source}: {t.name} has {t.nis_per_node} NIs per node; the flit level's NIC scheduler "
+                          f"serves at most {MAX_SCHEDULER_NIS} (docs/nic_scheduler.md)")

@@ -87,14 +87,12 @@ def train(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from hw_models.config import experiment_data
-    from hw_models.experiment import config_with_flags, resolve_experiment
+    from hw_models.experiment import check_model_network, config_with_flags, resolve_experiment
     from hw_models.store import ResultStore, check_output_dir, csv_holds_other_rows, write_csv_atomic
     from hw_models.training import endtoend as e2e
     from hw_models.training.compute import ENGINES, get_device
-    from nic.allreduce import MODELS, check_message_router
+    from nic.allreduce import MODELS
     from nic.collectives import algorithm_name
-    from nic.flit_cosim import flit_network
-    from nic.scheduler import MAX_NIS as MAX_SCHEDULER_NIS
 
     # ---- everything checked before anything is simulated or written --------------------
     if config is not None and not config.is_file():
@@ -143,17 +141,8 @@ def train(
     cfg = config_with_flags(data, source, overrides, flags, drop)
     design = design or cfg.nic.design
     exp = resolve_experiment(cfg, source, flags=flags, designs=[design], algorithms=names)
+    check_model_network(exp, design, model, source)
     t, network, nic_cfg = exp.topology, exp.router, exp.nics[design]
-    try:
-        if model == "flit":
-            flit_network(t, nic_cfg, network)
-        else:
-            check_message_router(t, exp.routes, nic_cfg, network)
-    except ConfigError as exc:
-        raise ConfigError(f"{source} on {t.name}: {exc}") from None
-    if model == "flit" and t.nis_per_node > MAX_SCHEDULER_NIS:
-        raise HwModelsError(f"{t.name}: {t.nis_per_node} NIs per node; the flit level's NIC scheduler serves at most "
-                            f"{MAX_SCHEDULER_NIS} (docs/nic_scheduler.md)")
     algos = list(exp.schedules)
     pick = _trace_pick(trace_run, works, algos, policies) if (trace or gantt or trace_run) else None
     if trace_run is not None and not (trace or gantt):

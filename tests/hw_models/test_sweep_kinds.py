@@ -198,6 +198,11 @@ def test_training_points_refuse_bad_keys_naming_them():
          "unknown key 'training.modle'"),
         ({"training": {"workload": "resnet50,vgg16", "algorithm": "ring", "policy": "wfbp"}},
          "one workload per point"),
+        # the network the all-reduce model cannot run is refused at validation, as `train` refuses it
+        ({"training": {"workload": "resnet50", "algorithm": "ring", "policy": "wfbp", "model": "flit"},
+          "network": {"topology": "torus:4x4", "nis_per_node": 17}}, "serves at most 16"),
+        ({"training": {"workload": "resnet50", "algorithm": "ring", "policy": "wfbp"},
+          "router": {"flow_control": "vct"}}, "the message model represents wormhole routers only"),
     ]
     for point, message in cases:
         with pytest.raises(ConfigError) as info:

@@ -86,10 +86,7 @@ def _resolved(cache_key: str, data: dict, options: dict, model: str, source: str
     if cache_key in _RESOLVED:
         return _RESOLVED[cache_key]
     from hw_models.config import ExperimentConfig
-    from hw_models.experiment import resolve_experiment
-    from nic.allreduce import check_message_router
-    from nic.flit_cosim import flit_network
-    from nic.scheduler import MAX_NIS as MAX_SCHEDULER_NIS
+    from hw_models.experiment import check_model_network, resolve_experiment
     from noc.config import validate as validate_model
 
     data = {**data, "allreduce": {**data["allreduce"], "sizes": str(size_bytes)}}
@@ -98,17 +95,8 @@ def _resolved(cache_key: str, data: dict, options: dict, model: str, source: str
     exp = resolve_experiment(cfg, source, flags={k: f"{source}: {v}" for k, v in _POINT_FLAGS.items()},
                              designs=[cfg.nic.design], algorithms=[algorithm],
                              schedule_options={algorithm: options} if options else None)
+    check_model_network(exp, cfg.nic.design, model, source)
     t, router, nic = exp.topology, exp.router, exp.nics[cfg.nic.design]
-    try:
-        if model == "flit":
-            flit_network(t, nic, router)
-        else:
-            check_message_router(t, exp.routes, nic, router)
-    except ConfigError as exc:
-        raise ConfigError(f"{source} on {t.name}: {exc}") from None
-    if model == "flit" and t.nis_per_node > MAX_SCHEDULER_NIS:
-        raise ConfigError(f"{source}: {t.name} has {t.nis_per_node} NIs per node; the flit level's NIC scheduler "
-                          f"serves at most {MAX_SCHEDULER_NIS} (allreduce.model = 'flit')")
     network = cfg.network.model_dump(mode="json")
     network.update(topology=t.name, nis_per_node=t.nis_per_node)
     # what run() rebuilds from the resolved config must be what was checked here

@@ -76,6 +76,7 @@ def _policy(name, options: dict, source: str):
 
 def validate(point: dict, source: str = "point") -> dict:
     from hw_models.config import ExperimentConfig
+    from hw_models.experiment import check_model_network
     from hw_models.training import endtoend as e2e
     from hw_models.training.compute import ENGINES, get_device
     from nic.allreduce import MODELS
@@ -115,6 +116,7 @@ def validate(point: dict, source: str = "point") -> dict:
     data = {k: v for k, v in point.items() if k != "training"}
     cfg = validate_model(data, ExperimentConfig, source=source)
     exp = _experiment(cfg, source, algorithm)
+    check_model_network(exp, cfg.nic.design, tr["model"], source)
     return {"config": cfg.model_dump(mode="json"), "topology": exp.topology.name, "workload": work.name,
             "workload_spec": tr["workload"],  # a layer file's contents are part of the key, by their hash
             "workload_hash": hashlib.sha256(repr(work).encode()).hexdigest()[:16], "algorithm": algorithm, "policy": policy.name, "options": options,
