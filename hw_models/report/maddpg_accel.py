@@ -57,8 +57,6 @@ def phase_figure(rows: list[dict], path: Path, title: str) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from hw_models.plots import save_figure
-
     labels = [f"{r['agents']}a {r['interconnect']}\n{r['pe']}x{r['lanes']}{'w' if r['layer_balance'] == 'work' else ''}"
               for r in rows]
     fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(rows) + 2), 4.5))
@@ -75,13 +73,7 @@ def phase_figure(rows: list[dict], path: Path, title: str) -> Path:
             ax.text(k, bottom[k], note, ha="center", va="bottom", fontsize=7)
     ax.set_xticks(range(len(rows)), labels, fontsize=7)
     ax.set_ylabel("µs per update (critical path)")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    try:
-        return save_figure(fig, path, bbox_inches=None)
-    finally:
-        plt.close(fig)
+    return _finish(fig, ax, title, path)
 
 
 def pareto_figure(groups: dict, path: Path, title: str) -> Path:
@@ -92,7 +84,6 @@ def pareto_figure(groups: dict, path: Path, title: str) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from hw_models.plots import save_figure
     from maddpg.accel.search import pareto
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -111,6 +102,15 @@ def pareto_figure(groups: dict, path: Path, title: str) -> Path:
     ax.set_yscale("log")
     ax.set_xlabel("DSP slices")
     ax.set_ylabel("µs per update")
+    return _finish(fig, ax, title, path)
+
+
+def _finish(fig, ax, title: str, path: Path) -> Path:
+    """Title and legend the figure, write it to ``path`` and close it."""
+    import matplotlib.pyplot as plt
+
+    from hw_models.plots import save_figure
+
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -215,6 +215,19 @@ _NONE = np.zeros(0, np.int64)
 _NO_STREAMS = (np.zeros(0), np.zeros(0), np.zeros(0, np.bool_), np.zeros(0, np.int32), np.zeros(0, np.int32))
 
 
+@njit(cache=True, inline="always")
+def _start_is_next(p, q, t, by_start, by_arrival, i_start, i_arr, late):
+    """Whether the next event of a timed run is the start ``by_start[p]`` rather than the
+    arrival ``by_arrival[q]`` (``t`` events of each kind; see :func:`_most_in_flight`)."""
+    if q == t:
+        return True
+    if p == t:
+        return False
+    a = by_start[p]
+    b = by_arrival[q]
+    return i_start[a] < i_arr[b] or (i_start[a] == i_arr[b] and late[b])
+
+
 @njit(cache=True)
 def _most_in_flight(i_start, i_arr, late, by_start, by_arrival):
     """The most payloads in flight at once in a timed run (the verifier's slots). Events go
@@ -227,15 +240,7 @@ def _most_in_flight(i_start, i_arr, late, by_start, by_arrival):
     in_flight = 0
     most = 0
     while p < t or q < t:
-        if q == t:
-            is_start = True
-        elif p == t:
-            is_start = False
-        else:
-            a = by_start[p]
-            b = by_arrival[q]
-            is_start = i_start[a] < i_arr[b] or (i_start[a] == i_arr[b] and late[b])
-        if is_start:
+        if _start_is_next(p, q, t, by_start, by_arrival, i_start, i_arr, late):
             p += 1
             in_flight += 1
             most = max(most, in_flight)
@@ -290,14 +295,7 @@ def _events_run(mode, src, dst, flow, op, starts, order, i_start, i_arr, late, b
             is_start = ev >= 0
             i = ev if is_start else ~ev
         else:  # the next start or the next arrival, as in _most_in_flight
-            if q == t:
-                is_start = True
-            elif p == t:
-                is_start = False
-            else:
-                a = by_start[p]
-                b = by_arrival[q]
-                is_start = i_start[a] < i_arr[b] or (i_start[a] == i_arr[b] and late[b])
+            is_start = _start_is_next(p, q, t, by_start, by_arrival, i_start, i_arr, late)
             if is_start:
                 i = by_start[p]
                 p += 1
