@@ -210,7 +210,7 @@ def run_ps(st: Setting, servers: tuple[int, ...], modes, stragglers_spec: str, *
 
 
 def run_ssd(st: Setting, delays):
-    from hw_models.training.systems.ssd import ssd_iteration_s, ssd_sgd  # noqa: PLC0415
+    from hw_models.training.systems.ssd import ssd_iteration_s, ssd_sgd, ssd_timeline  # noqa: PLC0415
 
     base_s = st.sgd_iteration_s()
     ar = st.comm.allreduce_s(st.model_bytes)
@@ -218,10 +218,11 @@ def run_ssd(st: Setting, delays):
     timing = [{"system": "ssd", "run": f"SSGD ({st.algorithm}, wfbp)", "iteration_s": base_s, "speedup": 1.0}]
     times = {}
     for k in delays:
-        t = ssd_iteration_s(st.compute_s, upd, ar, k)
+        t, _ = ssd_timeline(st.layers, st.comm, k, st.mem_bytes_per_s)
         times[k] = t
         timing.append({"system": "ssd", "run": f"SSD-SGD k={k}", "iteration_s": t, "speedup": base_s / t,
-                       "allreduce_s": ar, "local_update_s": upd})
+                       "closed_form_s": ssd_iteration_s(st.compute_s, upd, ar, k), "allreduce_s": ar,
+                       "local_update_s": upd})
     conv = []
     if st.task is not None:
         ref = st.reference()
@@ -236,7 +237,7 @@ def run_ssd(st: Setting, delays):
 
 
 def run_easgd(st: Setting, variants, alpha: float | None, tau: int):
-    from hw_models.training.systems.easgd import easgd, easgd_round_s  # noqa: PLC0415
+    from hw_models.training.systems.easgd import easgd, easgd_round_s, easgd_timeline  # noqa: PLC0415
 
     if st.ps_comm is None:
         raise ConfigError("EASGD's master needs a network model (ps_comm)")
@@ -245,10 +246,12 @@ def run_easgd(st: Setting, variants, alpha: float | None, tau: int):
     m = st.model_bytes
     kw = dict(push_all_s=master.reduce_scatter_s(m), pull_all_s=master.all_gather_s(m),
               allreduce_s=st.comm.allreduce_s(m), num_workers=n, mem_bytes_per_s=st.mem_bytes_per_s)
-    per_step = {v: easgd_round_s(v, tau, st.compute_s, m, **kw) / tau for v in variants}
+    closed = {v: easgd_round_s(v, tau, st.compute_s, m, **kw) / tau for v in variants}
+    per_step = {v: easgd_timeline(v, tau, st.layers, st.comm, master.reduce_scatter_s, master.all_gather_s,
+                                  num_workers=n, mem_bytes_per_s=st.mem_bytes_per_s)[0] for v in variants}
     ref_v = "async" if "async" in per_step else variants[0]
     timing = [{"system": "easgd", "run": f"{v} EASGD tau={tau}", "iteration_s": per_step[v],
-               f"speedup_vs_{ref_v}": per_step[ref_v] / per_step[v]} for v in variants]
+               f"speedup_vs_{ref_v}": per_step[ref_v] / per_step[v], "closed_form_s": closed[v]} for v in variants]
     conv = []
     if st.task is not None:
         a = alpha if alpha is not None else 0.9 / st.task.workers

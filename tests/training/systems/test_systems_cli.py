@@ -13,6 +13,7 @@ from hw_models.training.comm import NicComm
 from hw_models.training.compute import get_device, layer_costs
 from hw_models.training.policies import WaitFreeBackprop
 from hw_models.training.systems.ps import PushPull, ps_schedule
+from hw_models.training.systems.ssd import ssd_timeline
 from hw_models.training.timeline import simulate
 from hw_models.training.workloads import load_workload_file
 
@@ -80,7 +81,8 @@ def test_ssd_rows_against_the_pieces(net, pieces, tmp_path, capsys):
     compute = sum(x.fwd_s + x.bwd_s for x in layers)
     for row, k in zip(timing[1:], (1, 4)):
         expect = max(compute + 3 * model / 320e9, comm.allreduce_s(model) / k)
-        assert float(row["iteration_s"]) == pytest.approx(expect, rel=1e-12)
+        assert float(row["closed_form_s"]) == pytest.approx(expect, rel=1e-12)
+        assert float(row["iteration_s"]) == pytest.approx(ssd_timeline(layers, comm, k, 320e9)[0], rel=1e-12)
     conv = read_csv([f for f in files if f.name.endswith("_convergence.csv")][0])
     assert conv[0]["run"].startswith("sync SGD") and int(conv[0]["iterations_to_target"]) > 0
     assert [r["run"] for r in conv[1:]] == ["SSD-SGD k=1", "SSD-SGD k=4"]
