@@ -41,6 +41,7 @@ centre and write at the same instant: bit for bit the arithmetic of ``sync``.
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
@@ -208,8 +209,10 @@ def simulate_easgd(variant: str, tau: int, num_workers: int, compute_s: float, *
     recs = []
     for r, i, s in reads:
         w_own = writes[(i, s)]
-        version = sum(1 for w in wstamps if w < r)
-        others = sum(1 for w in wstamps if r < w < w_own or (w[0] == w_own[0] and w != w_own))
+        version = bisect.bisect_left(wstamps, r)
+        # others landing after the read and before its own write, or at the same instant after it
+        others = (bisect.bisect_left(wstamps, w_own) - bisect.bisect_right(wstamps, r)
+                  + bisect.bisect_left(wstamps, (w_own[0], math.inf)) - bisect.bisect_right(wstamps, w_own))
         recs.append(ExchangeRecord(i, s, r[0], w_own[0], version, others))
         events.append((*r, READ, i))
         events.append((*w_own, WRITE, i))

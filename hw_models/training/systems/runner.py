@@ -236,8 +236,15 @@ def run_ssd(st: Setting, delays):
 # ---- EASGD -------------------------------------------------------------------------------------
 
 
-def run_easgd(st: Setting, variants, alpha: float | None, tau: int):
+def run_easgd(st: Setting, variants, alpha: float | None, tau: int, stragglers_spec: str = "none", *, seed: int = 0,
+              timing_iterations: int = 200):
+    """Timing on the iteration timeline (all workers alike) and the closed form; with
+    stragglers also the event simulation of every worker's exchanges
+    (:mod:`hw_models.training.systems.hogwild`), whose updates the convergence rows then
+    replay in event order."""
     from hw_models.training.systems.easgd import easgd, easgd_round_s, easgd_timeline  # noqa: PLC0415
+    from hw_models.training.systems.hogwild import replay_easgd, simulate_easgd  # noqa: PLC0415
+    from hw_models.training.systems.ps import Stragglers  # noqa: PLC0415
 
     if st.ps_comm is None:
         raise ConfigError("EASGD's master needs a network model (ps_comm)")
@@ -252,6 +259,21 @@ def run_easgd(st: Setting, variants, alpha: float | None, tau: int):
     ref_v = "async" if "async" in per_step else variants[0]
     timing = [{"system": "easgd", "run": f"{v} EASGD tau={tau}", "iteration_s": per_step[v],
                f"speedup_vs_{ref_v}": per_step[ref_v] / per_step[v], "closed_form_s": closed[v]} for v in variants]
+    strag = Stragglers.parse(stragglers_spec, n)
+    runs = {}
+    if strag.label != "none":
+        if st.task is not None and st.task.workers != n:
+            raise ConfigError(f"the task has {st.task.workers} workers and the network {n}: one shard per worker")
+        its = st.max_iterations if st.task is not None else timing_iterations
+        ev = dict(exchange_s=(kw["push_all_s"] + kw["pull_all_s"]) / n, update_s=3 * m / st.mem_bytes_per_s,
+                  allreduce_s=kw["allreduce_s"], stragglers=strag, iterations=its, seed=seed)
+        runs = {v: simulate_easgd(v, tau, n, st.compute_s, **ev) for v in variants}
+        ref_t = runs[ref_v].time_per_iteration_s()
+        for v, run in runs.items():
+            t = run.time_per_iteration_s()
+            timing.append({"system": "easgd", "run": f"{v} EASGD tau={tau}, stragglers {strag.label} "
+                           "(event simulation)", "iteration_s": t, f"speedup_vs_{ref_v}": ref_t / t,
+                           "mean_staleness": round(run.mean_staleness(), 3), "max_staleness": run.max_staleness()})
     conv = []
     if st.task is not None:
         a = alpha if alpha is not None else 0.9 / st.task.workers
@@ -260,6 +282,10 @@ def run_easgd(st: Setting, variants, alpha: float | None, tau: int):
         for v in variants:
             r = easgd(st.task, v, st.lr, alpha=a, tau=tau, target=st.target, max_iterations=st.max_iterations)
             conv.append(_conv_row("easgd", r, ref.iterations_to_target, per_step[v], per_step[ref_v]))
+        for v, run in runs.items():
+            r = replay_easgd(st.task, run, st.lr, alpha=a, target=st.target)
+            conv.append(_conv_row("easgd", r, ref.iterations_to_target, run.time_per_iteration_s(),
+                                  runs[ref_v].time_per_iteration_s(), mean_staleness=round(run.mean_staleness(), 3)))
     return timing, conv
 
 
