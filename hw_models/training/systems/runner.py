@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from hw_models.training.costs import LayerCost
 from hw_models.training.policies import WaitFreeBackprop
+from hw_models.training.systems.ps import PushPull
 from hw_models.training.timeline import simulate
 from noc.errors import ConfigError
 
@@ -153,8 +154,13 @@ def run_compression(st: Setting, compressors, fix: str = "none", average_every: 
 
 
 def run_ps(st: Setting, servers: tuple[int, ...], modes, stragglers_spec: str, *, eager_options=(False, True),
-           seed: int = 0):
-    from hw_models.training.systems.ps import PushPull, Stragglers, ps_convergence, simulate_ps  # noqa: PLC0415
+           seed: int = 0, timing_iterations: int = 100):
+    """The synchronous layer-by-layer timeline (coupled and eager pull), then the event
+    simulation of every worker layer by layer (:mod:`hw_models.training.systems.ps_layers`)
+    per mode, replayed on the task. The simulation runs ``timing_iterations`` iterations,
+    doubled (up to the task's ``max_iterations``) while a replay has not reached the target."""
+    from hw_models.training.systems.ps import Stragglers, ps_convergence  # noqa: PLC0415
+    from hw_models.training.systems.ps_layers import simulate_ps_layers  # noqa: PLC0415
 
     if st.ps_comm is None:
         raise ConfigError("the parameter server needs a network model (ps_comm)")
@@ -168,19 +174,28 @@ def run_ps(st: Setting, servers: tuple[int, ...], modes, stragglers_spec: str, *
         timing.append({"system": "ps", "run": f"sync PS layer by layer, {len(servers)} server(s), "
                        f"{'eager' if eager else 'coupled'} pull", "iteration_s": r.iteration_s,
                        "reduction_percent": 100 * (1 - r.iteration_s / base_s)})
-    m = st.model_bytes
-    push_all, pull_all = pc.reduce_scatter_s(m), pc.all_gather_s(m)
+    push = [pc.reduce_scatter_s(x.grad_bytes) if x.grad_bytes else 0.0 for x in st.layers]
+    pull = [pc.all_gather_s(x.grad_bytes) if x.grad_bytes else 0.0 for x in st.layers]
     strag = Stragglers.parse(stragglers_spec, n)
     if st.task is not None and st.task.workers != n:
         raise ConfigError(f"the task has {st.task.workers} workers and the network {n}: one task shard per worker")
-    runs = {}
-    sync_key = None
+    runs, convs = {}, {}
     for mode in modes:
         for eager in (eager_options if mode != "sync" else (False,)):
-            run = simulate_ps(n, st.compute_s, push_all, pull_all, mode=mode, eager=eager, stragglers=strag,
-                              gradients=n * st.max_iterations, seed=seed)
-            runs[(mode, eager)] = run
-            sync_key = sync_key or ((mode, eager) if mode == "sync" else None)
+            cap = st.max_iterations if st.task is not None else timing_iterations
+            h = min(timing_iterations, cap)
+            while True:
+                run = simulate_ps_layers(st.layers, push, pull, n, mode=mode, eager=eager, stragglers=strag,
+                                         gradients=n * h, seed=seed)
+                rs = []
+                if st.task is not None:
+                    rs = [ps_convergence(st.task, run, st.lr, staleness_aware=aware, target=st.target)
+                          for aware in ((False,) if mode == "sync" else (False, True))]
+                if h >= cap or all(r.iterations_to_target is not None for r in rs):
+                    break
+                h = min(2 * h, cap)
+            runs[(mode, eager)], convs[(mode, eager)] = run, rs
+    sync_key = next((k for k in runs if k[0] == "sync"), None)
     ref_s = runs[sync_key].time_per_iteration_s() if sync_key else None
     for (mode, eager), run in runs.items():
         t = run.time_per_iteration_s()
@@ -188,21 +203,17 @@ def run_ps(st: Setting, servers: tuple[int, ...], modes, stragglers_spec: str, *
                        "iteration_s": t, "reduction_percent": 100 * (1 - t / ref_s) if ref_s else "",
                        "mean_staleness": round(run.mean_staleness(), 3), "max_staleness": run.max_staleness()})
     conv = []
-    if st.task is not None:
-        ref = None
-        for (mode, eager), run in runs.items():
-            for aware in ((False,) if mode == "sync" else (False, True)):
-                r = ps_convergence(st.task, run, st.lr, staleness_aware=aware, target=st.target)
-                if ref is None:
-                    ref = r
-                ref_t = ref.extra["time_to_target_s"]
-                t_ratio = _ratio(r.extra["time_to_target_s"], ref_t)
-                row = _conv_row("ps", r, ref.iterations_to_target, r.extra["time_per_iteration_s"],
-                                ref.extra["time_per_iteration_s"],
-                                time_to_target_s=r.extra["time_to_target_s"],
-                                mean_staleness=round(r.extra["mean_staleness"], 3))
-                row["time_to_target_vs_reference"] = "" if t_ratio is None else round(t_ratio, 4)
-                conv.append(row)
+    ref = None
+    for key, rs in convs.items():
+        for r in rs:
+            ref = ref or r
+            ref_t = ref.extra["time_to_target_s"]
+            t_ratio = _ratio(r.extra["time_to_target_s"], ref_t)
+            row = _conv_row("ps", r, ref.iterations_to_target, r.extra["time_per_iteration_s"],
+                            ref.extra["time_per_iteration_s"], time_to_target_s=r.extra["time_to_target_s"],
+                            mean_staleness=round(r.extra["mean_staleness"], 3))
+            row["time_to_target_vs_reference"] = "" if t_ratio is None else round(t_ratio, 4)
+            conv.append(row)
     return timing, conv
 
 
