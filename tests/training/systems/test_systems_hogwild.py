@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from hw_models.training.systems.easgd import easgd, easgd_round_s
+from hw_models.training.systems.easgd import easgd
 from hw_models.training.systems.hogwild import replay_easgd, simulate_easgd
 from hw_models.training.systems.ps import Stragglers
 from hw_models.training.systems.tasks import Task
