@@ -109,18 +109,25 @@ def main():
         tm, cv = runner.run_ssd(setting(model), [1, 2, 4, 8])
         if model == "logreg":
             print("\n### SSD-SGD: time per iteration\n")
-            print(table(tm, ["run", "iteration_s", "speedup", "allreduce_s", "local_update_s"]))
+            print(table(tm, ["run", "iteration_s", "speedup", "closed_form_s", "allreduce_s", "local_update_s"]))
             print(f"\n### SSD-SGD: time per iteration on {eth.describe()}\n")
-            print(table(ssd_eth, ["run", "iteration_s", "speedup", "allreduce_s", "local_update_s"]))
+            print(table(ssd_eth, ["run", "iteration_s", "speedup", "closed_form_s", "allreduce_s",
+                                  "local_update_s"]))
         print(f"\n### SSD-SGD: convergence ({model})\n")
         print(table(cv, conv_cols))
 
     for tau in (1, 4):
         tm, cv = runner.run_easgd(st, ["sync", "async", "measgd", "hogwild"], None, tau)
         print(f"\n### EASGD, tau = {tau}\n")
-        print(table(tm, ["run", "iteration_s", "speedup_vs_async"]))
+        print(table(tm, ["run", "iteration_s", "speedup_vs_async", "closed_form_s"]))
         print()
         print(table(cv, conv_cols))
+    for strag in ("slow:2:3", "lognormal:0.5"):
+        tm, cv = runner.run_easgd(st, ["sync", "async", "measgd", "hogwild"], None, 1, strag)
+        print(f"\n### EASGD, tau = 1, stragglers {strag}: event simulation and its replay (logreg)\n")
+        print(table(tm[4:], ["run", "iteration_s", "speedup_vs_async", "mean_staleness", "max_staleness"]))
+        print()
+        print(table(cv[5:], conv_cols + ["mean_staleness"]))
     print(f"\n({time.time() - t0:.0f} s)\n", file=sys.stderr)
 
     for wname in ((w.name,) if args.quick else (w.name, "googlenet")):

@@ -21,7 +21,7 @@ import typer
 
 from noc.errors import HwModelsError
 
-from hw_models.training.systems.setup import DEFAULT_COMPRESSORS, OWN, SYSTEM_NAMES
+from hw_models.training.systems.setup import DEFAULT_COMPRESSORS, SYSTEM_NAMES, not_for
 
 
 def train_system(
@@ -59,8 +59,10 @@ def train_system(
                                             "'0,5,10' (default spread)."),
     modes: Optional[str] = typer.Option(None, "--modes", help="ps: comma-separated sync, async, ssp:BOUND "
                                         "(default sync,async,ssp:2)."),
-    stragglers: Optional[str] = typer.Option(None, "--stragglers", help="ps: none, slow:COUNT:FACTOR, "
-                                             "lognormal:SIGMA, combined with + (default slow:2:3)."),
+    stragglers: Optional[str] = typer.Option(None, "--stragglers", help="ps and easgd: per-worker speeds: none, "
+                                             "slow:COUNT:FACTOR (the last COUNT workers FACTOR times slower), "
+                                             "lognormal:SIGMA (a mean-one lognormal per step), combined with + "
+                                             "(default: ps slow:2:3; easgd none, which skips the event simulation)."),
     delays: Optional[str] = typer.Option(None, "--delays", help="ssd: comma-separated delays k (default "
                                          "1,2,4,8)."),
     variants: Optional[str] = typer.Option(None, "--variants", help="easgd: comma-separated sync, async, "
@@ -84,8 +86,9 @@ def train_system(
              "--placement": placement, "--modes": modes, "--stragglers": stragglers, "--delays": delays,
              "--variants": variants, "--alpha": alpha, "--tau": tau, "--inverse-efficiency": inverse_efficiency}
     for flag, value in given.items():
-        if value is not None and OWN[flag] != sysname:
-            raise HwModelsError(f"{flag} applies to the {OWN[flag]} system, not {sysname}; leave it out")
+        why = not_for(flag, sysname)
+        if value is not None and why:
+            raise HwModelsError(f"{flag} {why}; leave it out")
     st, desc, settings = resolve_setting(sysname, workload, batch, device, topology, nis, algorithm, config, preset, task,
                                   lr, target, max_iterations, seed)
     n = st.comm.num_workers

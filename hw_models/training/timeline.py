@@ -20,6 +20,16 @@ The model (docs/training_timeline.md has it with pictures and checks):
   layer, a compute op just before the layer's next forward pass (once its gradient is
   synchronised); or one global step before the next forward pass, once every gradient is.
 
+* **Periodic and delayed exchanges** (:class:`Exchange`, default: every iteration, needed by
+  the next): systems that synchronise only every ``every`` iterations (SSD-SGD, EASGD) or
+  use a result a round late. Only iteration ``t`` with ``(t + 1) % every == 0`` hands its
+  gradients to the network (the others' layers count as synchronised when their backward op
+  ends); layer ``i``'s update and forward pass in an iteration ``t`` with ``t % every == 0``
+  wait for layer ``i`` of the exchange ``lag`` rounds back (iteration ``t - 1 - (lag - 1) *
+  every``); the optimiser's per-layer update runs every iteration or only in the iterations
+  that merge an exchange (``update_on``). With ``lag = 2`` a round's exchange overlaps the
+  whole next round's compute, layer by layer.
+
 ``simulate`` runs ``iterations`` iterations and the forward pass of one more (so the last
 iteration's gradients gate something). Iteration ``t`` spans from the start of its forward
 pass (its first op: layer 0's update or forward) to the start of iteration ``t+1``'s.
@@ -175,6 +185,38 @@ class TimelineResult:
                 "comm_bytes_per_iteration": last.comm_bytes, "num_workers": self.num_workers, "comm": self.comm}
 
 
+@dataclass(frozen=True)
+class Exchange:
+    """When gradients go to the network and when their result is needed (module docstring):
+    iteration ``t`` communicates iff ``(t + 1) % every == 0``; an iteration ``t`` with ``t %
+    every == 0`` waits, layer by layer, for the exchange ``lag`` rounds back.
+    ``update_on``: ``every`` (the per-layer update runs in every iteration, e.g. a local SGD
+    step) or ``merge`` (only in iterations that wait for an exchange). The default is
+    synchronous data parallelism."""
+
+    every: int = 1
+    lag: int = 1
+    update_on: str = "every"
+
+    def __post_init__(self) -> None:
+        for key in ("every", "lag"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ConfigError(f"Exchange.{key} = {v!r}: must be an integer >= 1")
+        if self.update_on not in ("every", "merge"):
+            raise ConfigError(f"Exchange.update_on = {self.update_on!r}: must be every or merge")
+
+    def communicates(self, iteration: int) -> bool:
+        return (iteration + 1) % self.every == 0
+
+    def needs(self, iteration: int) -> int | None:
+        """The exchange (an iteration) whose result layer by layer gates ``iteration``, or None."""
+        if iteration % self.every:
+            return None
+        e = iteration - 1 - (self.lag - 1) * self.every
+        return e if e >= 0 else None
+
+
 class _Part:
     """A waiting part of a gradient (mutable inside the engine; policies see :class:`Pending`)."""
 
@@ -188,17 +230,18 @@ class _Part:
         return Pending(self.layer, self.offset, self.nbytes, self.ready_s, self.stage)
 
 
-def _program(layers: tuple[LayerCost, ...], iterations: int, opt: OptimizerCost):
+def _program(layers: tuple[LayerCost, ...], iterations: int, opt: OptimizerCost, exchange: "Exchange"):
     """The compute ops in program order, ``(op, iteration, layer, seconds)``, and the index of
     the first op of each iteration's forward block (iterations 0 .. K)."""
     upd = opt.layer_s(len(layers))
     ops, block = [], []
     for it in range(iterations + 1):
         block.append(len(ops))
-        if it >= 1 and opt.is_global:
+        runs = it >= 1 and (exchange.update_on == "every" or exchange.needs(it) is not None)
+        if runs and opt.is_global:
             ops.append(("global_update", it - 1, -1, opt.global_s))
         for i, layer in enumerate(layers):
-            if it >= 1 and not opt.is_global and upd[i] > 0:
+            if runs and not opt.is_global and upd[i] > 0:
                 ops.append(("update", it - 1, i, upd[i]))
             ops.append(("forward", it, i, layer.fwd_s))
         if it < iterations:
@@ -208,9 +251,11 @@ def _program(layers: tuple[LayerCost, ...], iterations: int, opt: OptimizerCost)
 
 
 def simulate(layers: Sequence[LayerCost], comm: CommModel, policy: Policy, *, iterations: int = 3,
-             optimizer: OptimizerCost | None = None) -> TimelineResult:
+             optimizer: OptimizerCost | None = None, exchange: Exchange | None = None) -> TimelineResult:
     """Simulate ``iterations`` training iterations (>= 2) of ``layers`` (forward order) with
-    collectives costed by ``comm`` and chosen by ``policy``; see the module docstring."""
+    collectives costed by ``comm`` and chosen by ``policy``; ``exchange``: which iterations
+    communicate and when their result is needed (default: every iteration, needed by the
+    next); see the module docstring."""
     layers = as_layer_costs(layers)
     if not isinstance(policy, Policy):
         raise TypeError(f"policy must be a hw_models.training.policies.Policy, not {type(policy).__name__}")
@@ -220,8 +265,11 @@ def simulate(layers: Sequence[LayerCost], comm: CommModel, policy: Policy, *, it
     opt = OptimizerCost() if optimizer is None else optimizer
     if not isinstance(opt, OptimizerCost):
         raise TypeError(f"optimizer must be an OptimizerCost, not {type(opt).__name__}")
+    exch = Exchange() if exchange is None else exchange
+    if not isinstance(exch, Exchange):
+        raise TypeError(f"exchange must be an Exchange, not {type(exch).__name__}")
     L = len(layers)
-    ops, block = _program(layers, iterations, opt)
+    ops, block = _program(layers, iterations, opt, exch)
     plan = policy.plan(layers, comm)
 
     nan = math.nan
@@ -245,16 +293,21 @@ def simulate(layers: Sequence[LayerCost], comm: CommModel, policy: Policy, *, it
     def gate_ok(k: int) -> bool:
         op, it, i, _ = ops[k]
         if op == "forward":
-            return it == 0 or not math.isnan(synced[it - 1][i])
+            e = exch.needs(it)
+            return e is None or not math.isnan(synced[e][i])
         if op == "update":
-            return not math.isnan(synced[it][i])
+            e = exch.needs(it + 1)
+            return e is None or not math.isnan(synced[e][i])
         if op == "global_update":
-            return not any(math.isnan(x) for x in synced[it])
+            e = exch.needs(it + 1)
+            return e is None or not any(math.isnan(x) for x in synced[e])
         return True
 
     def next_gradient_s() -> float:
         """When the next gradient of the running backward pass appears (inf: none will)."""
         k, t = comp, comp_end
+        if not exch.communicates(cur_iter):
+            return math.inf
         if k >= 0:
             op, it, i, _ = ops[k]
             if op != "backward" or it != cur_iter:
@@ -320,7 +373,7 @@ def simulate(layers: Sequence[LayerCost], comm: CommModel, policy: Policy, *, it
         op_end[comp] = now
         if op == "backward":
             bwd_left[it] -= 1
-            if layers[i].grad_bytes > 0:
+            if layers[i].grad_bytes > 0 and exch.communicates(it):
                 pending.append(_Part(it, i, 0, layers[i].grad_bytes, now, "reduce"))
             else:
                 mark_synced(it, i)
@@ -435,5 +488,5 @@ def compare_policies(layers: Sequence[LayerCost], comm: CommModel, policies: Seq
     return tuple(simulate(layers, comm, p, iterations=iterations, optimizer=optimizer) for p in chosen)
 
 
-__all__ = ["MAX_COLLECTIVES_PER_ITERATION", "OPS", "CommEvent", "ComputeEvent", "IterationStats", "LayerEvents",
+__all__ = ["MAX_COLLECTIVES_PER_ITERATION", "OPS", "CommEvent", "ComputeEvent", "Exchange", "IterationStats", "LayerEvents",
            "TimelineResult", "compare_policies", "simulate"]

@@ -29,7 +29,7 @@ TYPES = {"workload": str, "batch": int, "device": str, "preset": str, "topology"
 
 
 def _resolve(point: dict, source: str):
-    from hw_models.training.systems.setup import OWN, SYSTEM_NAMES, flags_to_keys, resolve_setting, system_params
+    from hw_models.training.systems.setup import SYSTEM_NAMES, flags_to_keys, not_for, resolve_setting, system_params
 
     allowed = ("system", *COMMON, *OPTIONS)
     for key in point:
@@ -45,9 +45,9 @@ def _resolve(point: dict, source: str):
             want is float and isinstance(value, int) and not isinstance(value, bool))
         if not ok:
             raise ConfigError(f"{source}: key {key!r} = {value!r}: must be {want.__name__}")
-        if key in OPTIONS and value is not None and OWN["--" + key.replace("_", "-")] != system:
-            raise ConfigError(f"{source}: key {key!r} applies to the {OWN['--' + key.replace('_', '-')]} system, "
-                              f"not {system}")
+        why = not_for("--" + key.replace("_", "-"), system) if key in OPTIONS else None
+        if value is not None and why:
+            raise ConfigError(f"{source}: key {key!r} {why}")
     try:
         st, _, settings = resolve_setting(system, vals["workload"], vals["batch"], vals["device"], vals["topology"],
                                           vals["nis"], vals["algorithm"], None, vals["preset"], vals["task"],

@@ -20,7 +20,19 @@ moving rate ``alpha`` (the elastic parameter ``alpha = lr * rho``):
 
 The centre model is what is evaluated.
 
-**Timing** (:func:`easgd_round_s`), per round of ``tau`` local steps of every worker and one
+**Timing on the iteration timeline** (:func:`easgd_timeline`): the workload's passes layer by
+layer; a round's last backward pass hands each layer's model to the network as the layer's
+gradient appears (the local step and the elastic difference are one pass over the layer).
+``sync``: each layer's models all-reduced (policy ``wfbp``: layer by layer as they appear;
+``fused``: one all-reduce after the backward pass), then each layer's centre update (``3 b``
+bytes of memory traffic on every worker) before its next forward pass, which waits for it
+(a barrier, layer by layer). ``async``/``measgd``/``hogwild``: each layer's exchange with the
+master (:class:`~hw_models.training.systems.exchange.MasterComm`: ``serial`` for the
+round-robin master, ``concurrent`` for hogwild) overlaps the whole next round; the round
+after that waits for it, layer by layer (``lag = 2``). All workers run alike (equal speeds;
+unequal speeds: :mod:`hw_models.training.systems.hogwild`).
+
+**Closed form** (:func:`easgd_round_s`, the independent check), per round of ``tau`` local steps of every worker and one
 exchange each (``M`` model bytes): the round-robin master (``async``, ``measgd``) serialises
 the exchanges: each moves ``M`` to the master and ``M`` back at the master's share of the
 network (``1/N`` of the all-worker push and pull time of a one-server parameter server on the
@@ -31,7 +43,9 @@ lets the exchanges share the master's links at once and its updates run concurre
 transfers: ``max(tau * compute, max(push + pull, N * update))``. ``sync`` (the collective
 redesign) all-reduces the ``N`` models (``sum_i x_i``, from which every worker computes the
 centre update itself): ``tau * compute + allreduce(M) + update`` -- the all-reduce is a
-barrier, not overlapped.
+barrier, not overlapped. The timeline with the ``fused`` policy equals it; with ``wfbp`` the
+layers' exchanges start during the backward pass (less) but each pays its own start-up cost
+(more).
 """
 
 from __future__ import annotations
@@ -94,6 +108,28 @@ def easgd(task, variant: str, lr: float, *, alpha: float, tau: int = 1, delta: f
                      max_iterations=max_iterations, eval_every=eval_every)
 
 
+def easgd_timeline(variant: str, tau: int, layers, allreduce_comm, push_all_s, pull_all_s, *, num_workers: int,
+                   mem_bytes_per_s: float, policy: str = "wfbp"):
+    """One EASGD variant on the iteration timeline (module docstring): ``(steady seconds per
+    local step, the timeline result)``. ``push_all_s(b)``/``pull_all_s(b)``: the one-server
+    parameter server's all-worker push and pull of ``b`` bytes."""
+    from hw_models.training.systems.exchange import MasterComm, make_policy, run_rounds, steady_step_s  # noqa: PLC0415
+    from hw_models.training.timeline import Exchange  # noqa: PLC0415
+
+    _check(variant, tau, 0.5)
+    if variant == "sync":
+        exch = Exchange(every=tau, lag=1, update_on="merge")
+        upd = tuple(3 * x.grad_bytes / mem_bytes_per_s for x in layers)
+        comm = allreduce_comm
+    else:
+        exch = Exchange(every=tau, lag=2, update_on="merge")
+        upd = (0.0,) * len(layers)
+        comm = MasterComm(push_all_s, pull_all_s, num_workers, mem_bytes_per_s,
+                          "concurrent" if variant == "hogwild" else "serial")
+    res = run_rounds(layers, comm, make_policy(policy), exch, upd)
+    return steady_step_s(res, exch), res
+
+
 def easgd_round_s(variant: str, tau: int, compute_s: float, model_bytes: int, *, push_all_s: float,
                   pull_all_s: float, allreduce_s: float, num_workers: int, mem_bytes_per_s: float) -> float:
     """Seconds per round (``tau`` local steps and one exchange per worker); see the module
@@ -110,4 +146,4 @@ def easgd_round_s(variant: str, tau: int, compute_s: float, model_bytes: int, *,
     return max(tau * compute_s, n * ((push_all_s + pull_all_s) / n + update_s))
 
 
-__all__ = ["VARIANTS", "easgd", "easgd_round_s", "exchange"]
+__all__ = ["VARIANTS", "easgd", "easgd_round_s", "easgd_timeline", "exchange"]

@@ -17,8 +17,9 @@ its push acknowledgements before it pulls); *eager* pull decoupled from push
 (``eager=True``) pulls a layer as soon as its push is done, ahead of any further push, so
 the next forward pass can start on the front layers.
 
-**Stragglers, asynchrony, staleness** (:func:`simulate_ps`, an event simulation of whole
-iterations): worker ``i`` computes for ``base_compute_s * factor_i * noise`` (a
+**Stragglers, asynchrony, staleness, whole iterations** (:func:`simulate_ps`, the coarser
+level; :mod:`hw_models.training.systems.ps_layers` simulates every worker layer by layer, with
+pushes and pulls overlapping compute, and is what ``hw-models train-system ps`` runs): worker ``i`` computes for ``base_compute_s * factor_i * noise`` (a
 distribution per worker: ``slow:COUNT:FACTOR`` makes the last COUNT workers FACTOR times
 slower, ``lognormal:SIGMA`` multiplies by a mean-one lognormal; combine with ``+``), then
 pushes its whole gradient; the servers serve pushes first come first served, each taking

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from hw_models.training.costs import LayerCost
 from hw_models.training.policies import WaitFreeBackprop
+from hw_models.training.systems.ps import PushPull
 from hw_models.training.timeline import simulate
 from noc.errors import ConfigError
 
@@ -153,8 +154,13 @@ def run_compression(st: Setting, compressors, fix: str = "none", average_every: 
 
 
 def run_ps(st: Setting, servers: tuple[int, ...], modes, stragglers_spec: str, *, eager_options=(False, True),
-           seed: int = 0):
-    from hw_models.training.systems.ps import PushPull, Stragglers, ps_convergence, simulate_ps  # noqa: PLC0415
+           seed: int = 0, timing_iterations: int = 100):
+    """The synchronous layer-by-layer timeline (coupled and eager pull), then the event
+    simulation of every worker layer by layer (:mod:`hw_models.training.systems.ps_layers`)
+    per mode, replayed on the task. The simulation runs ``timing_iterations`` iterations,
+    doubled (up to the task's ``max_iterations``) while a replay has not reached the target."""
+    from hw_models.training.systems.ps import Stragglers, ps_convergence  # noqa: PLC0415
+    from hw_models.training.systems.ps_layers import simulate_ps_layers  # noqa: PLC0415
 
     if st.ps_comm is None:
         raise ConfigError("the parameter server needs a network model (ps_comm)")
@@ -168,19 +174,28 @@ def run_ps(st: Setting, servers: tuple[int, ...], modes, stragglers_spec: str, *
         timing.append({"system": "ps", "run": f"sync PS layer by layer, {len(servers)} server(s), "
                        f"{'eager' if eager else 'coupled'} pull", "iteration_s": r.iteration_s,
                        "reduction_percent": 100 * (1 - r.iteration_s / base_s)})
-    m = st.model_bytes
-    push_all, pull_all = pc.reduce_scatter_s(m), pc.all_gather_s(m)
+    push = [pc.reduce_scatter_s(x.grad_bytes) if x.grad_bytes else 0.0 for x in st.layers]
+    pull = [pc.all_gather_s(x.grad_bytes) if x.grad_bytes else 0.0 for x in st.layers]
     strag = Stragglers.parse(stragglers_spec, n)
     if st.task is not None and st.task.workers != n:
         raise ConfigError(f"the task has {st.task.workers} workers and the network {n}: one task shard per worker")
-    runs = {}
-    sync_key = None
+    runs, convs = {}, {}
     for mode in modes:
         for eager in (eager_options if mode != "sync" else (False,)):
-            run = simulate_ps(n, st.compute_s, push_all, pull_all, mode=mode, eager=eager, stragglers=strag,
-                              gradients=n * st.max_iterations, seed=seed)
-            runs[(mode, eager)] = run
-            sync_key = sync_key or ((mode, eager) if mode == "sync" else None)
+            cap = st.max_iterations if st.task is not None else timing_iterations
+            h = min(timing_iterations, cap)
+            while True:
+                run = simulate_ps_layers(st.layers, push, pull, n, mode=mode, eager=eager, stragglers=strag,
+                                         gradients=n * h, seed=seed)
+                rs = []
+                if st.task is not None:
+                    rs = [ps_convergence(st.task, run, st.lr, staleness_aware=aware, target=st.target)
+                          for aware in ((False,) if mode == "sync" else (False, True))]
+                if h >= cap or all(r.iterations_to_target is not None for r in rs):
+                    break
+                h = min(2 * h, cap)
+            runs[(mode, eager)], convs[(mode, eager)] = run, rs
+    sync_key = next((k for k in runs if k[0] == "sync"), None)
     ref_s = runs[sync_key].time_per_iteration_s() if sync_key else None
     for (mode, eager), run in runs.items():
         t = run.time_per_iteration_s()
@@ -188,21 +203,17 @@ def run_ps(st: Setting, servers: tuple[int, ...], modes, stragglers_spec: str, *
                        "iteration_s": t, "reduction_percent": 100 * (1 - t / ref_s) if ref_s else "",
                        "mean_staleness": round(run.mean_staleness(), 3), "max_staleness": run.max_staleness()})
     conv = []
-    if st.task is not None:
-        ref = None
-        for (mode, eager), run in runs.items():
-            for aware in ((False,) if mode == "sync" else (False, True)):
-                r = ps_convergence(st.task, run, st.lr, staleness_aware=aware, target=st.target)
-                if ref is None:
-                    ref = r
-                ref_t = ref.extra["time_to_target_s"]
-                t_ratio = _ratio(r.extra["time_to_target_s"], ref_t)
-                row = _conv_row("ps", r, ref.iterations_to_target, r.extra["time_per_iteration_s"],
-                                ref.extra["time_per_iteration_s"],
-                                time_to_target_s=r.extra["time_to_target_s"],
-                                mean_staleness=round(r.extra["mean_staleness"], 3))
-                row["time_to_target_vs_reference"] = "" if t_ratio is None else round(t_ratio, 4)
-                conv.append(row)
+    ref = None
+    for key, rs in convs.items():
+        for r in rs:
+            ref = ref or r
+            ref_t = ref.extra["time_to_target_s"]
+            t_ratio = _ratio(r.extra["time_to_target_s"], ref_t)
+            row = _conv_row("ps", r, ref.iterations_to_target, r.extra["time_per_iteration_s"],
+                            ref.extra["time_per_iteration_s"], time_to_target_s=r.extra["time_to_target_s"],
+                            mean_staleness=round(r.extra["mean_staleness"], 3))
+            row["time_to_target_vs_reference"] = "" if t_ratio is None else round(t_ratio, 4)
+            conv.append(row)
     return timing, conv
 
 
@@ -210,7 +221,7 @@ def run_ps(st: Setting, servers: tuple[int, ...], modes, stragglers_spec: str, *
 
 
 def run_ssd(st: Setting, delays):
-    from hw_models.training.systems.ssd import ssd_iteration_s, ssd_sgd  # noqa: PLC0415
+    from hw_models.training.systems.ssd import ssd_iteration_s, ssd_sgd, ssd_timeline  # noqa: PLC0415
 
     base_s = st.sgd_iteration_s()
     ar = st.comm.allreduce_s(st.model_bytes)
@@ -218,10 +229,11 @@ def run_ssd(st: Setting, delays):
     timing = [{"system": "ssd", "run": f"SSGD ({st.algorithm}, wfbp)", "iteration_s": base_s, "speedup": 1.0}]
     times = {}
     for k in delays:
-        t = ssd_iteration_s(st.compute_s, upd, ar, k)
+        t, _ = ssd_timeline(st.layers, st.comm, k, st.mem_bytes_per_s)
         times[k] = t
         timing.append({"system": "ssd", "run": f"SSD-SGD k={k}", "iteration_s": t, "speedup": base_s / t,
-                       "allreduce_s": ar, "local_update_s": upd})
+                       "closed_form_s": ssd_iteration_s(st.compute_s, upd, ar, k), "allreduce_s": ar,
+                       "local_update_s": upd})
     conv = []
     if st.task is not None:
         ref = st.reference()
@@ -235,8 +247,15 @@ def run_ssd(st: Setting, delays):
 # ---- EASGD -------------------------------------------------------------------------------------
 
 
-def run_easgd(st: Setting, variants, alpha: float | None, tau: int):
-    from hw_models.training.systems.easgd import easgd, easgd_round_s  # noqa: PLC0415
+def run_easgd(st: Setting, variants, alpha: float | None, tau: int, stragglers_spec: str = "none", *, seed: int = 0,
+              timing_iterations: int = 200):
+    """Timing on the iteration timeline (all workers alike) and the closed form; with
+    stragglers also the event simulation of every worker's exchanges
+    (:mod:`hw_models.training.systems.hogwild`), whose updates the convergence rows then
+    replay in event order."""
+    from hw_models.training.systems.easgd import easgd, easgd_round_s, easgd_timeline  # noqa: PLC0415
+    from hw_models.training.systems.hogwild import replay_easgd, simulate_easgd  # noqa: PLC0415
+    from hw_models.training.systems.ps import Stragglers  # noqa: PLC0415
 
     if st.ps_comm is None:
         raise ConfigError("EASGD's master needs a network model (ps_comm)")
@@ -245,10 +264,27 @@ def run_easgd(st: Setting, variants, alpha: float | None, tau: int):
     m = st.model_bytes
     kw = dict(push_all_s=master.reduce_scatter_s(m), pull_all_s=master.all_gather_s(m),
               allreduce_s=st.comm.allreduce_s(m), num_workers=n, mem_bytes_per_s=st.mem_bytes_per_s)
-    per_step = {v: easgd_round_s(v, tau, st.compute_s, m, **kw) / tau for v in variants}
+    closed = {v: easgd_round_s(v, tau, st.compute_s, m, **kw) / tau for v in variants}
+    per_step = {v: easgd_timeline(v, tau, st.layers, st.comm, master.reduce_scatter_s, master.all_gather_s,
+                                  num_workers=n, mem_bytes_per_s=st.mem_bytes_per_s)[0] for v in variants}
     ref_v = "async" if "async" in per_step else variants[0]
     timing = [{"system": "easgd", "run": f"{v} EASGD tau={tau}", "iteration_s": per_step[v],
-               f"speedup_vs_{ref_v}": per_step[ref_v] / per_step[v]} for v in variants]
+               f"speedup_vs_{ref_v}": per_step[ref_v] / per_step[v], "closed_form_s": closed[v]} for v in variants]
+    strag = Stragglers.parse(stragglers_spec, n)
+    runs = {}
+    if strag.label != "none":
+        if st.task is not None and st.task.workers != n:
+            raise ConfigError(f"the task has {st.task.workers} workers and the network {n}: one shard per worker")
+        its = st.max_iterations if st.task is not None else timing_iterations
+        ev = dict(exchange_s=(kw["push_all_s"] + kw["pull_all_s"]) / n, update_s=3 * m / st.mem_bytes_per_s,
+                  allreduce_s=kw["allreduce_s"], stragglers=strag, iterations=its, seed=seed)
+        runs = {v: simulate_easgd(v, tau, n, st.compute_s, **ev) for v in variants}
+        ref_t = runs[ref_v].time_per_iteration_s()
+        for v, run in runs.items():
+            t = run.time_per_iteration_s()
+            timing.append({"system": "easgd", "run": f"{v} EASGD tau={tau}, stragglers {strag.label} "
+                           "(event simulation)", "iteration_s": t, f"speedup_vs_{ref_v}": ref_t / t,
+                           "mean_staleness": round(run.mean_staleness(), 3), "max_staleness": run.max_staleness()})
     conv = []
     if st.task is not None:
         a = alpha if alpha is not None else 0.9 / st.task.workers
@@ -257,6 +293,10 @@ def run_easgd(st: Setting, variants, alpha: float | None, tau: int):
         for v in variants:
             r = easgd(st.task, v, st.lr, alpha=a, tau=tau, target=st.target, max_iterations=st.max_iterations)
             conv.append(_conv_row("easgd", r, ref.iterations_to_target, per_step[v], per_step[ref_v]))
+        for v, run in runs.items():
+            r = replay_easgd(st.task, run, st.lr, alpha=a, target=st.target)
+            conv.append(_conv_row("easgd", r, ref.iterations_to_target, run.time_per_iteration_s(),
+                                  runs[ref_v].time_per_iteration_s(), mean_staleness=round(run.mean_staleness(), 3)))
     return timing, conv
 
 

@@ -13,10 +13,19 @@ from noc.errors import ConfigError, HwModelsError
 
 SYSTEM_NAMES = ("compression", "ps", "ssd", "easgd", "kfac")
 DEFAULT_COMPRESSORS = "topk:0.01,randk:0.01,threshold:0.01:50,onebit,eightbit"
-# options that belong to one system (flag -> system)
-OWN = {"--compressors": "compression", "--fix": "compression", "--average-every": "compression",
-       "--servers": "ps", "--placement": "ps", "--modes": "ps", "--stragglers": "ps", "--delays": "ssd",
-       "--variants": "easgd", "--alpha": "easgd", "--tau": "easgd", "--inverse-efficiency": "kfac"}
+# options that belong to some systems (flag -> the systems)
+OWN = {"--compressors": ("compression",), "--fix": ("compression",), "--average-every": ("compression",),
+       "--servers": ("ps",), "--placement": ("ps",), "--modes": ("ps",), "--stragglers": ("ps", "easgd"),
+       "--delays": ("ssd",), "--variants": ("easgd",), "--alpha": ("easgd",), "--tau": ("easgd",),
+       "--inverse-efficiency": ("kfac",)}
+
+
+def not_for(flag: str, system: str) -> str | None:
+    """Why ``flag`` does not apply to ``system`` (None: it does)."""
+    owners = OWN[flag]
+    if system in owners:
+        return None
+    return f"applies to the {' and '.join(owners)} system{'s' if len(owners) > 1 else ''}, not {system}"
 
 
 def flags_to_keys(message: str) -> str:
@@ -161,7 +170,12 @@ def system_params(sysname, n, compressors, fix, average_every, servers, placemen
             raise HwModelsError(f"--tau {t}: must be an integer >= 1")
         if alpha is not None and not 0 < alpha < 1:
             raise HwModelsError(f"--alpha {alpha}: the elastic moving rate must be in (0, 1)")
-        return {"variants": vs, "alpha": alpha, "tau": t, "objects": (vs, alpha, t)}
+        strag = "none" if stragglers is None else stragglers
+        try:
+            Stragglers.parse(strag, n)
+        except ConfigError as exc:
+            raise HwModelsError(f"--stragglers: {exc}") from None
+        return {"variants": vs, "alpha": alpha, "tau": t, "stragglers": strag, "objects": (vs, alpha, t, strag)}
     eff = 0.05 if inverse_efficiency is None else inverse_efficiency
     if not 0 < eff <= 1:
         raise HwModelsError(f"--inverse-efficiency {eff}: must be in (0, 1]")
@@ -180,6 +194,6 @@ def run_system(sysname, st, obj, seed):
     if sysname == "ssd":
         return runner.run_ssd(st, obj[0])
     if sysname == "easgd":
-        vs, a, t = obj
-        return runner.run_easgd(st, vs, a, t)
+        vs, a, t, strag = obj
+        return runner.run_easgd(st, vs, a, t, strag, seed=seed)
     return runner.run_kfac(st, obj[0])

@@ -13,12 +13,22 @@ similar accuracy. As modelled here (our reading):
   gradients, and every worker's local model becomes the new global model plus its own local
   steps taken since the hand-over. ``k = 1`` with ``lr_local = 0`` is one-step-delayed
   synchronous SGD; the global model is what is evaluated.
-* **Timing** (:func:`ssd_iteration_s`): a worker's step is its forward and backward pass
-  plus a local update (``update_s``); the whole gradient is one fused all-reduce every ``k``
-  steps, overlapped with the next ``k`` steps, so in steady state a step takes ``max(compute
-  + update, allreduce(model) / k)`` (the network being one resource, the all-reduce of one
-  period must end before the next is started). Synchronous SGD's step is the iteration
-  timeline's (WFBP over the same network), for the comparison.
+* **Timing on the iteration timeline** (:func:`ssd_timeline`): the workload's forward and
+  backward passes layer by layer; every step each layer's local update (read the weights and
+  the gradient, write the weights: ``3 b`` bytes at the device's memory bandwidth, the merge
+  of an arrived result fused into that pass) runs before the layer's next forward pass; the
+  hand-over step's gradients go to the network as the backward pass produces them (policy
+  ``wfbp``: one all-reduce per layer, first come first served; ``fused``: one all-reduce of
+  the whole model after the backward pass), and the first step of the period after next
+  waits, layer by layer, for that layer's all-reduce
+  (:class:`~hw_models.training.timeline.Exchange` ``every = k, lag = 2``).
+* **Closed form** (:func:`ssd_iteration_s`), the independent check: with one fused
+  all-reduce of the whole model every ``k`` steps, overlapped with the next ``k`` steps, a
+  step takes ``max(compute + update, allreduce(model) / k)`` in steady state (the network
+  being one resource, one period's all-reduce must end before the next starts). The
+  timeline with ``fused`` equals it; with ``wfbp`` it differs by the per-layer all-reduces'
+  start-up costs (more) and by starting each layer's all-reduce during the backward pass
+  (less). Synchronous SGD's step is the iteration timeline's (WFBP over the same network).
 """
 
 from __future__ import annotations
@@ -69,10 +79,23 @@ def ssd_sgd(task, lr: float, k: int, *, lr_local: float | None = None, target: f
                      eval_every=eval_every)
 
 
+def ssd_timeline(layers, comm, k: int, mem_bytes_per_s: float, *, policy: str = "wfbp"):
+    """SSD-SGD with delay ``k`` on the iteration timeline (module docstring):
+    ``(steady seconds per step, the timeline result)``."""
+    from hw_models.training.systems.exchange import make_policy, run_rounds, steady_step_s  # noqa: PLC0415
+    from hw_models.training.timeline import Exchange  # noqa: PLC0415
+
+    k = _check_k(k)
+    exch = Exchange(every=k, lag=2, update_on="every")
+    upd = tuple(3 * x.grad_bytes / mem_bytes_per_s for x in layers)
+    res = run_rounds(layers, comm, make_policy(policy), exch, upd)
+    return steady_step_s(res, exch), res
+
+
 def ssd_iteration_s(compute_s: float, update_s: float, allreduce_s: float, k: int) -> float:
     """Steady-state seconds per step (see the module docstring)."""
     k = _check_k(k)
     return max(compute_s + update_s, allreduce_s / k)
 
 
-__all__ = ["ssd_iteration_s", "ssd_sgd"]
+__all__ = ["ssd_iteration_s", "ssd_sgd", "ssd_timeline"]

@@ -13,6 +13,7 @@ from hw_models.training.comm import NicComm
 from hw_models.training.compute import get_device, layer_costs
 from hw_models.training.policies import WaitFreeBackprop
 from hw_models.training.systems.ps import PushPull, ps_schedule
+from hw_models.training.systems.ssd import ssd_timeline
 from hw_models.training.timeline import simulate
 from hw_models.training.workloads import load_workload_file
 
@@ -80,7 +81,8 @@ def test_ssd_rows_against_the_pieces(net, pieces, tmp_path, capsys):
     compute = sum(x.fwd_s + x.bwd_s for x in layers)
     for row, k in zip(timing[1:], (1, 4)):
         expect = max(compute + 3 * model / 320e9, comm.allreduce_s(model) / k)
-        assert float(row["iteration_s"]) == pytest.approx(expect, rel=1e-12)
+        assert float(row["closed_form_s"]) == pytest.approx(expect, rel=1e-12)
+        assert float(row["iteration_s"]) == pytest.approx(ssd_timeline(layers, comm, k, 320e9)[0], rel=1e-12)
     conv = read_csv([f for f in files if f.name.endswith("_convergence.csv")][0])
     assert conv[0]["run"].startswith("sync SGD") and int(conv[0]["iterations_to_target"]) > 0
     assert [r["run"] for r in conv[1:]] == ["SSD-SGD k=1", "SSD-SGD k=4"]
@@ -113,6 +115,33 @@ def test_other_systems_run_and_repeat_byte_for_byte(net, tmp_path, capsys, syste
     assert len(now) == 2 * len(first) and all(now[k] == v for k, v in first.items())
 
 
+def test_easgd_stragglers_rows_against_the_pieces(net, pieces, tmp_path, capsys):
+    from hw_models.training.systems.hogwild import simulate_easgd
+    from hw_models.training.systems.ps import Stragglers
+
+    code, out, err = run(argv(net, tmp_path, "easgd", "--task", "logreg", "--max-iterations", "60",
+                              "--variants", "sync,hogwild", "--stragglers", "slow:1:3", "--seed", "5"), capsys)
+    assert code in (0, None), err
+    assert "seed 5" in out
+    comm, layers = pieces
+    pc = NicComm(comm.topology, ps_schedule(comm.topology, (0,)), comm.nic, comm.network)
+    m = sum(x.grad_bytes for x in layers)
+    compute = sum(x.fwd_s + x.bwd_s for x in layers)
+    files = sorted(tmp_path.iterdir())
+    timing = read_csv([f for f in files if not f.name.endswith("_convergence.csv")][0])
+    assert [r["run"] for r in timing] == ["sync EASGD tau=1", "hogwild EASGD tau=1",
+                                          "sync EASGD tau=1, stragglers slow:1:3 (event simulation)",
+                                          "hogwild EASGD tau=1, stragglers slow:1:3 (event simulation)"]
+    hog = simulate_easgd("hogwild", 1, 4, compute, exchange_s=(pc.reduce_scatter_s(m) + pc.all_gather_s(m)) / 4,
+                         update_s=3 * m / 320e9, allreduce_s=comm.allreduce_s(m),
+                         stragglers=Stragglers.parse("slow:1:3", 4), iterations=60, seed=5)
+    assert float(timing[3]["iteration_s"]) == pytest.approx(hog.time_per_iteration_s(), rel=1e-12)
+    assert float(timing[3]["mean_staleness"]) == pytest.approx(hog.mean_staleness(), abs=1e-3)
+    conv = read_csv([f for f in files if f.name.endswith("_convergence.csv")][0])
+    assert [r["run"].split(" (")[0] for r in conv[3:]] == ["sync EASGD tau=1, stragglers slow:1:3",
+                                                          "hogwild EASGD tau=1, stragglers slow:1:3"]
+
+
 @pytest.mark.parametrize("extra, says", [
     (["ring"], "SYSTEM 'ring': unknown (allowed: compression, ps, ssd, easgd, kfac)"),
     (["ssd", "--servers", "2"], "--servers applies to the ps system, not ssd"),
@@ -125,6 +154,9 @@ def test_other_systems_run_and_repeat_byte_for_byte(net, tmp_path, capsys, syste
     (["ssd", "--delays", "0,2"], "--delays '0,2': must be comma-separated integers >= 1"),
     (["easgd", "--variants", "downpour"], "--variants 'downpour': allowed sync, async, measgd, hogwild"),
     (["easgd", "--alpha", "1.5"], "--alpha 1.5: the elastic moving rate must be in (0, 1)"),
+    (["easgd", "--stragglers", "fast:2"], "--stragglers: stragglers = 'fast:2': 'fast:2' is not slow:COUNT:FACTOR "
+                                          "or lognormal:SIGMA"),
+    (["ssd", "--stragglers", "slow:1:2"], "--stragglers applies to the ps and easgd systems, not ssd"),
     (["kfac", "--inverse-efficiency", "0"], "--inverse-efficiency 0.0: must be in (0, 1]"),
     (["ssd", "--task", "cnn"], "--task 'cnn': choose one of logreg, mlp, none"),
     (["ssd", "--device", "tpu"], "--device"),
