@@ -9,6 +9,9 @@ setup:
 demo: setup
 	.venv/bin/hw-models demo
 
-# The whole test suite (pytest's own exit status: "no tests collected" fails too).
+# The whole test suite (pytest's own exit status: "no tests collected" fails too), in
+# TEST_JOBS worker processes (pytest-xdist; 2 by default, CI's core count; TEST_JOBS=0 runs
+# it in this process).
+TEST_JOBS ?= 2
 test: setup
-	.venv/bin/python -m pytest
+	.venv/bin/python -m pytest -n $(TEST_JOBS)

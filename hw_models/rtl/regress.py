@@ -10,6 +10,7 @@ bench/rtl_speed.py.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import json
@@ -30,6 +31,22 @@ from noc.errors import ConfigError, HwModelsError
 TOPLEVEL = "nic_scheduler"
 REGRESS_MODULE = "hw_models.rtl.cocotb_regress"
 BUILD_ROOT = REPO_ROOT / "sim_build"
+
+
+@contextlib.contextmanager
+def build_dir_lock(build_dir: Path):
+    """Hold an exclusive lock on ``build_dir`` while a simulator builds into it, so processes
+    building the same design at once (parallel test workers, two regressions) take turns: the
+    first compiles, the others find the build up to date."""
+    import fcntl
+
+    build_dir.parent.mkdir(parents=True, exist_ok=True)
+    with open(build_dir.parent / f".{build_dir.name}.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 class RegressionError(HwModelsError):
@@ -87,15 +104,16 @@ def build(sim: str, params: SchedulerParams, *, waves: bool | None = None, build
         runner = get_runner(sim)
         runner.log.setLevel(logging.ERROR)  # "Skipping compilation of ..." is the normal case here
         try:
-            runner.build(
-                sources=srcs,
-                hdl_toplevel=TOPLEVEL,
-                parameters=params.verilog_parameters(),
-                build_dir=bdir,
-                waves=waves,
-                build_args=["-O3"] if sim == "verilator" else [],
-                log_file=log_file if log_file is not None else bdir / "build.log",
-            )
+            with build_dir_lock(bdir):
+                runner.build(
+                    sources=srcs,
+                    hdl_toplevel=TOPLEVEL,
+                    parameters=params.verilog_parameters(),
+                    build_dir=bdir,
+                    waves=waves,
+                    build_args=["-O3"] if sim == "verilator" else [],
+                    log_file=log_file if log_file is not None else bdir / "build.log",
+                )
         except (RuntimeError, SystemExit) as exc:
             raise RegressionError(f"{sim} build of {TOPLEVEL} with {params.verilog_parameters()} failed: {exc} "
                                   f"(log: {bdir / 'build.log'})") from exc

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import logging
-from pathlib import Path
 
 import pytest
 
 from rtl_matrix import SIMS
+from hw_models.rtl.regress import build_dir_lock
 from hw_models.toolchain import REPO_ROOT, RTL_DIR, require_simulator
 
 
@@ -54,8 +54,9 @@ def test_module_bench(sim, module, bench, params, tmp_path):
     build_dir = REPO_ROOT / "sim_build" / f"mod-{sim}-{module}-{tag}"
     runner = get_runner(sim)
     runner.log.setLevel(logging.ERROR)
-    runner.build(sources=[RTL_DIR / f"{module}.v"], hdl_toplevel=module, parameters=params, build_dir=build_dir,
-                 build_args=["-Wno-fatal"] if sim == "verilator" else [], log_file=build_dir / "build.log")
+    with build_dir_lock(build_dir):
+        runner.build(sources=[RTL_DIR / f"{module}.v"], hdl_toplevel=module, parameters=params, build_dir=build_dir,
+                     build_args=["-Wno-fatal"] if sim == "verilator" else [], log_file=build_dir / "build.log")
     job = tmp_path / "job.json"
     job.write_text(json.dumps(params))
     try:
