@@ -62,10 +62,16 @@ def allreduce_reference(schedule: Schedule, data_bits: np.ndarray, lanes: int, f
                         reduce_order: dict[tuple[int, int], list[int]] | None = None) -> np.ndarray:
     """Bit patterns every node ends with: ``data_bits`` (uint32[nodes, elements], element
     ``e`` in word ``e // lanes``) reduced by ``schedule`` (flow ``f`` is the ``f``-th equal
-    chunk). ``reduce_order[(node, word)]``: the sources whose REDUCE beats of that word
-    were summed at ``node``, in the order they were summed (default: the schedule's
-    order); each step's share of it must be exactly that step's REDUCE senders to the
-    node of that word's flow, and all of it must be used."""
+    chunk).
+
+    A send carries its sender's chunk as complete as the schedule makes it: the REDUCEs a
+    node has received for a word are summed into it (in the order given) before the node
+    sends anything of that word, or at the end. ``reduce_order[(node, word)]``: the sources
+    whose REDUCE beats of that word ``node`` summed, in order (default: the schedule's
+    order, by step, then canonical order). Nodes run their steps independently in
+    hardware, so REDUCEs sent in different steps may arrive in any order; the order must
+    hold exactly the REDUCE senders of the word, each once.
+    """
     s = schedule
     n, m = data_bits.shape
     words = m // lanes
@@ -73,32 +79,46 @@ def allreduce_reference(schedule: Schedule, data_bits: np.ndarray, lanes: int, f
         raise ValueError(f"{m} elements are not {s.num_flows} equal chunks of whole {lanes}-element words")
     wpf = words // s.num_flows  # words per flow
     acc = np.asarray(data_bits, np.uint32).reshape(n, words, lanes).copy()
-    starts = np.searchsorted(s.step, np.arange(s.num_steps + 1))
+    pending: dict[tuple[int, int], dict[int, np.ndarray]] = {}
     used: dict[tuple[int, int], int] = {}
+
+    def settle(d: int, word: int) -> None:
+        got = pending.pop((d, word), None)
+        if not got:
+            return
+        if reduce_order is None:
+            order = list(got)
+        else:
+            k = used.get((d, word), 0)
+            order = reduce_order.get((d, word), [])[k:k + len(got)]
+            used[(d, word)] = k + len(got)
+        if sorted(order) != sorted(got):
+            raise ValueError(f"node {d} word {word}: REDUCEs summed from {order}, the schedule sends them "
+                             f"from {sorted(got)}")
+        for src in order:
+            acc[d, word] = add(fmt, acc[d, word], got[src])
+
+    starts = np.searchsorted(s.step, np.arange(s.num_steps + 1))
     for step in range(s.num_steps):
         idx = range(int(starts[step]), int(starts[step + 1]))
-        pay = {i: acc[int(s.src[i]), int(s.flow[i]) * wpf:(int(s.flow[i]) + 1) * wpf].copy() for i in idx}
-        reduces: dict[tuple[int, int], dict[int, np.ndarray]] = {}
+        pay = {}
         for i in idx:
-            d, f = int(s.dst[i]), int(s.flow[i])
-            if int(s.op[i]) == OP_REDUCE:
-                reduces.setdefault((d, f), {})[int(s.src[i])] = pay[i]
-            else:
-                acc[d, f * wpf:(f + 1) * wpf] = pay[i]
-        for (d, f), by_src in sorted(reduces.items()):
+            v, f = int(s.src[i]), int(s.flow[i])
+            for word in range(f * wpf, (f + 1) * wpf):
+                settle(v, word)
+            pay[i] = acc[v, f * wpf:(f + 1) * wpf].copy()
+        for i in idx:
+            d, f, v = int(s.dst[i]), int(s.flow[i]), int(s.src[i])
             for w in range(wpf):
-                word = f * wpf + w
-                if reduce_order is None:
-                    order = list(by_src)
-                else:  # this step's share of the word's summation order
-                    k = used.get((d, word), 0)
-                    order = reduce_order.get((d, word), [])[k:k + len(by_src)]
-                    used[(d, word)] = k + len(by_src)
-                if sorted(order) != sorted(by_src):
-                    raise ValueError(f"node {d} word {word}: REDUCEs summed from {order}, the schedule sends "
-                                     f"them from {sorted(by_src)} in step {step}")
-                for src in order:
-                    acc[d, word] = add(fmt, acc[d, word], by_src[src][w])
+                if int(s.op[i]) == OP_REDUCE:
+                    slot = pending.setdefault((d, f * wpf + w), {})
+                    if v in slot:
+                        raise ValueError(f"node {v} sends word {f * wpf + w} to node {d} twice")
+                    slot[v] = pay[i][w]
+                else:
+                    acc[d, f * wpf + w] = pay[i][w]
+    for d, word in list(pending):
+        settle(d, word)
     if reduce_order is not None:
         for key, srcs in reduce_order.items():
             if used.get(key, 0) != len(srcs):

@@ -29,7 +29,8 @@ MASK32 = 0xFFFFFFFF
 
 
 def _job():
-    return json.loads(open(os.environ["HWM_DP_JOB"]).read())
+    with open(os.environ["HWM_DP_JOB"]) as fh:
+        return json.load(fh)
 
 
 def _pack(words, lanes):
