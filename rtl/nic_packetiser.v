@@ -99,8 +99,9 @@ reg              pkt_last_reg;
 wire [LEN_W-1:0]  req_beats = send_len >> LG_LANES;
 wire [PROD_W-1:0] req_base_full = send_flow * req_beats;
 wire [BA_W-1:0]   req_base = req_base_full[BA_W-1:0];
-wire [PROD_W:0]   req_end = {1'b0, req_base_full} + {{(FLOW_W+1){1'b0}}, req_beats};
-wire              req_bad = (req_end > BUF_WORDS) || ((send_len & (LANES - 1)) != 0);
+localparam [63:0] WORDS64 = {32'd0, BUF_WORDS[31:0]};
+wire [63:0] req_end = {{(64-PROD_W){1'b0}}, req_base_full} + {{(64-LEN_W){1'b0}}, req_beats};
+wire        req_bad = (req_end > WORDS64) || ((req_beats << LG_LANES) != send_len);
 
 assign send_ready = !active_reg && !rst;
 wire accept = send_valid && send_ready;

@@ -55,20 +55,23 @@ def lint(
     depth: int = typer.Option(64, help="DEPTH parameter."),
     nis: int = typer.Option(1, help="NIS parameter."),
 ) -> None:
-    """verilator --lint-only -Wall on rtl/ (exit 1 on any warning)."""
+    """verilator --lint-only -Wall on rtl/ (exit 1 on any warning): the scheduler with DEPTH and NIS,
+    and the NIC with its data path (nic_top: one NI) with DEPTH."""
     import subprocess
 
-    from hw_models.toolchain import rtl_sources, use_verilator
+    from hw_models.toolchain import datapath_sources, rtl_sources, use_verilator
 
     p = _params(depth, nis)
     gs = [f"-G{k}={v}" for k, v in p.verilog_parameters().items()]
-    r = subprocess.run([str(use_verilator()), "--lint-only", "-Wall", *gs, *map(str, rtl_sources())],
-                       capture_output=True, text=True)
-    out = (r.stdout + r.stderr).strip()
-    if r.returncode != 0 or "%Warning" in out:
-        typer.echo(out)
-        raise typer.Exit(1)
-    typer.echo(f"lint clean: DEPTH={depth} NIS={nis}")
+    runs = [(rtl_sources(), gs), (datapath_sources(), [f"-GDEPTH={depth}", "--top-module", "nic_top"])]
+    for sources, args in runs:
+        r = subprocess.run([str(use_verilator()), "--lint-only", "-Wall", *args, *map(str, sources)],
+                           capture_output=True, text=True)
+        out = (r.stdout + r.stderr).strip()
+        if r.returncode != 0 or "%Warning" in out:
+            typer.echo(out)
+            raise typer.Exit(1)
+    typer.echo(f"lint clean: DEPTH={depth} NIS={nis}; nic_top (scheduler + data path) DEPTH={depth}")
 
 
 @app.command()

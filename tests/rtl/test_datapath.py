@@ -31,3 +31,25 @@ def test_packetiser_and_depacketiser_round_trip(sim, case, tmp_path):
     params = {**case, "FLOW_W": 4, "NODE_W": 4, "STEP_W": 3, "LEN_W": 12}
     log = run_bench(sim, "nic_datapath", "roundtrip_bench", params, {"trials": 24, "seed": case["LANES"]}, tmp_path)
     assert "round trip:" in log
+
+
+# (top module, parameters): every format, lane counts 1..16, odd and tiny buffers, narrow fields, DEPTH 1
+LINT = [("nic_top", {}), ("nic_top", {"DEPTH": 1, "LANES": 1, "FMT": 0, "BUF_WORDS": 2, "FLOW_W": 1, "NODE_W": 1,
+                                      "STEP_W": 1, "LEN_W": 1, "CNT_W": 1, "ERR_W": 1}),
+        ("nic_top", {"DEPTH": 64, "LANES": 16, "FMT": 1, "BUF_WORDS": 48, "FLOW_W": 16, "NODE_W": 16, "STEP_W": 16,
+                     "LEN_W": 32}),
+        ("nic_datapath", {"LANES": 4, "FMT": 0, "BUF_WORDS": 1000}),
+        ("nic_reduce_add", {"LANES": 1, "FMT": 1}), ("nic_reduce_add", {"LANES": 16, "FMT": 0})]
+
+
+@pytest.mark.parametrize("top,params", LINT, ids=[f"{t}-{'-'.join(f'{k}{v}' for k, v in p.items()) or 'defaults'}"
+                                                  for t, p in LINT])
+def test_the_data_path_is_lint_clean(top, params):
+    import subprocess
+
+    from hw_models.toolchain import datapath_sources, use_verilator
+
+    gs = [f"-G{k}={v}" for k, v in params.items()]
+    p = subprocess.run([str(use_verilator()), "--lint-only", "-Wall", "--top-module", top, *gs,
+                        *map(str, datapath_sources())], capture_output=True, text=True)
+    assert p.returncode == 0 and "%Warning" not in p.stderr + p.stdout, p.stderr
