@@ -150,7 +150,11 @@ async def allreduce_bench(dut):
     quiet = 0
     while True:
         cycle += 1
-        assert cycle < j.get("max_cycles", 200000), f"no completion after {cycle} cycles (done={int(dut.done.value):#x})"
+        assert cycle < j.get("max_cycles", 20000), f"no completion after {cycle} cycles (done={int(dut.done.value):#x})"
+        if cycle % 16 == 0:  # an error stops the run early (it is checked again at the end)
+            assert not (int(dut.err.value) | int(dut.rx_err.value) | int(dut.req_err.value)), \
+                f"cycle {cycle}: error flags err={int(dut.err.value):#x} rx_err={int(dut.rx_err.value):#x} " \
+                f"req_err={int(dut.req_err.value):#x}"
         tv = int(dut.tx_tvalid.value)
         ready = _pack([rng.random() < p_ready for _ in range(n)], 1)
         stalls += bin(tv & ~ready & all_done).count("1")

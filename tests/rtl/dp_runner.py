@@ -16,17 +16,19 @@ DP_SOURCES = ["nic_fp32_add.v", "nic_reduce_add.v", "nic_packetiser.v", "nic_dep
 
 
 def run_bench(sim, toplevel, bench, params, job, tmp_path, sources=DP_SOURCES, test_module="datapath_benches",
-              build_tag=None):
-    """Build ``toplevel`` from ``sources`` with ``params`` (once per tag) and run one cocotb bench;
-    return the simulation log; fail with its tail when the bench fails."""
+              build_tag=None, rtl_dir=None, build_root=None):
+    """Build ``toplevel`` from ``sources`` (file names in ``rtl_dir``, default rtl/, or paths)
+    with ``params`` (once per tag, in ``build_root``, default sim_build/) and run one cocotb
+    bench; return the simulation log; fail with its tail when the bench fails."""
     from cocotb_tools.runner import get_runner
 
     require_simulator(sim)
     tag = build_tag or "-".join(f"{k}{v}" for k, v in params.items())
-    build_dir = REPO_ROOT / "sim_build" / f"dp-{sim}-{toplevel}-{tag}"
+    build_dir = (build_root or REPO_ROOT / "sim_build") / f"dp-{sim}-{toplevel}-{tag}"
+    rtl_dir = rtl_dir or RTL_DIR
     runner = get_runner(sim)
     runner.log.setLevel(logging.ERROR)
-    runner.build(sources=[RTL_DIR / s if isinstance(s, str) else s for s in sources], hdl_toplevel=toplevel,
+    runner.build(sources=[rtl_dir / s if isinstance(s, str) else s for s in sources], hdl_toplevel=toplevel,
                  parameters=params, build_dir=build_dir, build_args=["-Wno-fatal"] if sim == "verilator" else [],
                  log_file=build_dir / "build.log")
     job_path = tmp_path / "job.json"

@@ -34,15 +34,20 @@ def _params(fmt, lanes):
             "NODE_W": 8, "STEP_W": 8, "LEN_W": 16, "CNT_W": 4, "ERR_W": 16}
 
 
+def allreduce_job(algo, fmt, lanes, pkt, seed, in_order):
+    """(schedule, HDL parameters, job) of one all-reduce case."""
+    s = build(parse_spec("torus:4x4"), algo)
+    job = {"schedule": s.to_json(), "M": s.num_flows * BEATS_PER_CHUNK * lanes, "seed": seed, "pkt_beats": pkt,
+           "p_ready": 0.6, "p_gap": 0.3, "max_latency": 6, "in_order": in_order}
+    return s, _params(fmt, lanes), job
+
+
 @pytest.mark.parametrize("sim,case", sim_cases(CASES, VERILATOR_DEFAULT, lambda c: c,
                                                   lambda c: f"{c[0]}-{('int32', 'fp32')[c[1]]}-lanes{c[2]}-pkt{c[3]}"
                                                   + ("-schedule_order" if c[5] else "")))
 def test_sixteen_rtl_nics_all_reduce_to_the_reference_sums_under_backpressure(sim, case, tmp_path):
     algo, fmt, lanes, pkt, seed, in_order = case
-    s = build(parse_spec("torus:4x4"), algo)
-    params = _params(fmt, lanes)
-    job = {"schedule": s.to_json(), "M": s.num_flows * BEATS_PER_CHUNK * lanes, "seed": seed, "pkt_beats": pkt,
-           "p_ready": 0.6, "p_gap": 0.3, "max_latency": 6, "in_order": in_order}
+    s, params, job = allreduce_job(*case)
     log = run_bench(sim, "nic_net", "allreduce_bench", params, job, tmp_path, sources=NET_SOURCES,
                     test_module="allreduce_bench")
     summary = json.loads(re.search(r"ALLREDUCE (\{.*\})", log).group(1))
