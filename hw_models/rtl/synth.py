@@ -185,3 +185,62 @@ def to_csv(rows: Sequence[SynthRow]) -> str:
     for r in rows:
         lines.append(",".join("" if getattr(r, f) is None else str(getattr(r, f)) for f in cols))
     return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class DatapathSynthRow:
+    """One data path module synthesised as its own top (``hw-models rtl synth --datapath``)."""
+
+    module: str  # nic_reduce_add or nic_datapath
+    lanes: int
+    fmt: str  # fp32 or int32
+    buf_words: int  # nic_datapath's buffer (0 for the adder)
+    cells: int
+    flip_flops: int
+    luts: int
+    lut_levels: int
+    fmax_mhz_est: float
+    seconds: float
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def synth_datapath_module(module: str, lanes: int, fmt: int, *, buf_words: int = 64, work_dir: Path | None = None,
+                          delay: DelayModel | None = None) -> DatapathSynthRow:
+    """Generic synthesis of ``nic_reduce_add`` or ``nic_datapath`` (other parameters at their
+    defaults), as :func:`synth_one` does for the scheduler: cells, flip-flops, 6-LUTs, LUT levels."""
+    from hw_models.toolchain import datapath_sources  # noqa: PLC0415
+
+    if module not in ("nic_reduce_add", "nic_datapath"):
+        raise ToolchainError(f"module {module!r}: choose nic_reduce_add or nic_datapath")
+    if work_dir is None:
+        with tempfile.TemporaryDirectory(prefix="hwm-synth-dp-") as tmp:
+            return synth_datapath_module(module, lanes, fmt, buf_words=buf_words, work_dir=Path(tmp), delay=delay)
+    delay = delay or DelayModel()
+    work = Path(work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    names = []
+    for src in datapath_sources():
+        if src.name.startswith("nic_sched") or src.name == "nic_top.v":
+            continue
+        shutil.copy(src, work / src.name)
+        names.append(src.name)
+    params = {"LANES": lanes, "FMT": fmt}
+    if module == "nic_datapath":
+        params["BUF_WORDS"] = buf_words
+    chparams = " ".join(f"-set {k} {v}" for k, v in params.items())
+    script = (f"read_verilog {' '.join(names)}; chparam {chparams} {module}; "
+              f"synth -flatten -top {module}; tee -q -o generic.json stat -json; "
+              "abc -lut 6; opt_clean; tee -q -o lut6.json stat -json; tee -q -o ltp.txt ltp -noff")
+    t0 = time.perf_counter()
+    p = subprocess.run([*yosys_command(), "-q", "-p", script], cwd=work, capture_output=True, text=True)
+    if p.returncode != 0 or not (work / "lut6.json").exists():
+        raise ToolchainError(f"yosys failed for {module} {params}: {(p.stderr or p.stdout)[-2000:]}")
+    cells, ffs, _ = _count(json.loads((work / "generic.json").read_text()))
+    _, _, luts = _count(json.loads((work / "lut6.json").read_text()))
+    levels = lut_levels((work / "ltp.txt").read_text())
+    return DatapathSynthRow(module=module, lanes=lanes, fmt=("int32", "fp32")[fmt],
+                            buf_words=buf_words if module == "nic_datapath" else 0, cells=cells, flip_flops=ffs,
+                            luts=luts, lut_levels=levels, fmax_mhz_est=delay.fmax_mhz(levels),
+                            seconds=round(time.perf_counter() - t0, 1))

@@ -49,6 +49,14 @@ class VerifyReport:
     seed: int
 
 
+def verifier_inputs(schedule: Schedule, num_elements: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The vectors :func:`verify` runs ``schedule`` on (int64[nodes, num_elements], each
+    element in [-2^20, 2^20)) and the exact sums it checks every node against."""
+    rng = np.random.default_rng(seed)
+    data = rng.integers(-(1 << 20), 1 << 20, size=(schedule.num_nodes, int(num_elements)), dtype=np.int64)
+    return data, data.sum(axis=0)
+
+
 def _describe(s: Schedule, i: int) -> str:
     return (f"transfer {i} (step {int(s.step[i])}: node {int(s.src[i])} -> node {int(s.dst[i])}, "
             f"{OP_NAMES[int(s.op[i])]} of flow {int(s.flow[i])})")
@@ -172,8 +180,7 @@ def _kinds_in_order(order, at, late):
 def _verifier_data(s: Schedule, m: int, seed: int):
     if s.num_transfers >= 2**31 - 1:
         raise ScheduleError(f"{s.num_transfers:,} transfers are more than the compiled verifier's 32-bit indices hold")
-    rng = np.random.default_rng(seed)
-    acc = rng.integers(-(1 << 20), 1 << 20, size=(s.num_nodes, m), dtype=np.int64)
+    acc, _ = verifier_inputs(s, m, seed)
     bounds = s.chunk_bounds(m).astype(np.int64)
     width = int(np.diff(bounds).max(initial=1))
     n, nf = s.num_nodes, s.num_flows
@@ -369,9 +376,7 @@ def verify_exact(schedule: Schedule, *, num_elements: int | None = None, seed: i
     m = 2 * nf + 1 if num_elements is None else int(num_elements)
     if m < nf:
         raise ScheduleError(f"num_elements={m} is smaller than the schedule's {nf} flows (a flow would be empty)")
-    rng = np.random.default_rng(seed)
-    data = rng.integers(-(1 << 20), 1 << 20, size=(n, m), dtype=np.int64)
-    expected = data.sum(axis=0)
+    data, expected = verifier_inputs(s, m, seed)
     bounds = s.chunk_bounds(m)
     everyone = (1 << n) - 1
 

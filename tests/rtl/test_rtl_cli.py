@@ -221,3 +221,9 @@ def test_synth_refuses_a_revision_that_does_not_exist_before_yosys(capsys, no_wo
     code, _out, err = run(["rtl", "synth", "--depths", "16", "--nis", "1", "-t", "none", "--rev", "no-such-rev"], capsys)
     one_line_error(code, err, "--rev no-such-rev", "Not a valid object name")
     assert no_work == []
+
+
+def test_synth_refuses_a_data_path_lane_count_the_rtl_does_not_take(capsys, no_work):
+    code, _out, err = run(["rtl", "synth", "--depths", "16", "--nis", "1", "-t", "none", "--datapath", "2,3"], capsys)
+    one_line_error(code, err, "--datapath = 3", "1, 2, 4, 8, 16")
+    assert no_work == []

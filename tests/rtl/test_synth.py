@@ -41,3 +41,15 @@ def test_the_table_fields_without_a_parallel_compare_go_to_lut_ram():
     # the state and the compared fields stay in flip-flops: under the 2 x (8 + 24) bits of
     # peer and len per entry that the RAM took
     assert r.xc7_ffs < 64 * (1 + 1 + 2 + 8 + 8 + 1 + 2 * 4) + 1200
+
+
+def test_the_int32_reduction_adder_synthesises_to_an_adder_and_the_fp32_one_is_deeper():
+    from hw_models.rtl.synth import synth_datapath_module
+
+    i = synth_datapath_module("nic_reduce_add", 1, 0)
+    f = synth_datapath_module("nic_reduce_add", 1, 1)
+    # combinational: no flip-flops; a 32-bit add is a few dozen 6-LUTs, the fp32 add (align,
+    # add, normalise, round) several hundred and many more levels
+    assert i.flip_flops == 0 and f.flip_flops == 0
+    assert 16 <= i.luts <= 200 and f.luts > 3 * i.luts
+    assert f.lut_levels > i.lut_levels

@@ -1,0 +1,153 @@
+// One node's NIC with one NI: the schedule-table scheduler (nic_scheduler, NIS = 1) and
+// the data path (nic_datapath) wired together.
+//
+//   scheduler send request --> packetiser --> tx packets;  last beat taken --> ni_done
+//   rx packets --> depacketiser/reduction --> buffer;      message applied --> recv event
+//
+// The table load port, start/clear, status and read port are the scheduler's own
+// (docs/nic_scheduler.md); the streams, the host buffer port and the error flags are the
+// data path's (docs/rtl.md, "Data path"). Parameters as in those modules.
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+module nic_top #(
+    parameter DEPTH = 64,
+    parameter LANES = 2,
+    parameter FMT = 1,
+    parameter BUF_WORDS = 64,
+    parameter FLOW_W = 8,
+    parameter NODE_W = 8,
+    parameter STEP_W = 8,
+    parameter LEN_W = 24,
+    parameter CNT_W = 4,
+    parameter ERR_W = 16,
+    // derived; do not override
+    parameter ADDR_W = (DEPTH > 1) ? $clog2(DEPTH) : 1,
+    parameter BA_W = $clog2(BUF_WORDS)
+) (
+    input  wire                          clk,
+    input  wire                          rst,
+    input  wire                          clear,
+    input  wire [NODE_W-1:0]             node_id,
+    input  wire [LEN_W-1:0]              cfg_pkt_beats,
+
+    // schedule table load and run control (nic_scheduler)
+    input  wire                          load_valid,
+    input  wire [ADDR_W-1:0]             load_addr,
+    input  wire [1:0]                    load_op,
+    input  wire [FLOW_W-1:0]             load_flow,
+    input  wire [NODE_W-1:0]             load_peer,
+    input  wire [STEP_W-1:0]             load_step,
+    input  wire [LEN_W-1:0]              load_len,
+    input  wire                          load_dep_op,
+    input  wire [CNT_W-1:0]              load_dep_count,
+    input  wire                          start,
+    input  wire                          rd_en,
+    input  wire [ADDR_W-1:0]             rd_addr,
+
+    // status
+    output wire [STEP_W-1:0]             step,
+    output wire                          running,
+    output wire                          done,
+    output wire                          err,
+    output wire [ERR_W-1:0]              err_count,
+    output wire [NODE_W-1:0]             err_src,
+    output wire [FLOW_W-1:0]             err_flow,
+    output wire                          rx_err,
+    output wire                          req_err,
+    output wire                          ni_busy,
+    output wire                          sched_send_valid,
+    output wire [ADDR_W-1:0]             sched_send_entry,
+
+    // table read port (nic_scheduler)
+    output wire                          rd_valid,
+    output wire                          rd_entry_valid,
+    output wire                          rd_issued,
+    output wire [1:0]                    rd_op,
+    output wire [FLOW_W-1:0]             rd_flow,
+    output wire [NODE_W-1:0]             rd_peer,
+    output wire [STEP_W-1:0]             rd_step,
+    output wire [LEN_W-1:0]              rd_len,
+    output wire                          rd_dep_op,
+    output wire [CNT_W-1:0]              rd_dep_count,
+    output wire [CNT_W-1:0]              rd_count,
+
+    // packets
+    output wire                          tx_tvalid,
+    input  wire                          tx_tready,
+    output wire [LANES*32-1:0]           tx_tdata,
+    output wire                          tx_tlast,
+    output wire [NODE_W-1:0]             tx_tdest,
+    output wire [NODE_W-1:0]             tx_tid,
+    output wire [BA_W+STEP_W+FLOW_W+1:0] tx_tuser,
+    input  wire                          rx_tvalid,
+    output wire                          rx_tready,
+    input  wire [LANES*32-1:0]           rx_tdata,
+    input  wire                          rx_tlast,
+    input  wire [NODE_W-1:0]             rx_tid,
+    input  wire [BA_W+STEP_W+FLOW_W+1:0] rx_tuser,
+
+    // host buffer port
+    input  wire                          host_we,
+    input  wire [BA_W-1:0]               host_addr,
+    input  wire [LANES*32-1:0]           host_wdata,
+    output wire [LANES*32-1:0]           host_rdata
+);
+
+wire              s_valid;
+wire              s_ready;
+wire              s_op;
+wire [FLOW_W-1:0] s_flow;
+wire [NODE_W-1:0] s_peer;
+wire [LEN_W-1:0]  s_len;
+wire [STEP_W-1:0] s_step;
+wire              s_ni;  // always 0: one NI
+wire              ni_done;
+wire              r_valid;
+wire [FLOW_W-1:0] r_flow;
+wire              r_op;
+wire [NODE_W-1:0] r_src;
+
+nic_scheduler #(
+    .DEPTH(DEPTH), .NIS(1), .FLOW_W(FLOW_W), .NODE_W(NODE_W), .STEP_W(STEP_W), .LEN_W(LEN_W),
+    .CNT_W(CNT_W), .ERR_W(ERR_W)
+) u_sched (
+    .clk(clk), .rst(rst), .clear(clear),
+    .load_valid(load_valid), .load_addr(load_addr), .load_op(load_op), .load_flow(load_flow),
+    .load_peer(load_peer), .load_step(load_step), .load_len(load_len), .load_dep_op(load_dep_op),
+    .load_dep_count(load_dep_count),
+    .rd_en(rd_en), .rd_addr(rd_addr), .start(start),
+    .recv_valid(r_valid), .recv_flow(r_flow), .recv_op(r_op), .recv_src(r_src),
+    .send_ready(s_ready), .ni_done(ni_done),
+    .send_valid(s_valid), .send_entry(sched_send_entry), .send_op(s_op), .send_flow(s_flow),
+    .send_peer(s_peer), .send_len(s_len), .send_step(s_step), .send_ni(s_ni),
+    .step(step), .ni_busy(ni_busy), .running(running), .done(done), .err(err), .err_count(err_count),
+    .err_src(err_src), .err_flow(err_flow),
+    .rd_valid(rd_valid), .rd_entry_valid(rd_entry_valid), .rd_issued(rd_issued), .rd_op(rd_op),
+    .rd_flow(rd_flow), .rd_peer(rd_peer), .rd_step(rd_step), .rd_len(rd_len), .rd_dep_op(rd_dep_op),
+    .rd_dep_count(rd_dep_count), .rd_count(rd_count)
+);
+
+assign sched_send_valid = s_valid && !s_ni;
+
+nic_datapath #(
+    .LANES(LANES), .FMT(FMT), .BUF_WORDS(BUF_WORDS), .FLOW_W(FLOW_W), .NODE_W(NODE_W), .STEP_W(STEP_W),
+    .LEN_W(LEN_W)
+) u_dp (
+    .clk(clk), .rst(rst || clear), .node_id(node_id), .cfg_pkt_beats(cfg_pkt_beats),
+    .send_valid(s_valid), .send_ready(s_ready), .send_op(s_op), .send_flow(s_flow), .send_peer(s_peer),
+    .send_len(s_len), .send_step(s_step), .ni_done(ni_done),
+    .recv_valid(r_valid), .recv_flow(r_flow), .recv_op(r_op), .recv_src(r_src), .rx_err(rx_err),
+    .req_err(req_err),
+    .tx_tvalid(tx_tvalid), .tx_tready(tx_tready), .tx_tdata(tx_tdata), .tx_tlast(tx_tlast),
+    .tx_tdest(tx_tdest), .tx_tid(tx_tid), .tx_tuser(tx_tuser),
+    .rx_tvalid(rx_tvalid), .rx_tready(rx_tready), .rx_tdata(rx_tdata), .rx_tlast(rx_tlast),
+    .rx_tid(rx_tid), .rx_tuser(rx_tuser),
+    .host_we(host_we), .host_addr(host_addr), .host_wdata(host_wdata), .host_rdata(host_rdata)
+);
+
+endmodule
+
+`resetall

@@ -1,0 +1,270 @@
+"""cocotb benches of the NIC data path (run by tests/rtl/test_datapath.py; parameters and
+the bench's knobs from the JSON file named by $HWM_DP_JOB).
+
+* ``adder_bench`` (``nic_reduce_add``): every lane of the adder against
+  hw_models.rtl.datapath_ref (numpy float32 with the stated subnormal/NaN handling, or
+  exact int32 modulo 2^32): all pairs of a list of edge values, then random vectors of
+  several kinds (uniform bit patterns; near cancellation; exponent gaps around the guard,
+  round and sticky bits; exact ties; near overflow and underflow).
+* ``roundtrip_bench`` (``nic_datapath``): send requests straight into the packetiser,
+  packets collected under random ``tready`` and checked (packet count and sizes, tlast,
+  the sideband, the data read from the buffer), then fed back into the receive stream
+  with random ``tvalid`` gaps (as GATHERs to another chunk: a copy; as REDUCEs: a sum),
+  the buffer read back through the host port and compared with the reference.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import cocotb
+import numpy as np
+from cocotb.clock import Clock
+from cocotb.triggers import FallingEdge, Timer
+
+from hw_models.rtl.datapath_ref import FMT_FP32, add, packet_plan
+
+MASK32 = 0xFFFFFFFF
+
+
+def _job():
+    with open(os.environ["HWM_DP_JOB"]) as fh:
+        return json.load(fh)
+
+
+def _pack(words, lanes):
+    return sum(int(x) << (32 * i) for i, x in enumerate(words[:lanes]))
+
+
+def _unpack(v, lanes):
+    return [(int(v) >> (32 * i)) & MASK32 for i in range(lanes)]
+
+
+FP_EDGES = [0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x00800000, 0x80800000, 0x00800001, 0x00FFFFFF,
+            0x01000000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001,
+            0xFFC00001, 0x3F800000, 0xBF800000, 0x3F800001, 0xBF7FFFFF, 0x33800000, 0x33800001, 0xB3800000,
+            0x34000000, 0x4B800000, 0x4B800001, 0x3FFFFFFF, 0xBFFFFFFF, 0x00800002]
+INT_EDGES = [0, 1, MASK32, 0x7FFFFFFF, 0x80000000, 0x80000001, 0x7FFFFFFE, 0x00010000, 0xFFFF0000]
+
+
+def _daz(bits):
+    return np.where((bits >> 23) & 0xFF == 0, bits & 0x80000000, bits).astype(np.uint32)
+
+
+def fp_random_pairs(rng, n):
+    """Random float32 pairs of several kinds, as uint32 bit patterns."""
+    out = []
+    for k in range(n):
+        kind = k % 7
+        sa, sb = (int(x) for x in rng.integers(0, 2, 2))
+        ea = int(rng.integers(1, 255))
+        fa, fb = (int(x) for x in rng.integers(0, 1 << 23, 2))
+        if kind == 0:  # uniform bit patterns
+            a, b = (int(x) for x in rng.integers(0, 1 << 32, 2, dtype=np.uint64))
+        elif kind == 1:  # near cancellation: opposite signs, exponents 0..2 apart
+            eb = min(254, max(1, ea + int(rng.integers(-2, 3))))
+            a, b = (sa << 31) | (ea << 23) | fa, ((1 - sa) << 31) | (eb << 23) | (fa ^ int(rng.integers(0, 64)))
+        elif kind == 2:  # exponent gap around the guard/round/sticky bits and beyond
+            gap = int(rng.integers(0, 30))
+            eb = max(1, ea - gap)
+            a, b = (sa << 31) | (ea << 23) | fa, (sb << 31) | (eb << 23) | fb
+        elif kind == 3:  # exact ties: the smaller operand's lowest kept bit is half an ulp
+            gap = int(rng.integers(1, 24))
+            eb = max(1, ea - gap)
+            fb = (fb >> gap) << gap  # only the bit at the tie position may remain below
+            a, b = (sa << 31) | (ea << 23) | fa, (sb << 31) | (eb << 23) | fb
+        elif kind == 4:  # near overflow
+            ea, eb = int(rng.integers(250, 255)), int(rng.integers(250, 255))
+            a, b = (sa << 31) | (ea << 23) | fa, (sb << 31) | (eb << 23) | fb
+        elif kind == 5:  # near underflow (results around the smallest normal)
+            ea, eb = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+            a, b = (sa << 31) | (ea << 23) | fa, (sb << 31) | (eb << 23) | fb
+        else:  # ordinary magnitudes
+            eb = min(254, max(1, ea + int(rng.integers(-8, 9))))
+            a, b = (sa << 31) | (ea << 23) | fa, (sb << 31) | (eb << 23) | fb
+        out.append((a & MASK32, b & MASK32))
+    return out
+
+
+@cocotb.test()
+async def adder_bench(dut):
+    j = _job()
+    lanes, fmt = j["LANES"], j["FMT"]
+    rng = np.random.default_rng(j.get("seed", 0) + 17 * lanes + fmt)
+    edges = FP_EDGES if fmt == FMT_FP32 else INT_EDGES
+    pairs = [(a, b) for a in edges for b in edges]
+    if fmt == FMT_FP32:
+        pairs += fp_random_pairs(rng, j.get("random", 6000))
+    else:
+        pairs += [(int(a), int(b)) for a, b in rng.integers(0, 1 << 32, (j.get("random", 6000), 2), dtype=np.uint64)]
+    # spread the pairs over the lanes; each lane gets pairs from every part of the list
+    order = rng.permutation(len(pairs))
+    pairs = [pairs[i] for i in order]
+    steps = -(-len(pairs) // lanes)
+    pairs += pairs[:steps * lanes - len(pairs)]
+    checked = {"nan": 0, "inf": 0, "zero": 0, "flushed": 0, "subnormal_in": 0}
+    for s in range(steps):
+        chunk = pairs[s * lanes:(s + 1) * lanes]
+        a = np.array([p[0] for p in chunk], np.uint32)
+        b = np.array([p[1] for p in chunk], np.uint32)
+        dut.a.value = _pack(a, lanes)
+        dut.b.value = _pack(b, lanes)
+        await Timer(1, unit="ns")
+        want = add(fmt, a, b)
+        got = _unpack(dut.y.value, lanes)
+        for lane in range(lanes):
+            assert got[lane] == int(want[lane]), (
+                f"lane {lane}: {a[lane]:#010x} + {b[lane]:#010x} = {got[lane]:#010x}, reference {int(want[lane]):#010x}")
+        if fmt == FMT_FP32:
+            w = want.astype(np.uint32)
+            checked["nan"] += int((w == 0x7FC00000).sum())
+            checked["inf"] += int(((w & 0x7FFFFFFF) == 0x7F800000).sum())
+            checked["zero"] += int(((w & 0x7FFFFFFF) == 0).sum())
+            with np.errstate(all="ignore"):  # exact sums below the smallest normal: flushed
+                r = (_daz(a).view(np.float32) + _daz(b).view(np.float32)).view(np.uint32)
+            checked["flushed"] += int(((((r >> 23) & 0xFF) == 0) & ((r & 0x7FFFFF) != 0)).sum())
+            checked["subnormal_in"] += int(((((a >> 23) & 0xFF) == 0) & ((a & 0x7FFFFF) != 0)).sum())
+    if fmt == FMT_FP32:
+        assert all(v > 0 for v in checked.values()), checked
+    dut._log.info(f"adder: {len(pairs)} pairs over {lanes} lanes checked, fmt {fmt}: {checked}")
+
+
+@cocotb.test()
+async def roundtrip_bench(dut):
+    j = _job()
+    lanes, fmt, words = j["LANES"], j["FMT"], j["BUF_WORDS"]
+    flow_w, node_w, step_w = j["FLOW_W"], j["NODE_W"], j["STEP_W"]
+    ba_w = max(1, (words - 1).bit_length())
+    seed = j.get("seed", 0)
+    rng = np.random.default_rng(seed)
+    Clock(dut.clk, 10, unit="ns").start()
+    node = int(rng.integers(0, 1 << node_w))
+
+    def zero_inputs():
+        for name in ("send_valid", "send_op", "send_flow", "send_peer", "send_len", "send_step", "tx_tready",
+                     "rx_tvalid", "rx_tdata", "rx_tlast", "rx_tid", "rx_tuser", "host_we", "host_addr", "host_wdata"):
+            getattr(dut, name).value = 0
+
+    zero_inputs()
+    dut.node_id.value = node
+    dut.rst.value = 1
+    await FallingEdge(dut.clk)
+    await FallingEdge(dut.clk)
+    dut.rst.value = 0
+
+    def rand_word():
+        if fmt == FMT_FP32:  # finite normal floats of moderate range
+            v = (rng.standard_normal(lanes) * 2.0 ** rng.integers(-8, 8, lanes)).astype(np.float32)
+            return [int(x) for x in v.view(np.uint32)]
+        return [int(x) for x in rng.integers(0, 1 << 32, lanes, dtype=np.uint64)]
+
+    mem = [rand_word() for _ in range(words)]
+    for a in range(words):  # host writes, then reads every word back
+        dut.host_we.value, dut.host_addr.value, dut.host_wdata.value = 1, a, _pack(mem[a], lanes)
+        await FallingEdge(dut.clk)
+    dut.host_we.value = 0
+
+    async def read_all():
+        out = []
+        for a in range(words):
+            dut.host_addr.value = a
+            await FallingEdge(dut.clk)
+            out.append(_unpack(dut.host_rdata.value, lanes))
+        return out
+
+    assert await read_all() == mem, "host write/read-back"
+
+    p_ready, p_gap = j.get("p_ready", 0.4), j.get("p_gap", 0.4)
+    messages = 0
+    packets_seen = 0
+    for trial in range(j.get("trials", 24)):
+        # a chunk: flows of len elements; whole words; fits in the buffer
+        beats = int(rng.integers(1, min(9, words // 2) + 1))
+        nflows = words // beats
+        f_src, f_dst = (int(x) for x in rng.choice(nflows, 2, replace=False))
+        if f_src >= 1 << flow_w or f_dst >= 1 << flow_w:
+            continue
+        pkt = int(rng.choice([0, 1, 2, 3, beats, beats + 2]))
+        op = int(rng.integers(0, 2))
+        step = int(rng.integers(0, 1 << step_w))
+        peer = int(rng.integers(0, 1 << node_w))
+        dut.cfg_pkt_beats.value = pkt
+        # --- transmit: the request, then packets under random tready
+        dut.send_valid.value, dut.send_op.value, dut.send_flow.value = 1, op, f_src
+        dut.send_peer.value, dut.send_len.value, dut.send_step.value = peer, beats * lanes, step
+        packets, cur, done_seen, cycles = [], [], 0, 0
+        accepted = False
+        while True:
+            ready = int(rng.random() < p_ready)
+            dut.tx_tready.value = ready
+            await Timer(1, unit="ns")
+            if not accepted and int(dut.send_ready.value):
+                accepted = True
+            tv = int(dut.tx_tvalid.value)
+            if tv and ready:
+                user = int(dut.tx_tuser.value)
+                cur.append((_unpack(dut.tx_tdata.value, lanes), user, int(dut.tx_tdest.value), int(dut.tx_tid.value)))
+                if int(dut.tx_tlast.value):
+                    packets.append(cur)
+                    cur = []
+            await FallingEdge(dut.clk)
+            if accepted:
+                dut.send_valid.value = 0
+            done_seen += int(dut.ni_done.value)
+            cycles += 1
+            if done_seen:
+                break
+            assert cycles < 40 * beats + 100, f"trial {trial}: message of {beats} beats not finished"
+        assert not cur, "a packet without tlast"
+        plan = packet_plan(beats, pkt)
+        assert [len(p) for p in packets] == [n for _, n in plan], (trial, pkt, beats, [len(p) for p in packets])
+        base = f_src * beats
+        for (first, n), p in zip(plan, packets):
+            last = first + n == beats
+            want_user = (((base + first) << (step_w + flow_w + 2)) | (step << (flow_w + 2)) | (f_src << 2)
+                         | (op << 1) | int(last))
+            for k, (data, user, dest, tid) in enumerate(p):
+                assert (user, dest, tid) == (want_user, peer, node), (trial, k, hex(user), hex(want_user))
+                assert data == mem[base + first + k], (trial, first + k)
+        messages += 1
+        packets_seen += len(packets)
+        assert int(dut.req_err.value) == 0
+        # --- receive: the same packets back, to chunk f_dst, with tvalid gaps
+        dst_base = f_dst * beats
+        rx_op = int(rng.integers(0, 2))
+        src = int(rng.integers(0, 1 << node_w))
+        events = []
+        beats_in = [(data, ((dst_base + first) << (step_w + flow_w + 2)) | (step << (flow_w + 2)) | (f_dst << 2)
+                     | (rx_op << 1) | int(first + n == beats), k == n - 1)
+                    for (first, n), p in zip(plan, packets) for k, (data, _u, _d, _t) in enumerate(p)]
+        i = 0
+        for _ in range(len(beats_in) * 40 + 10):
+            if i < len(beats_in) and rng.random() >= p_gap:
+                data, user, last = beats_in[i]
+                dut.rx_tvalid.value, dut.rx_tdata.value, dut.rx_tuser.value = 1, _pack(data, lanes), user
+                dut.rx_tlast.value, dut.rx_tid.value = int(last), src
+                await Timer(1, unit="ns")
+                assert int(dut.rx_tready.value) == 1
+                i += 1
+            else:
+                dut.rx_tvalid.value = 0
+                dut.rx_tdata.value = int(rng.integers(0, 1 << 31))  # garbage while not valid
+            await FallingEdge(dut.clk)
+            if int(dut.recv_valid.value):
+                events.append((int(dut.recv_flow.value), int(dut.recv_op.value), int(dut.recv_src.value)))
+            if i == len(beats_in) and events:
+                break
+        dut.rx_tvalid.value = 0
+        for _ in range(3):
+            await FallingEdge(dut.clk)
+            assert not int(dut.recv_valid.value), "a second receive event for one message"
+        assert events == [(f_dst, rx_op, src)], (trial, events)
+        for k in range(beats):
+            sent = np.array(mem[base + k], np.uint32)
+            old = np.array(mem[dst_base + k], np.uint32)
+            mem[dst_base + k] = [int(x) for x in (sent if rx_op == 1 else add(fmt, old, sent))]
+        assert await read_all() == mem, f"trial {trial}: buffer after the receive (op {rx_op})"
+        assert int(dut.rx_err.value) == 0
+    assert messages >= 10 and packets_seen > messages
+    dut._log.info(f"round trip: {messages} messages, {packets_seen} packets")
