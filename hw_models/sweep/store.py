@@ -4,9 +4,9 @@ point.
 A point's row is keyed by :func:`point_key`, the SHA-256 of the canonical JSON of its kind,
 its fully resolved config and the versions of the models it ran, and holds that config,
 the metrics (or the error of a point that failed), the wall time, the code version and
-where the row came from. Every row is written by one ``INSERT`` statement, which SQLite
-runs as one transaction: a process killed at any moment (SIGKILL included) leaves every
-row it finished and no partial one. Several processes may write one store at once (WAL
+where the row came from. A row is written by one ``INSERT`` statement, alone or with
+others in one transaction (:meth:`SweepStore.put_many`): a process killed at any moment
+(SIGKILL included) leaves every row it committed and no partial one. Several processes may write one store at once (WAL
 lets readers go on while one writer writes; a writer waits up to a minute for another's
 lock). A finished point is never replaced by a failed one, nor by another finished one
 unless asked (``--fresh``).
