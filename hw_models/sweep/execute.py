@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import select
 import signal
 import subprocess
 import threading
@@ -241,16 +242,21 @@ class LocalPool:
         self._ctx = multiprocessing.get_context("fork")
         self._procs: list[_Worker] = []
         self._lost: list = []  # (handle, LOST) of batches found lost while sending
+        self._poll = select.poll()  # the workers' pipes (made once, not at every wait)
+        self._by_fd: dict[int, _Worker] = {}
         for _ in range(workers):  # the workers fork now, before the caller starts a progress bar's thread
-            self._procs.append(self._spawn())
+            self._spawn()
 
-    def _spawn(self) -> _Worker:
+    def _spawn(self) -> None:
         mine, theirs = self._ctx.Pipe()
         proc = self._ctx.Process(target=_worker_main, name="hw-models sweep worker", daemon=True,
                                  args=(theirs, [mine, *(w.conn for w in self._procs)], self.kind_name, os.getpid()))
         proc.start()
         theirs.close()  # the worker's end is the worker's alone: its death closes it (EOF here)
-        return _Worker(proc, mine)
+        w = _Worker(proc, mine)
+        self._procs.append(w)
+        self._by_fd[mine.fileno()] = w
+        self._poll.register(mine.fileno(), select.POLLIN)
 
     def submit(self, configs: list[dict]) -> object:
         handle = object()
@@ -266,15 +272,13 @@ class LocalPool:
             return handle
 
     def wait(self, handles: list) -> list:
-        from multiprocessing.connection import wait as wait_for
-
         if self._lost:
             out, self._lost = self._lost, []
             return out
-        busy = {w.conn: w for w in self._procs if w.batches}
         out: list = []
-        for conn in wait_for(list(busy)):
-            w = busy[conn]
+        for fd, _ in self._poll.poll():  # a point came back, or a worker died (its pipe closed)
+            w = self._by_fd[fd]
+            conn = w.conn
             try:
                 while True:
                     outcome = conn.recv()
@@ -294,13 +298,15 @@ class LocalPool:
         return out
 
     def _replace(self, w: _Worker) -> None:
+        self._poll.unregister(w.conn.fileno())
+        del self._by_fd[w.conn.fileno()]
         w.conn.close()
         w.proc.join(5)
         if w.proc.is_alive():  # pragma: no cover - its pipe closed but it runs on
             w.proc.kill()
             w.proc.join(5)
         self._procs.remove(w)
-        self._procs.append(self._spawn())
+        self._spawn()
 
     def close(self, cancel: bool = False) -> None:
         """End the workers: at once with ``cancel`` (the points they run are not waited
