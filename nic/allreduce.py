@@ -29,10 +29,12 @@ is applied when it arrives), so the timed run performed the exact all-reduce.
 
 from __future__ import annotations
 
+import threading
 import warnings
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Annotated, Literal, Optional
 
 import numpy as np
@@ -385,10 +387,28 @@ def prepare(topology: Topology, schedule: Schedule, nic: NicConfig, size_bytes: 
                     dst_ep.astype(small), ptr, idx, work, last)
 
 
-@lru_cache(maxsize=64)
+_VERIFIED: OrderedDict = OrderedDict()  # (schedule, seed) verified step by step; the 64 latest
+_VERIFIED_LOCK = threading.Lock()
+
+
 def _verified(schedule: Schedule, seed: int) -> bool:
+    """Verify ``schedule`` step by step on ``seed``'s vectors once (it raises on a fault)."""
+    if _is_verified(schedule, seed):
+        return True
     verify(schedule, seed=seed)
+    with _VERIFIED_LOCK:
+        _VERIFIED[(schedule, seed)] = True
+        if len(_VERIFIED) > 64:
+            _VERIFIED.popitem(last=False)
     return True
+
+
+def _is_verified(schedule: Schedule, seed: int) -> bool:
+    with _VERIFIED_LOCK:
+        if (schedule, seed) not in _VERIFIED:
+            return False
+        _VERIFIED.move_to_end((schedule, seed))
+        return True
 
 
 def _check_arguments(topology, schedule, nic, network, size_bytes) -> int:
@@ -692,9 +712,12 @@ def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | 
     if model not in MODELS:
         raise ConfigError(f"model {model!r} is unknown; choose one of {', '.join(MODELS)}")
     # the schedule is verified step by step (on a second core, when there is one) while it is
-    # laid out, routed and its channel dependencies checked; any error of those comes first
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify") as side:
-        verifying = side.submit(_verified, schedule, int(seed))
+    # laid out, routed and its channel dependencies checked; any error of those comes first.
+    # A schedule verified before on this seed (a sweep's many sizes of one schedule) starts no
+    # thread: starting and joining one costs more than a small run.
+    already = _is_verified(schedule, int(seed))
+    with nullcontext() if already else ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify") as side:
+        verifying = None if already else side.submit(_verified, schedule, int(seed))
         prep = prepare(topology, schedule, nic, size_bytes)
         paths = None
         if model == "message":
@@ -707,7 +730,7 @@ def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | 
                 vc_rule=getattr(network, "vc_class_rule", "dateline")))
             if risk:
                 warnings.warn(risk, DeadlockRiskWarning, stacklevel=2)
-        verified = verifying.result()
+        verified = True if verifying is None else verifying.result()
     if model == "flit":
         from nic.flit_cosim import run_flit  # noqa: PLC0415 (needs the flit-level network)
 

@@ -11,26 +11,27 @@ cluster — each point's row written to the store as it finishes.
   processes forked once, each importing the kind — its Numba kernels load once per worker,
   not per point), :class:`DaskCluster` (a ``distributed.Client`` of an existing scheduler;
   the same function runs on its workers) or :class:`InProcess`. Points go out in batches
-  sized to take a fraction of a second, a few batches per worker in flight; before a point
-  is handed out the store is asked again, so two sweeps writing one store share the work.
-  A point that fails records its error and the sweep goes on. A worker process that dies
-  takes the points in flight with it: they run again one at a time, alone, so the point
-  that kills its worker is found and recorded as failed and the others finish.
+  sized to take a fraction of a second, a few batches per worker in flight; a local worker
+  sends each point back as soon as it has run and the parent writes it at once (a Dask
+  task returns its batch whole). Before a batch is handed out the store is asked again, so
+  two sweeps writing one store share the work. A point that fails records its error and
+  the sweep goes on. A worker process that dies takes the points it had not sent back
+  with it: they run again one at a time, alone, so the point that kills its worker is
+  found and recorded as failed and the others finish.
 """
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import json
 import os
 import queue
+import select
 import signal
 import subprocess
 import threading
 import time
 import traceback
 from collections import deque
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -47,15 +48,20 @@ class Point:
     values: dict  # the axis values that made it
     config: dict  # resolved by the kind
     key: str
+    config_json: str | None = None  # canonical_json(config), made once when it is validated
 
 
 @dataclass(frozen=True)
 class Outcome:
     status: str  # done | failed
-    metrics: dict | None
+    metrics_json: str | None  # the metrics as JSON text (sorted keys), as the store keeps them
     error: str | None
     wall_s: float
     worker: str
+
+    @property
+    def metrics(self) -> dict | None:
+        return None if self.metrics_json is None else json.loads(self.metrics_json)
 
 
 @dataclass
@@ -88,7 +94,7 @@ def resolve_points(spec: SweepSpec, kind: Kind | None = None) -> tuple[list[Poin
         source = f"{spec.path}: point {i} of {n}"
         try:
             resolved = kind.validate(point_config(spec.base, values), source)
-            canonical_json(resolved)  # plain JSON data, or the kind is wrong
+            config_json = canonical_json(resolved)  # plain JSON data, or the kind is wrong
         except (TypeError, ValueError, KeyError, AttributeError) as exc:  # HwModelsError; the others are a kind's bug
             msg = " ".join(str(exc).split()) if isinstance(exc, HwModelsError) else \
                 f"the kind's validation raised {error_line(exc)}"
@@ -101,7 +107,7 @@ def resolve_points(spec: SweepSpec, kind: Kind | None = None) -> tuple[list[Poin
             duplicates += 1
             continue
         seen.add(key)
-        points.append(Point(i, values, resolved, key))
+        points.append(Point(i, values, resolved, key, config_json))
     return points, errors, duplicates
 
 
@@ -116,8 +122,8 @@ def run_point(kind_name: str, config: dict) -> Outcome:
         metrics = get_kind(kind_name).run(config)
         if not isinstance(metrics, dict):
             raise TypeError(f"kind {kind_name} returned {type(metrics).__name__} metrics, not a dict")
-        json.dumps(metrics)  # plain JSON data (a TypeError otherwise; NaN is allowed)
-        return Outcome("done", metrics, None, time.perf_counter() - t0, worker_name())
+        text = json.dumps(metrics, sort_keys=True)  # plain JSON data (a TypeError otherwise; NaN is allowed)
+        return Outcome("done", text, None, time.perf_counter() - t0, worker_name())
     except Exception as exc:  # noqa: BLE001 - a failing point is recorded; the sweep goes on
         return Outcome("failed", None, error_line(exc), time.perf_counter() - t0, worker_name())
 
@@ -152,11 +158,43 @@ def _init_worker(kind_name: str, parent_pid: int) -> None:
     get_kind(kind_name)
 
 
+def _worker_main(conn, close: list, kind_name: str, parent_pid: int) -> None:
+    """A local worker process: runs the batches its parent sends on ``conn`` one after the
+    other and sends back each point's :class:`Outcome` as soon as it has run, so the parent
+    stores it at once. A thread reads the batches as they come (the parent never waits to
+    send one); ``None`` or the parent's end closing ends the worker."""
+    for c in close:  # the parent's ends of its pipes (this one's and its siblings')
+        c.close()
+    _init_worker(kind_name, parent_pid)
+    batches: queue.SimpleQueue = queue.SimpleQueue()
+
+    def read() -> None:
+        while True:
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):
+                msg = None
+            batches.put(msg)
+            if msg is None:
+                return
+
+    threading.Thread(target=read, name="read-batches", daemon=True).start()
+    while (configs := batches.get()) is not None:
+        for config in configs:
+            conn.send(run_point(kind_name, config))
+
+
 # --- backends ----------------------------------------------------------------------------------
-# A backend runs batches of points: submit(configs) -> a future of their Outcomes; wait(futures)
-# -> those finished; outcome(future) -> the Outcomes; close(cancel). ``window``: batches in
-# flight at most; ``task_s``: the seconds a batch should take (points are batched so that the
-# cost of handing one out stays small against the work).
+# A backend runs batches of points: submit(configs) -> a handle; wait(handles) -> a list of
+# (handle, what came): the Outcomes of the handle's next points, in order (a local worker
+# sends each as soon as it has run; the others the whole batch), LOST (the worker process
+# running it died: its points not returned yet are lost), or one Outcome (the whole task
+# failed, e.g. its Dask worker died); close(cancel). ``window``: batches in flight at most;
+# ``task_s``: the seconds a batch should take (points are batched so that the cost of
+# handing one out stays small against the work).
+
+LOST = "lost"
+
 
 class InProcess:
     """Runs each point in this process as it is handed out (``--workers 0``)."""
@@ -166,24 +204,33 @@ class InProcess:
 
     def __init__(self, kind_name: str) -> None:
         self.kind_name = kind_name
+        self._done: list = []
 
-    def submit(self, configs: list[dict]) -> cf.Future:
-        f: cf.Future = cf.Future()
-        f.set_result(run_points(self.kind_name, configs))
-        return f
+    def submit(self, configs: list[dict]) -> object:
+        handle = object()
+        self._done.append((handle, run_points(self.kind_name, configs)))
+        return handle
 
-    def wait(self, futures: list) -> set:
-        return set(futures)
-
-    def outcome(self, future) -> list[Outcome]:
-        return future.result()
+    def wait(self, handles: list) -> list:
+        out, self._done = self._done, []
+        return out
 
     def close(self, cancel: bool = False) -> None:
         pass
 
 
+@dataclass
+class _Worker:
+    proc: Any  # multiprocessing.Process
+    conn: Any  # the parent's end of its pipe
+    batches: deque = field(default_factory=deque)  # [handle, points not returned yet], in the order sent
+
+
 class LocalPool:
-    """A pool of ``workers`` local processes (forked once; each imports the kind once)."""
+    """``workers`` local processes, forked once (each imports the kind once and keeps its
+    Numba kernels for the whole sweep); a process that dies is replaced. Each runs the
+    batches sent to it in order and sends back every point as soon as it has run. The
+    parent waits on the pipes themselves (no threads of its own)."""
 
     task_s = 0.05
 
@@ -191,44 +238,94 @@ class LocalPool:
         import multiprocessing
 
         self.kind_name, self.workers = kind_name, workers
-        self.window = 2 * workers
+        self.window = 2 * workers  # at most 2 batches a worker: one running, one waiting
         self._ctx = multiprocessing.get_context("fork")
-        self._start()
+        self._procs: list[_Worker] = []
+        self._lost: list = []  # (handle, LOST) of batches found lost while sending
+        self._poll = select.poll()  # the workers' pipes (made once, not at every wait)
+        self._by_fd: dict[int, _Worker] = {}
+        for _ in range(workers):  # the workers fork now, before the caller starts a progress bar's thread
+            self._spawn()
 
-    def _start(self) -> None:
-        self.pool = cf.ProcessPoolExecutor(self.workers, mp_context=self._ctx, initializer=_init_worker,
-                                           initargs=(self.kind_name, os.getpid()))
-        # the workers fork now, before the caller starts a progress bar's thread
-        cf.wait([self.pool.submit(os.getpid) for _ in range(self.workers)])
+    def _spawn(self) -> None:
+        mine, theirs = self._ctx.Pipe()
+        proc = self._ctx.Process(target=_worker_main, name="hw-models sweep worker", daemon=True,
+                                 args=(theirs, [mine, *(w.conn for w in self._procs)], self.kind_name, os.getpid()))
+        proc.start()
+        theirs.close()  # the worker's end is the worker's alone: its death closes it (EOF here)
+        w = _Worker(proc, mine)
+        self._procs.append(w)
+        self._by_fd[mine.fileno()] = w
+        self._poll.register(mine.fileno(), select.POLLIN)
 
-    def submit(self, configs: list[dict]) -> cf.Future:
-        try:
-            return self.pool.submit(run_points, self.kind_name, configs)
-        except BrokenProcessPool as exc:  # a worker died since the last wait: this batch is lost with the others
-            f: cf.Future = cf.Future()
-            f.set_exception(exc)
-            return f
+    def submit(self, configs: list[dict]) -> object:
+        handle = object()
+        while True:
+            w = min(self._procs, key=lambda w: len(w.batches))
+            try:
+                w.conn.send(configs)
+            except OSError:  # it died since it was last heard from: its batches are lost; send to its successor
+                self._lost.extend((h, LOST) for h, _ in w.batches)
+                self._replace(w)
+                continue
+            w.batches.append([handle, len(configs)])
+            return handle
 
-    def wait(self, futures: list) -> set:
-        return cf.wait(futures, return_when=cf.FIRST_COMPLETED)[0]
+    def wait(self, handles: list) -> list:
+        if self._lost:
+            out, self._lost = self._lost, []
+            return out
+        out: list = []
+        for fd, _ in self._poll.poll():  # a point came back, or a worker died (its pipe closed)
+            w = self._by_fd[fd]
+            conn = w.conn
+            try:
+                while True:
+                    outcome = conn.recv()
+                    current = w.batches[0]
+                    if out and out[-1][0] is current[0]:
+                        out[-1][1].append(outcome)
+                    else:
+                        out.append((current[0], [outcome]))
+                    current[1] -= 1
+                    if current[1] == 0:
+                        w.batches.popleft()
+                    if not conn.poll():
+                        break
+            except (EOFError, OSError):  # the worker died: what it had not sent back is lost
+                out.extend((h, LOST) for h, _ in w.batches)
+                self._replace(w)
+        return out
 
-    def outcome(self, future) -> list[Outcome]:
-        return future.result()  # BrokenProcessPool when a worker died
-
-    def restart(self) -> None:
-        self.close(cancel=True)
-        self._start()
+    def _replace(self, w: _Worker) -> None:
+        self._poll.unregister(w.conn.fileno())
+        del self._by_fd[w.conn.fileno()]
+        w.conn.close()
+        w.proc.join(5)
+        if w.proc.is_alive():  # pragma: no cover - its pipe closed but it runs on
+            w.proc.kill()
+            w.proc.join(5)
+        self._procs.remove(w)
+        self._spawn()
 
     def close(self, cancel: bool = False) -> None:
-        if cancel:  # the points running now are not waited for: their workers are ended
-            procs = list((getattr(self.pool, "_processes", None) or {}).values())
-            self.pool.shutdown(wait=False, cancel_futures=True)
-            for p in procs:
-                p.terminate()
-            for p in procs:
-                p.join(5)
-        else:
-            self.pool.shutdown(wait=True)
+        """End the workers: at once with ``cancel`` (the points they run are not waited
+        for), else when they have run what they were sent."""
+        for w in self._procs:
+            if cancel:
+                w.proc.terminate()
+            else:
+                try:
+                    w.conn.send(None)
+                except OSError:
+                    pass
+        for w in self._procs:
+            w.proc.join(5)
+            if w.proc.is_alive():  # pragma: no cover - it ignores SIGTERM
+                w.proc.kill()
+                w.proc.join(5)
+            w.conn.close()
+        self._procs = []
 
 
 class DaskCluster:
@@ -262,18 +359,18 @@ class DaskCluster:
         f.add_done_callback(self._finished.put)
         return f
 
-    def wait(self, futures: list) -> set:
-        done = {self._finished.get()}
+    def wait(self, handles: list) -> list:
+        done = [self._finished.get()]
         while not self._finished.empty():
-            done.add(self._finished.get())
-        return done
-
-    def outcome(self, future) -> list[Outcome] | Outcome:
-        self._futures.discard(future)
-        try:
-            return future.result()
-        except Exception as exc:  # noqa: BLE001 - the worker died (KilledWorker) or the task could not run
-            return Outcome("failed", None, f"on the Dask cluster: {error_line(exc)}", 0.0, "dask")
+            done.append(self._finished.get())
+        out = []
+        for f in done:
+            self._futures.discard(f)
+            try:
+                out.append((f, f.result()))
+            except Exception as exc:  # noqa: BLE001 - the worker died (KilledWorker) or the task could not run
+                out.append((f, Outcome("failed", None, f"on the Dask cluster: {error_line(exc)}", 0.0, "dask")))
+        return out
 
     def close(self, cancel: bool = False) -> None:
         if cancel and self._futures:
@@ -358,23 +455,23 @@ def execute(points: list[Point], kind: Kind, store: SweepStore, backend, *, orig
             summary: Summary | None = None,
             on_event: Callable[[str, Point, Any], None] | None = None) -> Summary:
     """Run ``points`` of ``kind`` on ``backend`` (closed at the end), each finished or failed
-    point written to ``store`` at once; a point another process finished meanwhile is
-    skipped unless ``fresh``. Give it the points :func:`unfinished` leaves.
-    ``on_event(event, point, outcome)`` follows each: ``done``, ``failed`` or ``elsewhere``
-    (another process finished it). Ctrl-C (or any error) ends the backend's workers and
-    propagates; every point finished before it is in the store.
+    point written to ``store`` as soon as it comes back (the points that come back together
+    in one transaction); a point another process finished meanwhile is skipped unless
+    ``fresh``. Give it the points :func:`unfinished` leaves. ``on_event(event, point,
+    outcome)`` follows each: ``done``, ``failed`` or ``elsewhere`` (another process finished
+    it). Ctrl-C (or any error) ends the backend's workers and propagates; every point
+    finished before it is in the store.
 
     Points go out in batches of one at first, then of as many as take the backend's
     ``task_s`` seconds by the mean time of the points finished so far (at most 64)."""
     s = summary if summary is not None else Summary(points=len(points))
     t0 = time.perf_counter()
     versions = kind.model_versions()
-    code = code_version()
-    emit = on_event or (lambda *a: None)
+    rec = _Recorder(s, store, kind, versions, code_version(), origin, fresh, on_event or (lambda *a: None))
     pending = deque(points)
     suspects: deque = deque()  # points in flight when a worker process died: each runs alone
-    inflight: dict = {}  # future -> its points
-    alone = None  # the future of a suspect running alone
+    inflight: dict = {}  # handle -> its points not returned yet, in order
+    alone = None  # the handle of a suspect running alone
     batch, point_s, finished = 1, 0.0, 0
     try:
         while pending or inflight or suspects:
@@ -382,45 +479,41 @@ def execute(points: list[Point], kind: Kind, store: SweepStore, backend, *, orig
                 if not inflight:  # alone: if its worker dies, it is the point that killed it
                     p = suspects.popleft()
                     alone = backend.submit([p.config])
-                    inflight[alone] = [p]
+                    inflight[alone] = deque([p])
             else:
                 while pending and len(inflight) < backend.window:
-                    group = []
-                    while pending and len(group) < batch:
-                        p = pending.popleft()
-                        if not fresh and store.is_done(p.key):  # another sweep on this store finished it
-                            s.finished_elsewhere += 1
-                            emit("elsewhere", p, None)
-                            continue
-                        group.append(p)
+                    group = [pending.popleft() for _ in range(min(batch, len(pending)))]
+                    if not fresh:  # another sweep on this store may have finished some
+                        group = rec.not_done(group)
                     if group:
-                        inflight[backend.submit([p.config for p in group])] = group
+                        inflight[backend.submit([p.config for p in group])] = deque(group)
             if not inflight:
                 continue
-            for f in backend.wait(list(inflight)):
-                group = inflight.pop(f)
-                try:
-                    outs = backend.outcome(f)
-                except BrokenProcessPool:
-                    lost = [*group, *(p for g in inflight.values() for p in g)]
-                    inflight.clear()
-                    backend.restart()
-                    if f is alone:
-                        outs = [Outcome("failed", None, "the worker process running it died (it ran alone: "
-                                        "a crash of the model, e.g. out of memory)", 0.0, "")]
+            results: list[tuple[Point, Outcome]] = []
+            for handle, got in backend.wait(list(inflight)):
+                group = inflight[handle]
+                if got is LOST:
+                    del inflight[handle]
+                    if handle is alone:
+                        results.append((group[0], Outcome("failed", None, "the worker process running it died (it ran "
+                                                          "alone: a crash of the model, e.g. out of memory)", 0.0, "")))
                     else:
-                        suspects.extend(lost)
-                        break
-                if isinstance(outs, Outcome):  # the whole task failed (e.g. its Dask worker died)
+                        suspects.extend(group)
+                    continue
+                if isinstance(got, Outcome):  # the whole task failed (e.g. its Dask worker died)
+                    del inflight[handle]
                     if len(group) > 1:  # its points run alone: only the one that fails so is recorded
                         suspects.extend(group)
                         continue
-                    outs = [outs]
-                for p, out in zip(group, outs):
-                    _record(p, out, s, store, kind, versions, code, origin, fresh, emit)
+                    got = [got]
+                for out in got:
+                    results.append((group.popleft(), out))
                     point_s, finished = point_s + out.wall_s, finished + 1
-                if backend.task_s > 0 and point_s > 0:
-                    batch = max(1, min(64, int(backend.task_s / (point_s / finished))))
+                if not group:
+                    del inflight[handle]
+            rec.record(results)
+            if backend.task_s > 0 and point_s > 0:
+                batch = max(1, min(64, int(backend.task_s / (point_s / finished))))
     except BaseException:
         backend.close(cancel=True)
         s.wall_s += time.perf_counter() - t0
@@ -430,16 +523,49 @@ def execute(points: list[Point], kind: Kind, store: SweepStore, backend, *, orig
     return s
 
 
-def _record(p: Point, out: Outcome, s: Summary, store: SweepStore, kind: Kind, versions: dict, code: str,
-            origin: str, fresh: bool, emit) -> None:
-    store.put(PointRecord(p.key, kind.name, out.status, p.config, versions, out.metrics, out.error, out.wall_s,
-                          code, origin, worker=out.worker), replace_done=fresh)
-    if out.status == "done":
-        s.done += 1
-    else:
-        s.failed += 1
-        s.failures.append((p, out.error or ""))
-    emit(out.status, p, out)
+@dataclass
+class _Recorder:
+    """Writes the points that come back to the store and counts them."""
+
+    s: Summary
+    store: SweepStore
+    kind: Kind
+    versions: dict
+    code: str
+    origin: str
+    fresh: bool
+    emit: Callable
+
+    def __post_init__(self) -> None:
+        self.versions_json = canonical_json(self.versions)
+
+    def not_done(self, group: list[Point]) -> list[Point]:
+        """Those of ``group`` the store does not hold finished (one query); the others count
+        as finished elsewhere."""
+        done = self.store.done_keys(p.key for p in group)
+        if not done:
+            return group
+        for p in group:
+            if p.key in done:
+                self.s.finished_elsewhere += 1
+                self.emit("elsewhere", p, None)
+        return [p for p in group if p.key not in done]
+
+    def record(self, results: list[tuple[Point, Outcome]]) -> None:
+        if not results:
+            return
+        self.store.put_many([PointRecord(p.key, self.kind.name, out.status, p.config, self.versions, None, out.error,
+                                         out.wall_s, self.code, self.origin, worker=out.worker,
+                                         config_json=p.config_json, metrics_json=out.metrics_json,
+                                         versions_json=self.versions_json) for p, out in results],
+                            replace_done=self.fresh)
+        for p, out in results:
+            if out.status == "done":
+                self.s.done += 1
+            else:
+                self.s.failed += 1
+                self.s.failures.append((p, out.error or ""))
+            self.emit(out.status, p, out)
 
 
 MAX_LOCAL_WORKERS = 1024

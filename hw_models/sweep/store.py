@@ -4,9 +4,9 @@ point.
 A point's row is keyed by :func:`point_key`, the SHA-256 of the canonical JSON of its kind,
 its fully resolved config and the versions of the models it ran, and holds that config,
 the metrics (or the error of a point that failed), the wall time, the code version and
-where the row came from. Every row is written by one ``INSERT`` statement, which SQLite
-runs as one transaction: a process killed at any moment (SIGKILL included) leaves every
-row it finished and no partial one. Several processes may write one store at once (WAL
+where the row came from. A row is written by one ``INSERT`` statement, alone or with
+others in one transaction (:meth:`SweepStore.put_many`): a process killed at any moment
+(SIGKILL included) leaves every row it committed and no partial one. Several processes may write one store at once (WAL
 lets readers go on while one writer writes; a writer waits up to a minute for another's
 lock). A finished point is never replaced by a failed one, nor by another finished one
 unless asked (``--fresh``).
@@ -89,6 +89,11 @@ class PointRecord:
     alias: str | None = None
     worker: str = ""
     finished_utc: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    # the same data as JSON text, when the caller has it already (``canonical_json(config)``,
+    # ``json.dumps(metrics, sort_keys=True)``, ``canonical_json(model_versions)``)
+    config_json: str | None = None
+    metrics_json: str | None = None
+    versions_json: str | None = None
 
 
 class SweepStore:
@@ -167,17 +172,22 @@ class SweepStore:
         """Write one point in one transaction. A row already there is replaced unless it is
         finished (``done``): then only a finished record with ``replace_done`` replaces it.
         Returns whether the row was written."""
-        if rec.status not in STATUSES:
-            raise ValueError(f"status {rec.status!r}: one of {STATUSES}")
-        values = (rec.key, rec.kind, rec.status, canonical_json(rec.config), canonical_json(rec.model_versions),
-                  None if rec.metrics is None else json.dumps(rec.metrics, sort_keys=True),
-                  rec.error, rec.wall_s, rec.code_version, rec.finished_utc, rec.origin, rec.alias, rec.worker)
-        update = ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS[1:])
-        cur = self.db.execute(
-            f"INSERT INTO points ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "
-            f"ON CONFLICT (key) DO UPDATE SET {update} "
-            "WHERE points.status != 'done' OR (excluded.status = 'done' AND ?)", (*values, bool(replace_done)))
-        return cur.rowcount > 0
+        return self.db.execute(_PUT, _values(rec, replace_done)).rowcount > 0
+
+    def put_many(self, recs: list[PointRecord], replace_done: bool = False) -> None:
+        """Write points in one transaction, each as :meth:`put` writes it: all of them or,
+        if the process dies before the commit, none."""
+        values = [_values(rec, replace_done) for rec in recs]
+        if len(values) == 1:
+            self.db.execute(_PUT, values[0])
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.executemany(_PUT, values)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
 
     # --- reading -----------------------------------------------------------------------------
 
@@ -232,6 +242,24 @@ class SweepStore:
 
     def integrity_ok(self) -> bool:
         return self.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+_PUT = (f"INSERT INTO points ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "
+        f"ON CONFLICT (key) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _COLUMNS[1:])} "
+        "WHERE points.status != 'done' OR (excluded.status = 'done' AND ?)")
+
+
+def _values(rec: PointRecord, replace_done: bool) -> tuple:
+    """The parameters of :data:`_PUT` for ``rec``."""
+    if rec.status not in STATUSES:
+        raise ValueError(f"status {rec.status!r}: one of {STATUSES}")
+    metrics = rec.metrics_json if rec.metrics_json is not None else \
+        None if rec.metrics is None else json.dumps(rec.metrics, sort_keys=True)
+    return (rec.key, rec.kind, rec.status,
+            rec.config_json if rec.config_json is not None else canonical_json(rec.config),
+            rec.versions_json if rec.versions_json is not None else canonical_json(rec.model_versions),
+            metrics, rec.error, rec.wall_s, rec.code_version, rec.finished_utc, rec.origin, rec.alias, rec.worker,
+            bool(replace_done))
 
 
 def _statements() -> list[str]:

@@ -127,14 +127,27 @@ def _schedule(network_json: str, algorithm: str, options_json: str):
     return build(_topology(network_json), algorithm, **json.loads(options_json))
 
 
-def _objects(resolved: dict):
+@lru_cache(maxsize=64)
+def _nic(nic_json: str):
     from nic.allreduce import NicConfig
+
+    return NicConfig.model_validate(json.loads(nic_json))
+
+
+@lru_cache(maxsize=64)
+def _router(router_json: str):
     from noc.flit import FlitNetworkConfig
 
+    return FlitNetworkConfig.model_validate(json.loads(router_json))
+
+
+def _objects(resolved: dict):
+    """(topology, schedule, NIC, router) of a resolved point; each built once per worker
+    for the points that share it (the models are frozen)."""
     net = json.dumps(resolved["network"], sort_keys=True)
     schedule = _schedule(net, resolved["algorithm"], json.dumps(resolved["schedule_options"], sort_keys=True))
-    return (_topology(net), schedule, NicConfig.model_validate(resolved["nic"]),
-            FlitNetworkConfig.model_validate(resolved["router"]))
+    return (_topology(net), schedule, _nic(json.dumps(resolved["nic"], sort_keys=True)),
+            _router(json.dumps(resolved["router"], sort_keys=True)))
 
 
 def run(resolved: dict) -> dict:
