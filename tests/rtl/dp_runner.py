@@ -10,6 +10,7 @@ import logging
 import pytest
 
 from rtl_matrix import SIMS
+from hw_models.rtl.regress import build_dir_lock
 from hw_models.toolchain import REPO_ROOT, RTL_DIR, require_simulator
 
 DP_SOURCES = ["nic_fp32_add.v", "nic_reduce_add.v", "nic_packetiser.v", "nic_depacketiser.v", "nic_datapath.v"]
@@ -28,9 +29,10 @@ def run_bench(sim, toplevel, bench, params, job, tmp_path, sources=DP_SOURCES, t
     rtl_dir = rtl_dir or RTL_DIR
     runner = get_runner(sim)
     runner.log.setLevel(logging.ERROR)
-    runner.build(sources=[rtl_dir / s if isinstance(s, str) else s for s in sources], hdl_toplevel=toplevel,
-                 parameters=params, build_dir=build_dir, build_args=["-Wno-fatal"] if sim == "verilator" else [],
-                 log_file=build_dir / "build.log")
+    with build_dir_lock(build_dir):
+        runner.build(sources=[rtl_dir / s if isinstance(s, str) else s for s in sources], hdl_toplevel=toplevel,
+                     parameters=params, build_dir=build_dir, build_args=["-Wno-fatal"] if sim == "verilator" else [],
+                     log_file=build_dir / "build.log")
     job_path = tmp_path / "job.json"
     job_path.write_text(json.dumps({**params, **job}))
     try:
