@@ -196,6 +196,8 @@ class Harness:
                 self.axi_violations.append(f"B dropped or changed before bready: {held_b} -> {bv}/{bresp}")
             if held_r is not None and (not rv or rdata != held_r):
                 self.axi_violations.append(f"R dropped or changed before rready: {held_r} -> {rv}/{rdata}")
+            if self.axi_violations:  # fail now (a task's exception fails the test), not at a hang's timeout
+                raise AssertionError(f"AXI-Lite rule broken: {self.axi_violations[0]}")
             held_b = bresp if bv and not br else None
             held_r = rdata if rv and not rr else None
             if _int(d.s_axil_awvalid) == 1 and _int(d.s_axil_awready) == 1:
