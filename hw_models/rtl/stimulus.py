@@ -490,18 +490,25 @@ def pin_values(inp: dict, params: SchedulerParams) -> dict[str, int]:
 # --------------------------------------------------------------------------------------
 
 
-def multitree_node_tables(spec: str) -> tuple[list[np.ndarray], int, str]:
+def multitree_node_tables(spec: str, *, sources: bool = False) -> tuple[list[np.ndarray], int, str]:
     """Node tables of MultiTree on topology ``spec``: (tables, NIs per node, their source).
 
     The tables are ``nic.nic_table.node_tables`` of ``nic.collectives.multitree``: exactly
-    what the co-designed NIC of each node loads in the all-reduce simulations.
+    what the co-designed NIC of each node loads in the all-reduce simulations. With
+    ``sources``, each row also has its expected source and check bit
+    (``nic.nic_table.expected_sources``: rows waiting for one node check it).
     """
     from nic.collectives import multitree  # noqa: PLC0415
+    from nic.nic_table import expected_sources as table_sources  # noqa: PLC0415
     from nic.nic_table import node_tables  # noqa: PLC0415
     from noc.topology import parse_spec  # noqa: PLC0415
 
     topo = parse_spec(spec)
-    return node_tables(multitree(topo)), topo.nis_per_node, "nic.collectives.multitree"
+    sched = multitree(topo)
+    tables = node_tables(sched)
+    if sources:
+        tables = [np.concatenate([t, c], axis=1) for t, c in zip(tables, table_sources(sched, tables))]
+    return tables, topo.nis_per_node, "nic.collectives.multitree"
 
 
 def params_for_tables(tables: Sequence[np.ndarray], nis: int, **kw) -> SchedulerParams:

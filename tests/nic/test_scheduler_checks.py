@@ -88,3 +88,25 @@ def test_a_timeout_wider_than_its_port_is_refused():
     m = _model(tmo_w=4)
     with pytest.raises(ConfigError, match="timeout_cycles = 16 does not fit its 4-bit port"):
         m.tick(timeout_cycles=16)
+
+
+def test_multitree_rows_that_wait_for_one_node_check_it_and_the_others_do_not():
+    from nic.collectives import multitree
+    from nic.nic_table import expected_sources, node_tables
+    from noc.topology import parse_spec
+
+    sched = multitree(parse_spec("torus:4x4"))
+    tables = node_tables(sched)
+    cols = expected_sources(sched, tables)
+    checked = 0
+    for v, (rows, c) in enumerate(zip(tables, cols)):
+        for (op, f, _p, _s, _l, dep_op, dep), (src, chk) in zip(rows.tolist(), c.tolist()):
+            senders = {int(s) for s, d, ff, o in zip(sched.src, sched.dst, sched.flow, sched.op)
+                       if d == v and ff == f and o == dep_op}
+            assert chk == int(dep > 0 and len(senders) == 1), (v, f, dep_op, senders)
+            if chk:
+                assert senders == {src}
+                checked += 1
+            if op == OP_GATHER and dep_op == OP_GATHER:  # a GATHER forwarded from the parent: one source
+                assert chk == 1
+    assert checked > 0
