@@ -11,8 +11,9 @@ source moved on). Each runs in its own process (the model mutants need a mutated
 the ``nic`` package first on the path) on the `d6n3narrow` parameter set (3 NIs, narrow
 fields: top bits are reached) and, when that does not kill it, `d64n4`: the cocotb
 benches (lockstep model comparison, the schedule-derived scoreboard, the AXI-Stream rule,
-each bench's own assertions), then the regression's random schedules. Killed = any
-failure.
+each bench's own assertions), then the regression's random schedules. A mutant of the
+AXI-Lite register map (rtl/nic_regs.v) runs the register map's benches instead
+(tests/rtl/axil_bench.py, on `d16n2` then `d6n3narrow`). Killed = any failure.
 """
 
 from __future__ import annotations
@@ -65,6 +66,17 @@ MUTANTS = [
      "&& (!tx_tvalid || tx_tready);", ";"),
     ("rtl data path: nic_top reports every receive event to the scheduler as a REDUCE", "rtl/nic_top.v",
      ".recv_op(r_op), .recv_src(r_src),\n    .send_ready", ".recv_op(1'b0), .recv_src(r_src),\n    .send_ready"),
+    ("rtl: the wrong-source check ignores the entry's check bit", "rtl/nic_sched_entry.v",
+     "wrong_src[p] = match[p] && e_src_chk &&", "wrong_src[p] = match[p] &&"),
+    ("rtl: a receive does not restart the timeout", "rtl/nic_scheduler.v",
+     "wire progress = send_fire || (|recv_valid) || (|ni_done);", "wire progress = send_fire || (|ni_done);"),
+    ("rtl regs: a W1C of any flag clears every flag", "rtl/nic_regs.v",
+     "? wbits[NFLAGS-1:0] : {NFLAGS{1'b0}};", "? {NFLAGS{|wbits[NFLAGS-1:0]}} : {NFLAGS{1'b0}};"),
+    ("rtl regs: irq ignores the enable mask", "rtl/nic_regs.v",
+     "assign irq = |(flags_reg & irq_en_reg);", "assign irq = |flags_reg;"),
+    ("rtl regs: B response withdrawn without bready", "rtl/nic_regs.v",
+     "end else if (s_axil_bready) begin\n            bvalid_reg <= 1'b0;",
+     "end else begin\n            bvalid_reg <= 1'b0;"),
     ("model: count does not saturate", "nic/scheduler.py",
      "tab[i, C_COUNT] = c if c < tab[i, C_DEP_COUNT] else tab[i, C_DEP_COUNT]", "tab[i, C_COUNT] = c"),
     ("model: the held NI is not reserved", "nic/scheduler.py",
@@ -121,7 +133,26 @@ def run_datapath(sim: str, rtl_dir: Path) -> dict:
     return {"killed": False, "by": ""}
 
 
-def run_one(sim: str, seeds: int, rtl_dir: Path) -> dict:
+def _run_axil(sim: str, srcs: list[Path]) -> dict:
+    from hw_models.rtl.axil import run_benches  # noqa: PLC0415
+    from test_axil import AXIL_PARAMS  # noqa: PLC0415
+
+    for tag in ("d16n2", "d6n3narrow"):
+        work = Path(tempfile.mkdtemp(prefix=f"hwm-mut-axil-{tag}-"))
+        try:
+            out = run_benches(sim, AXIL_PARAMS[tag], work / "bench", sources=srcs, build_dir=work / "build")
+        except Exception as exc:  # noqa: BLE001 - a mutant that does not build is killed by the build
+            return {"killed": True, "by": f"{tag}: build failed ({str(exc)[:100]})"}
+        benches = [k for k in out if not k.startswith("_")]
+        if not benches:
+            return {"killed": True, "by": f"{tag}: no bench finished (log {out['_log']})"}
+        for name in benches:
+            if out[name] is not None:
+                return {"killed": True, "by": f"{tag}: axil bench {name}"}
+    return {"killed": False, "by": ""}
+
+
+def run_one(sim: str, seeds: int, rtl_dir: Path, regs: bool = False) -> dict:
     """In the child: benches then regression on the mutated sources; what failed first."""
     sys.path.insert(0, str(ROOT / "tests" / "rtl"))
     if any((rtl_dir / n).read_bytes() != (ROOT / "rtl" / n).read_bytes() for n in DATAPATH_FILES):
@@ -130,6 +161,8 @@ def run_one(sim: str, seeds: int, rtl_dir: Path) -> dict:
     from rtl_matrix import HDL_PARAMS  # noqa: PLC0415
 
     srcs = sorted(rtl_dir.glob("nic_sched_*.v")) + [rtl_dir / "nic_scheduler.v"]
+    if regs:
+        return _run_axil(sim, srcs + [rtl_dir / "nic_regs.v", rtl_dir / "nic_axil_scheduler.v"])
     for tag in ("d6n3narrow", "d64n4"):
         params = HDL_PARAMS[tag]
         work = Path(tempfile.mkdtemp(prefix=f"hwm-mut-{tag}-"))
@@ -157,9 +190,10 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--only", default="", help="comma-separated mutant numbers (1-based) to run")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--regs", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        print("RESULT " + json.dumps(run_one(args.sim, args.seeds, Path(args.child))), flush=True)
+        print("RESULT " + json.dumps(run_one(args.sim, args.seeds, Path(args.child), args.regs)), flush=True)
         return
     picks = [int(x) for x in args.only.split(",") if x.strip()] or list(range(1, len(MUTANTS) + 1))
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -174,8 +208,10 @@ def main() -> None:
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join(([str(pydir)] if pydir else []) + [str(ROOT)]
                                                 + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+            regs = ["--regs"] if mutant[1] in ("rtl/nic_regs.v", "rtl/nic_axil_scheduler.v") else []
             p = subprocess.run([sys.executable, __file__, "--sim", args.sim, "--seeds", str(args.seeds),
-                                "--child", str(Path(tmp) / "rtl")], capture_output=True, text=True, env=env, cwd=ROOT)
+                                "--child", str(Path(tmp) / "rtl"), *regs], capture_output=True, text=True, env=env,
+                               cwd=ROOT)
         line = next((x for x in p.stdout.splitlines() if x.startswith("RESULT ")), None)
         res = json.loads(line[7:]) if line else {"killed": True, "by": f"crashed: {p.stderr.strip()[-200:]}"}
         killed += res["killed"]

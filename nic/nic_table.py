@@ -70,6 +70,29 @@ def node_tables_with_transfers(schedule: Schedule, num_elements: int | None = No
     return tables, transfers
 
 
+def expected_sources(schedule: Schedule, tables: list[np.ndarray] | None = None) -> list[np.ndarray]:
+    """Per node, int64[rows, 2]: the expected source and its check bit of each table row.
+
+    A row whose counted messages (its flow and dep_op arriving at the node) all come from
+    one node checks that source (a GATHER from the parent); a row that counts messages of
+    several nodes (a REDUCE from several children) or none does not check (0, 0). Rows are
+    those of ``tables`` (default :func:`node_tables` of ``schedule``).
+    """
+    tables = node_tables(schedule) if tables is None else tables
+    srcs: dict[tuple[int, int, int], set[int]] = {}
+    for s, d, f, o in zip(schedule.src.tolist(), schedule.dst.tolist(), schedule.flow.tolist(), schedule.op.tolist()):
+        srcs.setdefault((d, f, o), set()).add(s)
+    out = []
+    for v, rows in enumerate(tables):
+        cols = np.zeros((len(rows), 2), dtype=np.int64)
+        for i, (_op, f, _peer, _step, _len, dep_op, dep_count) in enumerate(np.asarray(rows)[:, :7].tolist()):
+            from_ = srcs.get((v, f, dep_op), set())
+            if dep_count and len(from_) == 1:
+                cols[i] = (next(iter(from_)), 1)
+        out.append(cols)
+    return out
+
+
 def check_representable(schedule: Schedule) -> None:
     """Raise ScheduleError unless the counting rule of the tables matches the schedule.
 

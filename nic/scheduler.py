@@ -26,52 +26,57 @@ from noc.errors import ConfigError
 # 2: the send request is a register (AXI-Stream source): offered one cycle after the entry is
 #    eligible, held until taken.
 SCHEDULER_VERSION = 2
+# (version 2 also gained the expected-source check and the timeout: with both off — every
+# entry's src_chk 0, timeout_cycles 0 — its cycle behaviour is unchanged.)
 
 # ---- op codes ------------------------------------------------------------------------
 OP_REDUCE, OP_GATHER, OP_RECV = 0, 1, 2
 STATE_IDLE, STATE_RUN, STATE_DONE = 0, 1, 2
 
 # ---- table columns -------------------------------------------------------------------
-C_VALID, C_OP, C_FLOW, C_PEER, C_STEP, C_LEN, C_DEP_OP, C_DEP_COUNT, C_COUNT, C_ISSUED = range(10)
-N_COLS = 10
+C_VALID, C_OP, C_FLOW, C_PEER, C_STEP, C_LEN, C_DEP_OP, C_DEP_COUNT, C_COUNT, C_ISSUED, C_SRC, C_SRC_CHK = range(12)
+N_COLS = 12
 
 # ---- registers -----------------------------------------------------------------------
 (R_STATE, R_ACTIVE_STEP, R_NI_BUSY, R_ERR, R_ERR_COUNT, R_ERR_SRC, R_ERR_FLOW, R_ERR_SEEN,
  R_RD_VALID, R_RD_ENTRY_VALID, R_RD_ISSUED, R_RD_OP, R_RD_FLOW, R_RD_PEER, R_RD_STEP, R_RD_LEN,
  R_RD_DEP_OP, R_RD_DEP_COUNT, R_RD_COUNT,
  # the send request register (docs/nic_scheduler.md, "The send request")
- R_OUT_VALID, R_OUT_ENTRY, R_OUT_NI, R_OUT_OP, R_OUT_FLOW, R_OUT_PEER, R_OUT_LEN, R_OUT_STEP) = range(27)
-N_REGS = 27
+ R_OUT_VALID, R_OUT_ENTRY, R_OUT_NI, R_OUT_OP, R_OUT_FLOW, R_OUT_PEER, R_OUT_LEN, R_OUT_STEP,
+ # error events of the last edge, the timeout counter, the read port's source fields
+ R_EV_UNEXP, R_EV_WRONG_SRC, R_EV_TIMEOUT, R_TMO_CNT, R_RD_SRC, R_RD_SRC_CHK) = range(33)
+N_REGS = 33
 
 # ---- parameter vector ----------------------------------------------------------------
-(P_DEPTH, P_NIS, P_FLOW_W, P_NODE_W, P_STEP_W, P_LEN_W, P_CNT_W, P_ERR_W, P_ADDR_W) = range(9)
-N_PARAMS = 9
+(P_DEPTH, P_NIS, P_FLOW_W, P_NODE_W, P_STEP_W, P_LEN_W, P_CNT_W, P_ERR_W, P_ADDR_W, P_TMO_W) = range(10)
+N_PARAMS = 10
 
 MAX_NIS = 16  # NIs one scheduler serves (the NIS parameter's range)
 
 # ---- inputs (header; then recv_flow[NIS], recv_op[NIS], recv_src[NIS]) ---------------
 (I_RST, I_CLEAR, I_LOAD_VALID, I_LOAD_ADDR, I_LOAD_OP, I_LOAD_FLOW, I_LOAD_PEER, I_LOAD_STEP,
  I_LOAD_LEN, I_LOAD_DEP_OP, I_LOAD_DEP_COUNT, I_RD_EN, I_RD_ADDR, I_START, I_SEND_READY,
- I_NI_DONE, I_RECV_VALID) = range(17)
-N_IN_HEADER = 17
+ I_NI_DONE, I_RECV_VALID, I_LOAD_SRC, I_LOAD_SRC_CHK, I_TIMEOUT_CYCLES) = range(20)
+N_IN_HEADER = 20
 
 # ---- outputs -------------------------------------------------------------------------
 (O_SEND_VALID, O_SEND_ENTRY, O_SEND_OP, O_SEND_FLOW, O_SEND_PEER, O_SEND_LEN, O_SEND_STEP,
  O_SEND_NI, O_STEP, O_NI_BUSY, O_RUNNING, O_DONE, O_ERR, O_ERR_COUNT, O_ERR_SRC, O_ERR_FLOW,
  O_RD_VALID, O_RD_ENTRY_VALID, O_RD_ISSUED, O_RD_OP, O_RD_FLOW, O_RD_PEER, O_RD_STEP, O_RD_LEN,
- O_RD_DEP_OP, O_RD_DEP_COUNT, O_RD_COUNT) = range(27)
-N_OUTS = 27
+ O_RD_DEP_OP, O_RD_DEP_COUNT, O_RD_COUNT, O_EV_UNEXP, O_EV_WRONG_SRC, O_EV_TIMEOUT, O_RD_SRC,
+ O_RD_SRC_CHK) = range(32)
+N_OUTS = 32
 
 OUTPUT_NAMES = (
     "send_valid", "send_entry", "send_op", "send_flow", "send_peer", "send_len", "send_step",
     "send_ni", "step", "ni_busy", "running", "done", "err", "err_count", "err_src", "err_flow",
     "rd_valid", "rd_entry_valid", "rd_issued", "rd_op", "rd_flow", "rd_peer", "rd_step", "rd_len",
-    "rd_dep_op", "rd_dep_count", "rd_count",
+    "rd_dep_op", "rd_dep_count", "rd_count", "ev_unexp", "ev_wrong_src", "ev_timeout", "rd_src", "rd_src_chk",
 )
 SCALAR_INPUT_NAMES = (
     "rst", "clear", "load_valid", "load_addr", "load_op", "load_flow", "load_peer", "load_step",
     "load_len", "load_dep_op", "load_dep_count", "rd_en", "rd_addr", "start", "send_ready",
-    "ni_done", "recv_valid",
+    "ni_done", "recv_valid", "load_src", "load_src_chk", "timeout_cycles",
 )
 
 
@@ -87,10 +92,11 @@ class SchedulerParams:
     len_w: int = 24
     cnt_w: int = 4
     err_w: int = 16
+    tmo_w: int = 16
 
     _RANGES = {
         "depth": (1, 4096), "nis": (1, MAX_NIS), "flow_w": (1, 16), "node_w": (1, 16), "step_w": (1, 16),
-        "len_w": (1, 32), "cnt_w": (1, 8), "err_w": (1, 32),
+        "len_w": (1, 32), "cnt_w": (1, 8), "err_w": (1, 32), "tmo_w": (1, 32),
     }
 
     def __post_init__(self) -> None:
@@ -110,13 +116,14 @@ class SchedulerParams:
     def vector(self) -> np.ndarray:
         return np.array(
             [self.depth, self.nis, self.flow_w, self.node_w, self.step_w, self.len_w, self.cnt_w, self.err_w,
-             self.addr_w],
+             self.addr_w, self.tmo_w],
             dtype=np.int64,
         )
 
     def verilog_parameters(self) -> dict[str, int]:
         return {"DEPTH": self.depth, "NIS": self.nis, "FLOW_W": self.flow_w, "NODE_W": self.node_w,
-                "STEP_W": self.step_w, "LEN_W": self.len_w, "CNT_W": self.cnt_w, "ERR_W": self.err_w}
+                "STEP_W": self.step_w, "LEN_W": self.len_w, "CNT_W": self.cnt_w, "ERR_W": self.err_w,
+                "TMO_W": self.tmo_w}
 
 
 def new_state(params: SchedulerParams) -> tuple[np.ndarray, np.ndarray]:
@@ -180,6 +187,11 @@ def sched_outputs(tab, regs, params, out):
     out[O_RD_DEP_OP] = regs[R_RD_DEP_OP]
     out[O_RD_DEP_COUNT] = regs[R_RD_DEP_COUNT]
     out[O_RD_COUNT] = regs[R_RD_COUNT]
+    out[O_EV_UNEXP] = regs[R_EV_UNEXP]
+    out[O_EV_WRONG_SRC] = regs[R_EV_WRONG_SRC]
+    out[O_EV_TIMEOUT] = regs[R_EV_TIMEOUT]
+    out[O_RD_SRC] = regs[R_RD_SRC]
+    out[O_RD_SRC_CHK] = regs[R_RD_SRC_CHK]
 
 
 @njit(cache=True)
@@ -243,9 +255,13 @@ def sched_edge(tab, regs, params, inp, out):
             regs[R_RD_DEP_OP] = tab[a, C_DEP_OP]
             regs[R_RD_DEP_COUNT] = tab[a, C_DEP_COUNT]
             regs[R_RD_COUNT] = tab[a, C_COUNT]
+            regs[R_RD_SRC] = tab[a, C_SRC]
+            regs[R_RD_SRC_CHK] = tab[a, C_SRC_CHK]
         else:
             for r in range(R_RD_ENTRY_VALID, R_RD_COUNT + 1):
                 regs[r] = 0
+            regs[R_RD_SRC] = 0
+            regs[R_RD_SRC_CHK] = 0
 
     # 2. RECV entries retire (eligible = RUN, pending, active step, deps arrived)
     if state == STATE_RUN:
@@ -285,6 +301,8 @@ def sched_edge(tab, regs, params, inp, out):
     # 4. receives
     rv = inp[I_RECV_VALID]
     fw = params[P_FLOW_W]
+    n_unexp = 0
+    n_wrong = 0
     any_recv = False
     for p in range(nis):
         if (rv >> p) & 1:
@@ -298,7 +316,18 @@ def sched_edge(tab, regs, params, inp, out):
                 continue
             f = _mask(inp[base_flow + p], fw)
             o = inp[base_op + p] & 1
+            s = _mask(inp[base_src + p], params[P_NODE_W])
             needed = False
+            wrong = False
+            for i in range(depth):
+                # wrong source: a checking entry of the message's flow and op expects another
+                if (tab[i, C_VALID] == 1 and tab[i, C_FLOW] == f and tab[i, C_DEP_OP] == o
+                        and tab[i, C_SRC_CHK] == 1 and tab[i, C_SRC] != s):
+                    wrong = True
+                    break
+            if wrong:
+                errors += 1
+                n_wrong += 1
             for i in range(depth):
                 if tab[i, C_VALID] == 1 and tab[i, C_FLOW] == f and tab[i, C_DEP_OP] == o:
                     prior = 0
@@ -310,9 +339,10 @@ def sched_edge(tab, regs, params, inp, out):
                         break
             if not needed:
                 errors += 1
+                n_unexp += 1
                 if regs[R_ERR_SEEN] == 0:
                     regs[R_ERR_SEEN] = 1
-                    regs[R_ERR_SRC] = _mask(inp[base_src + p], params[P_NODE_W])
+                    regs[R_ERR_SRC] = s
                     regs[R_ERR_FLOW] = f
         for i in range(depth):
             if tab[i, C_VALID] == 1:
@@ -342,6 +372,25 @@ def sched_edge(tab, regs, params, inp, out):
             tab[a, C_DEP_COUNT] = _mask(inp[I_LOAD_DEP_COUNT], params[P_CNT_W])
             tab[a, C_COUNT] = 0
             tab[a, C_ISSUED] = 0
+            tab[a, C_SRC] = _mask(inp[I_LOAD_SRC], params[P_NODE_W])
+            tab[a, C_SRC_CHK] = inp[I_LOAD_SRC_CHK] & 1
+
+    # 9. timeout: timeout_cycles consecutive cycles in RUN without progress (a send
+    # handshake, a receive, an ni_done) is an error, once per stall
+    tmo = _mask(inp[I_TIMEOUT_CYCLES], params[P_TMO_W])
+    ports = (np.int64(1) << nis) - 1
+    progress = fire or (rv & ports) != 0 or (done_mask & ports) != 0
+    timeout = False
+    if state != STATE_RUN or progress or tmo == 0:
+        regs[R_TMO_CNT] = 0
+    elif regs[R_TMO_CNT] < tmo:
+        regs[R_TMO_CNT] += 1
+        if regs[R_TMO_CNT] == tmo:
+            timeout = True
+            errors += 1
+    regs[R_EV_UNEXP] = 1 if n_unexp > 0 else 0
+    regs[R_EV_WRONG_SRC] = 1 if n_wrong > 0 else 0
+    regs[R_EV_TIMEOUT] = 1 if timeout else 0
 
     # 6. errors
     if errors > 0:
@@ -390,7 +439,7 @@ class SchedulerModel:
         self._widths = dict.fromkeys(SCALAR_INPUT_NAMES, 1) | {
             "load_addr": pr.addr_w, "rd_addr": pr.addr_w, "load_op": 2, "load_flow": pr.flow_w,
             "load_peer": pr.node_w, "load_step": pr.step_w, "load_len": pr.len_w, "load_dep_count": pr.cnt_w,
-            "ni_done": pr.nis, "recv_valid": pr.nis}
+            "ni_done": pr.nis, "recv_valid": pr.nis, "load_src": pr.node_w, "timeout_cycles": pr.tmo_w}
 
     def outputs(self) -> dict[str, int]:
         sched_outputs(self.tab, self.regs, self._p, self._out)
@@ -431,9 +480,14 @@ class SchedulerModel:
         return held
 
     def load_table(self, entries: np.ndarray) -> int:
-        """Load ``entries`` (rows of op, flow, peer, step, len, dep_op, dep_count) one per cycle; return cycles used."""
+        """Load ``entries`` one per cycle; return cycles used.
+
+        Rows are op, flow, peer, step, len, dep_op, dep_count, optionally followed by the
+        expected source and its check bit (src, src_chk; 0, 0 when absent).
+        """
         for addr, row in enumerate(np.asarray(entries, dtype=np.int64)):
-            op, flow, peer, step, length, dep_op, dep_count = (int(x) for x in row)
+            op, flow, peer, step, length, dep_op, dep_count = (int(x) for x in row[:7])
+            src, chk = (int(row[7]), int(row[8])) if len(row) >= 9 else (0, 0)
             self.tick(load_valid=1, load_addr=addr, load_op=op, load_flow=flow, load_peer=peer, load_step=step,
-                      load_len=length, load_dep_op=dep_op, load_dep_count=dep_count)
+                      load_len=length, load_dep_op=dep_op, load_dep_count=dep_count, load_src=src, load_src_chk=chk)
         return len(entries)

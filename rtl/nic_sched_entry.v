@@ -1,5 +1,6 @@
 // One entry of the NIC scheduler's table (docs/nic_scheduler.md, "The table entry"): the
-// fields the scheduler compares in parallel (op, flow, step, dep_op, dep_count) and the
+// fields the scheduler compares in parallel (op, flow, step, dep_op, dep_count, and the
+// expected source src with its check bit src_chk) and the
 // state (valid, issued, count). peer and len live in nic_sched_ram. Only the state is
 // reset: a field of an invalid entry is never used (every use is gated by `valid`, and
 // the read port masks an invalid entry's fields).
@@ -19,6 +20,8 @@ module nic_sched_entry #(
     parameter NIS = 1,
     // bits of a flow id
     parameter FLOW_W = 8,
+    // bits of a node id (expected source)
+    parameter NODE_W = 8,
     // bits of a step number
     parameter STEP_W = 8,
     // bits of a dependency count
@@ -37,6 +40,8 @@ module nic_sched_entry #(
     input  wire [STEP_W-1:0]     load_step,
     input  wire                  load_dep_op,
     input  wire [CNT_W-1:0]      load_dep_count,
+    input  wire [NODE_W-1:0]     load_src,
+    input  wire                  load_src_chk,
 
     // scheduler state during the cycle
     input  wire                  running,
@@ -48,11 +53,15 @@ module nic_sched_entry #(
     input  wire [NIS-1:0]        recv_valid,
     input  wire [NIS*FLOW_W-1:0] recv_flow,
     input  wire [NIS-1:0]        recv_op,
+    input  wire [NIS*NODE_W-1:0] recv_src,
     // per port p: number of ports q < p with a valid message of the same flow and op
     input  wire [NIS*PRIOR_W-1:0] recv_prior,
 
     // needs[p]: this entry still needs port p's message (contract step 4)
     output reg  [NIS-1:0]        needs,
+    // wrong_src[p]: port p's message matches this entry, which checks its source, and its
+    // source is not the entry's expected one
+    output reg  [NIS-1:0]        wrong_src,
     // pending: valid and not issued
     output wire                  pending,
     // pending in the active step
@@ -67,7 +76,9 @@ module nic_sched_entry #(
     output reg  [STEP_W-1:0]     e_step,
     output reg                   e_dep_op,
     output reg  [CNT_W-1:0]      e_dep_count,
-    output reg  [CNT_W-1:0]      e_count
+    output reg  [CNT_W-1:0]      e_count,
+    output reg  [NODE_W-1:0]     e_src,
+    output reg                   e_src_chk
 );
 
 localparam [1:0] OP_RECV = 2'd2;
@@ -95,6 +106,7 @@ always @* begin : match_logic
         needs[p] = match[p] && (({{(SUM_W-CNT_W){1'b0}}, e_count}
             + {{(SUM_W-PRIOR_W){1'b0}}, recv_prior[p*PRIOR_W +: PRIOR_W]})
             < {{(SUM_W-CNT_W){1'b0}}, e_dep_count});
+        wrong_src[p] = match[p] && e_src_chk && (recv_src[p*NODE_W +: NODE_W] != e_src);
         n_match = n_match + {{(SUM_W-1){1'b0}}, match[p]};
     end
     sum = {{(SUM_W-CNT_W){1'b0}}, e_count} + n_match;
@@ -134,6 +146,8 @@ always @(posedge clk) begin
         e_step <= load_step;
         e_dep_op <= load_dep_op;
         e_dep_count <= load_dep_count;
+        e_src <= load_src;
+        e_src_chk <= load_src_chk;
     end
 end
 

@@ -33,6 +33,8 @@ module nic_scheduler #(
     parameter CNT_W = 4,
     // bits of the saturating error counter (1..32)
     parameter ERR_W = 16,
+    // bits of the timeout count timeout_cycles (1..32)
+    parameter TMO_W = 16,
     // derived: bits of a table address, max(1, ceil(log2(DEPTH))); do not override
     parameter ADDR_W = (DEPTH > 1) ? $clog2(DEPTH) : 1,
     // derived: bits of an NI number, max(1, ceil(log2(NIS))); do not override
@@ -52,12 +54,17 @@ module nic_scheduler #(
     input  wire [LEN_W-1:0]      load_len,
     input  wire                  load_dep_op,
     input  wire [CNT_W-1:0]      load_dep_count,
+    // expected source of the entry's messages, and whether to check it
+    input  wire [NODE_W-1:0]     load_src,
+    input  wire                  load_src_chk,
 
     // table read (result registered, presented next cycle)
     input  wire                  rd_en,
     input  wire [ADDR_W-1:0]     rd_addr,
 
     input  wire                  start,
+    // cycles in RUN without progress that are an error (0: no timeout)
+    input  wire [TMO_W-1:0]      timeout_cycles,
 
     // receive ports
     input  wire [NIS-1:0]        recv_valid,
@@ -86,6 +93,11 @@ module nic_scheduler #(
     output wire [ERR_W-1:0]      err_count,
     output wire [NODE_W-1:0]     err_src,
     output wire [FLOW_W-1:0]     err_flow,
+    // error events of the last edge: an unexpected message, a message from a wrong
+    // source, a timeout (one-cycle pulses)
+    output wire                  ev_unexp,
+    output wire                  ev_wrong_src,
+    output wire                  ev_timeout,
 
     // read port
     output wire                  rd_valid,
@@ -98,7 +110,9 @@ module nic_scheduler #(
     output wire [LEN_W-1:0]      rd_len,
     output wire                  rd_dep_op,
     output wire [CNT_W-1:0]      rd_dep_count,
-    output wire [CNT_W-1:0]      rd_count
+    output wire [CNT_W-1:0]      rd_count,
+    output wire [NODE_W-1:0]     rd_src,
+    output wire                  rd_src_chk
 );
 
 // ---- parameter check (simulation and lint only; synthesis trusts the parameters) ----
@@ -112,6 +126,7 @@ initial begin
     if (LEN_W < 1 || LEN_W > 32) $fatal(1, "nic_scheduler: LEN_W = %0d out of range 1..32", LEN_W);
     if (CNT_W < 1 || CNT_W > 8) $fatal(1, "nic_scheduler: CNT_W = %0d out of range 1..8", CNT_W);
     if (ERR_W < 1 || ERR_W > 32) $fatal(1, "nic_scheduler: ERR_W = %0d out of range 1..32", ERR_W);
+    if (TMO_W < 1 || TMO_W > 32) $fatal(1, "nic_scheduler: TMO_W = %0d out of range 1..32", TMO_W);
     if (ADDR_W != ((DEPTH > 1) ? $clog2(DEPTH) : 1)) $fatal(1, "nic_scheduler: ADDR_W is derived; do not override");
     if (NI_W != ((NIS > 1) ? $clog2(NIS) : 1)) $fatal(1, "nic_scheduler: NI_W is derived; do not override");
 end
@@ -123,13 +138,15 @@ localparam [1:0] ST_RUN = 2'd1;
 localparam [1:0] ST_DONE = 2'd2;
 // per-port count of earlier ports with the same message: up to NIS-1 <= 15
 localparam PRIOR_W = 5;
-// errors in one cycle: up to NIS unexpected + NIS spurious dones + 1 bad load <= 33
+// errors in one cycle: up to NIS unexpected + NIS wrong-source + NIS spurious dones
+// + 1 bad load + 1 timeout <= 50
 localparam EADD_W = 6;
 // width of a send record from the entries: op bit, flow (peer and len come from the RAM,
 // the step is the active step)
 localparam SREC_W = 1 + FLOW_W;
-// width of a read record from the entries: valid, issued, op, flow, step, dep_op, dep_count, count
-localparam RREC_W = 1 + 1 + 2 + FLOW_W + STEP_W + 1 + CNT_W + CNT_W;
+// width of a read record from the entries: valid, issued, op, flow, step, dep_op, dep_count, count,
+// src, src_chk
+localparam RREC_W = 1 + 1 + 2 + FLOW_W + STEP_W + 1 + CNT_W + CNT_W + NODE_W + 1;
 // width of a RAM word: peer, len
 localparam MEM_W = NODE_W + LEN_W;
 
@@ -143,6 +160,10 @@ reg [NODE_W-1:0] err_src_reg;
 reg [FLOW_W-1:0] err_flow_reg;
 reg              err_seen_reg;  // an unexpected message has been recorded
 reg              rd_valid_reg;
+reg              ev_unexp_reg;
+reg              ev_wrong_src_reg;
+reg              ev_timeout_reg;
+reg [TMO_W-1:0]  tmo_cnt_reg;
 reg [RREC_W-1:0] rd_rec_reg;
 wire [MEM_W-1:0] rd_mem_q;
 
@@ -176,6 +197,7 @@ wire [DEPTH-1:0]       e_pending;
 wire [DEPTH-1:0]       e_pending_now;
 wire [DEPTH-1:0]       e_elig_send;
 wire [DEPTH*NIS-1:0]   e_needs;
+wire [DEPTH*NIS-1:0]   e_wrong;
 wire [DEPTH*SREC_W-1:0] e_srec;
 wire [DEPTH*RREC_W-1:0] e_rrec;
 wire [DEPTH*STEP_W-1:0] e_steps;
@@ -195,9 +217,11 @@ generate
         wire             dop;
         wire [CNT_W-1:0] dcnt;
         wire [CNT_W-1:0] cnt;
+        wire [NODE_W-1:0] src;
+        wire             chk;
 
         nic_sched_entry #(
-            .NIS(NIS), .FLOW_W(FLOW_W), .STEP_W(STEP_W), .CNT_W(CNT_W), .PRIOR_W(PRIOR_W)
+            .NIS(NIS), .FLOW_W(FLOW_W), .NODE_W(NODE_W), .STEP_W(STEP_W), .CNT_W(CNT_W), .PRIOR_W(PRIOR_W)
         ) u_entry (
             .clk(clk),
             .rst(reset_any),
@@ -207,14 +231,18 @@ generate
             .load_step(load_step),
             .load_dep_op(load_dep_op),
             .load_dep_count(load_dep_count),
+            .load_src(load_src),
+            .load_src_chk(load_src_chk),
             .running(run),
             .active_step(active_step_reg),
             .send_take(send_take_any && send_oh[gi]),
             .recv_valid(recv_valid),
             .recv_flow(recv_flow),
             .recv_op(recv_op),
+            .recv_src(recv_src),
             .recv_prior(recv_prior),
             .needs(e_needs[gi*NIS +: NIS]),
+            .wrong_src(e_wrong[gi*NIS +: NIS]),
             .pending(e_pending[gi]),
             .pending_now(e_pending_now[gi]),
             .elig_send(e_elig_send[gi]),
@@ -225,12 +253,14 @@ generate
             .e_step(stp),
             .e_dep_op(dop),
             .e_dep_count(dcnt),
-            .e_count(cnt)
+            .e_count(cnt),
+            .e_src(src),
+            .e_src_chk(chk)
         );
 
         assign e_srec[gi*SREC_W +: SREC_W] = {op[0], flow};
         // an invalid entry reads as zeros (its fields are not reset)
-        assign e_rrec[gi*RREC_W +: RREC_W] = v ? {v, iss, op, flow, stp, dop, dcnt, cnt} : {RREC_W{1'b0}};
+        assign e_rrec[gi*RREC_W +: RREC_W] = v ? {v, iss, op, flow, stp, dop, dcnt, cnt, src, chk} : {RREC_W{1'b0}};
         assign e_steps[gi*STEP_W +: STEP_W] = stp;
     end
 endgenerate
@@ -319,12 +349,15 @@ wire step_over = run && !(|e_pending_now) && (ni_busy_reg == {NIS{1'b0}}) && !ou
 
 // ---- receives: unexpected messages (no entry needs them) -----------------------------
 reg [NIS-1:0] needed;
+reg [NIS-1:0] wrong;  // some checking entry of the message's flow and op expects another source
 
 always @* begin : needed_logic
     integer i;
     needed = {NIS{1'b0}};
+    wrong = {NIS{1'b0}};
     for (i = 0; i < DEPTH; i = i + 1) begin
         needed = needed | e_needs[i*NIS +: NIS];
+        wrong = wrong | e_wrong[i*NIS +: NIS];
     end
 end
 
@@ -354,11 +387,20 @@ reg [EADD_W-1:0]       n_err;
 reg [ERR_W+EADD_W-1:0] err_sum;
 localparam [ERR_W+EADD_W-1:0] ERR_MAX = {{EADD_W{1'b0}}, {ERR_W{1'b1}}};
 
+// timeout: timeout_cycles consecutive cycles in RUN without progress (a send handshake,
+// a receive, an ni_done); the counter stops there, so a stall is one error
+wire progress = send_fire || (|recv_valid) || (|ni_done);
+wire tmo_clear = !run || progress || (timeout_cycles == {TMO_W{1'b0}});
+wire tmo_inc = !tmo_clear && (tmo_cnt_reg < timeout_cycles);
+wire [TMO_W-1:0] tmo_next = tmo_cnt_reg + 1'b1;
+wire timeout = tmo_inc && (tmo_next == timeout_cycles);
+
 always @* begin : err_logic
     integer p;
-    n_err = {{(EADD_W-1){1'b0}}, load_bad};
+    n_err = {{(EADD_W-1){1'b0}}, load_bad} + {{(EADD_W-1){1'b0}}, timeout};
     for (p = 0; p < NIS; p = p + 1) begin
-        n_err = n_err + {{(EADD_W-1){1'b0}}, unexpected[p]} + {{(EADD_W-1){1'b0}}, spurious[p]};
+        n_err = n_err + {{(EADD_W-1){1'b0}}, unexpected[p]} + {{(EADD_W-1){1'b0}}, spurious[p]}
+            + {{(EADD_W-1){1'b0}}, wrong[p]};
     end
     err_sum = {{EADD_W{1'b0}}, err_count_reg} + {{ERR_W{1'b0}}, n_err};
 end
@@ -389,6 +431,10 @@ always @(posedge clk) begin
         err_src_reg <= {NODE_W{1'b0}};
         err_flow_reg <= {FLOW_W{1'b0}};
         err_seen_reg <= 1'b0;
+        ev_unexp_reg <= 1'b0;
+        ev_wrong_src_reg <= 1'b0;
+        ev_timeout_reg <= 1'b0;
+        tmo_cnt_reg <= {TMO_W{1'b0}};
         rd_valid_reg <= 1'b0;
         rd_rec_reg <= {RREC_W{1'b0}};
         out_valid_reg <= 1'b0;
@@ -417,6 +463,14 @@ always @(posedge clk) begin
         if (n_err != {EADD_W{1'b0}}) begin
             err_reg <= 1'b1;
             err_count_reg <= (err_sum > ERR_MAX) ? {ERR_W{1'b1}} : err_sum[ERR_W-1:0];
+        end
+        ev_unexp_reg <= unexp_any;
+        ev_wrong_src_reg <= |wrong;
+        ev_timeout_reg <= timeout;
+        if (tmo_clear) begin
+            tmo_cnt_reg <= {TMO_W{1'b0}};
+        end else if (tmo_inc) begin
+            tmo_cnt_reg <= tmo_next;
         end
         if (unexp_any && !err_seen_reg) begin
             err_seen_reg <= 1'b1;
@@ -463,8 +517,12 @@ assign err = err_reg;
 assign err_count = err_count_reg;
 assign err_src = err_src_reg;
 assign err_flow = err_flow_reg;
+assign ev_unexp = ev_unexp_reg;
+assign ev_wrong_src = ev_wrong_src_reg;
+assign ev_timeout = ev_timeout_reg;
 assign rd_valid = rd_valid_reg;
-assign {rd_entry_valid, rd_issued, rd_op, rd_flow, rd_step, rd_dep_op, rd_dep_count, rd_count} = rd_rec_reg;
+assign {rd_entry_valid, rd_issued, rd_op, rd_flow, rd_step, rd_dep_op, rd_dep_count, rd_count, rd_src, rd_src_chk}
+    = rd_rec_reg;
 // the RAM holds stale words for invalid entries (and none beyond DEPTH): masked
 assign {rd_peer, rd_len} = rd_entry_valid ? rd_mem_q : {MEM_W{1'b0}};
 

@@ -23,6 +23,7 @@ module nic_top #(
     parameter LEN_W = 24,
     parameter CNT_W = 4,
     parameter ERR_W = 16,
+    parameter TMO_W = 16,
     // derived; do not override
     parameter ADDR_W = (DEPTH > 1) ? $clog2(DEPTH) : 1,
     parameter BA_W = $clog2(BUF_WORDS)
@@ -43,7 +44,10 @@ module nic_top #(
     input  wire [LEN_W-1:0]              load_len,
     input  wire                          load_dep_op,
     input  wire [CNT_W-1:0]              load_dep_count,
+    input  wire [NODE_W-1:0]             load_src,       // expected source (docs/nic_scheduler.md)
+    input  wire                          load_src_chk,
     input  wire                          start,
+    input  wire [TMO_W-1:0]              timeout_cycles, // 0: no timeout
     input  wire                          rd_en,
     input  wire [ADDR_W-1:0]             rd_addr,
 
@@ -55,6 +59,9 @@ module nic_top #(
     output wire [ERR_W-1:0]              err_count,
     output wire [NODE_W-1:0]             err_src,
     output wire [FLOW_W-1:0]             err_flow,
+    output wire                          ev_unexp,
+    output wire                          ev_wrong_src,
+    output wire                          ev_timeout,
     output wire                          rx_err,
     output wire                          req_err,
     output wire                          ni_busy,
@@ -73,6 +80,8 @@ module nic_top #(
     output wire                          rd_dep_op,
     output wire [CNT_W-1:0]              rd_dep_count,
     output wire [CNT_W-1:0]              rd_count,
+    output wire [NODE_W-1:0]             rd_src,
+    output wire                          rd_src_chk,
 
     // packets
     output wire                          tx_tvalid,
@@ -112,22 +121,24 @@ wire [NODE_W-1:0] r_src;
 
 nic_scheduler #(
     .DEPTH(DEPTH), .NIS(1), .FLOW_W(FLOW_W), .NODE_W(NODE_W), .STEP_W(STEP_W), .LEN_W(LEN_W),
-    .CNT_W(CNT_W), .ERR_W(ERR_W)
+    .CNT_W(CNT_W), .ERR_W(ERR_W), .TMO_W(TMO_W)
 ) u_sched (
     .clk(clk), .rst(rst), .clear(clear),
     .load_valid(load_valid), .load_addr(load_addr), .load_op(load_op), .load_flow(load_flow),
     .load_peer(load_peer), .load_step(load_step), .load_len(load_len), .load_dep_op(load_dep_op),
-    .load_dep_count(load_dep_count),
-    .rd_en(rd_en), .rd_addr(rd_addr), .start(start),
+    .load_dep_count(load_dep_count), .load_src(load_src), .load_src_chk(load_src_chk),
+    .rd_en(rd_en), .rd_addr(rd_addr), .start(start), .timeout_cycles(timeout_cycles),
     .recv_valid(r_valid), .recv_flow(r_flow), .recv_op(r_op), .recv_src(r_src),
     .send_ready(s_ready), .ni_done(ni_done),
     .send_valid(s_valid), .send_entry(sched_send_entry), .send_op(s_op), .send_flow(s_flow),
     .send_peer(s_peer), .send_len(s_len), .send_step(s_step), .send_ni(s_ni),
     .step(step), .ni_busy(ni_busy), .running(running), .done(done), .err(err), .err_count(err_count),
-    .err_src(err_src), .err_flow(err_flow),
+    .err_src(err_src), .err_flow(err_flow), .ev_unexp(ev_unexp), .ev_wrong_src(ev_wrong_src),
+    .ev_timeout(ev_timeout),
     .rd_valid(rd_valid), .rd_entry_valid(rd_entry_valid), .rd_issued(rd_issued), .rd_op(rd_op),
     .rd_flow(rd_flow), .rd_peer(rd_peer), .rd_step(rd_step), .rd_len(rd_len), .rd_dep_op(rd_dep_op),
-    .rd_dep_count(rd_dep_count), .rd_count(rd_count)
+    .rd_dep_count(rd_dep_count), .rd_count(rd_count),
+    .rd_src(rd_src), .rd_src_chk(rd_src_chk)
 );
 
 assign sched_send_valid = s_valid && !s_ni;

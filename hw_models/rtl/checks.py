@@ -65,6 +65,11 @@ class Scoreboard:
       needs one) is flagged: ``err_count`` grows by exactly the unexpected messages,
       spurious ``ni_done`` pulses and bad loads (saturating), and ``err_src``/``err_flow``
       name the first unexpected message;
+    * a message of a (flow, op) whose loaded entries check the source, from another source
+      than an entry expects, is a wrong-source error; ``timeout_cycles`` consecutive cycles
+      of ``running`` without progress (handshake, receive, ``ni_done``) are one timeout
+      error; both count in ``err_count``, and ``ev_unexp``/``ev_wrong_src``/``ev_timeout``
+      pulse in the cycle after the edge that saw them;
     * when ``done`` rises, every REDUCE/GATHER entry of the table has been sent.
     """
 
@@ -80,12 +85,14 @@ class Scoreboard:
         self.armed = False  # checks start at the first rst/clear (the state before is unknown)
 
     def _reset(self) -> None:
-        self.rows: dict[int, tuple] = {}  # addr -> (op, flow, peer, step, len, dep_op, dep_count)
+        self.rows: dict[int, tuple] = {}  # addr -> (op, flow, peer, step, len, dep_op, dep_count, src, src_chk)
         self.count: dict[int, int] = {}
         self.sent: set[int] = set()
         self.busy: set[int] = set()
         self.err_count = 0
         self.err_first: tuple[int, int] | None = None
+        self.events = (0, 0, 0)  # ev_unexp, ev_wrong_src, ev_timeout predicted for this cycle
+        self.idle = 0  # consecutive running cycles without progress
 
     def _flag(self, what: str) -> None:
         self.violations.append((self.cycle, what))
@@ -105,6 +112,9 @@ class Scoreboard:
         if (outs["err_src"], outs["err_flow"]) != (src, flow):
             self._flag(f"err_src/err_flow = {outs['err_src']}/{outs['err_flow']}, first unexpected message was "
                        f"{src}/{flow}")
+        ev = (outs["ev_unexp"], outs["ev_wrong_src"], outs["ev_timeout"])
+        if ev != self.events:
+            self._flag(f"ev_unexp/ev_wrong_src/ev_timeout = {ev}, the last edge's errors give {self.events}")
         busy_mask = sum(1 << i for i in self.busy)
         if outs["ni_busy"] != busy_mask:
             self._flag(f"ni_busy = {outs['ni_busy']:#x}, NIs sending: {busy_mask:#x}")
@@ -118,7 +128,9 @@ class Scoreboard:
             self._reset()
             return
         errors = 0
+        n_unexp = n_wrong = 0
         busy_before = set(self.busy)
+        fire = bool(outs["send_valid"] and inp.get("send_ready"))
         # ---- send handshake
         if outs["send_valid"] and inp.get("send_ready"):
             self.sends += 1
@@ -127,7 +139,7 @@ class Scoreboard:
             if row is None:
                 self._flag(f"sent entry {e}, which is not loaded")
             else:
-                op, fl, peer, step, length, dep_op, dep = row
+                op, fl, peer, step, length, dep_op, dep = row[:7]
                 got = (outs["send_op"], outs["send_flow"], outs["send_peer"], outs["send_len"], outs["send_step"])
                 if op == OP_RECV_CODE:
                     self._flag(f"sent entry {e}, a RECV entry")
@@ -163,8 +175,12 @@ class Scoreboard:
             f, o, s = (int(x) for x in item)
             prior = seen.get((f, o), 0)
             needed = any(r[1] == f and r[5] == o and self.count[a] + prior < r[6] for a, r in self.rows.items())
+            if any(r[1] == f and r[5] == o and r[8] and r[7] != s for r in self.rows.values()):
+                errors += 1
+                n_wrong += 1
             if not needed:
                 errors += 1
+                n_unexp += 1
                 if self.err_first is None:
                     self.err_first = (s, f)
             seen[(f, o)] = prior + 1
@@ -179,8 +195,21 @@ class Scoreboard:
                 errors += 1
             else:
                 self.rows[addr] = tuple(int(inp.get(k, 0)) for k in (
-                    "load_op", "load_flow", "load_peer", "load_step", "load_len", "load_dep_op", "load_dep_count"))
+                    "load_op", "load_flow", "load_peer", "load_step", "load_len", "load_dep_op", "load_dep_count",
+                    "load_src", "load_src_chk"))
                 self.count[addr] = 0
                 self.sent.discard(addr)
+        # ---- timeout
+        tmo = int(inp.get("timeout_cycles", 0))
+        timeout = 0
+        progress = fire or any(x is not None for x in recv) or done != 0
+        if not outs["running"] or progress or tmo == 0:
+            self.idle = 0
+        elif self.idle < tmo:
+            self.idle += 1
+            if self.idle == tmo:
+                timeout = 1
+                errors += 1
+        self.events = (int(n_unexp > 0), int(n_wrong > 0), timeout)
         self.flagged += errors
         self.err_count = min(self.err_count + errors, self.err_max)

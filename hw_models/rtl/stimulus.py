@@ -29,6 +29,8 @@ from noc.errors import HwModelsError
 
 #: Columns of a table row, as nic.nic_table produces them and SchedulerModel.load_table takes them.
 ROW_FIELDS = ("op", "flow", "peer", "step", "len", "dep_op", "dep_count")
+#: Optional columns after ROW_FIELDS: the expected source of the entry's messages and its check bit.
+SRC_FIELDS = ("src", "src_chk")
 
 
 class StimulusError(HwModelsError):
@@ -82,15 +84,43 @@ def random_table(rng: np.random.Generator, params: SchedulerParams, n: int | Non
     return rows
 
 
+def with_sources(rows: np.ndarray, rng: np.random.Generator, params: SchedulerParams, p_chk: float = 0.5) -> np.ndarray:
+    """``rows`` with the two source columns: each (flow, dep_op) group checks its source with
+    probability ``p_chk``, one random source (over all of NODE_W) for the whole group."""
+    rows = np.asarray(rows, dtype=np.int64).reshape(-1, 7)
+    out = np.zeros((len(rows), 9), dtype=np.int64)
+    out[:, :7] = rows
+    groups: dict[tuple[int, int], tuple[int, int]] = {}
+    for i, r in enumerate(rows.tolist()):
+        key = (r[1], r[5])
+        if key not in groups:
+            chk = int(rng.random() < p_chk)
+            groups[key] = (int(rng.integers(0, 1 << params.node_w)), chk)
+        out[i, 7], out[i, 8] = groups[key]
+    return out
+
+
+def expected_sources(rows: np.ndarray) -> dict[tuple[int, int], int]:
+    """(flow, op) -> the source a checking entry of that group expects (groups without a check are absent)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    if rows.ndim != 2 or rows.shape[1] < 9:
+        return {}
+    return {(int(r[1]), int(r[5])): int(r[7]) for r in rows if r[8]}
+
+
 def fits(rows: np.ndarray, params: SchedulerParams) -> str | None:
     """Why ``rows`` cannot be loaded into a scheduler with ``params`` (None when it fits)."""
     rows = np.asarray(rows, dtype=np.int64)
     if len(rows) > params.depth:
         return f"{len(rows)} entries > DEPTH = {params.depth}"
+    if rows.ndim != 2 or rows.shape[1] not in (7, 9):
+        return f"rows have {rows.shape[-1] if rows.ndim else 0} columns; expected 7 ({', '.join(ROW_FIELDS)}) or 9 (+ src, src_chk)"
     limits = {1: params.flow_w, 2: params.node_w, 3: params.step_w, 4: params.len_w, 6: params.cnt_w}
+    if rows.shape[1] == 9:
+        limits.update({7: params.node_w, 8: 1})
     for col, width in limits.items():
         if len(rows) and int(rows[:, col].max()) >= (1 << width):
-            return f"{ROW_FIELDS[col]} = {int(rows[:, col].max())} needs more than {width} bits"
+            return f"{(ROW_FIELDS + SRC_FIELDS)[col]} = {int(rows[:, col].max())} needs more than {width} bits"
     if len(rows) and np.any(np.diff(rows[:, 3]) < 0):
         return "steps are not in non-decreasing order"
     return None
@@ -104,7 +134,7 @@ def expected_messages(rows: np.ndarray) -> list[tuple[int, int, int]]:
     """
     need: dict[tuple[int, int], int] = {}
     first: dict[tuple[int, int], int] = {}
-    for op, flow, _peer, step, _len, dep_op, dep_count in np.asarray(rows, dtype=np.int64).tolist():
+    for op, flow, _peer, step, _len, dep_op, dep_count in np.asarray(rows, dtype=np.int64)[:, :7].tolist():
         key = (flow, dep_op)
         need[key] = max(need.get(key, 0), dep_count)
         first[key] = min(first.get(key, step), step)
@@ -140,6 +170,8 @@ class Episode:
     start_delay: int = 0
     tail: int = 2  # idle cycles after done
     srcs: list[int] | None = None  # source node of each expected message (default random)
+    timeout_cycles: int = 0  # the timeout input during the episode (0: no timeout)
+    p_wrong_src: float = 0.0  # per expected message of a checked group: sent from another source
 
     def to_json(self) -> dict:
         d = dict(self.__dict__)
@@ -149,7 +181,8 @@ class Episode:
     @classmethod
     def from_json(cls, d: dict) -> Episode:
         d = dict(d)
-        d["rows"] = np.asarray(d["rows"], dtype=np.int64).reshape(-1, 7)
+        rows = np.asarray(d["rows"], dtype=np.int64)
+        d["rows"] = rows.reshape(len(rows), -1) if len(rows) else rows.reshape(0, 7)
         return cls(**d)
 
 
@@ -163,6 +196,7 @@ def random_episode(seed: int, params: SchedulerParams, *, prep: str | None = Non
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise StimulusError(f"episode seed {seed!r} is not an integer >= 0")
     rng = np.random.default_rng([seed, 0x5C4ED])
+    random_rows = rows is None
     if rows is None:
         n = params.depth if rng.random() < 0.1 else None  # sometimes a full table
         rows = random_table(rng, params, n)
@@ -170,10 +204,28 @@ def random_episode(seed: int, params: SchedulerParams, *, prep: str | None = Non
         prep = str(rng.choice(["rst", "clear", "none"], p=[0.2, 0.4, 0.4]))
     if errors is None:
         errors = rng.random() < 0.2
+    # drawn from a stream of their own, so the knobs above are what they were before these
+    # existed: expected sources, the timeout and wrong-source messages
+    rng2 = np.random.default_rng([seed, 0x5A7C])
+    rows = np.asarray(rows, dtype=np.int64)
+    if random_rows and rng2.random() < 0.6:
+        rows = with_sources(rows, rng2, params)
+    # the timeout: short ones (they fire during stalls) only where errors are expected; a
+    # clean episode runs without one or with the longest (which no stall of it reaches)
+    r = rng2.random()
+    tmo_max = (1 << params.tmo_w) - 1
+    if errors:
+        timeout = 0 if r < 0.3 else (int(rng2.integers(1, min(tmo_max, 12) + 1)) if r < 0.8
+                                     else int(rng2.integers(1, tmo_max + 1)))
+    else:
+        timeout = tmo_max if r < 0.3 and tmo_max >= 4096 else 0
+    p_wrong = float(rng2.uniform(0.05, 0.3)) if errors and rng2.random() < 0.7 else 0.0
     return Episode(
+        timeout_cycles=timeout,
+        p_wrong_src=p_wrong,
         name=name or f"random-{seed}",
         seed=int(seed),
-        rows=np.asarray(rows, dtype=np.int64),
+        rows=rows,
         prep=prep,
         p_ready=1.0 if rng.random() < 0.3 else float(rng.uniform(0.2, 1.0)),
         p_recv=float(rng.uniform(0.05, 0.8)),
@@ -210,9 +262,12 @@ class _EpisodeRun:
             srcs = list(ep.srcs)
         else:
             srcs = [int(self.rng.integers(0, 1 << params.node_w)) for _ in msgs]
+        checked = expected_sources(ep.rows)
+        srcs = [checked.get((f, o), s) for (f, o, _), s in zip(msgs, srcs)]
         order = self.rng.permutation(len(msgs))
         # (flow, op, src, release step)
         self.msgs = [(msgs[i][0], msgs[i][1], srcs[i], msgs[i][2]) for i in order]
+        self.checked = checked
         self.done_at: dict[int, int] = {}  # NI -> cycle of its ni_done
         self.sends = 0
         self.limit = 4000 + 40 * (len(ep.rows) + 1) * (ep.ni_delay_max + 4)
@@ -231,9 +286,12 @@ class _EpisodeRun:
                 yield {}
             if ep.p_err and rng.random() < 4 * ep.p_err:
                 yield self._bad_load()
-            op, flow, peer, step, length, dep_op, dep_count = rows[addr].tolist()
-            yield {"load_valid": 1, "load_addr": addr, "load_op": op, "load_flow": flow, "load_peer": peer,
-                   "load_step": step, "load_len": length, "load_dep_op": dep_op, "load_dep_count": dep_count}
+            op, flow, peer, step, length, dep_op, dep_count = rows[addr, :7].tolist()
+            load = {"load_valid": 1, "load_addr": addr, "load_op": op, "load_flow": flow, "load_peer": peer,
+                    "load_step": step, "load_len": length, "load_dep_op": dep_op, "load_dep_count": dep_count}
+            if rows.shape[1] >= 9:
+                load["load_src"], load["load_src_chk"] = int(rows[addr, 7]), int(rows[addr, 8])
+            yield load
         self.loaded = True
         for _ in range(ep.start_delay):
             yield {}
@@ -264,6 +322,8 @@ class _EpisodeRun:
     def compose(self, phase: dict) -> dict:
         ep, p, rng, o = self.ep, self.params, self.rng, self.outs
         inp = dict(phase)
+        if ep.timeout_cycles:
+            inp.setdefault("timeout_cycles", ep.timeout_cycles)
         cyc = self.cycle
         self.cycle += 1
         if inp.get("rst") or inp.get("clear"):
@@ -298,6 +358,8 @@ class _EpisodeRun:
                     continue
                 for k, (flow, op, src, rel) in enumerate(self.msgs):
                     if not ep.step_gated or not self.started or o.get("done") or o.get("step", 0) >= rel:
+                        if ep.p_wrong_src and (flow, op) in self.checked and rng.random() < ep.p_wrong_src:
+                            src ^= int(rng.integers(1, 1 << p.node_w)) if p.node_w else 0  # another source
                         recv[port] = (flow, op, src)
                         any_recv = True
                         del self.msgs[k]
@@ -428,18 +490,25 @@ def pin_values(inp: dict, params: SchedulerParams) -> dict[str, int]:
 # --------------------------------------------------------------------------------------
 
 
-def multitree_node_tables(spec: str) -> tuple[list[np.ndarray], int, str]:
+def multitree_node_tables(spec: str, *, sources: bool = False) -> tuple[list[np.ndarray], int, str]:
     """Node tables of MultiTree on topology ``spec``: (tables, NIs per node, their source).
 
     The tables are ``nic.nic_table.node_tables`` of ``nic.collectives.multitree``: exactly
-    what the co-designed NIC of each node loads in the all-reduce simulations.
+    what the co-designed NIC of each node loads in the all-reduce simulations. With
+    ``sources``, each row also has its expected source and check bit
+    (``nic.nic_table.expected_sources``: rows waiting for one node check it).
     """
     from nic.collectives import multitree  # noqa: PLC0415
+    from nic.nic_table import expected_sources as table_sources  # noqa: PLC0415
     from nic.nic_table import node_tables  # noqa: PLC0415
     from noc.topology import parse_spec  # noqa: PLC0415
 
     topo = parse_spec(spec)
-    return node_tables(multitree(topo)), topo.nis_per_node, "nic.collectives.multitree"
+    sched = multitree(topo)
+    tables = node_tables(sched)
+    if sources:
+        tables = [np.concatenate([t, c], axis=1) for t, c in zip(tables, table_sources(sched, tables))]
+    return tables, topo.nis_per_node, "nic.collectives.multitree"
 
 
 def params_for_tables(tables: Sequence[np.ndarray], nis: int, **kw) -> SchedulerParams:

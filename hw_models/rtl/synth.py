@@ -21,7 +21,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from hw_models.toolchain import ToolchainError, rtl_sources, yosys_command
+from hw_models.toolchain import ToolchainError, axil_sources, rtl_sources, yosys_command
+
+#: the modules ``hw-models rtl synth`` can synthesise: the scheduler alone, or with its register map
+TOPS = ("nic_scheduler", "nic_axil_scheduler")
 from nic.scheduler import SchedulerParams
 
 
@@ -91,23 +94,35 @@ def _xc7_counts(stat: dict) -> dict:
     return {"xc7_luts": luts, "xc7_ffs": ffs, "xc7_lutram": lutram, "xc7_bram18": bram}
 
 
+def _chparams(params: SchedulerParams, top_text: str) -> str:
+    """``chparam`` arguments for the parameters the top module declares (an older revision may lack some)."""
+    return " ".join(f"-set {k} {v}" for k, v in params.verilog_parameters().items()
+                    if re.search(rf"\bparameter\s+{k}\b", top_text))
+
+
 def synth_one(params: SchedulerParams, *, work_dir: Path | None = None, sources: Sequence[Path] | None = None,
-              delay: DelayModel | None = None, xilinx: bool = False) -> SynthRow:
-    """Synthesise one configuration (``sources``: the Verilog files, default rtl/); its cost and depth."""
+              delay: DelayModel | None = None, xilinx: bool = False, top: str = "nic_scheduler") -> SynthRow:
+    """Synthesise one configuration of ``top`` (``sources``: the Verilog files, default rtl/'s); its cost and depth."""
+    if top not in TOPS:
+        raise ToolchainError(f"top module {top!r} is not one of {', '.join(TOPS)}")
     if work_dir is None:
         with tempfile.TemporaryDirectory(prefix="hwm-synth-") as tmp:
-            return synth_one(params, work_dir=Path(tmp), sources=sources, delay=delay, xilinx=xilinx)
+            return synth_one(params, work_dir=Path(tmp), sources=sources, delay=delay, xilinx=xilinx, top=top)
     delay = delay or DelayModel()
     cmd = yosys_command()
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
     names = []
-    for src in (sources if sources is not None else rtl_sources()):
+    if sources is None:
+        sources = axil_sources() if top == "nic_axil_scheduler" else rtl_sources()
+    for src in sources:
         shutil.copy(src, work / src.name)
         names.append(src.name)
-    chparams = " ".join(f"-set {k} {v}" for k, v in params.verilog_parameters().items())
-    script = (f"read_verilog {' '.join(names)}; chparam {chparams} nic_scheduler; "
-              "synth -flatten -top nic_scheduler; tee -q -o generic.json stat -json; "
+    if f"{top}.v" not in names:
+        raise ToolchainError(f"{top}.v is not among the sources ({', '.join(names)})")
+    chparams = _chparams(params, (work / f"{top}.v").read_text())
+    script = (f"read_verilog {' '.join(names)}; chparam {chparams} {top}; "
+              f"synth -flatten -top {top}; tee -q -o generic.json stat -json; "
               "abc -lut 6; opt_clean; tee -q -o lut6.json stat -json; tee -q -o ltp.txt ltp -noff")
     t0 = time.perf_counter()
     p = subprocess.run([*cmd, "-q", "-p", script], cwd=work, capture_output=True, text=True)
@@ -118,8 +133,8 @@ def synth_one(params: SchedulerParams, *, work_dir: Path | None = None, sources:
     levels = lut_levels((work / "ltp.txt").read_text())
     xc7 = {}
     if xilinx:
-        script = (f"read_verilog {' '.join(names)}; chparam {chparams} nic_scheduler; "
-                  "synth_xilinx -flatten -noiopad -top nic_scheduler; tee -q -o xc7.json stat -json")
+        script = (f"read_verilog {' '.join(names)}; chparam {chparams} {top}; "
+                  f"synth_xilinx -flatten -noiopad -top {top}; tee -q -o xc7.json stat -json")
         p = subprocess.run([*cmd, "-q", "-p", script], cwd=work, capture_output=True, text=True)
         if p.returncode != 0 or not (work / "xc7.json").exists():
             raise ToolchainError(f"yosys synth_xilinx failed for {params.verilog_parameters()}: "
@@ -132,14 +147,14 @@ def synth_one(params: SchedulerParams, *, work_dir: Path | None = None, sources:
 
 def sweep(depths: Sequence[int], nis_list: Sequence[int], *, base: SchedulerParams | None = None,
           on_row: Callable[[SynthRow], None] | None = None, sources: Sequence[Path] | None = None,
-          delay: DelayModel | None = None, xilinx: bool = False) -> list[SynthRow]:
-    """Synthesise every (DEPTH, NIS) with the other parameters of ``base`` (defaults)."""
+          delay: DelayModel | None = None, xilinx: bool = False, top: str = "nic_scheduler") -> list[SynthRow]:
+    """Synthesise ``top`` at every (DEPTH, NIS) with the other parameters of ``base`` (defaults)."""
     base = base or SchedulerParams()
     rows = []
     for nis in nis_list:
         for depth in depths:
             p = SchedulerParams(**{**base.__dict__, "depth": int(depth), "nis": int(nis)})
-            row = synth_one(p, sources=sources, delay=delay, xilinx=xilinx)
+            row = synth_one(p, sources=sources, delay=delay, xilinx=xilinx, top=top)
             rows.append(row)
             if on_row is not None:
                 on_row(row)

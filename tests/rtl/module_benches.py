@@ -116,23 +116,25 @@ async def ram_bench(dut):
 
 
 class EntryRef:
-    """nic_sched_entry from its header comment: fields, valid/issued/count, match and needs."""
+    """nic_sched_entry from its header comment: fields, valid/issued/count, match, needs and wrong_src."""
 
     def __init__(self, job):
         self.j = job
         self.valid = self.issued = self.count = 0
-        self.f = None  # (op, flow, step, dep_op, dep_count) once loaded
+        self.f = None  # (op, flow, step, dep_op, dep_count, src, src_chk) once loaded
 
     def comb(self, i):
         nis = self.j["NIS"]
-        op, flow, step, dep_op, dep = self.f if self.f else (0, 0, 0, 0, 0)
+        op, flow, step, dep_op, dep, src, chk = self.f if self.f else (0, 0, 0, 0, 0, 0, 0)
         pending = self.valid and not self.issued
         pending_now = pending and step == i["active_step"]
         eligible = i["running"] and pending_now and self.count >= dep
         match = [bool(self.valid and i["rv"][p] and i["flow"][p] == flow and i["op"][p] == dep_op) for p in range(nis)]
         needs = [match[p] and self.count + i["prior"][p] < dep for p in range(nis)]
+        wrong = [match[p] and chk and i["src"][p] != src for p in range(nis)]
         return {"pending": int(pending), "pending_now": int(pending_now), "elig_send": int(eligible and op != 2),
                 "needs": sum(1 << p for p in range(nis) if needs[p]), "_retire": eligible and op == 2,
+                "wrong_src": sum(1 << p for p in range(nis) if wrong[p]),
                 "_nmatch": sum(match)}
 
     def edge(self, i, c):
@@ -140,20 +142,22 @@ class EntryRef:
             self.valid = self.issued = self.count = 0
         elif i["load_we"]:
             self.valid, self.issued, self.count = 1, 0, 0
-            self.f = (i["load_op"], i["load_flow"], i["load_step"], i["load_dep_op"], i["load_dep_count"])
+            self.f = (i["load_op"], i["load_flow"], i["load_step"], i["load_dep_op"], i["load_dep_count"],
+                      i["load_src"], i["load_src_chk"])
         else:
             if i["send_take"] or c["_retire"]:
                 self.issued = 1
             if c["_nmatch"]:
                 self.count = min(self.count + c["_nmatch"], self.f[4])
         if i["load_we"] and i["rst"]:
-            self.f = (i["load_op"], i["load_flow"], i["load_step"], i["load_dep_op"], i["load_dep_count"])
+            self.f = (i["load_op"], i["load_flow"], i["load_step"], i["load_dep_op"], i["load_dep_count"],
+                      i["load_src"], i["load_src_chk"])
 
 
 @cocotb.test()
 async def entry_bench(dut):
     j = _job()
-    nis, fw, sw, cw = j["NIS"], j["FLOW_W"], j["STEP_W"], j["CNT_W"]
+    nis, fw, sw, cw, nw = j["NIS"], j["FLOW_W"], j["STEP_W"], j["CNT_W"], j.get("NODE_W", 8)
     rng = np.random.default_rng(nis * 1000 + fw * 31 + cw)
     Clock(dut.clk, 10, unit="ns").start()
     ref = EntryRef(j)
@@ -169,6 +173,9 @@ async def entry_bench(dut):
         dut.load_step.value = i["load_step"]
         dut.load_dep_op.value = i["load_dep_op"]
         dut.load_dep_count.value = i["load_dep_count"]
+        dut.load_src.value = i["load_src"]
+        dut.load_src_chk.value = i["load_src_chk"]
+        dut.recv_src.value = sum(v << (p * nw) for p, v in enumerate(i["src"]))
         dut.running.value = i["running"]
         dut.active_step.value = i["active_step"]
         dut.send_take.value = i["send_take"]
@@ -177,16 +184,17 @@ async def entry_bench(dut):
         dut.recv_op.value = sum(v << p for p, v in enumerate(i["op"]))
         dut.recv_prior.value = sum(v << (p * 5) for p, v in enumerate(i["prior"]))
 
-    flow = step = 0
-    covered = {"count_top": 0, "needs": 0, "elig": 0, "retire": 0}
+    flow = step = src = chk = 0
+    covered = {"count_top": 0, "needs": 0, "elig": 0, "retire": 0, "wrong_src": 0}
     for cyc in range(3000):
         loading = cyc == 1 or rng.random() < 0.012
         if loading:
-            flow, step = full(fw), full(sw)
+            flow, step, src, chk = full(fw), full(sw), full(nw), int(rng.random() < 0.6)
         f_here = ref.f[1] if ref.f else flow
+        s_here = ref.f[5] if ref.f else src
         i = {"rst": int(cyc == 0 or rng.random() < 0.003), "load_we": int(loading),
              "load_op": int(rng.integers(0, 3)), "load_flow": flow, "load_step": step,
-             "load_dep_op": int(rng.integers(0, 2)),
+             "load_dep_op": int(rng.integers(0, 2)), "load_src": src, "load_src_chk": chk,
              "load_dep_count": full(cw) if rng.random() < 0.6 else int(rng.integers(0, min(3, (1 << cw) - 1) + 1)),
              "running": int(rng.random() < 0.8),
              "active_step": (ref.f[2] if ref.f and rng.random() < 0.7 else full(sw)),
@@ -194,21 +202,23 @@ async def entry_bench(dut):
              "rv": [int(rng.random() < 0.6) for _ in range(nis)],
              "flow": [f_here if rng.random() < 0.7 else full(fw) for _ in range(nis)],
              "op": [(ref.f[3] if ref.f and rng.random() < 0.8 else int(rng.integers(0, 2))) for _ in range(nis)],
-             "prior": [int(rng.integers(0, p + 1)) for p in range(nis)]}
+             "prior": [int(rng.integers(0, p + 1)) for p in range(nis)],
+             "src": [s_here if rng.random() < 0.6 else full(nw) for _ in range(nis)]}
         drive(i)
         await Timer(1, unit="ns")
         c = ref.comb(i)
         if cyc > 0:
-            got = {k: _int(getattr(dut, k)) for k in ("pending", "pending_now", "elig_send", "needs")}
+            got = {k: _int(getattr(dut, k)) for k in ("pending", "pending_now", "elig_send", "needs", "wrong_src")}
             assert got == {k: c[k] for k in got}, (cyc, got, c)
             assert (_int(dut.e_valid), _int(dut.e_issued), _int(dut.e_count)) == (ref.valid, ref.issued, ref.count), cyc
             if ref.valid:
                 assert (_int(dut.e_op), _int(dut.e_flow), _int(dut.e_step), _int(dut.e_dep_op),
-                        _int(dut.e_dep_count)) == ref.f, cyc
+                        _int(dut.e_dep_count), _int(dut.e_src), _int(dut.e_src_chk)) == ref.f, cyc
             covered["count_top"] |= ref.count >> (cw - 1) & 1
             covered["needs"] |= c["needs"] != 0
             covered["elig"] |= c["elig_send"]
             covered["retire"] |= bool(c["_retire"])
+            covered["wrong_src"] |= c["wrong_src"] != 0
         await FallingEdge(dut.clk)
         ref.edge(i, c)
     assert all(covered.values()), covered

@@ -130,9 +130,10 @@ async def axis_hold_rule(dut):
 
 @cocotb.test()
 async def multitree_tables(dut):
-    """Every node table of a tree all-reduce on a 4x4 torus (c4 when NIS = 4), back to back."""
+    """Every node table of a tree all-reduce on a 4x4 torus (c4 when NIS = 4), back to back,
+    with the expected sources checked where a row waits for one node: no error."""
     job, p = _job()
-    tables, nis, _src = multitree_node_tables("torus:4x4:c4" if p.nis == 4 else "torus:4x4")
+    tables, nis, _src = multitree_node_tables("torus:4x4:c4" if p.nis == 4 else "torus:4x4", sources=True)
     assert max(len(t) for t in tables) <= p.depth and p.flow_w >= 4 and p.node_w >= 4, \
         f"the 4x4 MultiTree tables ({max(len(t) for t in tables)} rows, 16 flows/nodes) do not fit {p}"
     eps = [random_episode(100 + n, p, rows=t, prep="clear", errors=False, name=f"torus4x4/node{n}")

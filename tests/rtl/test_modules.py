@@ -24,8 +24,9 @@ def _clog2(n):
 MATRIX = [("nic_sched_lowest", "lowest_bench", {"N": n, "IDX_W": _clog2(n)}) for n in (1, 2, 3, 5, 8, 16, 64, 256)]
 MATRIX += [("nic_sched_mux", "mux_bench", {"N": n, "W": w}) for n, w in ((1, 1), (3, 8), (16, 5), (64, 1))]
 MATRIX += [("nic_sched_ram", "ram_bench", {"DEPTH": d, "W": w, "ADDR_W": _clog2(d)}) for d, w in ((1, 4), (5, 8), (16, 32))]
-MATRIX += [("nic_sched_entry", "entry_bench", {"NIS": n, "FLOW_W": fw, "STEP_W": sw, "CNT_W": cw, "PRIOR_W": 5})
-           for n, fw, sw, cw in ((1, 8, 8, 4), (2, 1, 1, 1), (4, 16, 16, 8), (16, 3, 4, 2))]
+MATRIX += [("nic_sched_entry", "entry_bench", {"NIS": n, "FLOW_W": fw, "NODE_W": nw, "STEP_W": sw, "CNT_W": cw,
+                                               "PRIOR_W": 5})
+           for n, fw, nw, sw, cw in ((1, 8, 8, 8, 4), (2, 1, 1, 1, 1), (4, 16, 16, 16, 8), (16, 3, 3, 4, 2))]
 
 # Verilator in the default run: one set per module
 VERILATOR_DEFAULT = {("nic_sched_lowest", 5), ("nic_sched_mux", 3), ("nic_sched_ram", 5), ("nic_sched_entry", 4)}

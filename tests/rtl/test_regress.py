@@ -149,7 +149,7 @@ def test_verilator_lint_is_clean(tag):
 
 
 @pytest.mark.skipif(not have_icarus(), reason="Icarus Verilog (iverilog) is not installed")
-@pytest.mark.parametrize("bad", ["NIS=17", "CNT_W=9", "ERR_W=33", "LEN_W=33"])
+@pytest.mark.parametrize("bad", ["NIS=17", "CNT_W=9", "ERR_W=33", "LEN_W=33", "TMO_W=33"])
 def test_impossible_parameters_stop_the_simulation(bad, tmp_path):
     vvp = tmp_path / "x.vvp"
     subprocess.run(["iverilog", "-g2012", f"-Pnic_scheduler.{bad}", "-o", str(vvp), *map(str, rtl_sources())],

@@ -192,8 +192,8 @@ def test_an_unusable_synth_out_fails_before_yosys(capsys, no_work, tmp_path):
 def test_synth_drops_duplicate_depths_and_nis_keeping_order(capsys, monkeypatch, tmp_path):
     seen = []
 
-    def sweep(depths, nis_list, on_row=None, sources=None, delay=None, xilinx=False):
-        seen.append((list(depths), list(nis_list)))
+    def sweep(depths, nis_list, on_row=None, sources=None, delay=None, xilinx=False, top="nic_scheduler"):
+        seen.append((list(depths), list(nis_list), top))
         return [Y.SynthRow(depth=d, nis=n, cells=1, flip_flops=1, luts=1, ff_bits_per_entry=1.0, lut_levels=3,
                            fmax_mhz_est=delay.fmax_mhz(3), seconds=0.0)
                 for n in nis_list for d in depths]
@@ -203,7 +203,7 @@ def test_synth_drops_duplicate_depths_and_nis_keeping_order(capsys, monkeypatch,
     code, _o, err = run(["rtl", "synth", "--depths", "32,16,32,16", "--nis", "4,1,4", "-t", "none",
                          "--out", str(out)], capsys)
     assert code is None or code == 0, err
-    assert seen == [([32, 16], [4, 1])]
+    assert seen == [([32, 16], [4, 1], "nic_scheduler")]
     # Fmax estimate at the default delay model: 1000 / (0.6 + 3 x 0.6) MHz
     assert out.read_text().splitlines()[1:] == ["32,4,1,1,1,1.0,3,416.7,0.0", "16,4,1,1,1,1.0,3,416.7,0.0",
                                                  "32,1,1,1,1,1.0,3,416.7,0.0", "16,1,1,1,1,1.0,3,416.7,0.0"]

@@ -83,3 +83,33 @@ def test_a_send_twice_a_wrong_field_and_an_early_step_are_caught():
     sb = _script(p, trace, fake)
     text = " | ".join(w for _, w in sb.violations)
     assert "loaded as" in text and "before entries [0] of earlier steps" in text and "entry 1 sent twice" in text
+
+
+def test_random_runs_with_errors_provoke_wrong_sources_and_timeouts_and_the_scoreboard_predicts_them():
+    p = SchedulerParams(depth=16, nis=2)
+    env = Environment(p, [random_episode(s, p, errors=True) for s in range(30)])
+    m = ModelStepper(p)
+    sb = Scoreboard(p)
+    events = {"ev_unexp": 0, "ev_wrong_src": 0, "ev_timeout": 0}
+    while (inp := env.next_inputs(o := m.outputs())) is not None:
+        sb.feed(o, inp)
+        for k in events:
+            events[k] += o[k]
+        m.edge(inp)
+    assert sb.violations == []
+    assert min(events.values()) > 0, events
+
+
+def test_a_wrong_source_or_a_timeout_that_model_and_rtl_both_miss_is_caught():
+    p = SchedulerParams(depth=4, nis=2)
+    load = {"load_valid": 1, "load_addr": 0, "load_op": OP_REDUCE, "load_flow": 1, "load_dep_op": OP_REDUCE,
+            "load_dep_count": 2, "load_src": 5, "load_src_chk": 1}
+    trace = [{"rst": 1}, load, {"recv": [(1, OP_REDUCE, 6), None]}, {}, {"start": 1}] + [{"timeout_cycles": 2}] * 4
+
+    def blind(cycle, o):  # a shared bug: neither error is counted nor pulsed
+        return dict(o, err_count=0, err=0, ev_wrong_src=0, ev_timeout=0)
+
+    text = " | ".join(w for _, w in _script(p, trace, blind).violations)
+    assert "ev_unexp/ev_wrong_src/ev_timeout = (0, 0, 0), the last edge's errors give (0, 1, 0)" in text
+    assert "ev_unexp/ev_wrong_src/ev_timeout = (0, 0, 0), the last edge's errors give (0, 0, 1)" in text
+    assert _script(p, trace, lambda c, o: o).violations == []

@@ -15,7 +15,8 @@ from hw_models.rtl.stimulus import Environment
 def _fields(p):
     return {"load_addr": p.addr_w, "load_op": 2, "load_flow": p.flow_w, "load_peer": p.node_w, "load_step": p.step_w,
             "load_len": p.len_w, "load_dep_op": 1, "load_dep_count": p.cnt_w, "rd_addr": p.addr_w,
-            "ni_done": p.nis, "recv_flow": p.flow_w, "recv_op": 1, "recv_src": p.node_w}
+            "ni_done": p.nis, "recv_flow": p.flow_w, "recv_op": 1, "recv_src": p.node_w, "load_src": p.node_w,
+            "load_src_chk": 1, "timeout_cycles": p.tmo_w}
 
 
 # d16n16 is left out: the lowest free NI takes each send, so NIs 8..15 are busy (and report
@@ -36,11 +37,12 @@ def test_every_bit_of_every_field_is_driven_to_1_and_to_0(tag):
     while (inp := env.next_inputs(m.outputs())) is not None:
         if inp.get("load_valid"):
             for k in ("load_addr", "load_op", "load_flow", "load_peer", "load_step", "load_len", "load_dep_op",
-                      "load_dep_count"):
+                      "load_dep_count", "load_src", "load_src_chk"):
                 see(k, inp.get(k, 0))
         if inp.get("rd_en"):
             see("rd_addr", inp.get("rd_addr", 0))
         see("ni_done", inp.get("ni_done", 0))
+        see("timeout_cycles", inp.get("timeout_cycles", 0))
         for item in inp.get("recv") or []:
             if item is not None:
                 see("recv_flow", item[0])

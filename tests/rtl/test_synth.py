@@ -53,3 +53,21 @@ def test_the_int32_reduction_adder_synthesises_to_an_adder_and_the_fp32_one_is_d
     assert i.flip_flops == 0 and f.flip_flops == 0
     assert 16 <= i.luts <= 200 and f.luts > 3 * i.luts
     assert f.lut_levels > i.lut_levels
+
+
+def test_the_register_map_synthesises_on_top_of_the_scheduler():
+    p = SchedulerParams(depth=2, nis=1, flow_w=2, node_w=2, step_w=2, len_w=2, cnt_w=2, err_w=2, tmo_w=4)
+    alone = synth_one(p)
+    axil = synth_one(p, top="nic_axil_scheduler")
+    # at least the staging registers (op 2, dep_op, src_chk, dep_count, step, flow, peer,
+    # len, src), the timeout, the 4 flags and their 4 enables stay flip-flops
+    staging = 2 + 1 + 1 + p.cnt_w + p.step_w + p.flow_w + p.node_w + p.len_w + p.node_w
+    assert axil.flip_flops - alone.flip_flops >= staging + p.tmo_w + 8
+    assert axil.luts > alone.luts
+
+
+def test_parameters_an_older_top_does_not_declare_are_not_set():
+    from hw_models.rtl.synth import _chparams
+
+    old = "module nic_scheduler #(\n    parameter DEPTH = 64,\n    parameter ERR_W = 16\n) ();"
+    assert _chparams(SchedulerParams(depth=8), old) == "-set DEPTH 8 -set ERR_W 16"
