@@ -146,13 +146,15 @@ def zero_load_latency_cycles(topology: Topology, network: FlitNetworkConfig, tra
     if traffic.pattern == "uniform":
         return uniform
     if traffic.pattern == "hotspot":
-        if traffic.self_packets:
-            f = traffic.hotspot_fraction
-            return (1 - f) * uniform + f * float(per_pair[:, 0].mean())
-        to0 = float(per_pair[1:, 0].mean()) if e > 1 else 0.0
-        # a source's hotspot packet to itself (NI 0) is skipped, like the generator does
+        hot, cdf_h = traffic.hotspot_table()
+        share = np.diff(np.r_[0.0, cdf_h])  # of the hotspot packets, each hotspot NI's
         f = traffic.hotspot_fraction
-        return ((1 - f) * uniform * e + f * to0 * (e - 1)) / ((1 - f) * e + f * (e - 1))
+        if traffic.self_packets:
+            return (1 - f) * uniform + f * float(sum(w * per_pair[:, h].mean() for h, w in zip(hot, share)))
+        # a source's hotspot packet to itself is skipped, like the generator does
+        to_hot = sum(w * per_pair[np.arange(e) != h, h].sum() for h, w in zip(hot, share))
+        n_hot = sum(w * (e - 1) for w in share)
+        return ((1 - f) * uniform * e + f * to_hot) / ((1 - f) * e + f * n_hot)
     src = np.arange(e)
     moving = (dst != src) | traffic.self_packets  # packets to oneself are sent only with self_packets
     return float(per_pair[src[moving], dst[moving]].mean()) if moving.any() else 0.0
