@@ -34,7 +34,7 @@ concentrated mesh and the fat trees, hotspot traffic and on/off injection. BookS
 cmesh 4x4 with 4 nodes per router (c = 4, x = y = 4, xr = yr = 2; its 2-cycle channels)
 and routing dor_no_express; fattree k = 4 with n = 2 and n = 3 levels (16 and 64 nodes),
 routing nca; 4 VCs x 8 flits; 1-flit packets; traffic uniform and
-hotspot({0,5,10,15},{2,1,1,1}); injection bernoulli and on_off (burst_alpha = burst_beta
+hotspot({{0,5,10,15},{2,1,1,1}}) (BookSim2 reads parameters from braces); injection bernoulli and on_off (burst_alpha = burst_beta
 = 0.5); three loads per network and traffic from near zero load to about 60 % of the
 saturation bound of the busiest ejection or bisection link; seeds 0, 1 and 2.
 """
@@ -66,7 +66,7 @@ PATTERNS = ("uniform", "transpose", "bitcomp", "tornado", "neighbor")
 TREES_CSV = DEFAULT_CSV.with_name("booksim_reference_trees.csv")
 TREES_KEYS = ["topology", "k", "n", "c", "routing_function", "num_vcs", "vc_buf_size", "traffic", "injection_process",
               "packet_size", "injection_rate", "injection_rate_uses_flits", "seed"]
-HOTSPOT = "hotspot({0,5,10,15},{2,1,1,1})"
+HOTSPOT = "hotspot({{0,5,10,15},{2,1,1,1}})"
 # (topology, k, n, routing) -> {traffic: loads in flits/node/cycle}; the hotspots take 2/5 of
 # the traffic at most, so a 16-node network saturates NI 0's ejection link at 1/(16 * 0.4)
 TREES_NETS = {

@@ -255,66 +255,94 @@ def _packet_sizes(values: dict, source: str) -> tuple[list[int], list[float] | N
     return sizes, [float(r) for r in rates]
 
 
-def _split_params(text: str) -> list[str]:
-    """``a,{b,c},d`` -> ``["a", "{b,c}", "d"]`` (commas inside braces kept, as BookSim2's tokenize_str)."""
-    out, depth, cur = [], 0, ""
-    for ch in text:
-        if ch == "," and depth == 0:
-            out.append(cur)
-            cur = ""
-            continue
-        depth += (ch == "{") - (ch == "}")
-        cur += ch
-    if cur or out:
-        out.append(cur)
-    return [p.strip() for p in out]
+def tokenize(data: str) -> list[str]:
+    """BookSim2's ``tokenize_str`` (config_utils.cpp), which splits the parameters of
+    ``name(params)`` and brace lists: a string not starting with ``{`` is one element, commas
+    and all; otherwise the top-level elements up to the first closing brace. So
+    ``hotspot({0,5})`` has the parameters ``0`` and ``5`` (node 0, rate 5), and several nodes
+    are written ``hotspot({{0,5},{2,1}})``."""
+    if not data:
+        return []
+    if data[0] != "{":
+        return [data]
+    values, start, nested = [], 1, 0
+    for curr in range(1, len(data)):
+        ch = data[curr]
+        if ch == "{":
+            nested += 1
+        elif ch == "}" and nested:
+            nested -= 1
+        elif ch in ",}" and not nested:
+            if curr > start:
+                values.append(data[start:curr])
+            start = curr + 1
+    return values
 
 
-def _int_list(text: str, source: str, key: str, value: Any) -> list[int]:
-    items = _split_params(text.strip().removeprefix("{").removesuffix("}"))
-    if not items or not all(re.fullmatch(r"-?[0-9]+", i) for i in items):
-        raise _refuse(source, key, value, f"{text!r} is not an integer or a {{list}} of integers")
-    return [int(i) for i in items]
+def _numbers(data: str, kind: type, source: str, key: str, value: Any, what: str) -> list:
+    """BookSim2's ``tokenize_int`` / ``tokenize_float`` (tokenize, then atoi / atof), refusing
+    an element atoi / atof would read only in part (``0.1,0.2`` read as 0.1)."""
+    out = []
+    for item in tokenize(data):
+        pattern = r"\s*[-+]?[0-9]+" if kind is int else r"\s*[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
+        if not re.fullmatch(pattern, item):
+            raise _refuse(source, key, value, f"BookSim2 reads {what} {item!r} as {kind.__name__}({item!r}) would not "
+                          "(its atoi/atof stop at the first character they cannot read); parameters are written in "
+                          "braces, e.g. on_off({0.1,0.2,-1}) or hotspot({{0,5},{2,1}})")
+        out.append(kind(item))
+    return out
 
 
-def _hotspot(value: str, nodes: int, source: str) -> tuple[list[int], list[int] | None]:
-    """BookSim2's ``hotspot({nodes},{rates})``: the hotspot nodes and their integer rates."""
-    m = re.fullmatch(r"hotspot\((.*)\)", value)
-    params = _split_params(m.group(1)) if m else []
-    if not params or not params[0]:
+def _params(value: str, name: str) -> list[str] | None:
+    """The parameters of BookSim2's ``name(params)`` (None without parentheses), split as its
+    InjectionProcess::New and TrafficPattern::New do."""
+    if value == name:
+        return None
+    m = re.fullmatch(re.escape(name) + r"\((.*?)\)?", value, flags=re.S)
+    if not m:
+        return None
+    return tokenize(m.group(1))
+
+
+def _hotspot(value: str, nodes: int, source: str, notes: list[str]) -> tuple[list[int], list[int] | None]:
+    """BookSim2's ``hotspot(params)``: the hotspot nodes and their integer rates, as its
+    TrafficPattern::New reads them (parameter 1 the nodes, parameter 2 the rates)."""
+    params = _params(value, "hotspot") or []
+    if not params:
         raise _refuse(source, "traffic", value, "BookSim2 draws the hotspot at random before it sets the seed; "
-                      "name the hotspot nodes: hotspot({n1,n2,...}) or hotspot({nodes},{rates})")
-    if len(params) > 2:
-        raise _refuse(source, "traffic", value, "hotspot takes two parameters: {nodes} and {rates}")
-    hot = _int_list(params[0], source, "traffic", value)
+                      "name the hotspot nodes: hotspot(n), or hotspot({{n1,n2,...},{rates}})")
+    hot = _numbers(params[0], int, source, "traffic", value, "the hotspot nodes")
+    if not hot:
+        raise _refuse(source, "traffic", value, "no hotspot node")
     if not all(0 <= h < nodes for h in hot):
         raise _refuse(source, "traffic", value, f"hotspot nodes must be in [0, {nodes - 1}] (a negative one is "
                       "drawn at random before BookSim2 sets the seed: not modelled)")
+    if len(params) > 2:
+        notes.append(f"traffic = {value!r}: BookSim2 reads parameter 1 as the hotspot nodes {hot} and parameter 2 as "
+                     "their rates, and ignores the rest (several nodes are written hotspot({{n1,n2},{r1,r2}}))")
     if len(params) < 2:
         return hot, None
-    rates = _int_list(params[1], source, "traffic", value)
+    rates = _numbers(params[1], int, source, "traffic", value, "the hotspot rates")
+    if not rates:
+        return hot, None
     rates = (rates + [rates[-1]] * len(hot))[: len(hot)]  # BookSim2 repeats the last rate
     if not all(1 <= r <= 1_000_000 for r in rates):
         raise _refuse(source, "traffic", value, "hotspot rates must be integers in [1, 1e6]")
-    return hot, rates
+    return hot, (None if len(set(rates)) == 1 else rates)
 
 
 def _on_off(v: dict, rate: float, source: str) -> dict:
-    """BookSim2's on_off parameters (``on_off(alpha,beta,r1)`` or burst_alpha / burst_beta /
+    """BookSim2's on_off parameters (``on_off({alpha,beta,r1})`` or burst_alpha / burst_beta /
     burst_r1, exactly one of the three negative: derived) as burst_alpha and burst_beta."""
     proc = v["injection_process"]
-    m = re.fullmatch(r"on_off(?:\((.*)\))?", str(proc))
-    params = _split_params(m.group(1)) if m and m.group(1) is not None else []
+    params = _params(str(proc), "on_off") or []
     if len(params) > 3:
         raise _refuse(source, "injection_process", proc, "an initial on/off state per node is not modelled (BookSim2 "
-                      "reads it from the wrong parameter); give at most on_off(alpha,beta,r1)")
+                      "reads it from the wrong parameter); give at most on_off({alpha,beta,r1})")
     given = {}
     for i, key in enumerate(("burst_alpha", "burst_beta", "burst_r1")):
         if i < len(params):
-            try:
-                given[key] = float(params[i])
-            except ValueError:
-                raise _refuse(source, "injection_process", proc, f"parameter {i + 1} ({key}) is not a number") from None
+            given[key] = _numbers(params[i], float, source, "injection_process", proc, f"parameter {i + 1} ({key})")[0]
         else:
             given[key] = _number(v, key, source, float)
     a, b, r1 = given["burst_alpha"], given["burst_beta"], given["burst_r1"]
@@ -419,7 +447,7 @@ def from_booksim(values: dict[str, Any], source: str = "booksim config") -> Book
                          "pair other nodes)" if topo == "cmesh" else " (the digit patterns need a mesh or torus)"))
     hot_keys: dict = {}
     if name == "hotspot":
-        hot, rates = _hotspot(pattern, t.num_endpoints, source)
+        hot, rates = _hotspot(pattern, t.num_endpoints, source, notes)
         if topo == "cmesh":
             hot = [cmesh_node(h, k) for h in hot]
         hot_keys = {"hotspot_fraction": 1.0, "hotspot_nodes": hot, "hotspot_weights": rates}
@@ -434,7 +462,7 @@ def from_booksim(values: dict[str, Any], source: str = "booksim config") -> Book
     proc = v["injection_process"]
     if proc == "bernoulli":
         burst = {}
-    elif isinstance(proc, str) and re.fullmatch(r"on_off(\(.*\))?", proc):
+    elif isinstance(proc, str) and (proc == "on_off" or proc.startswith("on_off(")):
         burst = _on_off(v, rate, source)
     else:
         raise _refuse(source, "injection_process", proc, "allowed here: bernoulli, on_off, on_off(alpha,beta,r1)")

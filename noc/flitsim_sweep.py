@@ -234,11 +234,15 @@ def sweep_load(topology: Topology, network: FlitNetworkConfig, traffic: TrafficC
     sw = SweepConfig() if sweep is None else sweep
     bound = bisection_bound_flits(topology, network.flit_bytes)
     mean = traffic.mean_packet_flits
-    max_flits = mean  # one packet per NI per cycle
+    # one packet per NI per cycle; an on/off source at most one per cycle while on
+    max_rate = 1.0 if traffic.injection_process == "bernoulli" else \
+        traffic.burst_alpha / (traffic.burst_alpha + traffic.burst_beta)
+    max_flits = mean * max_rate
     start = sw.start_flits if sw.start_flits is not None else bound / 50
     step = sw.step_flits if sw.step_flits is not None else bound / 8
     if start >= max_flits:
-        raise ConfigError(f"sweep.start_flits = {start}: must be below {max_flits} flits/NI/cycle (1 packet/NI/cycle)")
+        raise ConfigError(f"sweep.start_flits = {start}: must be below {max_flits} flits/NI/cycle ({max_rate:g} "
+                          "packet/NI/cycle, the source's most)")
     analytic = zero_load_latency_cycles(topology, network, traffic)
     done: dict[float, SweepPoint] = {}
     zero_load = math.nan
@@ -247,7 +251,7 @@ def sweep_load(topology: Topology, network: FlitNetworkConfig, traffic: TrafficC
 
     def run(load: float, first: bool = False) -> SweepPoint:
         nonlocal zero_load, reused
-        tr = traffic.model_copy(update={"rate_packets": min(1.0, load / mean)})
+        tr = traffic.model_copy(update={"rate_packets": min(max_rate, load / mean)})
         stats = points.get(tr) if points is not None else None
         fresh = stats is None
         if stats is None:
