@@ -34,9 +34,11 @@ concentrated mesh and the fat trees, hotspot traffic and on/off injection. BookS
 cmesh 4x4 with 4 nodes per router (c = 4, x = y = 4, xr = yr = 2; its 2-cycle channels)
 and routing dor_no_express; fattree k = 4 with n = 2 and n = 3 levels (16 and 64 nodes),
 routing nca; 4 VCs x 8 flits; 1-flit packets; traffic uniform and
-hotspot({{0,5,10,15},{2,1,1,1}}) (BookSim2 reads parameters from braces); injection bernoulli and on_off (burst_alpha = burst_beta
-= 0.5); three loads per network and traffic from near zero load to about 60 % of the
-saturation bound of the busiest ejection or bisection link; seeds 0, 1 and 2.
+hotspot({{0,5,10,15},{2,1,1,1}}) (BookSim2 splits parameters at braces: node 0 takes 2/5
+of the packets); injection bernoulli and on_off (burst_alpha = burst_beta = 0.5); four
+loads per network and traffic, from near zero load to 40-64 % of the bound of the busiest
+link (the hotspot's ejection link, the cmesh's bisection, the fat tree's NI links) and one
+at 70-90 % of it; seeds 0, 1 and 2.
 """
 
 from __future__ import annotations
@@ -70,9 +72,9 @@ HOTSPOT = "hotspot({{0,5,10,15},{2,1,1,1}})"
 # (topology, k, n, routing) -> {traffic: loads in flits/node/cycle}; the hotspots take 2/5 of
 # the traffic at most, so a 16-node network saturates NI 0's ejection link at 1/(16 * 0.4)
 TREES_NETS = {
-    ("cmesh", 4, 2, "dor_no_express"): {"uniform": (0.01, 0.08, 0.15), HOTSPOT: (0.002, 0.012, 0.024)},
-    ("fattree", 4, 2, "nca"): {"uniform": (0.01, 0.2, 0.4), HOTSPOT: (0.005, 0.05, 0.1)},
-    ("fattree", 4, 3, "nca"): {"uniform": (0.01, 0.2, 0.4), HOTSPOT: (0.002, 0.012, 0.024)},
+    ("cmesh", 4, 2, "dor_no_express"): {"uniform": (0.01, 0.08, 0.15, 0.2), HOTSPOT: (0.002, 0.012, 0.024, 0.034)},
+    ("fattree", 4, 2, "nca"): {"uniform": (0.01, 0.2, 0.4, 0.7), HOTSPOT: (0.005, 0.05, 0.1, 0.14)},
+    ("fattree", 4, 3, "nca"): {"uniform": (0.01, 0.2, 0.4, 0.7), HOTSPOT: (0.002, 0.012, 0.024, 0.034)},
 }
 
 

@@ -331,7 +331,7 @@ def _hotspot(value: str, nodes: int, source: str, notes: list[str]) -> tuple[lis
     return hot, (None if len(set(rates)) == 1 else rates)
 
 
-def _on_off(v: dict, rate: float, source: str) -> dict:
+def _on_off(v: dict, rate: float, source: str, notes: list[str]) -> dict:
     """BookSim2's on_off parameters (``on_off({alpha,beta,r1})`` or burst_alpha / burst_beta /
     burst_r1, exactly one of the three negative: derived) as burst_alpha and burst_beta."""
     proc = v["injection_process"]
@@ -356,7 +356,13 @@ def _on_off(v: dict, rate: float, source: str) -> dict:
     if not 0 < a <= 1 or not 0 <= b <= 1:
         raise _refuse(source, "injection_process", proc, f"burst_alpha = {a:.6g} (derived or given) must be in "
                       f"(0, 1] and burst_beta = {b:.6g} in [0, 1] for the packet rate {rate:.6g}")
-    return {"injection_process": "on_off", "burst_alpha": a, "burst_beta": b}
+    out = {"injection_process": "on_off", "burst_alpha": a, "burst_beta": b}
+    if rate * (a + b) / a > 1.0:  # BookSim2 derives r1 > 1 without a check: an on source sends every cycle
+        out["rate_packets"] = a / (a + b)
+        notes.append(f"injection_process = {proc!r}: the rate while on, {rate:g} (alpha + beta) / alpha = "
+                     f"{rate * (a + b) / a:.4g}, exceeds 1; BookSim2 then sends every cycle while on, so the rate is "
+                     f"alpha / (alpha + beta) = {a / (a + b):.4g} packets/node/cycle, not {rate:g}")
+    return out
 
 
 def cmesh_node(booksim_node: int, k: int) -> int:
@@ -463,7 +469,7 @@ def from_booksim(values: dict[str, Any], source: str = "booksim config") -> Book
     if proc == "bernoulli":
         burst = {}
     elif isinstance(proc, str) and (proc == "on_off" or proc.startswith("on_off(")):
-        burst = _on_off(v, rate, source)
+        burst = _on_off(v, rate, source, notes)
     else:
         raise _refuse(source, "injection_process", proc, "allowed here: bernoulli, on_off, on_off(alpha,beta,r1)")
     if v["seed"] == "time" or not isinstance(v["seed"], int) or v["seed"] < 0:
@@ -471,7 +477,7 @@ def from_booksim(values: dict[str, Any], source: str = "booksim config") -> Book
     method = {ours: (_number(v, key, source, float) if ours.endswith(("thres", "thres_cycles"))
                      else _number(v, key, source)) for key, ours in _METHOD_KEYS.items()}
     traffic = validate({
-        "pattern": "hotspot" if name == "hotspot" else _PATTERNS[pattern], **hot_keys, **burst, "rate_packets": rate, "packet_flits": sizes, "packet_weights": weights,
+        "pattern": "hotspot" if name == "hotspot" else _PATTERNS[pattern], **hot_keys, "rate_packets": rate, **burst, "packet_flits": sizes, "packet_weights": weights,
         "self_packets": True, "inject_during_drain": True, "methodology": "booksim", **method,
         "perm_seed": _number(v, "perm_seed", source),
     }, TrafficConfig, source=f"{source} (as traffic keys)")

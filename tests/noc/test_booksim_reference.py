@@ -23,7 +23,7 @@ What is held (docs/validation.md explains each rule and shows the table):
 bench/data/booksim_reference_trees.csv is the second matrix, held to the same rules: the
 concentrated mesh (cmesh 4x4, 4 nodes per router, dor_no_express) and the fat trees
 (fattree k = 4, n = 2 and 3, nca with its random up port), uniform and
-hotspot({{0,5,10,15},{2,1,1,1}}) traffic, bernoulli and on_off injection, three loads, seeds
+hotspot({{0,5,10,15},{2,1,1,1}}) traffic, bernoulli and on_off injection, four loads, seeds
 0, 1 and 2 (0 in the suite, 1 and 2 with ``-m slow``).
 """
 
