@@ -3,6 +3,8 @@
     .venv/bin/python bench/booksim_validate.py reference --booksim PATH/TO/booksim [--out CSV] [--quick]
     .venv/bin/python bench/booksim_validate.py compare [--csv CSV] [--quick] [--out CSV]
     .venv/bin/python bench/booksim_validate.py examples --booksim PATH/TO/booksim
+    .venv/bin/python bench/booksim_validate.py reference --matrix trees --booksim PATH/TO/booksim
+    .venv/bin/python bench/booksim_validate.py compare --matrix trees
 
 ``reference`` runs BookSim2 (a binary built from its public source, outside this
 repository) on every point of the matrix below and writes its final statistics (the
@@ -26,6 +28,17 @@ allocators, routing delay 1, VC and switch allocation 1, crossbar 1, credit dela
 neighbor); packets of 1, 4 and 20 flits; 2 VCs x 8 flits; loads from 0.02 flits/node/cycle
 to past saturation; seed 0. On the 8x8 networks also 4 VCs x 4 flits and 16 VCs x 32 flits
 (uniform), and seed 1 for the uniform points.
+
+``--matrix trees`` is the second matrix (its own CSV, booksim_reference_trees.csv): the
+concentrated mesh and the fat trees, hotspot traffic and on/off injection. BookSim2's
+cmesh 4x4 with 4 nodes per router (c = 4, x = y = 4, xr = yr = 2; its 2-cycle channels)
+and routing dor_no_express; fattree k = 4 with n = 2 and n = 3 levels (16 and 64 nodes),
+routing nca; 4 VCs x 8 flits; 1-flit packets; traffic uniform and
+hotspot({{0,5,10,15},{2,1,1,1}}) (BookSim2 splits parameters at braces: node 0 takes 2/5
+of the packets); injection bernoulli and on_off (burst_alpha = burst_beta = 0.5); four
+loads per network and traffic, from near zero load to 40-64 % of the bound of the busiest
+link (the hotspot's ejection link, the cmesh's bisection, the fat tree's NI links) and one
+at 70-90 % of it; seeds 0, 1 and 2.
 """
 
 from __future__ import annotations
@@ -52,6 +65,31 @@ FIGURES = ["verdict", "packet_latency_avg", "packet_latency_min", "packet_latenc
            "time_taken_cycles", "wall_s"]
 LOADS = (0.02, 0.1, 0.2, 0.3, 0.4, 0.55, 0.7)
 PATTERNS = ("uniform", "transpose", "bitcomp", "tornado", "neighbor")
+TREES_CSV = DEFAULT_CSV.with_name("booksim_reference_trees.csv")
+TREES_KEYS = ["topology", "k", "n", "c", "routing_function", "num_vcs", "vc_buf_size", "traffic", "injection_process",
+              "packet_size", "injection_rate", "injection_rate_uses_flits", "seed"]
+HOTSPOT = "hotspot({{0,5,10,15},{2,1,1,1}})"
+# (topology, k, n, routing) -> {traffic: loads in flits/node/cycle}; the hotspots take 2/5 of
+# the traffic at most, so a 16-node network saturates NI 0's ejection link at 1/(16 * 0.4)
+TREES_NETS = {
+    ("cmesh", 4, 2, "dor_no_express"): {"uniform": (0.01, 0.08, 0.15, 0.2), HOTSPOT: (0.002, 0.012, 0.024, 0.034)},
+    ("fattree", 4, 2, "nca"): {"uniform": (0.01, 0.2, 0.4, 0.7), HOTSPOT: (0.005, 0.05, 0.1, 0.14)},
+    ("fattree", 4, 3, "nca"): {"uniform": (0.01, 0.2, 0.4, 0.7), HOTSPOT: (0.002, 0.012, 0.024, 0.034)},
+}
+
+
+def trees_matrix(quick: bool = False) -> list[dict]:
+    """The second matrix's points, as BookSim2 keys."""
+    rows = []
+    for (topo, k, n, rf), loads in TREES_NETS.items():
+        for traffic, process, seed in itertools.product(("uniform", HOTSPOT), ("bernoulli", "on_off"), (0, 1, 2)):
+            for load in loads[traffic]:
+                rows.append({"topology": topo, "k": k, "n": n, "c": 4 if topo == "cmesh" else 1, "routing_function": rf,
+                             "num_vcs": 4, "vc_buf_size": 8, "traffic": traffic, "injection_process": process,
+                             "packet_size": 1, "injection_rate": load, "injection_rate_uses_flits": 1, "seed": seed})
+    if quick:
+        rows = [r for r in rows if r["seed"] == 0]
+    return rows
 
 
 def matrix(quick: bool = False) -> list[dict]:
@@ -75,18 +113,27 @@ def _row(topo: str, k: int, vcs: int, buf: int, pattern: str, size: int, load: f
             "injection_rate_uses_flits": 1, "seed": seed}
 
 
+def _keys(row: dict) -> list[str]:
+    return TREES_KEYS if "injection_process" in row else KEYS
+
+
 def config_text(row: dict) -> str:
-    return "".join(f"{k} = {row[k]};\n" for k in KEYS)
+    text = "".join(f"{k} = {row[k]};\n" for k in _keys(row))
+    if row["topology"] == "cmesh":  # BookSim2's cmesh asserts x == y and c == xr * yr
+        text += f"x = {row['k']};\ny = {row['k']};\nxr = 2;\nyr = 2;\n"
+    return text
 
 
 def booksim_values(row: dict) -> dict:
     """A CSV row's keys as BookSim2 values (for noc.booksim_config.from_booksim)."""
     out = {}
-    for k in KEYS:
+    for k in _keys(row):
         v = row[k]
         if isinstance(v, str):
             v = float(v) if k == "injection_rate" else (int(v) if re.fullmatch(r"-?\d+", v) else v)
         out[k] = v
+    if out["topology"] == "cmesh":
+        out.update(x=out["k"], y=out["k"], xr=2, yr=2)
     return out
 
 
@@ -160,27 +207,29 @@ def reference(args: argparse.Namespace) -> None:
     binary = Path(args.booksim)
     if not (binary.is_file() and os.access(binary, os.X_OK)):
         raise SystemExit(f"--booksim {binary}: not an executable file (build BookSim2 from its public source first)")
-    rows = matrix(args.quick)
-    out = Path(args.out)
+    trees = args.matrix == "trees"
+    rows, keys = (trees_matrix(args.quick), TREES_KEYS) if trees else (matrix(args.quick), KEYS)
+    out = Path(args.out or (TREES_CSV if trees else DEFAULT_CSV))
     done = {}
     if out.exists():  # resume: keep the points already run with the same binary
-        done = {tuple(r[k] for k in KEYS): r for r in read_reference(out)}
+        done = {tuple(r[k] for k in keys): r for r in read_reference(out)}
     commit = booksim_commit(binary)
     tmp = out.with_name(out.name + f".tmp{os.getpid()}")
     out.parent.mkdir(parents=True, exist_ok=True)
     with tmp.open("w", newline="") as f:
         f.write(f"# BookSim2 reference statistics (final 'Overall Traffic Statistics' block), commit {commit}\n")
-        f.write("# made by bench/booksim_validate.py reference; each row lists every key it sets, all other keys are "
-                "BookSim2's defaults\n")
-        w = csv.DictWriter(f, fieldnames=KEYS + FIGURES)
+        f.write(f"# made by bench/booksim_validate.py reference{' --matrix trees' if trees else ''}; each row lists "
+                "every key it sets, all other keys are BookSim2's defaults"
+                f"{' (cmesh rows also set x = y = k, xr = yr = 2)' if trees else ''}\n")
+        w = csv.DictWriter(f, fieldnames=keys + FIGURES)
         w.writeheader()
         t0 = time.perf_counter()
         for i, row in enumerate(rows):
-            key = tuple(str(row[k]) for k in KEYS)
+            key = tuple(str(row[k]) for k in keys)
             res = done.get(key)
             if res is None:
                 res = {**row, **run_booksim(binary, row)}
-            w.writerow({k: res.get(k, "") for k in KEYS + FIGURES})
+            w.writerow({k: res.get(k, "") for k in keys + FIGURES})
             f.flush()
             print(f"[{i + 1}/{len(rows)}] {config_text(row).replace(chr(10), ' ')} -> {res.get('verdict')} "
                   f"{res.get('packet_latency_avg', '')} ({time.perf_counter() - t0:.0f} s)", flush=True)
@@ -210,18 +259,21 @@ def deviations(row: dict, stats) -> dict:
 
 
 def compare(args: argparse.Namespace) -> None:
-    rows = read_reference(Path(args.csv))
+    trees = args.matrix == "trees"
+    rows = read_reference(Path(args.csv or (TREES_CSV if trees else DEFAULT_CSV)))
+    keys = TREES_KEYS if trees else KEYS
     if args.quick:
-        rows = [r for r in rows if r["k"] == "4" and r["packet_size"] in ("1", "4")]
+        rows = [r for r in rows if (r["seed"] == "0" if trees else r["k"] == "4" and r["packet_size"] in ("1", "4"))]
     results = []
     t0 = time.perf_counter()
     for i, row in enumerate(rows):
         stats = compare_point(row)
         d = deviations(row, stats)
-        results.append({**{k: row[k] for k in KEYS}, **d, "latency_booksim": row.get("packet_latency_avg", ""),
+        results.append({**{k: row[k] for k in keys}, **d, "latency_booksim": row.get("packet_latency_avg", ""),
                         "latency_ours": round(stats.latency_avg, 3), "accepted_booksim": row.get("accepted_flit_rate", ""),
                         "accepted_ours": round(stats.accepted_flits, 5)})
-        print(f"[{i + 1}/{len(rows)}] {row['topology']}{row['k']} {row['traffic']} {row['packet_size']}f "
+        print(f"[{i + 1}/{len(rows)}] {row['topology']}{row['k']}n{row['n']} {row['traffic']} "
+              f"{row.get('injection_process', '')} {row['packet_size']}f "
               f"{row['num_vcs']}x{row['vc_buf_size']} load {row['injection_rate']} seed {row['seed']}: "
               f"BookSim2 {row['verdict']} {row.get('packet_latency_avg', '')}, ours {d['verdict_ours']} "
               f"{stats.latency_avg:.2f} ({d['latency_dev_pct']:+.2f} %, accepted {d['accepted_dev_pct']:+.2f} %) "
@@ -279,10 +331,14 @@ def main() -> None:
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("reference", help="run BookSim2 on the matrix and write the reference CSV")
     r.add_argument("--booksim", required=True, help="path of a BookSim2 binary built from its public source")
-    r.add_argument("--out", default=str(DEFAULT_CSV))
-    r.add_argument("--quick", action="store_true", help="the 4x4 points with 1- and 4-flit packets only")
+    r.add_argument("--out", default="", help=f"default {DEFAULT_CSV.name}, or {TREES_CSV.name} with --matrix trees")
+    r.add_argument("--matrix", choices=("grids", "trees"), default="grids",
+                   help="grids: mesh and torus; trees: cmesh and fattree, hotspot and on_off (default grids)")
+    r.add_argument("--quick", action="store_true", help="grids: the 4x4 points with 1- and 4-flit packets only; "
+                                                          "trees: seed 0 only")
     c = sub.add_parser("compare", help="run the flit level on the reference points and print the deviations")
-    c.add_argument("--csv", default=str(DEFAULT_CSV))
+    c.add_argument("--csv", default="", help="default: the matrix's reference CSV")
+    c.add_argument("--matrix", choices=("grids", "trees"), default="grids")
     c.add_argument("--quick", action="store_true", help="the 4x4 points with 1- and 4-flit packets only")
     c.add_argument("--out", default="", help="also write the per-point comparison to this CSV")
     e = sub.add_parser("examples", help="BookSim2's own example files in both simulators")

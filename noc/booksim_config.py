@@ -52,12 +52,25 @@ _REQUIRED = {
     "input_speedup": 1, "output_speedup": 1, "internal_speedup": 1.0, "speculative": 0, "noq": 0,
     "vc_busy_when_full": 0, "vc_priority_donation": 0, "vc_shuffle_requests": 0, "hold_switch_for_packet": 0,
     "classes": 1, "subnets": 1, "use_read_write": 0, "sim_count": 1,
-    "include_queuing": 1, "injection_process": "bernoulli", "sim_type": "latency", "priority": "none",
+    "include_queuing": 1, "sim_type": "latency", "priority": "none",
     "buffer_policy": "private", "buf_size": -1, "output_buffer_size": -1, "router": "iq", "measure_stats": 1,
 }
 
-_TOPOLOGIES = ("mesh", "torus")
-_ROUTING = {"mesh": ("dor", "dim_order"), "torus": ("dim_order",)}
+_TOPOLOGIES = ("mesh", "torus", "cmesh", "fattree")
+_ROUTING = {"mesh": ("dor", "dim_order"), "torus": ("dim_order",), "cmesh": ("dor_no_express",), "fattree": ("nca",)}
+# routing functions BookSim2 has for these topologies that are not modelled here, and why
+_ROUTING_NOT_MODELLED = {
+    "cmesh": {"dor": "its dor_cmesh takes the edge routers' express channels (links k/2 routers along an edge), "
+                     "which are not modelled",
+              "xy_yx": "its xy_yx_cmesh picks XY or YX per packet and takes the express channels",
+              "xy_yx_no_express": "its xy_yx_no_express_cmesh picks XY or YX per packet (half the VCs each); "
+                                  "not modelled"},
+    "fattree": {"anca": "its anca_fattree picks the up port by downstream credits (adaptive); not modelled"},
+}
+# traffic patterns per topology: cmesh numbers its nodes row by row over the whole 2k x 2k
+# grid of nodes, so BookSim2's bit and digit patterns act on other nodes than here
+_PATTERNS_ON = {"cmesh": ("uniform", "hotspot"), "fattree": ("uniform", "transpose", "bitcomp", "bitrev", "shuffle",
+                                                             "randperm", "hotspot")}
 _ALLOCATORS = ("islip", "separable_input_first")
 _PATTERNS = {"uniform": "uniform", "transpose": "transpose", "bitcomp": "bitcomp", "bitrev": "bitrev",
              "shuffle": "shuffle", "tornado": "tornado", "neighbor": "neighbor_all", "randperm": "randperm"}
@@ -71,13 +84,13 @@ DEFAULTS: dict[str, Any] = {
     "num_vcs": 16, "vc_buf_size": 8, "vc_allocator": "islip", "sw_allocator": "islip", "routing_delay": 1,
     "vc_alloc_delay": 1, "sw_alloc_delay": 1, "st_prepare_delay": 0, "st_final_delay": 1, "credit_delay": 0,
     "traffic": "uniform", "packet_size": 1, "packet_size_rate": 1, "injection_rate": 0.1,
-    "injection_rate_uses_flits": 0, "warmup_periods": 3, "sample_period": 1000, "max_samples": 10,
+    "injection_rate_uses_flits": 0, "injection_process": "bernoulli", "burst_alpha": 0.5,
+    "burst_beta": 0.5, "burst_r1": -1.0, "warmup_periods": 3, "sample_period": 1000, "max_samples": 10,
     "latency_thres": 500.0, "warmup_thres": 0.05, "acc_warmup_thres": 0.05, "stopping_thres": 0.05,
     "acc_stopping_thres": 0.05, "seed": 0, "vc_prioritize_empty": 0, "wait_for_tail_credit": 0, "perm_seed": 0, "x": 8, "y": 8, "xr": 1,
     "yr": 1, **_REQUIRED,
 }
-_KNOWN = set(DEFAULTS) | set(NO_EFFECT) | {"hotspot_nodes", "hotspot_rates", "burst_alpha", "burst_beta", "burst_r1",
-                                           "read_request_begin_vc", "read_request_end_vc", "write_request_begin_vc",
+_KNOWN = set(DEFAULTS) | set(NO_EFFECT) | {"read_request_begin_vc", "read_request_end_vc", "write_request_begin_vc",
                                            "write_request_end_vc", "read_reply_begin_vc", "read_reply_end_vc",
                                            "write_reply_begin_vc", "write_reply_end_vc", "write_fraction",
                                            "read_request_size", "write_request_size", "read_reply_size",
@@ -100,7 +113,9 @@ class BookSimRun:
 
 
 _TOKEN = re.compile(r"\s*(?:(?P<num>[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)|(?P<str>\"[^\"]*\"|'[^']*')|"
-                    r"(?P<word>[A-Za-z_][\w.()\-]*)|(?P<punct>[{},;=]))", re.ASCII)  # BookSim2's digits are 0-9
+                    r"(?P<word>[A-Za-z_][\w.\-]*(?:\([^();=]*\))?)|(?P<punct>[{},;=]))", re.ASCII)
+# BookSim2's digits are 0-9; a word may carry parameters in parentheses, braces and commas
+# included, as BookSim2's own lexer reads them: islip(4), hotspot({0,5},{2,1}), on_off(0.1,0.2)
 
 
 def _strip_comments(text: str) -> str:
@@ -240,6 +255,124 @@ def _packet_sizes(values: dict, source: str) -> tuple[list[int], list[float] | N
     return sizes, [float(r) for r in rates]
 
 
+def tokenize(data: str) -> list[str]:
+    """BookSim2's ``tokenize_str`` (config_utils.cpp), which splits the parameters of
+    ``name(params)`` and brace lists: a string not starting with ``{`` is one element, commas
+    and all; otherwise the top-level elements up to the first closing brace. So
+    ``hotspot({0,5})`` has the parameters ``0`` and ``5`` (node 0, rate 5), and several nodes
+    are written ``hotspot({{0,5},{2,1}})``."""
+    if not data:
+        return []
+    if data[0] != "{":
+        return [data]
+    values, start, nested = [], 1, 0
+    for curr in range(1, len(data)):
+        ch = data[curr]
+        if ch == "{":
+            nested += 1
+        elif ch == "}" and nested:
+            nested -= 1
+        elif ch in ",}" and not nested:
+            if curr > start:
+                values.append(data[start:curr])
+            start = curr + 1
+    return values
+
+
+def _numbers(data: str, kind: type, source: str, key: str, value: Any, what: str) -> list:
+    """BookSim2's ``tokenize_int`` / ``tokenize_float`` (tokenize, then atoi / atof), refusing
+    an element atoi / atof would read only in part (``0.1,0.2`` read as 0.1)."""
+    out = []
+    for item in tokenize(data):
+        pattern = r"\s*[-+]?[0-9]+" if kind is int else r"\s*[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
+        if not re.fullmatch(pattern, item):
+            raise _refuse(source, key, value, f"BookSim2 reads {what} {item!r} as {kind.__name__}({item!r}) would not "
+                          "(its atoi/atof stop at the first character they cannot read); parameters are written in "
+                          "braces, e.g. on_off({0.1,0.2,-1}) or hotspot({{0,5},{2,1}})")
+        out.append(kind(item))
+    return out
+
+
+def _params(value: str, name: str) -> list[str] | None:
+    """The parameters of BookSim2's ``name(params)`` (None without parentheses), split as its
+    InjectionProcess::New and TrafficPattern::New do."""
+    if value == name:
+        return None
+    m = re.fullmatch(re.escape(name) + r"\((.*?)\)?", value, flags=re.S)
+    if not m:
+        return None
+    return tokenize(m.group(1))
+
+
+def _hotspot(value: str, nodes: int, source: str, notes: list[str]) -> tuple[list[int], list[int] | None]:
+    """BookSim2's ``hotspot(params)``: the hotspot nodes and their integer rates, as its
+    TrafficPattern::New reads them (parameter 1 the nodes, parameter 2 the rates)."""
+    params = _params(value, "hotspot") or []
+    if not params:
+        raise _refuse(source, "traffic", value, "BookSim2 draws the hotspot at random before it sets the seed; "
+                      "name the hotspot nodes: hotspot(n), or hotspot({{n1,n2,...},{rates}})")
+    hot = _numbers(params[0], int, source, "traffic", value, "the hotspot nodes")
+    if not hot:
+        raise _refuse(source, "traffic", value, "no hotspot node")
+    if not all(0 <= h < nodes for h in hot):
+        raise _refuse(source, "traffic", value, f"hotspot nodes must be in [0, {nodes - 1}] (a negative one is "
+                      "drawn at random before BookSim2 sets the seed: not modelled)")
+    if len(params) > 2:
+        notes.append(f"traffic = {value!r}: BookSim2 reads parameter 1 as the hotspot nodes {hot} and parameter 2 as "
+                     "their rates, and ignores the rest (several nodes are written hotspot({{n1,n2},{r1,r2}}))")
+    if len(params) < 2:
+        return hot, None
+    rates = _numbers(params[1], int, source, "traffic", value, "the hotspot rates")
+    if not rates:
+        return hot, None
+    rates = (rates + [rates[-1]] * len(hot))[: len(hot)]  # BookSim2 repeats the last rate
+    if not all(1 <= r <= 1_000_000 for r in rates):
+        raise _refuse(source, "traffic", value, "hotspot rates must be integers in [1, 1e6]")
+    return hot, (None if len(set(rates)) == 1 else rates)
+
+
+def _on_off(v: dict, rate: float, source: str, notes: list[str]) -> dict:
+    """BookSim2's on_off parameters (``on_off({alpha,beta,r1})`` or burst_alpha / burst_beta /
+    burst_r1, exactly one of the three negative: derived) as burst_alpha and burst_beta."""
+    proc = v["injection_process"]
+    params = _params(str(proc), "on_off") or []
+    if len(params) > 3:
+        raise _refuse(source, "injection_process", proc, "an initial on/off state per node is not modelled (BookSim2 "
+                      "reads it from the wrong parameter); give at most on_off({alpha,beta,r1})")
+    given = {}
+    for i, key in enumerate(("burst_alpha", "burst_beta", "burst_r1")):
+        if i < len(params):
+            given[key] = _numbers(params[i], float, source, "injection_process", proc, f"parameter {i + 1} ({key})")[0]
+        else:
+            given[key] = _number(v, key, source, float)
+    a, b, r1 = given["burst_alpha"], given["burst_beta"], given["burst_r1"]
+    if sum(x < 0 for x in (a, b, r1)) != 1:
+        raise _refuse(source, "injection_process", proc, f"burst_alpha = {a:g}, burst_beta = {b:g}, burst_r1 = "
+                      f"{r1:g}: exactly one must be negative (BookSim2 derives it from the other two and the rate)")
+    if a < 0:
+        a = b * rate / (r1 - rate) if r1 > rate else -1.0
+    elif b < 0:
+        b = a * (r1 - rate) / rate
+    if not 0 < a <= 1 or not 0 <= b <= 1:
+        raise _refuse(source, "injection_process", proc, f"burst_alpha = {a:.6g} (derived or given) must be in "
+                      f"(0, 1] and burst_beta = {b:.6g} in [0, 1] for the packet rate {rate:.6g}")
+    out = {"injection_process": "on_off", "burst_alpha": a, "burst_beta": b}
+    if rate * (a + b) / a > 1.0:  # BookSim2 derives r1 > 1 without a check: an on source sends every cycle
+        out["rate_packets"] = a / (a + b)
+        notes.append(f"injection_process = {proc!r}: the rate while on, {rate:g} (alpha + beta) / alpha = "
+                     f"{rate * (a + b) / a:.4g}, exceeds 1; BookSim2 then sends every cycle while on, so the rate is "
+                     f"alpha / (alpha + beta) = {a / (a + b):.4g} packets/node/cycle, not {rate:g}")
+    return out
+
+
+def cmesh_node(booksim_node: int, k: int) -> int:
+    """BookSim2's cmesh node number (row by row over the 2k x 2k grid of nodes, each router
+    serving a 2 x 2 block) -> this package's NI number (router * 4 + port, the router's
+    port 2 * (row in the block) + (column in the block), as BookSim2's NodeToPort)."""
+    x, y = booksim_node % (2 * k), booksim_node // (2 * k)
+    return ((y // 2) * k + x // 2) * 4 + 2 * (y % 2) + x % 2
+
+
 def from_booksim(values: dict[str, Any], source: str = "booksim config") -> BookSimRun:
     """Map BookSim2 keys (as :func:`read_booksim` returns them) onto this package's
     topology, router and traffic configuration, or raise :class:`ConfigError` naming the
@@ -247,7 +380,7 @@ def from_booksim(values: dict[str, Any], source: str = "booksim config") -> Book
     from noc.config import validate
     from noc.flit import FlitNetworkConfig
     from noc.flit_traffic import TrafficConfig
-    from noc.topology import mesh, torus
+    from noc.topology import fat_tree, mesh, torus
 
     for key in values:
         if key not in _KNOWN:
@@ -269,15 +402,31 @@ def from_booksim(values: dict[str, Any], source: str = "booksim config") -> Book
     if n > 32 or k > 1 << 16:  # before a list of n sizes is made; the topology's own limits follow
         raise _refuse(source, "n" if n > 32 else "k", n if n > 32 else k, "at most 32 dimensions (n) of at most "
                       "65536 routers each (k)")
-    if _number(v, "c", source) != 1:
-        raise _refuse(source, "c", v["c"], f"BookSim2's {topo} has one node per router; only 1 is modelled")
-    if v["routing_function"] not in _ROUTING[topo]:
-        raise _refuse(source, "routing_function", v["routing_function"],
-                      f"allowed on a {topo} here: {', '.join(_ROUTING[topo])} (dimension order)")
-    link_cycles = 2 if (topo == "torus" and v["use_noc_latency"]) else 1
-    dims = [k] * n
-    t = (torus if topo == "torus" else mesh)(dims).with_latencies(router_cycles=link_cycles, inject_cycles=2,
-                                                                   eject_cycles=1)
+    c = _number(v, "c", source)
+    if topo == "cmesh":  # BookSim2's CMesh asserts all of these (networks/cmesh.cpp)
+        for key, need in (("c", 4), ("n", 2), ("xr", 2), ("yr", 2)):
+            if _number(v, key, source) != need:
+                raise _refuse(source, key, v[key], f"BookSim2's cmesh needs {key} = {need} (it asserts c = 4 = xr * yr, "
+                              "n <= 2; n = 1 is not modelled)")
+        if v["x"] != v["y"]:
+            raise _refuse(source, "x", v["x"], f"BookSim2's cmesh needs x == y (y = {v['y']!r})")
+    elif c != 1:
+        raise _refuse(source, "c", c, f"BookSim2's {topo} has one node per router; only 1 is modelled")
+    rf = v["routing_function"]
+    if rf not in _ROUTING[topo]:
+        why = _ROUTING_NOT_MODELLED.get(topo, {}).get(rf, "")
+        raise _refuse(source, "routing_function", rf, (why + "; " if why else "") +
+                      f"allowed on a {topo} here: {', '.join(_ROUTING[topo])}")
+    if topo == "fattree":
+        if n > 12 or k ** n > 1 << 16:
+            raise _refuse(source, "n", n, "at most 65536 nodes (k**n) in a fat tree here")
+        t = fat_tree(k, n).with_latencies(router_cycles=1, inject_cycles=2, eject_cycles=1)
+    else:
+        # cmesh: its channels between neighbouring routers are c/n = 2 cycles with use_noc_latency
+        link_cycles = 2 if (topo in ("torus", "cmesh") and v["use_noc_latency"]) else 1
+        dims = [k] * n
+        build = torus if topo == "torus" else mesh
+        t = build(dims, c).with_latencies(router_cycles=link_cycles, inject_cycles=2, eject_cycles=1)
     delays = {key: _number(v, key, source) for key in ("routing_delay", "vc_alloc_delay", "sw_alloc_delay",
                                                         "st_prepare_delay", "st_final_delay", "credit_delay")}
     for key in ("vc_alloc_delay", "sw_alloc_delay"):
@@ -290,12 +439,24 @@ def from_booksim(values: dict[str, Any], source: str = "booksim config") -> Book
         "st_delay_cycles": delays["st_prepare_delay"] + delays["st_final_delay"],
         "credit_delay_cycles": 1 + delays["credit_delay"], "credit_adds_link_latency": True,
         "vc_allocator": _allocator(v, "vc_allocator", source), "sw_allocator": _allocator(v, "sw_allocator", source),
-        "routing": "dor", "vc_class_rule": "booksim", "tie_break": "random",
+        "routing": "nca" if topo == "fattree" else "dor", "vc_class_rule": "booksim", "tie_break": "random",
         "vc_release": "tail_credit" if _flag(v, "wait_for_tail_credit", source) else "tail_sent",
     }, FlitNetworkConfig, source=f"{source} (as router keys)")
     pattern = v["traffic"]
-    if not isinstance(pattern, str) or pattern not in _PATTERNS:
-        raise _refuse(source, "traffic", pattern, f"allowed here: {', '.join(_PATTERNS)}")
+    name = pattern.split("(")[0] if isinstance(pattern, str) else pattern
+    if not isinstance(pattern, str) or (name not in _PATTERNS and name != "hotspot") or (
+            name != pattern and name != "hotspot"):
+        raise _refuse(source, "traffic", pattern, f"allowed here: {', '.join(_PATTERNS)}, hotspot({{nodes}},{{rates}})")
+    if topo in _PATTERNS_ON and name not in _PATTERNS_ON[topo]:
+        raise _refuse(source, "traffic", pattern, f"allowed on a {topo} here: {', '.join(_PATTERNS_ON[topo])}"
+                      + (" (BookSim2 numbers cmesh nodes over the whole grid of nodes, so its bit and digit patterns "
+                         "pair other nodes)" if topo == "cmesh" else " (the digit patterns need a mesh or torus)"))
+    hot_keys: dict = {}
+    if name == "hotspot":
+        hot, rates = _hotspot(pattern, t.num_endpoints, source, notes)
+        if topo == "cmesh":
+            hot = [cmesh_node(h, k) for h in hot]
+        hot_keys = {"hotspot_fraction": 1.0, "hotspot_nodes": hot, "hotspot_weights": rates}
     sizes, weights = _packet_sizes(v, source)
     rate = _number(v, "injection_rate", source, float)
     if v["injection_rate_uses_flits"]:
@@ -304,12 +465,19 @@ def from_booksim(values: dict[str, Any], source: str = "booksim config") -> Book
     if not 0 < rate <= 1:
         raise _refuse(source, "injection_rate", v["injection_rate"], "the packet rate must be in (0, 1] "
                       "packets/node/cycle (0 sends nothing)")
+    proc = v["injection_process"]
+    if proc == "bernoulli":
+        burst = {}
+    elif isinstance(proc, str) and (proc == "on_off" or proc.startswith("on_off(")):
+        burst = _on_off(v, rate, source, notes)
+    else:
+        raise _refuse(source, "injection_process", proc, "allowed here: bernoulli, on_off, on_off(alpha,beta,r1)")
     if v["seed"] == "time" or not isinstance(v["seed"], int) or v["seed"] < 0:
         raise _refuse(source, "seed", v["seed"], "must be a non-negative integer (runs here are reproducible)")
     method = {ours: (_number(v, key, source, float) if ours.endswith(("thres", "thres_cycles"))
                      else _number(v, key, source)) for key, ours in _METHOD_KEYS.items()}
     traffic = validate({
-        "pattern": _PATTERNS[pattern], "rate_packets": rate, "packet_flits": sizes, "packet_weights": weights,
+        "pattern": "hotspot" if name == "hotspot" else _PATTERNS[pattern], **hot_keys, "rate_packets": rate, **burst, "packet_flits": sizes, "packet_weights": weights,
         "self_packets": True, "inject_during_drain": True, "methodology": "booksim", **method,
         "perm_seed": _number(v, "perm_seed", source),
     }, TrafficConfig, source=f"{source} (as traffic keys)")

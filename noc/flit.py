@@ -59,7 +59,7 @@ from noc.config import Seed, StrictModel
 from noc.errors import ConfigError, DeadlockError
 from noc.flit_pipeline import FlitCompiler
 from noc.interrupts import interrupts_deferred
-from noc.routing import check_vc_classes, route, tie_variants
+from noc.routing import check_vc_classes, nca_up_variants, route, tie_variants
 from noc.topology import Topology
 
 
@@ -108,7 +108,9 @@ class FlitNetworkConfig(StrictModel):
         "plus",
         description="DOR on a torus ring of even size, for a packet exactly half-way around: plus always goes +; "
                     "random picks the direction per packet and ring, 50/50 (BookSim2), from a stream seeded by "
-                    "the traffic seed (synthetic traffic; a fixed start in run_packets and the co-simulation).")
+                    "the traffic seed (synthetic traffic; a fixed start in run_packets and the co-simulation). "
+                    "NCA on a fat-tree: plus goes up the destination's port at each level (deterministic); random "
+                    "draws the up port at each level per packet, uniformly (BookSim2's nca_fattree).")
     vc_release: Literal["tail_sent", "tail_credit"] = Field(
         "tail_sent",
         description="When an output VC is free again: tail_sent, as soon as the packet's tail is sent (the next "
@@ -345,6 +347,10 @@ def _route_rows(topology: Topology, cfg: FlitNetworkConfig, routes) -> tuple[np.
         for signs in tie_variants(topology)[1:]:
             tables.append(route(topology, cfg.routing, dateline=cfg.dateline, vc_rule=cfg.vc_class_rule,
                                 tie_signs=signs))
+    elif cfg.tie_break == "random" and routes.algorithm == "nca" and nca_up_variants(topology) > 1:
+        # every up-link choice, one table each; a packet's uniformly drawn table picks its up
+        # port at each level independently and uniformly (BookSim2's nca_fattree)
+        tables = [route(topology, "nca", up_variant=v) for v in range(nca_up_variants(topology))]
     e = topology.num_endpoints
     width = max(routes.links.shape[2], 2)
     links = np.full((len(tables) * e, e, width), -1, dtype=np.int32)

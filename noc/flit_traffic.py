@@ -8,7 +8,15 @@ follow a pattern over NI indices (bit patterns need a power-of-two NI count):
 uniform, transpose, bitcomp (bit complement), bitrev (bit reverse), shuffle (rotate left),
 tornado (half-way around each dimension of a grid), neighbor (+1 in dimension 0),
 neighbor_all (+1 in every dimension), randperm (a fixed random permutation from
-``perm_seed``), hotspot (a fraction of packets to NI 0, the rest uniform).
+``perm_seed``), hotspot (a fraction ``hotspot_fraction`` of packets to the
+``hotspot_nodes``, weighted by ``hotspot_weights``, the rest uniform; BookSim2's hotspot is
+fraction 1).
+
+Injection: ``bernoulli`` (above) or ``on_off`` (BookSim2's): every NI is a two-state Markov
+chain advanced once per cycle, off -> on with probability ``burst_alpha``, on -> off with
+``burst_beta``; while on it creates a packet with probability
+``r1 = rate_packets (alpha + beta) / alpha``, so the long-run rate is ``rate_packets``.
+Each NI starts on or off with probability 1/2, drawn from the seed.
 
 Methodology (as BookSim's): warm up for ``warmup_cycles`` (or until the average latency
 of successive windows changes by less than 5 %), then label the packets created during
@@ -26,7 +34,7 @@ from typing import Annotated, Literal
 
 import numpy as np
 from numba import njit
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from noc.config import MAX_PACKET_FLITS, Seed, StrictModel, finite, finite_rule, is_finite_in
 from noc.errors import ConfigError, DeadlockError
@@ -60,7 +68,19 @@ class TrafficConfig(StrictModel):
     packet_weights: list[float] | None = Field(
         None, description=f"Relative frequencies of packet_flits (default: equal), each {finite_rule(*PACKET_WEIGHT_RANGE)}, "
                           "not all zero.")
-    hotspot_fraction: Annotated[float, finite(0.0, 1.0)] = Field(0.2, description="hotspot: share of packets sent to NI 0.")
+    hotspot_fraction: Annotated[float, finite(0.0, 1.0)] = Field(
+        0.2, description="hotspot: share of packets sent to the hotspot NIs (the rest uniform; BookSim2: 1).")
+    hotspot_nodes: list[Annotated[int, Field(ge=0)]] = Field(
+        default_factory=lambda: [0], min_length=1, max_length=1 << 16, description="hotspot: the hotspot NIs.")
+    hotspot_weights: list[Annotated[int, Field(ge=1, le=1_000_000)]] | None = Field(
+        None, description="hotspot: relative share of each hotspot NI, integers in [1, 1e6] (default: equal).")
+    injection_process: Literal["bernoulli", "on_off"] = Field(
+        "bernoulli", description="bernoulli: a trial per NI per cycle at rate_packets. on_off: BookSim2's two-state "
+                                 "Markov source (burst_alpha, burst_beta), the same long-run rate.")
+    burst_alpha: Annotated[float, finite(0.0, 1.0, lo_open=True)] = Field(
+        0.5, description="on_off: probability per cycle that an off NI turns on, in (0, 1].")
+    burst_beta: Annotated[float, finite(0.0, 1.0)] = Field(
+        0.5, description="on_off: probability per cycle that an on NI turns off, in [0, 1].")
     warmup_cycles: int = Field(1000, ge=0, le=MAX_RUN_CYCLES, description="Cycles before measuring.")
     measure_cycles: int = Field(5000, ge=1, le=MAX_RUN_CYCLES, description="Cycles whose packets are measured.")
     drain_limit_cycles: int = Field(20000, ge=1, le=MAX_RUN_CYCLES, description="Cycles allowed to deliver the measured packets; more means unstable.")
@@ -108,6 +128,33 @@ class TrafficConfig(StrictModel):
         if not all(is_finite_in(w, *PACKET_WEIGHT_RANGE) for w in v) or sum(v) <= 0:  # NaN: no wrong figures
             raise ValueError(f"weights must be non-negative and not all zero, each {finite_rule(*PACKET_WEIGHT_RANGE)}")
         return v
+
+    @model_validator(mode="after")
+    def _hot_and_burst(self) -> "TrafficConfig":
+        if self.hotspot_weights is not None and len(self.hotspot_weights) != len(self.hotspot_nodes):
+            raise ValueError(f"hotspot_weights needs one weight per hotspot_nodes entry ({len(self.hotspot_nodes)}), "
+                             f"got {len(self.hotspot_weights)}")
+        if self.injection_process == "on_off" and self.burst_r1 > 1.0:
+            raise ValueError(f"on_off: the rate while on, rate_packets (burst_alpha + burst_beta) / burst_alpha = "
+                             f"{self.burst_r1:.4g}, exceeds 1 packet per cycle; lower rate_packets or raise burst_alpha")
+        return self
+
+    @property
+    def burst_r1(self) -> float:
+        """on_off: packet probability per cycle while on."""
+        return self.rate_packets * (self.burst_alpha + self.burst_beta) / self.burst_alpha
+
+    def hotspot_table(self) -> tuple[np.ndarray, np.ndarray]:
+        """(hotspot NIs, cumulative shares) as the kernel reads them."""
+        nodes = np.asarray(self.hotspot_nodes, dtype=np.int64)
+        w = np.ones(len(nodes)) if self.hotspot_weights is None else np.asarray(self.hotspot_weights, dtype=np.float64)
+        return nodes, np.cumsum(w / w.sum())
+
+    def burst_table(self) -> np.ndarray:
+        """float64[3]: (alpha, beta, r1) of on_off; alpha = -1 for bernoulli."""
+        if self.injection_process == "bernoulli":
+            return np.array([-1.0, 0.0, 0.0])
+        return np.array([self.burst_alpha, self.burst_beta, self.burst_r1])
 
     def size_table(self) -> tuple[np.ndarray, np.ndarray]:
         sizes = np.asarray(self.packet_flits, dtype=np.int64)
@@ -164,11 +211,20 @@ def destinations(pattern: str, topology: Topology, perm_seed: int = 0) -> np.nda
 
 
 @njit(cache=True, inline="always")
-def _draw_packet(s, e, rate, fixed_dst, hotspot, sizes, cdf, self_packets):
-    """NI ``s``'s Bernoulli trial of this cycle: (flits, destination), or (0, -1) for no
-    packet (no success, or a packet to itself without ``self_packets``)."""
-    if random_double() >= rate:
-        return 0, -1
+def _draw_packet(s, e, rate, fixed_dst, hotspot, hot_nodes, hot_cdf, sizes, cdf, self_packets, burst, on):
+    """NI ``s``'s trial of this cycle: (flits, destination), or (0, -1) for no packet (no
+    success, or a packet to itself without ``self_packets``). ``burst`` = (alpha, beta, r1)
+    of an on/off source (alpha < 0: Bernoulli at ``rate``), ``on`` its NIs' states."""
+    if burst[0] < 0.0:
+        if random_double() >= rate:
+            return 0, -1
+    else:  # BookSim2's OnOffInjectionProcess::test: advance the state, then try while on
+        if on[s]:
+            on[s] = 1 if random_double() >= burst[1] else 0
+        else:
+            on[s] = 1 if random_double() < burst[0] else 0
+        if on[s] == 0 or random_double() >= burst[2]:
+            return 0, -1
     u = random_double()
     k = 0
     while k < sizes.shape[0] - 1 and u > cdf[k]:
@@ -177,7 +233,13 @@ def _draw_packet(s, e, rate, fixed_dst, hotspot, sizes, cdf, self_packets):
     d = fixed_dst[s]
     if d < 0:
         if hotspot > 0 and random_double() < hotspot:
-            d = 0
+            d = hot_nodes[0]
+            if hot_nodes.shape[0] > 1:
+                u = random_double()
+                j = 0
+                while j < hot_nodes.shape[0] - 1 and u >= hot_cdf[j]:
+                    j += 1
+                d = hot_nodes[j]
         elif self_packets:
             d = random_int(0, e)
         else:
@@ -196,8 +258,8 @@ A_MEASURED, A_OUTSTANDING, A_LAT_SUM, A_LAT_N, A_DROPPED = range(5)
 
 
 @njit(cache=True, pipeline_class=FlitCompiler)
-def _advance(net, st, now, cycles, rate, fixed_dst, hotspot, sizes, cdf, self_packets, generate, record,
-             count_all, stop_when_drained, hops, m_created, m_inj, m_ej, m_hops, m_flits, acc):
+def _advance(net, st, now, cycles, rate, fixed_dst, hotspot, hot_nodes, hot_cdf, sizes, cdf, self_packets, burst, on,
+             generate, record, count_all, stop_when_drained, hops, m_created, m_inj, m_ej, m_hops, m_flits, acc):
     """Simulate up to ``cycles`` cycles from cycle ``now``. With ``generate`` every NI makes
     its Bernoulli trial each cycle; with ``record`` the packets made are measured (their tag
     indexes the m_ arrays), others carry ``-2 - creation cycle``. Delivered measured packets
@@ -211,7 +273,8 @@ def _advance(net, st, now, cycles, rate, fixed_dst, hotspot, sizes, cdf, self_pa
             break
         if generate:
             for s in range(e):
-                nf, d = _draw_packet(s, e, rate, fixed_dst, hotspot, sizes, cdf, self_packets)
+                nf, d = _draw_packet(s, e, rate, fixed_dst, hotspot, hot_nodes, hot_cdf, sizes, cdf, self_packets, burst,
+                                     on)
                 if nf == 0:
                     continue
                 tag = -2 - now
@@ -310,11 +373,19 @@ class _TrafficRun:
         self.sizes, self.cdf = traffic.size_table()
         self.fixed = destinations(traffic.pattern, topology, traffic.perm_seed)
         self.hot = traffic.hotspot_fraction if traffic.pattern == "hotspot" else 0.0
+        self.hot_nodes, self.hot_cdf = traffic.hotspot_table()
+        e = topology.num_endpoints
+        if traffic.pattern == "hotspot" and self.hot_nodes.max() >= e:
+            raise ConfigError(f"hotspot_nodes {traffic.hotspot_nodes}: {topology.name} has NIs 0..{e - 1}")
+        self.burst = traffic.burst_table()
+        # on_off: every NI starts on or off with probability 1/2 (BookSim2's RandomInt(1) per node)
+        self.on = np.random.default_rng([traffic.seed, 0x0FF]).integers(0, 2, e).astype(np.int8)
 
     def advance(self, now: int, cycles: int, generate: bool, record: bool, count_all: bool = False,
                 stop_when_drained: bool = False) -> int:
-        now, dead = _advance(self.net, self.st, now, cycles, self.traffic.rate_packets, self.fixed, self.hot, self.sizes,
-                             self.cdf, self.traffic.self_packets, generate, record, count_all, stop_when_drained,
+        now, dead = _advance(self.net, self.st, now, cycles, self.traffic.rate_packets, self.fixed, self.hot,
+                             self.hot_nodes, self.hot_cdf, self.sizes, self.cdf, self.traffic.self_packets, self.burst,
+                             self.on, generate, record, count_all, stop_when_drained,
                              self.hops, self.m_created, self.m_inj, self.m_ej, self.m_hops, self.m_flits, self.acc)
         if dead:
             raise _deadlock(self.cfg, self.net, self.st, self.topology, now)

@@ -146,13 +146,15 @@ def zero_load_latency_cycles(topology: Topology, network: FlitNetworkConfig, tra
     if traffic.pattern == "uniform":
         return uniform
     if traffic.pattern == "hotspot":
-        if traffic.self_packets:
-            f = traffic.hotspot_fraction
-            return (1 - f) * uniform + f * float(per_pair[:, 0].mean())
-        to0 = float(per_pair[1:, 0].mean()) if e > 1 else 0.0
-        # a source's hotspot packet to itself (NI 0) is skipped, like the generator does
+        hot, cdf_h = traffic.hotspot_table()
+        share = np.diff(np.r_[0.0, cdf_h])  # of the hotspot packets, each hotspot NI's
         f = traffic.hotspot_fraction
-        return ((1 - f) * uniform * e + f * to0 * (e - 1)) / ((1 - f) * e + f * (e - 1))
+        if traffic.self_packets:
+            return (1 - f) * uniform + f * float(sum(w * per_pair[:, h].mean() for h, w in zip(hot, share)))
+        # a source's hotspot packet to itself is skipped, like the generator does
+        to_hot = sum(w * per_pair[np.arange(e) != h, h].sum() for h, w in zip(hot, share))
+        n_hot = sum(w * (e - 1) for w in share)
+        return ((1 - f) * uniform * e + f * to_hot) / ((1 - f) * e + f * n_hot)
     src = np.arange(e)
     moving = (dst != src) | traffic.self_packets  # packets to oneself are sent only with self_packets
     return float(per_pair[src[moving], dst[moving]].mean()) if moving.any() else 0.0
@@ -232,11 +234,15 @@ def sweep_load(topology: Topology, network: FlitNetworkConfig, traffic: TrafficC
     sw = SweepConfig() if sweep is None else sweep
     bound = bisection_bound_flits(topology, network.flit_bytes)
     mean = traffic.mean_packet_flits
-    max_flits = mean  # one packet per NI per cycle
+    # one packet per NI per cycle; an on/off source at most one per cycle while on
+    max_rate = 1.0 if traffic.injection_process == "bernoulli" else \
+        traffic.burst_alpha / (traffic.burst_alpha + traffic.burst_beta)
+    max_flits = mean * max_rate
     start = sw.start_flits if sw.start_flits is not None else bound / 50
     step = sw.step_flits if sw.step_flits is not None else bound / 8
     if start >= max_flits:
-        raise ConfigError(f"sweep.start_flits = {start}: must be below {max_flits} flits/NI/cycle (1 packet/NI/cycle)")
+        raise ConfigError(f"sweep.start_flits = {start}: must be below {max_flits} flits/NI/cycle ({max_rate:g} "
+                          "packet/NI/cycle, the source's most)")
     analytic = zero_load_latency_cycles(topology, network, traffic)
     done: dict[float, SweepPoint] = {}
     zero_load = math.nan
@@ -245,7 +251,7 @@ def sweep_load(topology: Topology, network: FlitNetworkConfig, traffic: TrafficC
 
     def run(load: float, first: bool = False) -> SweepPoint:
         nonlocal zero_load, reused
-        tr = traffic.model_copy(update={"rate_packets": min(1.0, load / mean)})
+        tr = traffic.model_copy(update={"rate_packets": min(max_rate, load / mean)})
         stats = points.get(tr) if points is not None else None
         fresh = stats is None
         if stats is None:

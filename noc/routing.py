@@ -165,12 +165,15 @@ def plan_route(topology: Topology, algorithm: str = "auto", *, dateline: bool = 
 
 
 def route(topology: Topology, algorithm: str = "auto", *, dateline: bool = True, vc_rule: str = "dateline",
-          tie_signs: tuple[int, ...] | None = None) -> RouteTable:
+          tie_signs: tuple[int, ...] | None = None, up_variant: int = -1) -> RouteTable:
     """Build the route table of ``topology`` with ``algorithm`` (``auto`` picks the family's own).
 
     DOR on tori only: ``vc_rule`` picks the VC classes (:data:`VC_RULES`), ``tie_signs``
     the direction (+1 or -1 per dimension) of a packet exactly half-way around an
     even ring (default: + in every dimension; :func:`tie_variants` lists the choices).
+    NCA on fat-trees only: ``up_variant`` in ``[0, nca_up_variants)`` picks the up links
+    (its base-k digit ``l`` is the port taken up from level ``l``) instead of the
+    destination's digits (-1, the default).
     Its size is checked first (:func:`plan_route`): a table over ``MAX_TABLE_BYTES`` is a
     :class:`ConfigError` before any of it is allocated."""
     if vc_rule not in VC_RULES:
@@ -181,7 +184,7 @@ def route(topology: Topology, algorithm: str = "auto", *, dateline: bool = True,
         links, vcs, length = _compose(topology.inject_link, topology.eject_link, topology.endpoint_router, rlinks, rvc)
         return RouteTable("dor" if classes == 2 or not topology.wrap else "dor-no-dateline", links, vcs, length, classes)
     if algorithm == "nca":
-        return _nca(topology, width)
+        return _nca(topology, width, up_variant)
     offsets, out_links = topology.router_out_links
     nbr = (topology.link_dst[out_links] - topology.num_endpoints).astype(np.int32)
     rlinks = _bfs_router_paths(offsets, out_links, nbr, topology.num_routers)
@@ -454,7 +457,15 @@ def _bfs_router_paths(offsets, out_links, nbr, nr):
 # --------------------------------------------------------------------------------------
 
 
-def _nca(t: Topology, max_links: int) -> RouteTable:
+def nca_up_variants(topology: Topology) -> int:
+    """How many up-link choices NCA routing has on ``topology``: k**(levels-1) on a
+    fat-tree (a port of k at each level below the top), 1 elsewhere."""
+    if topology.family != "fattree":
+        return 1
+    return int(topology.params["k"]) ** (int(topology.params["levels"]) - 1)
+
+
+def _nca(t: Topology, max_links: int, up_variant: int = -1) -> RouteTable:
     e = t.num_endpoints
     # (source vertex, destination vertex) -> link id, as sorted keys searched in the kernel;
     # of parallel links the last one wins, as in a dict built in link order
@@ -469,8 +480,10 @@ def _nca(t: Topology, max_links: int) -> RouteTable:
         shape = (t.params["m"], t.params["n"], 1)
     else:  # single switch
         shape = (0, 0, 2)
+    if not -1 <= up_variant < nca_up_variants(t):
+        raise ConfigError(f"{t.name}: up_variant {up_variant} out of range [-1, {nca_up_variants(t)})")
     links, length, bad = _nca_kernel(shape[2], shape[0], shape[1], e, inject, eject, keys[order], order.astype(np.int32),
-                                     v, max_links)
+                                     v, max_links, up_variant)
     if bad >= 0:
         raise ConfigError(f"{t.name}: not wired as its family's builder wires it (no nca path from endpoint "
                           f"{bad // e} to {bad % e}); build it with noc.topology")
@@ -488,7 +501,7 @@ def _link_id(keys, lids, v, src, dst):
 
 
 @njit(cache=True)
-def _nca_kernel(kind, p0, p1, e, inject, eject, keys, lids, v, max_links):
+def _nca_kernel(kind, p0, p1, e, inject, eject, keys, lids, v, max_links, up_variant):
     """Paths of every endpoint pair: kind 0 = fat-tree (p0 = k, p1 = levels), 1 = BiGraph
     (p0 = m, p1 = n), 2 = single switch. Returns (links, length, first bad pair or -1)."""
     links = np.full((e, e, max_links), -1, dtype=np.int32)
@@ -514,8 +527,9 @@ def _nca_kernel(kind, p0, p1, e, inject, eject, keys, lids, v, max_links):
                 while top < levels - 1 and (sa // pw[top]) != (sb // pw[top]):
                     top += 1
                 s = sa
-                for lv in range(top):  # up: replace digit lv by the destination's digit lv
-                    s_up = s + ((b // pw[lv]) % k - (s // pw[lv]) % k) * pw[lv]
+                for lv in range(top):  # up: replace digit lv by the destination's (or the variant's) digit lv
+                    digit = (b // pw[lv]) % k if up_variant < 0 else (up_variant // pw[lv]) % k
+                    s_up = s + (digit - (s // pw[lv]) % k) * pw[lv]
                     lid = _link_id(keys, lids, v, e + lv * per_level + s, e + (lv + 1) * per_level + s_up)
                     if lid < 0 and bad < 0:
                         bad = a * e + b

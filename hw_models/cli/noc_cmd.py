@@ -567,8 +567,8 @@ def _saturation_line(res, max_points: int) -> str:
                 f"bound), {tail}")
     top = res.highest_offered_flits
     if top >= res.max_offered_flits:
-        why = (f"saturation not reached: no point saturated up to {top:.4f} flits/NI/cycle, one packet per NI per "
-               f"cycle, the most the traffic generator offers")
+        why = (f"saturation not reached: no point saturated up to {top:.4f} flits/NI/cycle, the most the traffic "
+               f"generator offers (one packet per NI per cycle; an on/off source alpha / (alpha + beta) of that)")
     else:
         why = (f"saturation not reached within {max_points} points (highest load {top:.4f} flits/NI/cycle, not "
                f"saturated; raise sweep.max_points or sweep.step_flits)")

@@ -67,3 +67,36 @@ def test_channel_latencies_by_kind(tmp_path, capsys):
     f.write_text('[channels]\nrouter_latency = 2\n')
     code, _, err = run(["noc", "run", str(f)], capsys)
     assert code == 2 and "router_latency" in err and len(err.strip().splitlines()) == 1
+
+
+CMESH = ("topology = cmesh; k = 4; n = 2; c = 4; x = 4; y = 4; xr = 2; yr = 2;\n"
+         "routing_function = dor_no_express; num_vcs = 4;\n")
+
+
+def test_cmesh_hotspot_on_off_run_from_a_booksim_file(tmp_path, capsys):
+    """BookSim2's concentrated mesh with its hotspot pattern (parameters in braces, as
+    BookSim2 splits them) and on/off injection, through the command."""
+    cfg = tmp_path / "cmesh44"
+    cfg.write_text(CMESH)
+    args = ["noc", "run", "--booksim", str(cfg), "traffic=hotspot({{0,5},{3,1}})", "injection_process=on_off",
+            "injection_rate=0.005", "--out", str(tmp_path / "o")]
+    code, out, err = run(args, capsys)
+    assert code in (0, None), err
+    assert "Packet latency average" in out
+    files = list((tmp_path / "o").glob("booksim_mesh_4x4_c4_hotspot_*.csv"))
+    assert len(files) == 1
+    row = next(csv.DictReader(files[0].open()))
+    assert row["verdict"] == "stable" and row["topology"] == "cmesh" and row["injection_process"] == "on_off"
+    assert abs(float(row["accepted_flit_rate_average"]) - 0.005) < 0.0015
+
+
+@pytest.mark.parametrize("text,says", [
+    (CMESH.replace("dor_no_express", "dor"), "express channels"),
+    ("topology = fattree; k = 4; n = 2; routing_function = anca;\n", "adaptive"),
+    (MESH + "injection_process = on_off(0.1,0.2);\n", "parameters are written in braces"),
+])
+def test_unmodelled_cmesh_fattree_on_off_settings_are_one_line_errors(tmp_path, capsys, text, says):
+    cfg = tmp_path / "cfg"
+    cfg.write_text(text)
+    code, _, err = run(["noc", "run", "--booksim", str(cfg), "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1

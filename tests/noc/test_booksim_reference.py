@@ -19,6 +19,12 @@ What is held (docs/validation.md explains each rule and shows the table):
   packets; the latency's by batch means, noc.flit_traffic.latency_standard_error);
 * in the knee (above 1.5 x zero-load, still stable in both): within a factor of 2. There
   the latency curve is nearly vertical; BookSim2's own seeds 0 and 1 differ by up to 64 %.
+
+bench/data/booksim_reference_trees.csv is the second matrix, held to the same rules: the
+concentrated mesh (cmesh 4x4, 4 nodes per router, dor_no_express) and the fat trees
+(fattree k = 4, n = 2 and 3, nca with its random up port), uniform and
+hotspot({{0,5,10,15},{2,1,1,1}}) traffic, bernoulli and on_off injection, four loads, seeds
+0, 1 and 2 (0 in the suite, 1 and 2 with ``-m slow``).
 """
 
 from __future__ import annotations
@@ -34,9 +40,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from booksim_validate import KEYS, booksim_values, read_reference  # noqa: E402
+from booksim_validate import KEYS, TREES_KEYS, booksim_values, read_reference, trees_matrix  # noqa: E402
 
 REFERENCE = ROOT / "bench" / "data" / "booksim_reference.csv"
+TREES = ROOT / "bench" / "data" / "booksim_reference_trees.csv"
 LATENCY_THRES = 500.0
 KNEE = 1.5
 # Points whose deviation is inside BookSim2's own spread over seeds, measured with seeds 0-3
@@ -58,11 +65,11 @@ def _id(row: dict) -> str:
 
 
 @cache
-def _zero_load(key: tuple) -> float:
+def _zero_load(key: tuple, keys: tuple = tuple(KEYS)) -> float:
     from noc.booksim_config import from_booksim
     from noc.flitsim_sweep import zero_load_latency_cycles
 
-    run = from_booksim(booksim_values(dict(zip(KEYS, key))), "reference row")
+    run = from_booksim(booksim_values(dict(zip(keys, key))), "reference row")
     return zero_load_latency_cycles(run.topology, run.network, run.traffic)
 
 
@@ -95,7 +102,11 @@ def _params():
 def test_flit_level_agrees_with_booksim(row):
     from booksim_validate import compare_point
 
-    stats = compare_point(row)
+    _check_against_booksim(row, compare_point(row), KEYS)
+
+
+def _check_against_booksim(row: dict, stats, keys: list[str]) -> None:
+    """The rules of the module docstring, for one reference row and this model's run of it."""
     theirs_stable = row["verdict"] == "stable"
     if stats.stable != theirs_stable:
         latency = float(row["packet_latency_avg"]) if theirs_stable else stats.latency_avg
@@ -106,14 +117,15 @@ def test_flit_level_agrees_with_booksim(row):
     if not theirs_stable:
         return
     lat_b, acc_b = float(row["packet_latency_avg"]), float(row["accepted_flit_rate"])
-    key = tuple(row[k] for k in KEYS)
-    if lat_b > KNEE * _zero_load(key):
+    key = tuple(row[k] for k in keys)
+    if lat_b > KNEE * _zero_load(key, tuple(keys)):
         assert 0.5 <= stats.latency_avg / lat_b <= 2.0, (stats.latency_avg, lat_b)
         return
     # sampling: the standard error of each run's mean latency (batch means of ours, as the
     # estimate for both), and of its accepted rate (packets counted over at least 3 periods)
     se_lat = math.sqrt(2) * stats.latency_se
-    packets = acc_b / int(row["packet_size"]) * int(row["k"]) ** 2 * 3000
+    nodes = int(row.get("c") or 1) * int(row["k"]) ** int(row["n"])
+    packets = acc_b / int(row["packet_size"]) * nodes * 3000
     se_acc = math.sqrt(2 / max(packets, 1)) * acc_b
     assert abs(stats.latency_avg - lat_b) <= max(0.05 * lat_b, 3 * se_lat), (stats.latency_avg, lat_b, se_lat)
     assert abs(stats.accepted_flits - acc_b) <= max(0.02 * acc_b, 3 * se_acc), (stats.accepted_flits, acc_b, se_acc)
@@ -134,3 +146,28 @@ def test_final_block_parser_reads_booksims_own_output():
     unstable = per_sample + "Average latency for class 0 exceeded 500 cycles. Aborting simulation.\n" \
                             "Simulation unstable, ending ...\n"
     assert parse_final_block(unstable) == {"verdict": "unstable"}
+
+
+def _trees_id(row: dict) -> str:
+    traffic = "hotspot" if row["traffic"].startswith("hotspot") else row["traffic"]
+    return (f"{row['topology']}{row['k']}n{row['n']}-{traffic}-{row['injection_process']}-{row['injection_rate']}-"
+            f"s{row['seed']}")
+
+
+def test_trees_reference_names_booksims_commit_and_covers_its_matrix():
+    header = TREES.read_text().splitlines()[0]
+    assert "commit 28f43299f1706a3160ffac721ca461d74eb6e618" in header
+    rows = read_reference(TREES)
+    assert [tuple(r[k] for k in TREES_KEYS) for r in rows] == \
+        [tuple(str(p[k]) for k in TREES_KEYS) for p in trees_matrix()]  # the script's matrix, in its order
+    assert {(r["topology"], r["n"]) for r in rows} == {("cmesh", "2"), ("fattree", "2"), ("fattree", "3")}
+    assert {r["injection_process"] for r in rows} == {"bernoulli", "on_off"} and {r["seed"] for r in rows} == {"0", "1", "2"}
+    assert {r["verdict"] for r in rows} == {"stable"}  # loads below saturation, from near zero load
+
+
+@pytest.mark.parametrize("row", [pytest.param(r, id=_trees_id(r), marks=[pytest.mark.slow] if r["seed"] != "0" else [])
+                                 for r in read_reference(TREES)])
+def test_cmesh_fattree_hotspot_on_off_agree_with_booksim(row):
+    from booksim_validate import compare_point
+
+    _check_against_booksim(row, compare_point(row), TREES_KEYS)

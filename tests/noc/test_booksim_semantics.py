@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from noc.booksim_config import from_booksim, parse_booksim
+from noc.config import validate
 from noc.errors import ConfigError
 from noc.flit import FlitNetworkConfig, build_network, run_packets
 from noc.flit_traffic import TrafficConfig, run_traffic
@@ -199,7 +200,18 @@ def test_booksim_files_parse_like_booksim():
     ("vc_allocator = wavefront;", "vc_allocator = 'wavefront'"),
     ("vc_allocator = islip(4);", "islip(4)"),
     ("traffic = hotspot;", "traffic = 'hotspot'"),
-    ("injection_process = on_off;", "injection_process"),
+    ("injection_process = on_off({0.5,0.5,-1,1});", "initial on/off state"),
+    ("injection_process = on_off(0.1,0.2);", "parameters are written in braces"),
+    ("injection_process = on_off; burst_r1 = 0.5;", "exactly one must be negative"),
+    ("injection_process = poisson;", "injection_process = 'poisson'"),
+    ("traffic = hotspot({-1});", "drawn at random"),
+    ("topology = cmesh; k = 4; c = 4; xr = 2; yr = 2; routing_function = dor;", "express channels"),
+    ("topology = cmesh; k = 4; c = 4; xr = 2; yr = 2; routing_function = xy_yx_no_express;", "XY or YX"),
+    ("topology = cmesh; k = 4; c = 2; xr = 2; yr = 1; routing_function = dor_no_express;", "c = 2"),
+    ("topology = cmesh; k = 4; c = 4; xr = 2; yr = 2; routing_function = dor_no_express; traffic = transpose;",
+     "allowed on a cmesh here: uniform, hotspot"),
+    ("topology = fattree; k = 4; n = 2; routing_function = anca;", "adaptive"),
+    ("topology = fattree; k = 4; n = 2; routing_function = nca; traffic = tornado;", "allowed on a fattree"),
     ("no_such_key = 1;", "'no_such_key' is not a BookSim2 key"),
     ("topology = mesh; routing_function = min_adapt;", "routing_function = 'min_adapt'"),
     ("k = ;", "unexpected"),
@@ -242,3 +254,145 @@ def test_randperm_is_a_fixed_permutation_from_its_seed():
     assert a.tolist() != b.tolist()
     run = _booksim("topology = mesh; k = 4; n = 2; routing_function = dor; traffic = randperm; perm_seed = 1;")
     assert run.traffic.pattern == "randperm" and run.traffic.perm_seed == 1
+
+
+def _cmesh(extra: str = ""):
+    return _booksim("topology = cmesh; k = 4; n = 2; c = 4; x = 4; y = 4; xr = 2; yr = 2; "
+                    "routing_function = dor_no_express; num_vcs = 4; " + extra)
+
+
+def test_cmesh_is_a_concentrated_mesh_numbered_as_booksims():
+    """BookSim2's CMesh: node (X, Y) of the 2k x 2k node grid (node = X + 2k Y) sits on router
+    (X // 2, Y // 2) at port 2 (Y % 2) + X % 2 (cmesh.cpp NodeToRouter / NodeToPort, and its
+    _BuildNet's channel loop); its neighbour channels are c/n = 2 cycles, 1 without
+    use_noc_latency."""
+    from noc.booksim_config import cmesh_node
+
+    run = _cmesh()
+    t = run.topology
+    assert t.family == "mesh" and t.dims == (4, 4) and t.num_endpoints == 64 and t.concentration == 4
+    assert set(t.link_latency_cycles[t.is_router_link].tolist()) == {2}
+    assert set(_cmesh("use_noc_latency = 0;").topology.link_latency_cycles[t.is_router_link].tolist()) == {1}
+    ours = [cmesh_node(b, 4) for b in range(64)]
+    assert sorted(ours) == list(range(64))
+    for b in range(64):
+        x, y = b % 8, b // 8
+        router = (y // 2) * 4 + x // 2  # BookSim2 router id = y * k + x of the router grid
+        assert t.endpoint_router[ours[b]] == router and ours[b] % 4 == 2 * (y % 2) + x % 2
+        assert t.router_coords[router].tolist() == [x // 2, y // 2]  # DOR here goes x first, as dor_no_express
+
+
+def test_cmesh_zero_load_latency_is_booksims_formula():
+    """(H + 1) P + H L + 3 with P = 4 and L = 2 on BookSim2's cmesh, between routers H apart."""
+    run = _cmesh()
+    t = run.topology
+    hops = np.maximum(route(t, "dor").length - 2, 0)
+    for s, d in [(0, 63), (0, 1), (5, 40), (17, 18), (33, 2)]:
+        inj, ej, _ = run_packets(t, run.network, np.array([[0, s, d, 1]]))
+        h = int(hops[s, d])
+        assert ej[0] - inj[0] == (h + 1) * 4 + h * 2 + 3, (s, d)
+
+
+def test_fattree_is_booksims_k_ary_n_tree_with_random_up_ports():
+    """BookSim2's fattree k, n: k**n nodes, n levels of k**(n-1) routers, node i on leaf i // k,
+    1-cycle channels; nca_fattree goes up a uniformly random port at each level below the
+    nearest common ancestor and down deterministically."""
+    from noc.routing import nca_up_variants
+
+    run = _booksim("topology = fattree; k = 4; n = 3; routing_function = nca; num_vcs = 4;")
+    t = run.topology
+    assert t.num_endpoints == 64 and t.num_routers == 3 * 16 and (t.endpoint_router == np.arange(64) // 4).all()
+    assert set(t.link_latency_cycles[t.is_router_link].tolist()) == {1}
+    assert run.network.routing == "nca" and run.network.tie_break == "random"
+    net = build_network(t, run.network)
+    assert net.n_rows == nca_up_variants(t) == 16  # one route table per up-port choice
+    # 0 -> 63 crosses the top: 4 x 4 equally likely up paths, each a valid up/down path
+    paths = {tuple(route(t, "nca", up_variant=v).path(0, 63)) for v in range(16)}
+    assert len(paths) == 16 and all(len(p) == 6 for p in paths)
+    n = 1600
+    _, _, st = run_packets(t, run.network, np.array([[i * 10, 0, 63, 1] for i in range(n)]))
+    first_up = [p[1] for p in paths]  # leaf 0's four up links, each taken by a quarter of the packets
+    counts = np.array([int(st.link_flits[lk]) for lk in sorted(set(first_up))])
+    assert len(counts) == 4 and counts.sum() == n
+    assert (abs(counts - n / 4) < 4 * np.sqrt(n * 3 / 16)).all(), counts  # binomial, 4 sigma
+    det = FlitNetworkConfig(**{**run.network.model_dump(), "tie_break": "plus"})
+    assert build_network(t, det).n_rows == 1  # plus: the destination's digits, one table
+
+
+def test_on_off_injection_is_booksims_markov_source():
+    """OnOffInjectionProcess::test: the state moves (off -> on with alpha, on -> off with
+    beta), then an on NI creates a packet with r1 = rate (alpha + beta) / alpha. The long-run
+    rate is the rate; bursts make the runs of consecutive packets longer than Bernoulli's."""
+    run = _booksim("topology = mesh; k = 4; n = 2; routing_function = dor; injection_process = on_off; "
+                   "burst_alpha = 0.1; burst_beta = 0.3; injection_rate = 0.05;")
+    tr = run.traffic
+    assert tr.injection_process == "on_off" and tr.burst_r1 == pytest.approx(0.05 * 0.4 / 0.1)
+    # the derived forms give the same source: r1 given, alpha or beta derived
+    a = _booksim("topology = mesh; k = 4; n = 2; routing_function = dor; injection_rate = 0.05; "
+                 "injection_process = on_off({-1,0.3,0.2});").traffic
+    b = _booksim("topology = mesh; k = 4; n = 2; routing_function = dor; injection_rate = 0.05; "
+                 "burst_alpha = 0.1; burst_beta = -1; burst_r1 = 0.2; injection_process = on_off;").traffic
+    assert a.burst_alpha == pytest.approx(0.1) and b.burst_beta == pytest.approx(0.3)
+    from noc.flit_traffic import _TrafficRun
+
+    t = run.topology
+    window = TrafficConfig(**{**tr.model_dump(), "methodology": "window"})
+    tr_run = _TrafficRun(t, run.network, window, build_network(t, run.network), 1 << 16, 1 << 16)
+    assert 2 <= int(tr_run.on.sum()) <= 14  # every NI starts on or off, 1/2 each
+    stats = run_traffic(t, run.network, window.model_copy(update={"warmup_cycles": 2000, "measure_cycles": 40000}))
+    assert stats.accepted_flits == pytest.approx(0.05, rel=0.08)
+    bern = run_traffic(t, run.network, window.model_copy(update={"injection_process": "bernoulli", "warmup_cycles": 2000,
+                                                                  "measure_cycles": 40000}))
+    assert stats.latency_avg > bern.latency_avg  # bursts queue at the source
+    same = run_traffic(t, run.network, window.model_copy(update={"warmup_cycles": 2000, "measure_cycles": 40000}))
+    assert same.row() == stats.row()  # same seed, same output
+    with pytest.raises(ConfigError, match="exceeds 1 packet per cycle"):  # r1 = 0.2 x 1.0 / 0.1 = 2
+        validate({**tr.model_dump(), "burst_beta": 0.9, "rate_packets": 0.2}, TrafficConfig)
+    # BookSim2 derives r1 = 2 unchecked, and its on NIs then send every cycle: a long-run rate
+    # of alpha / (alpha + beta) (its fattree k = 4, n = 2 at 0.7 with the default 0.5 / 0.5
+    # accepts 0.4985-0.5025 flits/node/cycle over seeds 0-2, bench/data/booksim_reference_trees.csv)
+    over = _booksim("topology = mesh; k = 4; n = 2; routing_function = dor; injection_process = on_off; "
+                    "burst_alpha = 0.1; burst_beta = 0.9; injection_rate = 0.2;")
+    assert over.traffic.rate_packets == pytest.approx(0.1) and over.traffic.burst_r1 == pytest.approx(1.0)
+    assert any("sends every cycle while on" in n for n in over.notes)
+
+
+def test_hotspot_sends_to_its_nodes_by_their_rates():
+    """HotSpotTrafficPattern::dest: every packet goes to a hotspot (a hotspot node to itself
+    too), chosen with probability rate / sum of rates; one hotspot takes them all."""
+    from noc.booksim_config import cmesh_node
+
+    run = _booksim("topology = mesh; k = 4; n = 2; routing_function = dor; injection_rate = 0.02; "
+                   "traffic = hotspot({{3,12},{3,1}});")
+    tr = run.traffic
+    assert tr.pattern == "hotspot" and tr.hotspot_fraction == 1.0
+    assert tr.hotspot_nodes == [3, 12] and tr.hotspot_weights == [3, 1]
+    t = run.topology
+    window = TrafficConfig(**{**tr.model_dump(), "methodology": "window", "warmup_cycles": 500, "measure_cycles": 20000})
+    stats = run_traffic(t, run.network, window)
+    ej = {3: t.eject_link[3], 12: t.eject_link[12]}
+    util = stats.link_utilisation
+    total = 16 * 0.02
+    assert util[ej[3]] == pytest.approx(0.75 * total, rel=0.1) and util[ej[12]] == pytest.approx(0.25 * total, rel=0.15)
+    others = [util[t.eject_link[i]] for i in range(16) if i not in ej]
+    assert max(others) == 0.0
+    # BookSim2's cmesh numbering: hotspot 5 is node (5, 0) of the 8 x 8 node grid
+    cm = _cmesh("traffic = hotspot({{5,10}});")
+    assert cm.traffic.hotspot_nodes == [cmesh_node(5, 4), cmesh_node(10, 4)] == [2 * 4 + 1, 1 * 4 + 2]
+    assert cm.traffic.hotspot_weights is None
+
+
+def test_booksim_parameters_are_split_as_booksim_splits_them():
+    """BookSim2's tokenize_str: a parameter string not starting with a brace is one element;
+    otherwise its top-level elements up to the first closing brace. So hotspot({0,5,10})
+    is node 0 with rate 5 (checked on the binary: the same latency as hotspot(0), 16.3544
+    cycles on fattree k = 4, n = 2 at 0.05), and several nodes need hotspot({{...},{...}})."""
+    from noc.booksim_config import tokenize
+
+    assert tokenize("{0,5,10},{2,1}") == ["0", "5", "10"]
+    assert tokenize("{{0,5,10},{2,1}}") == ["{0,5,10}", "{2,1}"]
+    assert tokenize("0.1,0.2") == ["0.1,0.2"] and tokenize("{3}") == ["3"] and tokenize("") == []
+    base = "topology = fattree; k = 4; n = 2; routing_function = nca; "
+    one = _booksim(base + "traffic = hotspot({0,5,10});")
+    assert one.traffic.hotspot_nodes == [0] and any("hotspot nodes [0]" in n for n in one.notes)
+    assert _booksim(base + "traffic = hotspot(7);").traffic.hotspot_nodes == [7]

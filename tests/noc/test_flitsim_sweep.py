@@ -270,7 +270,8 @@ def test_a_sweep_up_to_one_packet_per_cycle_without_saturating_says_so():
     ('[network]\ntopology = "torus:4x4"\n[sweep]\nmax_points = 2\n',
      "saturation not reached within 2 points", "saturation throughput"),
     ('[network]\ntopology = "mesh:2x2"\n[traffic]\npattern = "bitcomp"\n[sweep]\nstep_flits = 0.5\n',
-     "saturation not reached: no point saturated up to 1.0000 flits/NI/cycle, one packet per NI per cycle",
+     "saturation not reached: no point saturated up to 1.0000 flits/NI/cycle, the most the traffic generator offers "
+     "(one packet per NI per cycle",
      "saturation throughput"),
     ('[network]\ntopology = "mesh:3x3"\n[sweep]\nmax_points = 12\n', "saturation throughput", "not reached"),
 ])
