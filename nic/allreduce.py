@@ -103,7 +103,7 @@ class NicConfig(StrictModel):
     def _issue_delay_is_the_baselines(self) -> "NicConfig":
         if self.design == "codesigned" and self.issue_delay_cycles != 1:
             raise ValueError(f"issue_delay_cycles={self.issue_delay_cycles} is for the baseline NIC: the co-designed "
-                             "NIC's scheduler offers a send 2 cycles after the arrival it waits for "
+                             "NIC's scheduler offers a send 3 cycles after the arrival it waits for "
                              "(docs/nic_scheduler.md); leave it at 1 or use design='baseline'")
         return self
 

@@ -19,11 +19,13 @@ NETWORKS = [pytest.param(None, id="fluid"), pytest.param(FlitNetworkConfig(), id
 
 
 # Ring all-reduce on ring:8 against 2(N-1)(alpha + M/(N B_eff)): alpha per step is the link
-# latency (1) + the issue delay (1), + the lockstep step advance (1) for the co-designed NIC;
+# latency (1) + the issue delay (the baseline's 1; the co-designed scheduler's 3, from an
+# arrival through its receive event and send-request register to the send), + the lockstep
+# step advance (1) for the co-designed NIC;
 # B_eff is the link's 16 B/cycle, times 256/272 for the baseline's per-packet head flits, and
 # at flit level (default router: one VC per dateline class) times 17/18 for the VC
 # re-allocation cycle per 17-flit packet (docs/allreduce.md).
-RING_CASES = [("codesigned", 1.0, 3.0), ("baseline", 256 / 272, 2.0)]
+RING_CASES = [("codesigned", 1.0, 5.0), ("baseline", 256 / 272, 2.0)]
 
 
 @pytest.mark.parametrize("design,efficiency,alpha", RING_CASES)

@@ -38,7 +38,10 @@ SLOW_SIZES = {128 << 10, 4 << 20}
 
 # The cases that miss the criterion (measured with bench/message_calibration.py --size S
 # --arbiter-seeds 4 --vct, message MODEL_VERSION 9), each with its mechanism and its
-# deviation from the nearest end of the range. All four are per-packet (baseline NIC) runs.
+# deviation from the nearest end of the range. Four are per-packet (baseline NIC) runs; one
+# co-designed case (its deviation from the reset state's total) misses since the scheduler's
+# send request is registered (message MODEL_VERSION 12, bench/message_calibration.py --only
+# codesigned).
 _PORT_ROUND_ROBIN = (
     "input-port round-robin with FIFO VCs chained around the ring: in the distance-2 exchange each router's "
     "output to the next is shared round-robin among its four NIs and the ring input, whose FIFO VCs hold the "
@@ -57,6 +60,12 @@ _PORT_SHARES_DBTREE = (
     "against four through one ring input), where max-min per flow makes all eight arrive together, and the "
     "next step's transfers then share their routes where at flit level they forward one after another "
     "(sharing per input port in the model fixes 32 KiB and breaks 256 KiB)")
+_LATE_STEPS_FT_DBTREE = (
+    "co-designed double binary tree on the fat-tree, one cycle later per send since the scheduler's request is "
+    "registered: the flit level falls behind the model step by step (the first steps' transfers arrive 9-12 "
+    "cycles later than in the model), and transfer 10 -> 9 then starts 24 cycles late and arrives 75 late "
+    "while it shares node 9's ejection link with 8 -> 9 (13,019 flit against 12,273 message cycles); the "
+    "mechanism behind the first steps' lag is not analysed yet (-4.5 % at 256 KiB, -3.5 % at 32 KiB)")
 _START_ORDER_MULTITREE = (
     "as-soon-as-ready start order: the model frees a per-packet NI early (it counts every VC of the injection "
     "hop at full depth, where the flit NI fills one VC at a time), so the NIs start ready transfers in another "
@@ -64,6 +73,7 @@ _START_ORDER_MULTITREE = (
     "but moves others across the line)")
 _C4_HD = ("torus:4x4:c4", "halving_doubling", "baseline")
 _FT_BIDIR = ("fattree:k4:l2", "bidir_ring", "baseline")
+_FT_DBTREE_CO = ("fattree:k4:l2", "dbtree", "codesigned")
 RESIDUALS = {
     32 << 10: {
         _C4_HD: (_PORT_ROUND_ROBIN, -7.7),
@@ -71,7 +81,8 @@ RESIDUALS = {
         ("torus:4x4:c4", "dbtree", "baseline"): (_PORT_SHARES_DBTREE, +6.1),
         ("torus:4x4:c4", "multitree", "baseline"): (_START_ORDER_MULTITREE, +21.8),
     },
-    64 << 10: {_C4_HD: (_PORT_ROUND_ROBIN, -11.2), _FT_BIDIR: (_RINGS_OUT_OF_STEP, -7.2)},
+    64 << 10: {_C4_HD: (_PORT_ROUND_ROBIN, -11.2), _FT_BIDIR: (_RINGS_OUT_OF_STEP, -7.2),
+               _FT_DBTREE_CO: (_LATE_STEPS_FT_DBTREE, -5.7)},
     128 << 10: {_C4_HD: (_PORT_ROUND_ROBIN, -16.1)},
     SIZE: {_C4_HD: (_PORT_ROUND_ROBIN, -16.2)},
     1 << 20: {_C4_HD: (_PORT_ROUND_ROBIN, -15.3)},
@@ -87,8 +98,9 @@ def _matrix_case(size, spec, algorithm, design):
     marks = [pytest.mark.slow] if size in SLOW_SIZES else []
     if (spec, algorithm, design) in RESIDUALS[size]:
         mechanism, miss = RESIDUALS[size][spec, algorithm, design]
+        against = "the range" if design == "baseline" else "the reset state's total"
         marks.append(pytest.mark.xfail(strict=True, raises=CalibrationMiss, reason=(
-            f"known residual, {miss:+.1f} % from the range at {_size_id(size)}: {mechanism}")))
+            f"known residual, {miss:+.1f} % from {against} at {_size_id(size)}: {mechanism}")))
     return pytest.param(size, spec, algorithm, design, id=f"{spec}-{algorithm}-{design}-{_size_id(size)}",
                         marks=marks)
 
@@ -101,7 +113,8 @@ def test_the_calibration_matrix_has_its_46_cases_and_the_residuals_are_among_the
     assert set(RESIDUALS) == set(MATRIX_SIZES)
     for residuals in RESIDUALS.values():
         assert set(residuals) <= set(calibration.cases())
-        assert all(design == "baseline" for _, _, design in residuals)  # no co-designed case misses
+        # the co-designed cases miss only where a residual names it (one: the fat-tree's double binary tree)
+        assert all(case[2] == "baseline" or case == _FT_DBTREE_CO for case in residuals)
 
 
 def _flit_total_checked(spec, algorithm, design, net, size):
