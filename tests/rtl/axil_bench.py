@@ -31,7 +31,7 @@ from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiResp
 from hw_models.rtl import regmap as R
 from hw_models.rtl.checks import AxisHoldChecker, Scoreboard
 from hw_models.rtl.lockstep import ModelStepper, compare
-from hw_models.rtl.stimulus import expected_messages, expected_sources, random_table, with_sources
+from hw_models.rtl.stimulus import expected_messages, expected_sources, pin_values, random_table, with_sources
 from nic.scheduler import OP_RECV, OP_REDUCE, OUTPUT_NAMES, SchedulerParams
 
 #: scheduler inputs that the register block drives (read from the wrapper's hierarchy)
@@ -158,22 +158,10 @@ class Harness:
             self.cycle += 1
 
     def _drive(self, inp: dict) -> None:
-        p, d = self.p, self.dut
-        valid = flow = op = src = 0
-        for port, item in enumerate(inp.get("recv") or ()):
-            if item is None:
-                continue
-            f, o, s = item
-            valid |= 1 << port
-            flow |= f << (port * p.flow_w)
-            op |= o << port
-            src |= s << (port * p.node_w)
-        d.recv_valid.value = valid
-        d.recv_flow.value = flow
-        d.recv_op.value = op
-        d.recv_src.value = src
-        d.ni_done.value = inp["ni_done"]
-        d.send_ready.value = inp["send_ready"]
+        """The wrapper's pass-through inputs of one cycle (the receive ports, ni_done, send_ready)."""
+        pins = pin_values(inp, self.p)
+        for name in ("recv_valid", "recv_flow", "recv_op", "recv_src", "ni_done", "send_ready"):
+            getattr(self.dut, name).value = pins[name]
 
     async def _axi_monitor(self) -> None:
         """The slave's side of AXI-Lite: B and R held with a stable payload until taken; AW/W order."""
