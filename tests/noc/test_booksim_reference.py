@@ -29,7 +29,6 @@ hotspot({{0,5,10,15},{2,1,1,1}}) traffic, bernoulli and on_off injection, four l
 
 from __future__ import annotations
 
-import csv
 import math
 import sys
 from functools import cache

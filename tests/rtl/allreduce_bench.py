@@ -33,7 +33,7 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge
 
-from hw_models.rtl.datapath_ref import FMT_FP32, FMT_INT32, allreduce_reference, packet_plan
+from hw_models.rtl.datapath_ref import FMT_INT32, allreduce_reference, packet_plan
 from nic.collectives import Schedule, verify
 from nic.collectives.verify import verifier_inputs
 from nic.nic_table import node_tables

@@ -135,7 +135,6 @@ async def roundtrip_bench(dut):
     j = _job()
     lanes, fmt, words = j["LANES"], j["FMT"], j["BUF_WORDS"]
     flow_w, node_w, step_w = j["FLOW_W"], j["NODE_W"], j["STEP_W"]
-    ba_w = max(1, (words - 1).bit_length())
     seed = j.get("seed", 0)
     rng = np.random.default_rng(seed)
     Clock(dut.clk, 10, unit="ns").start()

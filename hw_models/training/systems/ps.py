@@ -51,7 +51,7 @@ from __future__ import annotations
 import heapq
 from collections import deque
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
