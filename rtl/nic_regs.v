@@ -197,25 +197,40 @@ wire        wr = do_write && w_hit;
 // the addressed RW register as it reads now; a write changes its strobed bytes only
 reg [31:0] w_old;
 
+// The read-write registers as their 32-bit words (read back, and merged with a write's
+// byte strobes)
+reg [31:0] word_irq_en, word_timeout, word_entry_addr, word_w0, word_w1, word_w2, word_w3;
+always @* begin : rw_words
+    word_irq_en = 32'd0;
+    word_irq_en[NFLAGS-1:0] = irq_en_reg;
+    word_timeout = 32'd0;
+    word_timeout[TMO_W-1:0] = timeout_reg;
+    word_entry_addr = 32'd0;
+    word_entry_addr[ADDR_W-1:0] = entry_addr_reg;
+    word_w0 = 32'd0;
+    word_w0[1:0] = e_op_reg;
+    word_w0[2] = e_dep_op_reg;
+    word_w0[3] = e_src_chk_reg;
+    word_w0[4 +: CNT_W] = e_dep_count_reg;
+    word_w0[12 +: STEP_W] = e_step_reg;
+    word_w1 = 32'd0;
+    word_w1[FLOW_W-1:0] = e_flow_reg;
+    word_w1[16 +: NODE_W] = e_peer_reg;
+    word_w2 = 32'd0;
+    word_w2[LEN_W-1:0] = e_len_reg;
+    word_w3 = 32'd0;
+    word_w3[NODE_W-1:0] = e_src_reg;
+end
+
 always @* begin : write_old
-    w_old = 32'd0;
     case (w_addr)
-        A_IRQ_ENABLE: w_old[NFLAGS-1:0] = irq_en_reg;
-        A_TIMEOUT: w_old[TMO_W-1:0] = timeout_reg;
-        A_ENTRY_ADDR: w_old[ADDR_W-1:0] = entry_addr_reg;
-        A_ENTRY_W0: begin
-            w_old[1:0] = e_op_reg;
-            w_old[2] = e_dep_op_reg;
-            w_old[3] = e_src_chk_reg;
-            w_old[4 +: CNT_W] = e_dep_count_reg;
-            w_old[12 +: STEP_W] = e_step_reg;
-        end
-        A_ENTRY_W1: begin
-            w_old[FLOW_W-1:0] = e_flow_reg;
-            w_old[16 +: NODE_W] = e_peer_reg;
-        end
-        A_ENTRY_W2: w_old[LEN_W-1:0] = e_len_reg;
-        A_ENTRY_W3: w_old[NODE_W-1:0] = e_src_reg;
+        A_IRQ_ENABLE: w_old = word_irq_en;
+        A_TIMEOUT: w_old = word_timeout;
+        A_ENTRY_ADDR: w_old = word_entry_addr;
+        A_ENTRY_W0: w_old = word_w0;
+        A_ENTRY_W1: w_old = word_w1;
+        A_ENTRY_W2: w_old = word_w2;
+        A_ENTRY_W3: w_old = word_w3;
         default: w_old = 32'd0;
     endcase
 end
@@ -260,28 +275,19 @@ always @* begin : read_mux
             r_value[16 +: STEP_W] = step;
         end
         A_IRQ_STATUS: r_value[NFLAGS-1:0] = flags_reg;
-        A_IRQ_ENABLE: r_value[NFLAGS-1:0] = irq_en_reg;
-        A_TIMEOUT: r_value[TMO_W-1:0] = timeout_reg;
+        A_IRQ_ENABLE: r_value = word_irq_en;
+        A_TIMEOUT: r_value = word_timeout;
         A_ERR_COUNT: r_value[ERR_W-1:0] = err_count;
         A_ERR_INFO: begin
             r_value[NODE_W-1:0] = err_src;
             r_value[16 +: FLOW_W] = err_flow;
         end
         A_NI_BUSY: r_value[NIS-1:0] = ni_busy;
-        A_ENTRY_ADDR: r_value[ADDR_W-1:0] = entry_addr_reg;
-        A_ENTRY_W0: begin
-            r_value[1:0] = e_op_reg;
-            r_value[2] = e_dep_op_reg;
-            r_value[3] = e_src_chk_reg;
-            r_value[4 +: CNT_W] = e_dep_count_reg;
-            r_value[12 +: STEP_W] = e_step_reg;
-        end
-        A_ENTRY_W1: begin
-            r_value[FLOW_W-1:0] = e_flow_reg;
-            r_value[16 +: NODE_W] = e_peer_reg;
-        end
-        A_ENTRY_W2: r_value[LEN_W-1:0] = e_len_reg;
-        A_ENTRY_W3: r_value[NODE_W-1:0] = e_src_reg;
+        A_ENTRY_ADDR: r_value = word_entry_addr;
+        A_ENTRY_W0: r_value = word_w0;
+        A_ENTRY_W1: r_value = word_w1;
+        A_ENTRY_W2: r_value = word_w2;
+        A_ENTRY_W3: r_value = word_w3;
         A_ENTRY_CMD: r_value = 32'd0;
         A_RD_W0: begin
             r_value[1:0] = rd_op;
