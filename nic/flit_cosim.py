@@ -130,7 +130,7 @@ def _cosim(net, st, codesigned, tabs, regs, row_tid, params, nis, node_eps, ep_n
     regs_before = np.zeros(regs.shape[1], np.int64)
     next_check = np.zeros(n_nodes, np.int64)  # baseline: when a node's NIs must look again
     arrived = 0
-    now = 0
+    now = np.int64(0)  # not the literal 0: a literal first type compiles step twice
     errors = 0
     while now < max_cycles:
         # ---- NICs
@@ -372,12 +372,16 @@ def run_flit(topology: Topology, schedule, prep, nic, network: FlitNetworkConfig
     arrive = np.full(t_count, -1, np.int64)
     ready = np.full(t_count, -1, np.int64)
     bulk = nic.bulk
+    # the kernel's argument types fixed whatever prepare built (int32 or int64 dependencies,
+    # broadcast read-only reduction work), so it compiles once per network type
+    dep_ptr, dep_idx = (np.ascontiguousarray(x, np.int64) for x in (prep.dep_ptr, prep.dep_idx))
+    red_work, red_last = (np.array(x, np.int64) for x in (prep.reduce_work, prep.reduce_last))
     cycles, arrived, status = _cosim(
         net, st, nic.design == "codesigned", tabs, regs, row_tid, params.vector(), nis, node_eps, ep_node, ep_port,
         prep.src_node, prep.dst_ep, schedule.flow.astype(np.int64), schedule.op.astype(np.int64), prep.step,
-        prep.payload_bytes, flit_bytes, nic.packet_bytes, bulk, prep.dep_ptr, prep.dep_idx,
-        nic.issue_delay_cycles, max_cycles, start, sent, arrive, nic.prioritised, prep.reduce_work,
-        prep.reduce_last, nic.reduce_latency_cycles, REDUCTION_MODES[nic.reduction], ready, nic.tx_buffer_flits)
+        prep.payload_bytes, flit_bytes, nic.packet_bytes, bulk, dep_ptr, dep_idx,
+        nic.issue_delay_cycles, max_cycles, start, sent, arrive, nic.prioritised, red_work,
+        red_last, nic.reduce_latency_cycles, REDUCTION_MODES[nic.reduction], ready, nic.tx_buffer_flits)
     if status == -2:
         raise DeadlockError(f"all-reduce co-simulation deadlocked at cycle {cycles}: {describe_stuck(net, st, topology)}")
     if status == -3:

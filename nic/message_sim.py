@@ -362,7 +362,13 @@ def _simulate(src_node, step, wire_bytes, dep_ptr, dep_idx, links, path_len, vc_
     t = np.asarray(src_node).shape[0]
     if t >= 2**31 - 1:
         raise ValueError(f"{t:,} transfers are more than the event loop's 32-bit transfer ids hold")
-    rdep_ptr, rdep_idx = reverse_dependencies(np.asarray(dep_ptr), np.asarray(dep_idx), t)
+    # one dtype per array whatever the caller built, so the event loop compiles once
+    src_node, step, links = (_narrow(x, np.int32, name) for x, name in
+                             ((src_node, "src_node"), (step, "step"), (links, "links")))
+    path_len, vc_class = _narrow(path_len, np.int16, "path_len"), _narrow(vc_class, np.int8, "vc_class")
+    dep_t = np.int32 if np.asarray(dep_idx).size < 2**31 - 1 else np.int64
+    dep_ptr, dep_idx = _narrow(dep_ptr, dep_t, "dep_ptr"), _narrow(dep_idx, dep_t, "dep_idx")
+    rdep_ptr, rdep_idx = reverse_dependencies(dep_ptr, dep_idx, t)
     prio = (policy == POLICY_CODESIGNED) if step_priority is None else bool(step_priority)
     if int(reduce_mode) != 0 and dst_node is None:
         raise ValueError("a reduction unit needs dst_node (each transfer's receiving node)")
@@ -372,11 +378,12 @@ def _simulate(src_node, step, wire_bytes, dep_ptr, dep_idx, links, path_len, vc_
     red_work = zero if reduce_work_cycles is None else np.asarray(reduce_work_cycles, np.int64)
     red_last = zero if reduce_last_cycles is None else np.asarray(reduce_last_cycles, np.int64)
     if has_red:
-        red_work = np.broadcast_to(red_work, (t,)) if red_work.shape == (1,) else red_work
-        red_last = np.broadcast_to(red_last, (t,)) if red_last.shape == (1,) else red_last
+        # copied to writable C arrays of one type (as the placeholders are), so the event loop compiles once
+        red_work = np.array(np.broadcast_to(red_work, (t,)) if red_work.shape == (1,) else red_work)
+        red_last = np.array(np.broadcast_to(red_last, (t,)) if red_last.shape == (1,) else red_last)
         if red_work.shape != (t,) or red_last.shape != (t,):
             raise ValueError(f"reduce_work_cycles and reduce_last_cycles must be one count per transfer ({t})")
-    dst = zero if dst_node is None else np.asarray(dst_node)
+    dst = np.zeros(1, np.int32) if dst_node is None else _narrow(dst_node, np.int32, "dst_node")
     keep_ready = int(reduce_mode) != 0
     limit = EVENTS_PER_TRANSFER_LIMIT * (t + int(num_nodes)) + EVENTS_LIMIT_BASE
     hold = bool(hold_vcs and vcs_per_class > 0)
@@ -434,6 +441,19 @@ def _reverse_csr(dep_ptr, dep_idx, t, rptr, ridx):
             d = dep_idx[k]
             ridx[fill[d]] = i
             fill[d] += 1
+
+
+def _narrow(x, dtype, name: str) -> np.ndarray:
+    """``x`` as a C-contiguous array of ``dtype`` (the event loop's types; a copy only when it is
+    not one already); a value the type cannot hold is a ValueError naming the array."""
+    a = np.asarray(x)
+    if a.dtype != dtype:
+        info = np.iinfo(dtype)
+        if a.size and (int(a.max()) > info.max or int(a.min()) < info.min):
+            raise ValueError(f"{name} holds {int(a.min())}..{int(a.max())}; the event loop's {np.dtype(dtype).name} "
+                             f"holds {info.min}..{info.max}")
+        a = a.astype(dtype)
+    return np.ascontiguousarray(a)
 
 
 def reverse_dependencies(dep_ptr: np.ndarray, dep_idx: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1357,9 +1357,9 @@ def _run_packets(net, st, inject_cycle, src, dst, nflits, prio, max_cycles):
     n = inject_cycle.shape[0]
     injected = np.full(n, -1, np.int64)
     ejected = np.full(n, -1, np.int64)
-    nxt = 0
+    nxt = np.int64(0)  # as now below
     done = 0
-    now = 0
+    now = np.int64(0)  # not the literal 0: a literal first type compiles step and enqueue_packet twice
     while done < n and now < max_cycles:
         while nxt < n and inject_cycle[nxt] <= now:
             if not enqueue_packet(net, st, src[nxt], dst[nxt], nflits[nxt], prio[nxt], nxt, now):
