@@ -242,7 +242,7 @@ def _cosim(net, st, codesigned, tabs, regs, row_tid, params, nis, node_eps, ep_n
                 size = min(ni_left[ep], packet_bytes)
             flits = 1 + (size + flit_bytes - 1) // flit_bytes
             prio = t_step[t] if prio_on else 0
-            if not enqueue_packet(net, st, ep, t_dst_ep[t], flits, prio, t, now):
+            if not enqueue_packet(net, st, ep, np.int64(t_dst_ep[t]), flits, prio, t, now):
                 return now, arrived, -3
             ni_left[ep] -= size
             if ni_left[ep] == 0:

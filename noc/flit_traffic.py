@@ -268,6 +268,7 @@ def _advance(net, st, now, cycles, rate, fixed_dst, hotspot, hot_nodes, hot_cdf,
     Returns (the next cycle, 1 if the watchdog fired)."""
     e = fixed_dst.shape[0]
     cap = m_created.shape[0]
+    no_priority = np.int64(0)  # not a literal 0, which would compile enqueue_packet once more
     for _ in range(cycles):
         if stop_when_drained and acc[A_OUTSTANDING] == 0:
             break
@@ -285,7 +286,7 @@ def _advance(net, st, now, cycles, rate, fixed_dst, hotspot, hot_nodes, hot_cdf,
                     m_flits[tag] = nf
                     acc[A_MEASURED] += 1
                     acc[A_OUTSTANDING] += 1
-                if not enqueue_packet(net, st, s, d, nf, 0, tag, now):
+                if not enqueue_packet(net, st, s, d, nf, no_priority, tag, now):
                     acc[A_DROPPED] += 1
                     if tag >= 0:
                         acc[A_OUTSTANDING] -= 1
