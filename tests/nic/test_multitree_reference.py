@@ -45,9 +45,9 @@ KNOWN = {
     ("torus4x4", "ring2d"): (ALL, RING2D), ("mesh4x4", "ring2d"): (ALL, RING2D),
     ("torus8x8", "ring2d"): (ALL, RING2D),
     ("torus4x4", "beta"): ({1024, 2048}, BETA), ("mesh4x4", "beta"): ({512, 1024}, BETA),
-    ("torus8x8", "dtree"): ({32, 256, 512, 1024, 2048, 4096}, DTREE),
-    ("torus8x8", "beta"): ({2048, 4096}, EIGHT), ("torus8x8", "delta"): ({2048, 4096}, EIGHT),
-    ("torus8x8", "beta_nolock"): ({4096}, EIGHT), ("torus8x8", "delta_nolock"): ({2048, 4096}, EIGHT),
+    ("torus8x8", "dtree"): ({32, 256, 512, 1024, 2048, 4096, 8192}, DTREE),
+    ("torus8x8", "beta"): ({2048, 4096, 8192}, EIGHT), ("torus8x8", "delta"): ({2048, 4096, 8192}, EIGHT),
+    ("torus8x8", "delta_nolock"): ({2048}, EIGHT),
 }
 
 
