@@ -385,3 +385,22 @@ def test_bad_head_of_line_settings_are_named():
     w = Wormhole(np.zeros(shape, np.int64), np.zeros(shape), np.full(shape, -1, np.int64), 1, 2, True, 0.0, 0.75)
     with pytest.raises(ValueError, match="head_of_line_limit is for per-packet flows"):
         run([(0, 2)], [0], [[]], POLICY_BASELINE, wormhole=w)
+
+
+def test_the_event_loop_compiles_once_whatever_integer_types_the_caller_uses():
+    # the loop takes its index arrays in one dtype each (nic.message_sim._narrow): callers
+    # building int64, int32 or narrower arrays share one compiled loop, and get the same times
+    from nic.message_sim import _run
+
+    pairs, steps, deps = [(0, 1), (1, 2), (2, 3)], [0, 1, 1], [[], [0], []]
+    wide = run(pairs, steps, deps, POLICY_CODESIGNED)
+    src = np.array([a for a, _ in pairs], np.int32)
+    dst = np.array([b for _, b in pairs], np.int32)
+    narrow = simulate_transfers(
+        src_node=src, step=np.array(steps, np.int16), wire_bytes=np.full(3, 1600.0),
+        dep_ptr=np.array([0, 0, 1, 1], np.int32), dep_idx=np.array([0], np.int32),
+        path_links=RT4.links[src, dst].astype(np.int32), path_len=RT4.length[src, dst].astype(np.int8),
+        path_latency_cycles=LAT4[src, dst], link_bytes_per_cycle=T4.link_bytes_per_cycle, num_nodes=4,
+        nis_per_node=1, policy=POLICY_CODESIGNED, issue_delay_cycles=1.0)
+    assert narrow.arrive_cycles.tolist() == wide.arrive_cycles.tolist()
+    assert len(_run.signatures) == 1, _run.signatures

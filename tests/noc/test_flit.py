@@ -275,3 +275,36 @@ def test_the_fifo_coupling_holds_with_more_vcs_per_class(vcs):
     end = ej[:, 8:12].max()  # router 2 is done
     rates = [(ej[:, 4 * x : 4 * x + 4] <= end).sum() * PACKET_FLITS / end for x in (2, 1, 0)]
     assert rates == pytest.approx([0.8, 0.2, 0.05], rel=0.06)
+
+
+
+_COMPILE_CHECK = """
+import numpy as np
+from numba.core import types
+from noc.flit import FlitNetworkConfig, enqueue_packet, run_packets, step
+from noc.flit_traffic import TrafficConfig, run_traffic
+from noc.topology import parse_spec
+t = parse_spec("mesh:3x3")
+cfg = FlitNetworkConfig()
+run_packets(t, cfg, np.array([[0, 0, 8, 3], [2, 4, 1, 1]]))
+run_traffic(t, cfg, TrafficConfig(rate_packets=0.1, packet_flits=[2], warmup_cycles=20, measure_cycles=50, seed=1))
+for kernel in (step, enqueue_packet):
+    print(kernel.__name__, len(kernel.signatures),
+          sum(any(isinstance(a, types.Literal) for a in sig) for sig in kernel.signatures))
+"""
+
+
+@pytest.mark.slow  # compiles the flit kernels from nothing (1-2 minutes)
+def test_the_kernels_compile_once_per_network_type(tmp_path):
+    # a literal argument (a counter starting at 0, a constant priority) would compile step and
+    # enqueue_packet once more for that literal. With an empty Numba cache (kernels called
+    # from other kernels are listed only when compiled, not when loaded from the cache),
+    # packets and synthetic traffic on one network leave one signature each, without literals.
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", _COMPILE_CHECK], env=env, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["step", "1", "0", "enqueue_packet", "1", "0"], out.stdout
