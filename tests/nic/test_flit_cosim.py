@@ -398,3 +398,30 @@ def test_step_priority_lets_the_earlier_step_through_first_at_flit_level():
     assert co[0] == pytest.approx(flits, rel=0.01)  # alone on its links
     assert co[1] == pytest.approx(2 * flits, rel=0.01)  # after it
     assert base[0] == pytest.approx(2 * flits, rel=0.02) and base[1] == pytest.approx(2 * flits, rel=0.02)
+
+
+def test_the_co_simulation_compiles_once_whatever_arrays_prepare_built():
+    # int32 or int64 dependencies and read-only broadcast reduction work are one kernel type
+    # (run_flit normalises them): the same times, and one signature for this network type
+    import dataclasses
+
+    import numpy as np
+    from numba.core import types
+
+    from nic.allreduce import prepare
+    from nic.flit_cosim import _cosim, run_flit
+
+    t = parse_spec("torus:4x4")
+    s = build(t, "multitree")
+    nic = NicConfig(design="codesigned", reduction="chunk")
+    prep = prepare(t, s, nic, 16 << 10)
+    last = prep.reduce_last.copy()
+    last.flags.writeable = False
+    other = dataclasses.replace(  # the same values: other integer types, a strided view, a read-only array
+        prep, dep_ptr=prep.dep_ptr.astype(np.int64), dep_idx=prep.dep_idx.astype(np.int64),
+        reduce_work=np.repeat(prep.reduce_work, 2)[::2], reduce_last=last)
+    a = run_flit(t, s, prep, nic, NET)
+    b = run_flit(t, s, other, nic, NET)
+    assert a.arrive_cycles.tolist() == b.arrive_cycles.tolist()
+    wide = [sig for sig in _cosim.signatures if isinstance(sig[0].types[sig[0].fields.index("ser")], types.NoneType)]
+    assert len(wide) == 1, wide
