@@ -277,7 +277,6 @@ def test_the_fifo_coupling_holds_with_more_vcs_per_class(vcs):
     assert rates == pytest.approx([0.8, 0.2, 0.05], rel=0.06)
 
 
-
 _COMPILE_CHECK = """
 import numpy as np
 from numba.core import types
