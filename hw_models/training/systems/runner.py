@@ -153,6 +153,12 @@ def run_compression(st: Setting, compressors, fix: str = "none", average_every: 
 # ---- parameter server --------------------------------------------------------------------------
 
 
+def _check_one_shard_per_worker(st: Setting, n: int) -> None:
+    """The event simulations replay each worker's updates on its own task shard."""
+    if st.task is not None and st.task.workers != n:
+        raise ConfigError(f"the task has {st.task.workers} workers and the network {n}: one task shard per worker")
+
+
 def run_ps(st: Setting, servers: tuple[int, ...], modes, stragglers_spec: str, *, eager_options=(False, True),
            seed: int = 0, timing_iterations: int = 100):
     """The synchronous layer-by-layer timeline (coupled and eager pull), then the event
@@ -177,8 +183,7 @@ def run_ps(st: Setting, servers: tuple[int, ...], modes, stragglers_spec: str, *
     push = [pc.reduce_scatter_s(x.grad_bytes) if x.grad_bytes else 0.0 for x in st.layers]
     pull = [pc.all_gather_s(x.grad_bytes) if x.grad_bytes else 0.0 for x in st.layers]
     strag = Stragglers.parse(stragglers_spec, n)
-    if st.task is not None and st.task.workers != n:
-        raise ConfigError(f"the task has {st.task.workers} workers and the network {n}: one task shard per worker")
+    _check_one_shard_per_worker(st, n)
     runs, convs = {}, {}
     for mode in modes:
         for eager in (eager_options if mode != "sync" else (False,)):
@@ -273,8 +278,7 @@ def run_easgd(st: Setting, variants, alpha: float | None, tau: int, stragglers_s
     strag = Stragglers.parse(stragglers_spec, n)
     runs = {}
     if strag.label != "none":
-        if st.task is not None and st.task.workers != n:
-            raise ConfigError(f"the task has {st.task.workers} workers and the network {n}: one shard per worker")
+        _check_one_shard_per_worker(st, n)
         its = st.max_iterations if st.task is not None else timing_iterations
         ev = dict(exchange_s=(kw["push_all_s"] + kw["pull_all_s"]) / n, update_s=3 * m / st.mem_bytes_per_s,
                   allreduce_s=kw["allreduce_s"], stragglers=strag, iterations=its, seed=seed)
