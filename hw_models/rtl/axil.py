@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import logging
-import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
+from hw_models.rtl.regress import bench_outcomes
 from hw_models.toolchain import REPO_ROOT, axil_sources, require_simulator
 from nic.scheduler import SchedulerParams
 
@@ -49,9 +49,5 @@ def run_benches(sim: str, params: SchedulerParams, work: Path, *, sources: Seque
         pass
     out: dict[str, str | None] = {"_log": str(work / "sim.log")}
     if (work / "results.xml").exists():
-        for case in ET.parse(work / "results.xml").getroot().iter("testcase"):
-            fail = case.find("failure")
-            if fail is None:
-                fail = case.find("error")
-            out[case.get("name")] = None if fail is None else (fail.get("message") or "") + (fail.text or "")
+        out.update(bench_outcomes(work / "results.xml"))
     return out

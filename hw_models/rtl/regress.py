@@ -18,6 +18,7 @@ import os
 import tempfile
 import threading
 import time
+import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -132,6 +133,17 @@ def unique_wave_path(work_dir: Path, sim: str) -> Path:
         if not path.exists():
             return path
         k += 1
+
+
+def bench_outcomes(results_xml: Path) -> dict[str, str | None]:
+    """A cocotb run's results.xml as bench name -> None (passed) or the failure (or error) text."""
+    out: dict[str, str | None] = {}
+    for case in ET.parse(results_xml).getroot().iter("testcase"):
+        fail = case.find("failure")
+        if fail is None:
+            fail = case.find("error")
+        out[case.get("name")] = None if fail is None else (fail.get("message") or "") + (fail.text or "")
+    return out
 
 
 def run_job(b: Build, job: dict, *, work_dir: Path, test_module: str = REGRESS_MODULE, testcase: str | None = None,

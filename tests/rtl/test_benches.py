@@ -6,13 +6,12 @@ All benches of one (simulator, parameter set) run in one simulator launch on one
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from rtl_matrix import HDL_PARAMS, SIMS, SLOW_TAGS
-from hw_models.rtl.regress import build, run_job
+from hw_models.rtl.regress import bench_outcomes, build, run_job
 
 BENCHES = ["reset", "load_and_read_back", "single_flow", "axis_hold_rule", "multitree_tables", "random_dependencies",
            "backpressure_and_gaps", "simultaneous_receives", "full_table", "unexpected_messages", "back_to_back"]
@@ -29,12 +28,7 @@ def _bench_outcomes(sim: str, tag: str, tmp_root: Path) -> dict[str, str | None]
         work = tmp_root / f"bench-{sim}-{tag}"
         run_job(b, {"sim": sim, "params": params.__dict__.copy()}, work_dir=work,
                 test_module="nic_scheduler_bench", log_name="bench.log", expect_result=False)
-        outcomes: dict[str, str | None] = {}
-        for case in ET.parse(work / "results.xml").getroot().iter("testcase"):
-            fail = case.find("failure")
-            if fail is None:
-                fail = case.find("error")
-            outcomes[case.get("name")] = None if fail is None else (fail.get("message") or "") + (fail.text or "")
+        outcomes = bench_outcomes(work / "results.xml")
         outcomes["_log"] = str(work / "bench.log")
         _RUNS[key] = outcomes
     return _RUNS[key]
