@@ -201,9 +201,6 @@ class SweepStore:
             out.update(r[0] for r in self.db.execute(q, chunk))
         return out
 
-    def is_done(self, key: str) -> bool:
-        return self.db.execute("SELECT 1 FROM points WHERE key = ? AND status = 'done'", (key,)).fetchone() is not None
-
     def has_aliases(self, kind: str) -> bool:
         """Whether finished rows of ``kind`` with a legacy key (imported records) are here."""
         q = "SELECT 1 FROM points WHERE kind = ? AND alias IS NOT NULL AND status = 'done' LIMIT 1"
