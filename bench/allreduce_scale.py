@@ -55,7 +55,7 @@ def fit_exponent(xs: list[float], ys: list[float]) -> float:
 
 
 def main() -> int:
-    from hw_models.units import parse_size_bytes
+    from noc.base.units import parse_size_bytes
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--grids", type=int, nargs="+", default=[8, 16, 24, 32], help="k of the k x k tori")

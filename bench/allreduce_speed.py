@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hw_models.units import parse_sizes_bytes  # noqa: E402
+from noc.base.units import parse_sizes_bytes  # noqa: E402
 from nic.allreduce import NicConfig, simulate_allreduce  # noqa: E402
 from nic.collectives import multitree  # noqa: E402
 from noc.topology import parse_spec  # noqa: E402

@@ -299,7 +299,7 @@ EXAMPLES = ("runfiles/meshconfig", "src/examples/mesh88_lat", "src/examples/toru
 
 def examples(args: argparse.Namespace) -> None:
     from noc.booksim_config import from_booksim, read_booksim
-    from noc.errors import ConfigError
+    from noc.base.errors import ConfigError
     from noc.flit_traffic import run_traffic
 
     binary = Path(args.booksim).resolve()

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from hw_models.plots import save_figure
+from noc.base.figures import save_figure
 from hw_models.store import ResultStore
 from nic.allreduce import NicConfig, simulate_allreduce
 from nic.message_sim import MODEL_VERSION as MESSAGE_MODEL_VERSION

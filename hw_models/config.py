@@ -1,10 +1,10 @@
 """Experiment configuration: TOML files (or a named preset) into validated pydantic models.
 
 Every key carries its unit in its name. Unknown keys and out-of-range values are
-:class:`noc.errors.ConfigError`\\ s naming file, key, value and what is allowed: every float
-key is a finite number in a stated range (:func:`noc.config.finite`), every seed follows
-:data:`noc.config.SEED_RULE`. Command-line flags that stand for keys are checked by the same
-fields (:func:`noc.config.validate` with ``flags=``, :func:`noc.config.check_value`), and
+:class:`noc.base.errors.ConfigError`\\ s naming file, key, value and what is allowed: every float
+key is a finite number in a stated range (:func:`noc.base.config.finite`), every seed follows
+:data:`noc.base.config.SEED_RULE`. Command-line flags that stand for keys are checked by the same
+fields (:func:`noc.base.config.validate` with ``flags=``, :func:`noc.base.config.check_value`), and
 what no single key can check (an NI count against the spec's ``:cN``, two routings, a NIC
 that is not one) by :func:`hw_models.experiment.resolve_experiment`, which both
 ``hw-models config show`` and ``hw-models allreduce`` run.
@@ -18,10 +18,10 @@ from typing import Annotated, Literal, Optional
 
 from pydantic import Field, create_model, field_validator
 
-from hw_models.units import parse_sizes_bytes
+from noc.base.units import parse_sizes_bytes
 from nic.allreduce import NicConfig
-from noc.config import SEED_RULE, Seed, StrictModel, check_value, finite, finite_rule, read_toml, validate
-from noc.errors import ConfigError, HwModelsError
+from noc.base.config import SEED_RULE, Seed, StrictModel, check_value, finite, finite_rule, read_toml, validate
+from noc.base.errors import ConfigError, HwModelsError
 from noc.flit import FlitNetworkConfig
 from noc.topology import LINK_BYTES_PER_CYCLE_RANGE, MAX_LINK_LATENCY_CYCLES, parse_spec
 

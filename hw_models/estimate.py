@@ -23,7 +23,7 @@ it leaves out Numba's first compilation. A run estimated to take more than
 
 from __future__ import annotations
 
-from noc.errors import HwModelsError
+from noc.base.errors import HwModelsError
 
 SECONDS_PER_FLIT_HOP = 150e-9
 SECONDS_PER_LINK_CYCLE = 300e-9

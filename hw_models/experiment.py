@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from hw_models.config import (ExperimentConfig, resolve_router, resolve_topology, validate, with_ni_latencies)
-from noc.errors import ConfigError, HwModelsError
+from noc.base.errors import ConfigError, HwModelsError
 
 
 def config_with_flags(data: dict, source: str, overrides: Mapping[str, Any],

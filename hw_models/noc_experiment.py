@@ -13,7 +13,7 @@ from pydantic import Field
 def experiment_model():
     """The TOML schema (built on first use: it imports the numba kernels' modules)."""
     from hw_models.config import NetworkConfig
-    from noc.config import StrictModel
+    from noc.base.config import StrictModel
     from noc.flit import FlitNetworkConfig
     from noc.flit_traffic import TrafficConfig
     from noc.flitsim_sweep import SweepConfig

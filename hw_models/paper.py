@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from hw_models.config import load_experiment, resolve_router, with_ni_latencies
 from nic.allreduce import VARIANT_NIC, VARIANTS, NicConfig, simulate_allreduce
 from nic.collectives import build
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 from noc.topology import parse_spec, with_concentration
 
 # the paper's topologies, by the names its runs use

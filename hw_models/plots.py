@@ -1,6 +1,6 @@
 """Pictures: topology drawings (more plots join as results do). matplotlib with the Agg backend.
 
-Every figure is written by :func:`save_figure`: to a temporary file of a unique name and
+Every figure is written by :func:`noc.base.figures.save_figure`: to a temporary file of a unique name and
 renamed, so a PNG is whole or absent and concurrent writers of one file do not collide.
 """
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from noc.base.figures import save_figure
 from noc.topology import Topology
 
 
@@ -84,14 +85,3 @@ def draw_topology(t: Topology, path: str | Path) -> Path:
     finally:
         plt.close(fig)
 
-
-def save_figure(fig, path: str | Path, **savefig_kw) -> Path:
-    """Write matplotlib figure ``fig`` to ``path`` whole or not at all (a temporary file of a
-    unique name in the same directory, renamed over ``path``; :func:`hw_models.store.replace_atomically`).
-    The format is ``path``'s suffix (default png); ``savefig_kw`` default to dpi 120 and a
-    tight bounding box."""
-    from hw_models.store import replace_atomically
-
-    out = Path(path)
-    kw = {"dpi": 120, "bbox_inches": "tight", "format": out.suffix.lstrip(".").lower() or "png", **savefig_kw}
-    return replace_atomically(out, lambda tmp: fig.savefig(tmp, **kw))

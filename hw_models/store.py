@@ -20,7 +20,7 @@ Appends are single ``write`` calls on a file opened for appending, under an excl
 lock where the platform has ``fcntl``, so several processes may append to one store at
 once; a record after a torn line starts on a line of its own. CSV exports and figures are
 written to a temporary file of a unique name in the same directory and renamed over the
-target (:func:`replace_atomically`, from :mod:`noc.files`), so they are whole or absent, and concurrent writers
+target (:func:`replace_atomically`, from :mod:`noc.base.files`), so they are whole or absent, and concurrent writers
 of one file never trip over each other's temporary file (the last rename wins).
 """
 
@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from noc.errors import HwModelsError
-from noc.files import replace_atomically  # re-exported: hw_models.store.replace_atomically
+from noc.base.errors import HwModelsError
+from noc.base.files import replace_atomically  # re-exported: noc.base.files.replace_atomically
 
 try:  # POSIX: appends and read-modify-write of outputs take a lock on the store file
     import fcntl

@@ -15,7 +15,7 @@ import sys
 from functools import cache
 from pathlib import Path
 
-from noc.errors import HwModelsError
+from noc.base.errors import HwModelsError
 
 #: Repository root (rtl/ sits next to the packages; the project installs in editable mode).
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -9,7 +9,7 @@ is that of the networks plus the new transitions, not of the whole buffer; chunk
 transitions have all left the ring buffer are deleted after the new checkpoint is in place.
 
 Every file is written to a temporary file of a unique name in its directory, flushed to
-disk and renamed over the old one (:func:`noc.files.replace_atomically`), so an interrupted
+disk and renamed over the old one (:func:`noc.base.files.replace_atomically`), so an interrupted
 save (Ctrl-C, a crash) leaves the previous checkpoint and the chunks it lists intact. Reading
 checks the format tag and every expected key; a file that is not a readable npz, lacks a key,
 lists a missing chunk or was written for another configuration raises
@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from noc.errors import HwModelsError
-from noc.files import replace_atomically
+from noc.base.errors import HwModelsError
+from noc.base.files import replace_atomically
 
 FORMAT = "hw-models/maddpg-checkpoint/2"
 FORMATS_READ = ("hw-models/maddpg-checkpoint/1", FORMAT)

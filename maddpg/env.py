@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 __all__ = ["EnvError", "MpeEnv", "SCENARIOS", "make_env", "scenario_name"]
 

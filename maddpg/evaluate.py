@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from maddpg.checkpoint import load_npz
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 __all__ = ["EvalResult", "load_policy", "evaluate", "render_gif"]
 
@@ -104,7 +104,7 @@ def render_gif(trainer, seed: int, path: str | Path, title: str = "", frame_ms: 
     """Play evaluation episode 0 of ``seed`` in one mpe2 environment with the deterministic
     policy, write it to ``path`` as a GIF; returns the episode's return (summed over agents)."""
     from maddpg.env import make_env
-    from noc.files import replace_atomically
+    from noc.base.files import replace_atomically
 
     c = trainer.cfg
     env = make_env(c.env, c.n_agents, seed, max_cycles=c.max_cycles)

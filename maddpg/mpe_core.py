@@ -38,7 +38,7 @@ import math
 import numpy as np
 from numba import njit
 
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 __all__ = [
     "ACT_MOVE", "BatchPort", "PortError", "add_contact_forces", "check_int", "clip01",

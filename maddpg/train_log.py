@@ -20,7 +20,7 @@ import math
 import time
 from pathlib import Path
 
-from noc.errors import HwModelsError
+from noc.base.errors import HwModelsError
 
 __all__ = ["TensorBoardLog", "TensorBoardUnavailable", "tag_of"]
 

@@ -56,8 +56,8 @@ from maddpg.kernels import _wide_vectors
 from maddpg.kernels_mlp import MLP
 from maddpg.replay import ReplayBuffer
 from maddpg.vec_env import VecEnv, make_vec_env
-from noc.config import SEED_RULE, Seed, StrictModel, finite
-from noc.errors import ConfigError
+from noc.base.config import SEED_RULE, Seed, StrictModel, finite
+from noc.base.errors import ConfigError
 
 U_MIN, U_MAX = K.U_MIN, K.U_MAX  # the Gumbel-softmax kernel clips uniform samples into [U_MIN, U_MAX]
 
@@ -787,7 +787,7 @@ def random_policy_return(env, episodes: int, seed: int, max_cycles: int) -> floa
 
 def make_config(**kwargs: Any) -> MADDPGConfig:
     """Build a :class:`MADDPGConfig`, turning validation errors into :class:`ConfigError`."""
-    from noc.config import validate
+    from noc.base.config import validate
 
     return validate(kwargs, MADDPGConfig, source="maddpg config")
 

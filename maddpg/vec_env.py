@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 __all__ = ["PORTS", "BACKENDS", "VecEnv", "PortVecEnv", "ListVecEnv", "port_class", "make_vec_env"]
 

@@ -47,8 +47,8 @@ from nic.message_sim import (HEAD_OF_LINE_LIMIT, POLICY_BASELINE, POLICY_CODESIG
 from nic.reduction import MODES as REDUCTION_MODES, reduction_work
 from nic.result import AllreduceResult
 from nic.scheduler import OP_GATHER, OP_REDUCE
-from noc.config import StrictModel, check_seed, finite, finite_rule
-from noc.errors import ConfigError, DeadlockError, DeadlockRiskWarning, HwModelsError
+from noc.base.config import StrictModel, check_seed, finite, finite_rule
+from noc.base.errors import ConfigError, DeadlockError, DeadlockRiskWarning, HwModelsError
 from noc.routing import PairRoutes, RouteTable, check_deadlock_free, check_vc_classes, route_pairs
 from noc.topology import Topology, parse_spec
 
@@ -423,7 +423,7 @@ def _check_arguments(topology, schedule, nic, network, size_bytes) -> int:
         raise TypeError(f"network must be a FlitNetworkConfig or None, not {type(network).__name__}")
     if isinstance(size_bytes, (bool, np.bool_)) or not isinstance(size_bytes, (int, np.integer)):
         raise TypeError(f"size_bytes must be an int number of bytes, not {size_bytes!r} "
-                        "(hw_models.units.parse_size_bytes reads '64KiB')")
+                        "(noc.base.units.parse_size_bytes reads '64KiB')")
     return int(size_bytes)
 
 

@@ -35,7 +35,7 @@ from nic.scheduler import (
     I_SEND_READY, I_START, N_COLS, N_IN_HEADER, N_OUTS, N_REGS, O_DONE, O_ERR, O_SEND_ENTRY, O_SEND_NI, O_SEND_VALID,
     SchedulerParams, sched_edge, sched_outputs,
 )
-from noc.errors import ConfigError, DeadlockError
+from noc.base.errors import ConfigError, DeadlockError
 from noc.flit import (
     C_ERR, FlitNetworkConfig, build_network, describe_stuck, enqueue_packet, new_state, pop_ejected, seed_arbiters, step,
     stuck,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 # Bumped whenever the contract's cycle behaviour changes (the flit-level co-simulation runs
 # this model, so its co-designed results change with it).

@@ -9,7 +9,7 @@ allocators, torus VC classes, random tie direction, packets to their own source,
 injection during the drain, its channel latencies and credit timing, its run
 methodology). Every key BookSim2 has is either mapped, known to change nothing
 BookSim2 itself reads (:data:`NO_EFFECT`, listed in the result's ``notes``), or refused
-with a :class:`~noc.errors.ConfigError` that names the key and its value: nothing is
+with a :class:`~noc.base.errors.ConfigError` that names the key and its value: nothing is
 silently ignored.
 
 Timing, from BookSim2's router and channel code: a head spends ``routing_delay +
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 # BookSim2 keys that change nothing in the runs mapped here (BookSim2's IQ router never reads
 # alloc_iters or arb_type; the rest only shape its printed output or its debugging)
@@ -377,7 +377,7 @@ def from_booksim(values: dict[str, Any], source: str = "booksim config") -> Book
     """Map BookSim2 keys (as :func:`read_booksim` returns them) onto this package's
     topology, router and traffic configuration, or raise :class:`ConfigError` naming the
     first key whose setting is not modelled here."""
-    from noc.config import validate
+    from noc.base.config import validate
     from noc.flit import FlitNetworkConfig
     from noc.flit_traffic import TrafficConfig
     from noc.topology import fat_tree, mesh, torus

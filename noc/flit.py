@@ -55,10 +55,10 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import overload
 from pydantic import Field
 
-from noc.config import Seed, StrictModel
-from noc.errors import ConfigError, DeadlockError
+from noc.base.config import Seed, StrictModel
+from noc.base.errors import ConfigError, DeadlockError
 from noc.flit_pipeline import FlitCompiler
-from noc.interrupts import interrupts_deferred
+from noc.base.interrupts import interrupts_deferred
 from noc.routing import check_vc_classes, nca_up_variants, route, tie_variants
 from noc.topology import Topology
 
@@ -381,7 +381,7 @@ _NEVER = 1 << 62  # a cycle no run reaches
 
 def new_state(net, max_packets):
     """A network state (:data:`State`) with room for ``max_packets`` packets in flight; a
-    Ctrl-C during the call is delivered when it returns (:mod:`noc.interrupts`)."""
+    Ctrl-C during the call is delivered when it returns (:mod:`noc.base.interrupts`)."""
     with interrupts_deferred():
         return _new_state(net, max_packets)
 

@@ -36,8 +36,8 @@ import numpy as np
 from numba import njit
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from noc.config import MAX_PACKET_FLITS, Seed, StrictModel, finite, finite_rule, is_finite_in
-from noc.errors import ConfigError, DeadlockError
+from noc.base.config import Seed, StrictModel, finite, finite_rule, is_finite_in
+from noc.base.errors import ConfigError, DeadlockError
 from noc.flit import (
     C_EJECTED_FLITS, C_ERR, C_IN_FLIGHT, C_INJECTED_FLITS, FlitNetworkConfig, build_network, describe_stuck, enqueue_packet,
     new_state, pop_ejected, seed_arbiters, seed_ties, step, stuck,
@@ -45,6 +45,10 @@ from noc.flit import (
 from noc.flit_pipeline import FlitCompiler
 from noc.flit_random import random_double, random_int
 from noc.topology import Topology
+
+# Packet sizes in flits (synthetic traffic, BookSim2 files): 65,536 flits, a 1 MiB packet
+# of 16-byte flits; larger sizes are no network's packets and overflow the kernels' counters.
+MAX_PACKET_FLITS = 1 << 16
 
 PATTERNS = ("uniform", "transpose", "bitcomp", "bitrev", "shuffle", "tornado", "neighbor", "neighbor_all", "randperm",
             "hotspot")

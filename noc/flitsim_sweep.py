@@ -44,8 +44,8 @@ from typing import Annotated, Callable, Protocol
 import numpy as np
 from pydantic import Field
 
-from noc.config import StrictModel, finite, finite_rule
-from noc.errors import ConfigError, DeadlockError
+from noc.base.config import StrictModel, finite, finite_rule
+from noc.base.errors import ConfigError, DeadlockError
 from noc.flit import FlitNetworkConfig
 from noc.flit_traffic import RunStats, TrafficConfig, destinations, run_traffic
 from noc.routing import route

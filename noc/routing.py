@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 from noc.topology import MAX_TABLE_BYTES, Topology, route_table_bytes
 
 ALGORITHMS = ("auto", "dor", "nca", "shortest")

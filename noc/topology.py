@@ -32,8 +32,8 @@ from functools import cached_property
 import numpy as np
 from numba import njit
 
-from noc.config import finite_rule, is_finite_in
-from noc.errors import SpecError
+from noc.base.config import finite_rule, is_finite_in
+from noc.base.errors import SpecError
 
 DEFAULT_LINK_BYTES_PER_CYCLE = 16.0  # 128-bit flits, one per cycle
 DEFAULT_LINK_LATENCY_CYCLES = 1

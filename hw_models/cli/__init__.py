@@ -3,7 +3,7 @@
 Each command group lives in its own module (``*_cmd.py``) and is registered here. Heavy
 imports (numba kernels, matplotlib) happen inside the commands, so ``--help`` is instant.
 
-Errors caused by user input (:class:`noc.errors.HwModelsError`) are printed on one line and
+Errors caused by user input (:class:`noc.base.errors.HwModelsError`) are printed on one line and
 exit with status 2, never as a traceback.
 """
 
@@ -21,7 +21,7 @@ from hw_models.cli import noc_cmd
 from hw_models.cli import sweep_cmd
 from hw_models.cli import train_cmd, train_system_cmd
 from hw_models.cli import plot_cmd, report_cmd
-from noc.errors import HwModelsError, HwModelsWarning
+from noc.base.errors import HwModelsError, HwModelsWarning
 
 app = typer.Typer(
     name="hw-models",

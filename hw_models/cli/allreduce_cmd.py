@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from hw_models.cli.nic_flags import nic_choices
-from noc.errors import ConfigError, HwModelsError
+from noc.base.errors import ConfigError, HwModelsError
 
 DEFAULT_ALGORITHMS = "ring,ring2d,dbtree,multitree"
 
@@ -83,7 +83,7 @@ def allreduce(
     from hw_models.estimate import check_long_run, flit_allreduce_seconds, format_duration
     from hw_models.experiment import config_with_flags, resolve_experiment
     from hw_models.store import ResultStore, check_output_dir, csv_holds_other_rows, write_csv_atomic
-    from hw_models.units import format_size_bytes
+    from noc.base.units import format_size_bytes
     from nic.allreduce import MODELS, check_message_router
     from nic.collectives import algorithm_name
     from nic.collectives.multitree import TREE_ORDERS

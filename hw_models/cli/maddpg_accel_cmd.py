@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from noc.errors import ConfigError, HwModelsError
+from noc.base.errors import ConfigError, HwModelsError
 
 OUTPUTS = ("accel.csv", "accel.png")
 SEARCH_OUTPUTS = ("search.csv", "pareto.png")
@@ -77,7 +77,7 @@ def accel(
     from hw_models.cli.maddpg_cmd import _parse_fixed_point
     from maddpg.accel.config import AccelConfig
     from maddpg.accel.parts import get_part
-    from noc.config import SEED_RULE, read_toml, validate
+    from noc.base.config import SEED_RULE, read_toml, validate
 
     ns = _int_list(agents, "--agents", 2, 64)
     ics = [s.strip() for s in interconnect.split(",") if s.strip()]
@@ -164,7 +164,7 @@ def _cpu_profile(cpu: str, cache: Path, env: str, n: int, batch: int, cfg, seed:
 
 def _cached_or_measure(cache: Path, env: str, n: int, batch: int, cfg, seed: int):
     from hw_models.store import check_output_dir
-    from noc.files import replace_atomically
+    from noc.base.files import replace_atomically
     from maddpg.accel.host import load_profile, machine_name, measure_cpu
 
     host = re.sub(r"[^A-Za-z0-9]+", "-", machine_name())[:60]

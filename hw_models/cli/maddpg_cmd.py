@@ -12,7 +12,7 @@ from typing import List, Optional
 import typer
 from typer.core import TyperCommand
 
-from noc.errors import HwModelsError
+from noc.base.errors import HwModelsError
 
 app = typer.Typer(help="MADDPG on MPE environments (HLS-style Numba kernels).", no_args_is_help=True)
 
@@ -113,7 +113,7 @@ def train(
     """Train MADDPG; print the seed, show progress, write rewards.csv, metrics.csv, learning_curve.png, checkpoint.npz
     (+ checkpoint.replay/) and TensorBoard events. SIGINT/SIGTERM save a checkpoint, then exit (130/143)."""
     from maddpg.trainer import MADDPGConfig
-    from noc.config import validate
+    from noc.base.config import validate
 
     q_bits, q_frac = _parse_fixed_point(fixed_point)
     if env_backend not in ("auto", "port", "mpe2"):
@@ -288,7 +288,7 @@ def eval_(
     """Run the checkpoint's actors deterministically (softmax of the logits, no exploration noise) and print the mean
     and spread of the episode returns."""
     from maddpg.evaluate import evaluate, load_policy, render_gif
-    from noc.config import SEED_RULE
+    from noc.base.config import SEED_RULE
 
     if not 0 <= seed <= 2**32 - 1:
         raise HwModelsError(f"--seed {seed}: {SEED_RULE}")
@@ -364,7 +364,7 @@ def write_outputs(out_dir: Path, rewards: list[float], random_ret: float | None,
     learning_curve.png, each written atomically."""
     import numpy as np
 
-    from hw_models.plots import save_figure
+    from noc.base.figures import save_figure
     from hw_models.store import write_csv_atomic
 
     r = np.asarray(rewards, np.float64)
@@ -404,7 +404,7 @@ def write_seed_summary(out_dir: Path, seeds: list[int], rewards: list[list[float
     standard deviation) and seeds_curve.png (the mean with a +-1 std band, each seed thin)."""
     import numpy as np
 
-    from hw_models.plots import save_figure
+    from noc.base.figures import save_figure
     from hw_models.store import write_csv_atomic
 
     n = min(len(r) for r in rewards)

@@ -3,7 +3,7 @@ ask of the config's ``[nic]`` table."""
 
 from __future__ import annotations
 
-from noc.errors import HwModelsError
+from noc.base.errors import HwModelsError
 
 
 def nic_choices(nic, variant, lockstep=None, step_priority=None, flow_control=None, packet_bytes=None, reduction=None,

@@ -44,8 +44,8 @@ def load_experiment(config: Path, pattern: Optional[str] = None, seed: Optional[
     ``clock_ghz`` does not change the flit-level model."""
     from hw_models.config import resolve_topology
     from hw_models.config import resolve_router
-    from noc.config import read_toml, validate
-    from noc.errors import ConfigError
+    from noc.base.config import read_toml, validate
+    from noc.base.errors import ConfigError
 
     data = read_toml(config)
     # the flags stand for [traffic] keys: checked by their rules, named as the flags
@@ -95,7 +95,7 @@ def load_booksim(path: Path, overrides: list[str]):
 def _split_args(args: list[str] | None, booksim: Optional[Path], flags: dict) -> tuple[Optional[Path], list[str]]:
     """(CONFIG, BookSim2 overrides) from the positional arguments: CONFIG alone without
     --booksim, only key=value overrides with it (and none of the TOML flags)."""
-    from noc.errors import ConfigError
+    from noc.base.errors import ConfigError
 
     args = list(args or [])
     if booksim is None:
@@ -204,7 +204,7 @@ def _console():
 
 def _save_png(fig, path: Path) -> Path:
     """Whole or absent, under a unique temporary name (concurrent runs into one folder do not collide)."""
-    from hw_models.plots import save_figure
+    from noc.base.figures import save_figure
 
     return save_figure(fig, path, format="png")
 
@@ -390,7 +390,7 @@ def sweep_load_cmd(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from hw_models.store import ResultStore
-    from noc.errors import ConfigError
+    from noc.base.errors import ConfigError
     from noc.flitsim_sweep import SweepConfig, SweepDeadlockError, SweepInterrupted, sweep_load
 
     config, overrides = _split_args(args, booksim, {"--pattern": pattern, "--seed": seed})

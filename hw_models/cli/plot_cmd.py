@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from noc.errors import HwModelsError
+from noc.base.errors import HwModelsError
 
 
 def plot(

@@ -20,7 +20,7 @@ def report(
     from hw_models.report.data import filter_rows, load_rows
     from hw_models.report.html import default_name, page
     from hw_models.sweep.export import write_new_file
-    from noc.errors import HwModelsError
+    from noc.base.errors import HwModelsError
 
     if out is not None and out.suffix.lower() not in (".html", ".htm"):
         raise HwModelsError(f"--out {out}: give an .html file")

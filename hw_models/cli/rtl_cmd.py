@@ -21,7 +21,7 @@ def _params(depth: int, nis: int):
 
 def _parse_list(text: str, name: str) -> list[int]:
     """Comma-separated integers, duplicates dropped (first occurrence kept)."""
-    from noc.errors import ConfigError
+    from noc.base.errors import ConfigError
 
     import re
 
@@ -37,7 +37,7 @@ def _parse_list(text: str, name: str) -> list[int]:
 def _check_sim(sim: str) -> None:
     """--sim names a supported simulator (checked before any build)."""
     from hw_models.toolchain import SIMULATORS
-    from noc.errors import ConfigError
+    from noc.base.errors import ConfigError
 
     if sim not in SIMULATORS:
         raise ConfigError(f"--sim = {sim!r} is not supported; choose one of {', '.join(SIMULATORS)}")
@@ -101,8 +101,8 @@ def regress(
     from hw_models.rtl.regress import random_episodes, regress as run
     from hw_models.rtl.stimulus import params_for_tables, table_episodes
     from hw_models.store import check_output_dir, replace_atomically
-    from noc.config import check_seed
-    from noc.errors import ConfigError
+    from noc.base.config import check_seed
+    from noc.base.errors import ConfigError
 
     _check_sim(sim)
     check_seed(first_seed, "--first-seed")
@@ -207,7 +207,7 @@ def synth(
 
     from hw_models.rtl.synth import DelayModel, fields_of, sources_at, sweep, to_csv
     from hw_models.store import check_output_file, replace_atomically
-    from noc.errors import ConfigError
+    from noc.base.errors import ConfigError
 
     d_list, n_list = _parse_list(depths, "depths"), _parse_list(nis, "nis")
     lanes_list = _parse_list(datapath, "datapath") if datapath is not None else []

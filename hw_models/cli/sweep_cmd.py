@@ -66,7 +66,7 @@ def run_cmd(
     from hw_models.sweep.kinds import get_kind
     from hw_models.sweep.spec import describe, expand, load_sweep
     from hw_models.sweep.store import SweepStore
-    from noc.errors import HwModelsError
+    from noc.base.errors import HwModelsError
 
     if not file.is_file():
         raise HwModelsError(f"{file}: {'is a directory' if file.is_dir() else 'no such sweep file'}")
@@ -167,7 +167,7 @@ def export(
     """Export a store's points: one row each, config.* and metrics.* columns."""
     from hw_models.sweep.export import flat_rows, write_csv, write_parquet
     from hw_models.sweep.store import STATUSES, SweepStore
-    from noc.errors import HwModelsError
+    from noc.base.errors import HwModelsError
 
     if csv is None and parquet is None:
         raise HwModelsError("give --csv FILE and/or --parquet FILE")

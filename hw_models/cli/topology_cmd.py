@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from noc.errors import HwModelsError
+from noc.base.errors import HwModelsError
 
 app = typer.Typer(help="Build and describe network topologies.", no_args_is_help=True)
 

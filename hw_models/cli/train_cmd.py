@@ -19,7 +19,7 @@ from typing import Optional
 import typer
 
 from hw_models.cli.nic_flags import nic_choices
-from noc.errors import ConfigError, HwModelsError
+from noc.base.errors import ConfigError, HwModelsError
 
 DEFAULT_BATCH = 16
 DEFAULT_DEVICE = "multitree-node"
@@ -262,7 +262,7 @@ def train(
 
 def _size_flag(flag: str, text: Optional[str], zero: bool = True) -> Optional[int]:
     """``text`` (e.g. 8MiB, 4096, or 0 where ``zero``) as bytes; errors name ``flag``."""
-    from hw_models.units import parse_size_bytes
+    from noc.base.units import parse_size_bytes
 
     if text is None:
         return None
@@ -419,7 +419,7 @@ def plot_runs(runs, path: Path, title: str) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from hw_models.plots import save_figure
+    from noc.base.figures import save_figure
 
     work = list(dict.fromkeys(r.workload for r in runs))
     algos = list(dict.fromkeys(r.algorithm for r in runs))

@@ -19,7 +19,7 @@ from typing import Optional
 
 import typer
 
-from noc.errors import HwModelsError
+from noc.base.errors import HwModelsError
 
 from hw_models.training.systems.setup import DEFAULT_COMPRESSORS, SYSTEM_NAMES, not_for
 

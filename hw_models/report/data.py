@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from noc.errors import HwModelsError
+from noc.base.errors import HwModelsError
 
 # names a user may type for the columns the commands write
 ALIASES = {"size": "size_bytes", "bus_gbps": "busbw_gbps", "alg_gbps": "algbw_gbps", "cycles": "total_cycles",

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hw_models.report.data import column
-from noc.errors import HwModelsError
+from noc.base.errors import HwModelsError
 
 FORMATS = ("png", "svg", "pdf")
 PRESETS = ("bandwidth", "speedup", "load-latency", "training")
@@ -172,7 +172,7 @@ def render(spec: FigureSpec, lines: list[Series], fmt: str = "png"):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from hw_models.units import format_size_bytes
+    from noc.base.units import format_size_bytes
 
     facets = list(dict.fromkeys(s.facet for s in lines))
     n = len(facets)

@@ -14,7 +14,7 @@ import html
 from pathlib import Path
 
 from hw_models.report.figures import PRESETS, preset_spec, render, series
-from noc.errors import HwModelsError
+from noc.base.errors import HwModelsError
 
 _MAIN_COLUMNS = ("kind", "topology", "algorithm", "nic", "model", "size_bytes", "total_cycles", "busbw_gbps",
                  "speedup_vs_ring", "bound_fraction", "offered_flits", "accepted_flits", "latency_avg", "workload",

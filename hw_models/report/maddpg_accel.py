@@ -109,7 +109,7 @@ def _finish(fig, ax, title: str, path: Path) -> Path:
     """Title and legend the figure, write it to ``path`` and close it."""
     import matplotlib.pyplot as plt
 
-    from hw_models.plots import save_figure
+    from noc.base.figures import save_figure
 
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)

@@ -27,7 +27,7 @@ from hw_models.rtl.lockstep import Fault
 from hw_models.rtl.stimulus import Episode, random_episode
 from hw_models.toolchain import REPO_ROOT, SIMULATORS, ToolchainError, require_simulator, rtl_sources
 from nic.scheduler import SCALAR_INPUT_NAMES, SchedulerModel, SchedulerParams
-from noc.errors import ConfigError, HwModelsError
+from noc.base.errors import ConfigError, HwModelsError
 
 TOPLEVEL = "nic_scheduler"
 REGRESS_MODULE = "hw_models.rtl.cocotb_regress"

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nic.scheduler import OP_GATHER, OP_RECV, OP_REDUCE, SCALAR_INPUT_NAMES, SchedulerParams
-from noc.errors import HwModelsError
+from noc.base.errors import HwModelsError
 
 #: Columns of a table row, as nic.nic_table produces them and SchedulerModel.load_table takes them.
 ROW_FIELDS = ("op", "flow", "peer", "step", "len", "dep_op", "dep_count")

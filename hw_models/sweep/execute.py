@@ -39,7 +39,7 @@ from typing import Any, Callable
 from hw_models.sweep.kinds import Kind, get_kind
 from hw_models.sweep.spec import SweepSpec, describe, expand, point_config
 from hw_models.sweep.store import PointRecord, SweepStore, canonical_json, point_key, worker_name
-from noc.errors import ConfigError, HwModelsError
+from noc.base.errors import ConfigError, HwModelsError
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ def resolve_points(spec: SweepSpec, kind: Kind | None = None) -> tuple[list[Poin
 def run_point(kind_name: str, config: dict) -> Outcome:
     """Run one point of kind ``kind_name`` (on a worker): its metrics, or its error as one
     line (the exception's type and message, and where it was raised unless it is an error
-    of the input, :class:`noc.errors.HwModelsError`)."""
+    of the input, :class:`noc.base.errors.HwModelsError`)."""
     t0 = time.perf_counter()
     try:
         metrics = get_kind(kind_name).run(config)

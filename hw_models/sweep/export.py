@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from hw_models.sweep.store import SweepStore
-from noc.errors import HwModelsError
+from noc.base.errors import HwModelsError
 
 FIXED_COLUMNS = ("key", "kind", "status", "error", "wall_s", "code_version", "finished_utc", "origin", "worker",
                  "model_versions")

@@ -69,9 +69,9 @@ def _kind_of(record: dict) -> str | None:
 
 def check_jsonl(path: str | Path) -> Path:
     """``path`` is a file whose first line is a result-store record (a JSON object with a
-    string ``key``); a :class:`noc.errors.HwModelsError` saying what it is otherwise. Checked
+    string ``key``); a :class:`noc.base.errors.HwModelsError` saying what it is otherwise. Checked
     before reading it as a store, which would set aside every line that is not a record."""
-    from noc.errors import HwModelsError
+    from noc.base.errors import HwModelsError
 
     p = Path(path)
     what = "a JSONL result store of hw-models allreduce or hw-models noc sweep-load"

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from noc.config import SEED_RULE, check_seed, read_toml
-from noc.errors import ConfigError
+from noc.base.config import SEED_RULE, check_seed, read_toml
+from noc.base.errors import ConfigError
 
 TOP_KEYS = ("kind", "description", "store", "base", "axes", "zip", "sample")
 SAMPLE_KEYS = ("method", "points", "seed")
@@ -140,7 +140,7 @@ def _axis_values(path: str, where: str, spec: Any, sampled: bool) -> tuple | Int
             raise _err(path, where, f"<{len(spec)} values>", f"at most {MAX_AXIS_VALUES:,} values per axis")
         return tuple(spec)
     if isinstance(spec, str) and ".." in spec:
-        from hw_models.units import parse_sizes_bytes
+        from noc.base.units import parse_sizes_bytes
 
         try:
             values = parse_sizes_bytes(spec)

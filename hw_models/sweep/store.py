@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from noc.errors import HwModelsError
+from noc.base.errors import HwModelsError
 
 SCHEMA_NAME = "hw-models sweep store"
 SCHEMA_VERSION = 1

@@ -45,7 +45,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 KINDS = ("allreduce", "reduce_scatter", "all_gather")
 ALPHA_BETA_ALGORITHMS = ("ring", "halving_doubling")

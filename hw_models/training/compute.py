@@ -29,7 +29,7 @@ from hw_models.training.layers import Layer
 from hw_models.training.systolic import DATAFLOWS, GemmRun, gemm_cycles, training_gemms
 from hw_models.training.costs import LayerCost
 from hw_models.training.workloads import Workload
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 ENGINES = ("closed-form", "scalesim")
 

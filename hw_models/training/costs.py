@@ -6,7 +6,7 @@ batch) and the bytes of its parameter gradient; a model is a tuple of them in fo
 :class:`OptimizerCost` is the optimiser step: per layer (applied to a layer's parameters once
 its gradient is synchronised, just before its next forward pass) or one global step (after
 every gradient is synchronised). Both check their fields when made: a bad value is a
-:class:`~noc.errors.ConfigError` naming the field, the value and what is allowed.
+:class:`~noc.base.errors.ConfigError` naming the field, the value and what is allowed.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Iterable
 
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 
 def _seconds(owner: str, key: str, value) -> float:

@@ -37,7 +37,7 @@ from hw_models.training.costs import LayerCost
 from hw_models.training.policies import POLICIES, Policy, make_policy
 from hw_models.training.timeline import TimelineResult, simulate
 from hw_models.training.workloads import WORKLOADS, Workload, get_workload, load_workload_file
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 MIB = 1 << 20
 BASELINE_ALGORITHM = "ring"

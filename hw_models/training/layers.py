@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 # FLOPs per output element of the layers that are not GEMMs (forward pass).
 ELEMENTWISE_FLOPS = {

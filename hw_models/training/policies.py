@@ -59,7 +59,7 @@ from typing import Any, Sequence
 
 from hw_models.training.comm import KINDS, CommModel
 from hw_models.training.costs import LayerCost
-from noc.errors import ConfigError, HwModelsError
+from noc.base.errors import ConfigError, HwModelsError
 
 MIB = 1 << 20
 STAGES = ("reduce", "gather")

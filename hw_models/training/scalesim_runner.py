@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Sequence
 
 from hw_models.training.systolic import DATAFLOWS, gemm_cycles
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 INSTALL_HINT = "pip install 'hw-models[scalesim]' (scalesim==2.0.2)"
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hw_models.training.layers import Layer
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 DATAFLOWS = ("os", "ws", "is")
 

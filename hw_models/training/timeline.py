@@ -54,7 +54,7 @@ from typing import Sequence
 from hw_models.training.comm import CommModel, collective_s, describe
 from hw_models.training.costs import LayerCost, OptimizerCost, as_layer_costs
 from hw_models.training.policies import Collective, NetworkView, Pending, Piece, Policy, PolicyError
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 # A bound on collectives per iteration, so a policy that keeps sending tiny slices ends
 # with an error rather than never.

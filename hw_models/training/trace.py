@@ -10,7 +10,7 @@ each iteration starts. Times are microseconds, as the format has them.
 :func:`plot_gantt` draws the same two tracks with matplotlib (Agg) into a PNG.
 
 Neither replaces an existing file unless asked (``overwrite=True``); both write whole or
-not at all (:func:`noc.files.replace_atomically`).
+not at all (:func:`noc.base.files.replace_atomically`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from noc.errors import HwModelsError
+from noc.base.errors import HwModelsError
 
 PID = 1
 TID_COMPUTE, TID_NETWORK = 1, 2
@@ -87,7 +87,7 @@ def _check_new(path: str | Path, overwrite: bool) -> Path:
 def write_trace(result, path: str | Path, *, overwrite: bool = False) -> Path:
     """Write the Chrome / Perfetto trace of ``result`` to ``path`` (JSON; open it in
     ui.perfetto.dev or chrome://tracing). An existing file is an error unless ``overwrite``."""
-    from noc.files import replace_atomically  # noqa: PLC0415
+    from noc.base.files import replace_atomically  # noqa: PLC0415
 
     out = _check_new(path, overwrite)
     text = json.dumps(trace_document(result), separators=(",", ":"))
@@ -103,7 +103,7 @@ def plot_gantt(result, path: str | Path, *, overwrite: bool = False) -> Path:
     import matplotlib.pyplot as plt  # noqa: PLC0415
     from matplotlib.patches import Patch  # noqa: PLC0415
 
-    from hw_models.plots import save_figure  # noqa: PLC0415
+    from noc.base.figures import save_figure  # noqa: PLC0415
 
     out = _check_new(path, overwrite)
     end_s = max([e.end_s for e in result.compute_events] + [e.end_s for e in result.comm_events] + [0.0])

@@ -6,7 +6,7 @@ Every network is generated from its layer descriptions by :class:`~hw_models.tra
 
 * :data:`WORKLOADS` and :func:`get_workload` -- the built-in networks by name;
 * :func:`load_workload_file` -- a JSON or TOML layer list (validated: a bad key or value is a
-  :class:`~noc.errors.ConfigError` naming it and what is allowed);
+  :class:`~noc.base.errors.ConfigError` naming it and what is allowed);
 * :func:`from_torch_module` -- the layers of a PyTorch module, recorded while it runs
   (needs ``torch``, the ``bench`` extra; imported only when called).
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from hw_models.training.layers import ELEMENTWISE_FLOPS, Gemm, Layer, NetBuilder
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 __all__ = ["Gemm", "Layer", "Workload", "WORKLOADS", "get_workload", "load_workload_file", "workload_from_dict",
            "from_torch_module", "alexnet", "vgg16", "resnet50", "googlenet", "transformer_base", "ncf",
@@ -563,7 +563,7 @@ def load_workload_file(path: str | Path) -> Workload:
     if p.is_dir():
         raise ConfigError(f"{p}: is a directory, not a workload file")
     if suffix == ".toml":
-        from noc.config import read_toml  # noqa: PLC0415
+        from noc.base.config import read_toml  # noqa: PLC0415
 
         data = read_toml(p)
     else:

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from noc.config import StrictModel, finite
+from noc.base.config import StrictModel, finite
 
 INTERCONNECTS = ("ring", "mesh", "crossbar")  # or any noc topology spec (torus:2x2, fattree:k2:l2, full:4, ...)
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from maddpg import kernels as K
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 
 @dataclass

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from maddpg.accel.config import AccelConfig, Workload
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 GT_PER_S = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0}
 

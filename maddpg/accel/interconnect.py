@@ -34,7 +34,7 @@ from functools import lru_cache
 import numpy as np
 
 from maddpg.accel.config import INTERCONNECTS, AccelConfig, Workload
-from noc.errors import ConfigError, HwModelsError
+from noc.base.errors import ConfigError, HwModelsError
 from noc.message import max_min_rates, path_latency_cycles
 from noc.routing import route_pairs
 from noc.topology import Topology, mesh, parse_spec, ring, switch

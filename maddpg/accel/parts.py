@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 RESOURCES = ("dsp", "bram36", "uram", "lut", "ff")
 

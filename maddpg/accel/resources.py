@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from maddpg.accel.config import AccelConfig, Workload
 from maddpg.accel.parts import RESOURCES, Part
-from noc.errors import HwModelsError
+from noc.base.errors import HwModelsError
 
 BRAM36_BYTES = 4608
 URAM_BYTES = 36864

@@ -25,7 +25,7 @@ import numpy as np
 from numba import njit
 
 from nic.scheduler import OP_GATHER, OP_REDUCE
-from noc.errors import HwModelsError
+from noc.base.errors import HwModelsError
 
 OP_NAMES = {OP_REDUCE: "reduce", OP_GATHER: "gather"}
 

@@ -50,18 +50,18 @@ def _no_temporary_files(folder: Path) -> None:
     assert not [p.name for p in folder.iterdir() if p.name.endswith(".tmp") or ".tmp." in p.name]
 
 
-# ---- noc.files.replace_atomically, the one primitive (hw_models.store re-exports it) -------
+# ---- noc.base.files.replace_atomically, the one primitive (hw_models.store re-exports it) -------
 
 
 def test_the_store_re_exports_the_noc_primitive():
     from hw_models import store
-    from noc import files
+    from noc.base import files
 
     assert store.replace_atomically is files.replace_atomically
 
 
 def test_durable_replace_keeps_the_old_file_when_the_write_fails(tmp_path):
-    from noc.files import replace_atomically
+    from noc.base.files import replace_atomically
 
     target = tmp_path / "f.bin"
     target.write_bytes(b"old")
@@ -143,7 +143,7 @@ def test_two_benchmarks_sharing_a_flit_cache_both_finish_and_keep_each_others_to
     assert sorted(p.name for p in tmp_path.iterdir()) == ["flit.json"]
 
 
-# ---- 4. maddpg checkpoints (noc.files.replace_atomically, durable) ------------------------
+# ---- 4. maddpg checkpoints (noc.base.files.replace_atomically, durable) ------------------------
 
 
 def test_two_checkpoint_saves_into_one_file_both_finish(tmp_path, monkeypatch):

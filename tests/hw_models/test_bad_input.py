@@ -19,8 +19,8 @@ from cli_run import run
 from hw_models.noc_experiment import experiment_model
 from hw_models.config import AllreduceConfig, ExperimentConfig, NetworkConfig, NicSection, RunConfig
 from maddpg.trainer import MADDPGConfig
-from noc.config import SEED_MAX, validate
-from noc.errors import ConfigError, HwModelsError, SpecError
+from noc.base.config import SEED_MAX, validate
+from noc.base.errors import ConfigError, HwModelsError, SpecError
 from noc.flit import FlitNetworkConfig
 from noc.flit_traffic import TrafficConfig
 
@@ -176,7 +176,7 @@ def test_non_ascii_digits_on_the_command_line_are_one_line_errors(tmp_path, caps
 
 
 def test_non_ascii_digits_in_sizes_and_booksim_files_are_refused():
-    from hw_models.units import parse_size_bytes
+    from noc.base.units import parse_size_bytes
     from noc.booksim_config import parse_booksim
 
     for text in ("４KiB", "1٠24", "²"):

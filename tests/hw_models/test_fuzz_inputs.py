@@ -1,5 +1,5 @@
 """Fuzzing every config loader and spec parser: random strings and values either parse or
-raise the project's own error (:class:`noc.errors.HwModelsError`: ConfigError, SpecError,
+raise the project's own error (:class:`noc.base.errors.HwModelsError`: ConfigError, SpecError,
 ScheduleError, ...), never anything else (no ValueError from int(), no OverflowError, no
 KeyError, no pydantic ValidationError)."""
 
@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from hw_models.noc_experiment import experiment_model
 from hw_models.config import ExperimentConfig
-from noc.config import validate
-from noc.errors import HwModelsError
+from noc.base.config import validate
+from noc.base.errors import HwModelsError
 
 FUZZ = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
@@ -69,7 +69,7 @@ def test_topology_specs(spec):
 @FUZZ
 @given(st.one_of(TEXT, SPECISH, st.integers(-(2**70), 2**70)))
 def test_sizes(text):
-    from hw_models.units import parse_size_bytes, parse_sizes_bytes
+    from noc.base.units import parse_size_bytes, parse_sizes_bytes
 
     _ours_or_nothing(parse_size_bytes, text)
     _ours_or_nothing(parse_sizes_bytes, text if isinstance(text, str) else str(text))
@@ -164,7 +164,7 @@ def test_command_line_lists_and_fixed_point(text):
 @FUZZ
 @given(st.one_of(SCALARS, st.integers(-(2**80), 2**80)))
 def test_seeds(value):
-    from noc.config import check_seed
+    from noc.base.config import check_seed
 
     _ours_or_nothing(check_seed, value, "--seed")
 
@@ -201,7 +201,7 @@ def test_whole_experiments(data):
 
 @pytest.mark.parametrize("spec", ["ring:²", "full:①", "torus:４x4"])
 def test_the_reported_specs_are_errors_of_ours(spec):
-    from noc.errors import SpecError
+    from noc.base.errors import SpecError
     from noc.topology import parse_spec
 
     with pytest.raises(SpecError):

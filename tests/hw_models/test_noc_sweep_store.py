@@ -82,7 +82,7 @@ def test_a_deadlock_at_a_high_load_keeps_the_points_measured_before_it(tmp_path,
 
 
 def test_the_sweep_api_reports_a_deadlock_with_the_points_before_it():
-    from noc.errors import DeadlockError
+    from noc.base.errors import DeadlockError
     from noc.flit import FlitNetworkConfig
     from noc.flit_traffic import TrafficConfig
     from noc.flitsim_sweep import SweepConfig, SweepDeadlockError, sweep_load

@@ -43,7 +43,7 @@ def test_lines_that_are_not_records_are_ignored(tmp_path):
 def test_a_directory_where_a_result_file_goes_is_named(tmp_path):
     import pytest
 
-    from noc.errors import HwModelsError
+    from noc.base.errors import HwModelsError
 
     (tmp_path / "r.jsonl").mkdir()
     (tmp_path / "o.csv").mkdir()

@@ -19,7 +19,7 @@ from hw_models.sweep.store import SweepStore
 RING_FORMULA = '''
 """Sweep kind ``ring_formula``: the textbook ring all-reduce time 2(N-1)(alpha + M/(N B))."""
 from hw_models.sweep.kinds import Kind
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 RANGES = {"nodes": (2, 1 << 20), "size_bytes": (1, 1 << 40), "link_bytes_per_cycle": (1, 4096),
           "alpha_cycles": (0, 10**6)}

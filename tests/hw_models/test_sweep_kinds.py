@@ -13,7 +13,7 @@ import pytest
 from cli_run import run
 from hw_models.sweep.kinds import get_kind, kind_names
 from hw_models.sweep.store import SweepStore
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 
 def _rows(store_path, **where):

@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from hw_models.sweep.spec import expand, load_sweep, point_config
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 
 def _spec(tmp_path, text, seed=None):

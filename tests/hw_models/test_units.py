@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from hw_models.units import format_size_bytes, parse_size_bytes, parse_sizes_bytes
-from noc.errors import ConfigError
+from noc.base.units import format_size_bytes, parse_size_bytes, parse_sizes_bytes
+from noc.base.errors import ConfigError
 
 
 def test_sizes_parse_with_binary_and_decimal_units():

@@ -8,7 +8,7 @@ import pytest
 
 from maddpg.accel import interconnect as X
 from maddpg.accel.config import AccelConfig, Workload, spread_workload
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 
 @pytest.mark.parametrize("kind", ["ring", "mesh", "crossbar", "torus:2x3", "fattree:k2:l3", "full:6"])

@@ -12,7 +12,7 @@ from maddpg.accel.config import AccelConfig, spread_workload
 from maddpg.accel.interconnect import build_topology
 from maddpg.accel.model import simulate_update
 from maddpg.accel.parts import PARTS, RESOURCES, Part, get_part
-from noc.errors import HwModelsError
+from noc.base.errors import HwModelsError
 
 
 def _exact_part(res: R.Resources) -> Part:

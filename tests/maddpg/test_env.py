@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from maddpg.env import EnvError, make_env
-from noc.errors import HwModelsError
+from noc.base.errors import HwModelsError
 
 
 @pytest.mark.parametrize("name,n,obs", [("simple_spread", 3, [18, 18, 18]), ("simple_spread_v3", 2, [12, 12]),

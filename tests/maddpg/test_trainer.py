@@ -7,7 +7,7 @@ import pytest
 
 from maddpg.checkpoint import CheckpointError
 from maddpg.trainer import MADDPG, make_config, random_policy_return
-from noc.errors import ConfigError, HwModelsError
+from noc.base.errors import ConfigError, HwModelsError
 
 from maddpg_standin_env import make_standin
 

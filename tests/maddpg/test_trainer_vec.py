@@ -9,7 +9,7 @@ import pytest
 
 from maddpg import vec_env
 from maddpg.trainer import MADDPG, make_config
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 from maddpg_standin_env import StandInSimple, make_standin
 

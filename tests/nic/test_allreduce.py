@@ -8,8 +8,8 @@ import pytest
 from nic.allreduce import NicConfig, check_times, dependencies, prepare, ring_allreduce_cycles, simulate_allreduce
 from nic.collectives import ScheduleError, build
 from nic.scheduler import OP_REDUCE
-from noc.config import validate
-from noc.errors import ConfigError
+from noc.base.config import validate
+from noc.base.errors import ConfigError
 from noc.flit import FlitNetworkConfig
 from noc.topology import parse_spec
 

@@ -257,7 +257,7 @@ def test_merged_timed_replay_agrees_with_the_sorted_events(spec, algorithm):
 
 
 def test_a_big_schedule_is_refused_with_the_estimate_before_it_runs(monkeypatch):
-    from noc.errors import ConfigError
+    from noc.base.errors import ConfigError
 
     t = parse_spec("torus:8x8:c4")
     s = build(t, "multitree")

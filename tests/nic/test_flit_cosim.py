@@ -9,7 +9,7 @@ from nic import calibration
 from nic.allreduce import NicConfig, simulate_allreduce
 from nic.collectives import Schedule, build
 from nic.scheduler import OP_GATHER, OP_REDUCE
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 from noc.flit import FlitNetworkConfig
 from noc.topology import parse_spec
 

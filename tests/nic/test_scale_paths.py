@@ -92,7 +92,7 @@ def test_idle_fraction_is_one_minus_the_union_of_busy_intervals():
 
 def test_a_run_too_big_for_the_memory_limit_is_refused_with_its_estimate(monkeypatch):
     import nic.allreduce as allreduce
-    from noc.errors import ConfigError
+    from noc.base.errors import ConfigError
 
     t = parse_spec("torus:8x8:c4")
     s = build(t, "multitree")
@@ -120,7 +120,7 @@ def test_a_routing_that_can_deadlock_is_named_before_either_model_runs(model):
     import warnings
 
     from nic.allreduce import simulate_allreduce
-    from noc.errors import DeadlockError, DeadlockRiskWarning
+    from noc.base.errors import DeadlockError, DeadlockRiskWarning
     from noc.flit import FlitNetworkConfig
 
     t = parse_spec("torus:4x4")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from nic.scheduler import OP_GATHER, OP_REDUCE, SchedulerModel, SchedulerParams
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 
 def _model(**kw):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from nic.scheduler import OP_GATHER, OP_RECV, OP_REDUCE, SchedulerModel, SchedulerParams
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 
 def make(depth=8, nis=1, **kw) -> SchedulerModel:

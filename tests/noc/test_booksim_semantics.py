@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from noc.booksim_config import from_booksim, parse_booksim
-from noc.config import validate
-from noc.errors import ConfigError
+from noc.base.config import validate
+from noc.base.errors import ConfigError
 from noc.flit import FlitNetworkConfig, build_network, run_packets
 from noc.flit_traffic import TrafficConfig, run_traffic
 from noc.routing import RouteTable, check_deadlock_free, route, tie_variants

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from noc.errors import ConfigError, DeadlockError
-from noc.config import validate
+from noc.base.errors import ConfigError, DeadlockError
+from noc.base.config import validate
 from noc.flit import C_ERR, FlitNetworkConfig, build_network, new_state, run_packets, seed_arbiters, step
 from noc.flit_traffic import TrafficConfig, destinations, run_traffic
 from noc.routing import route

@@ -12,8 +12,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from noc.config import validate
-from noc.errors import ConfigError
+from noc.base.config import validate
+from noc.base.errors import ConfigError
 from noc.flit import FlitNetworkConfig, build_network, run_packets
 from noc.flit_traffic import TrafficConfig, destinations, run_traffic
 from noc.flitsim_sweep import bisection_bound_flits

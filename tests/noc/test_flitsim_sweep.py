@@ -221,7 +221,7 @@ def test_accepted_throughput_at_low_load_is_the_offered_load(spec, rate, sizes, 
 def test_a_first_load_far_above_zero_load_is_refused_not_reported_as_zero_load_latency():
     """start_flits = 0.95 on a 4x4 mesh is above its saturation (test above: at most the bound,
     1.0, and the sweep there finds it lower): its latency is queueing, not zero-load latency."""
-    from noc.errors import ConfigError
+    from noc.base.errors import ConfigError
     from noc.flit_traffic import run_traffic
 
     t = parse_spec("mesh:4x4")

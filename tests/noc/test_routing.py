@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 from noc.routing import check_deadlock_free, route
 from noc.topology import Topology, mesh, parse_spec, torus
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from noc.errors import SpecError
+from noc.base.errors import SpecError
 from noc.topology import (
     Topology,
     bigraph,

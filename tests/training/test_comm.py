@@ -11,7 +11,7 @@ import pytest
 from hw_models.training.comm import AlphaBeta, NicComm, collective_s
 from nic.allreduce import NicConfig, simulate_allreduce
 from nic.collectives import build
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 from noc.topology import parse_spec
 
 KIB = 1 << 10

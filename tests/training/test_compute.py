@@ -19,7 +19,7 @@ from hw_models.training.layers import NetBuilder
 from hw_models.training.scalesim_runner import ArrayConfig, ConvShape, run_convs, run_gemms, scalesim_available
 from hw_models.training.systolic import gemm_cycles, training_gemms
 from hw_models.training.workloads import Workload, get_workload
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 needs_scalesim = pytest.mark.skipif(not scalesim_available(), reason="SCALE-Sim is not installed (the scalesim extra)")
 

@@ -18,7 +18,7 @@ from hw_models.training.timeline import simulate
 from hw_models.training.workloads import WORKLOADS
 from nic.allreduce import NicConfig, simulate_allreduce
 from nic.collectives import build
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 from noc.topology import parse_spec
 
 GRADS = (4000, 12_000, 400_000)  # whole fp32 elements

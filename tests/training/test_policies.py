@@ -15,7 +15,7 @@ from hw_models.training.policies import (POLICIES, DeAR, MGWFBP, PriorityPartiti
                                          TensorFusion, WaitFreeBackprop, fusion_buckets, gradient_ready_s,
                                          make_policy, mgwfbp_groups)
 from hw_models.training.timeline import simulate
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 MIB = 1 << 20
 KIB = 1 << 10

@@ -18,7 +18,7 @@ from hw_models.training.policies import (DeAR, MGWFBP, Collective, Piece, Policy
                                          Prophet, Sequential, TensorFusion, WaitFreeBackprop)
 from hw_models.training.timeline import simulate
 from hw_models.training.trace import plot_gantt, trace_document, write_trace
-from noc.errors import ConfigError, HwModelsError
+from noc.base.errors import ConfigError, HwModelsError
 
 MIB = 1 << 20
 

@@ -14,7 +14,7 @@ from hw_models.training.workloads import (
     WORKLOADS, Workload, alphago_zero, faster_rcnn, from_torch_module, get_workload, load_workload_file, ncf,
     transformer_base, vgg16, workload_from_dict,
 )
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 # Published parameter counts (torchvision's model documentation) and forward multiply-adds
 # per 224x224 image in GMAC (torchvision lists them as "GFLOPS", 2 decimals).

@@ -7,7 +7,7 @@ else. Adding a kind is adding a module (docs/sweeps.md, "Adding a kind"):
 
 * ``validate(point, source)`` takes one point's config (nested dicts, as the sweep file's
   ``[base]`` and axes make it) and returns the **fully resolved** config as plain JSON data
-  (defaults filled in, names made canonical), or raises :class:`noc.errors.ConfigError`
+  (defaults filled in, names made canonical), or raises :class:`noc.base.errors.ConfigError`
   whose message names ``source``, the key, the value and what is allowed. It runs for every
   point before any point runs. Two points that run the same experiment must resolve to the
   same dict: the store keys a point by a hash of it.
@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 
 @dataclass(frozen=True)

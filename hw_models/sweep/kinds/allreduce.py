@@ -19,7 +19,7 @@ import json
 from functools import lru_cache
 
 from hw_models.sweep.kinds import Kind, table_of
-from noc.errors import ConfigError, HwModelsError
+from noc.base.errors import ConfigError, HwModelsError
 
 POINT_KEYS = ("algorithm", "size", "model", "tree_order", "element_bytes")
 # errors of the experiment's keys that stand for the point's: named as the point's keys
@@ -27,7 +27,7 @@ _POINT_FLAGS = {"allreduce.algorithms": "allreduce.algorithm =", "allreduce.size
 
 
 def validate(point: dict, source: str = "point") -> dict:
-    from hw_models.units import parse_size_bytes
+    from noc.base.units import parse_size_bytes
     from nic.allreduce import MODELS, check_size
     from nic.collectives import ScheduleError, algorithm_name
     from nic.collectives.multitree import TREE_ORDERS
@@ -87,7 +87,7 @@ def _resolved(cache_key: str, data: dict, options: dict, model: str, source: str
         return _RESOLVED[cache_key]
     from hw_models.config import ExperimentConfig
     from hw_models.experiment import check_model_network, resolve_experiment
-    from noc.config import validate as validate_model
+    from noc.base.config import validate as validate_model
 
     data = {**data, "allreduce": {**data["allreduce"], "sizes": str(size_bytes)}}
     cfg = validate_model(data, ExperimentConfig, source=source)

@@ -18,7 +18,7 @@ bounds (``exchange_<name>_cycles``). A design that does not fit is a point with
 from __future__ import annotations
 
 from hw_models.sweep.kinds import Kind, table_of
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 POINT_KEYS = ("agents", "env", "batch", "part", "accel")
 
@@ -33,7 +33,7 @@ def validate(point: dict, source: str = "point") -> dict:
     from maddpg.accel.config import AccelConfig
     from maddpg.accel.parts import get_part
     from maddpg.env import SCENARIOS
-    from noc.config import validate as validate_model
+    from noc.base.config import validate as validate_model
 
     unknown = sorted(set(point) - set(POINT_KEYS))
     if unknown:

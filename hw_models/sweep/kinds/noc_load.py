@@ -19,7 +19,7 @@ import json
 from functools import lru_cache
 
 from hw_models.sweep.kinds import Kind
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 SECTIONS = ("network", "channels", "router", "traffic")
 
@@ -27,7 +27,7 @@ SECTIONS = ("network", "channels", "router", "traffic")
 def validate(point: dict, source: str = "point") -> dict:
     from hw_models.noc_experiment import experiment_model  # the schema of `hw-models noc` configs
     from hw_models.config import resolve_router
-    from noc.config import validate as validate_model
+    from noc.base.config import validate as validate_model
 
     for key in point:
         if key not in SECTIONS:

@@ -18,7 +18,7 @@ import hashlib
 from functools import lru_cache
 
 from hw_models.sweep.kinds import Kind
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 PARAMETERS = ("depth", "nis", "flow_w", "node_w", "step_w", "len_w", "cnt_w", "err_w")
 

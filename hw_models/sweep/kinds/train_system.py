@@ -15,7 +15,7 @@ row of the command's two tables in order: ``t<i>_run`` and ``t<i>_iteration_s`` 
 from __future__ import annotations
 
 from hw_models.sweep.kinds import Kind
-from noc.errors import ConfigError, HwModelsError
+from noc.base.errors import ConfigError, HwModelsError
 
 COMMON = {"workload": "resnet50", "batch": 16, "device": "multitree-node", "preset": None, "topology": None,
           "nis": None, "algorithm": "ring", "task": "logreg", "lr": None, "target": None, "max_iterations": 1500,

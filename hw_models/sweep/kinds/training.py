@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 
 from hw_models.sweep.kinds import Kind, table_of
-from noc.errors import ConfigError, HwModelsError
+from noc.base.errors import ConfigError, HwModelsError
 
 OPTION_KEYS = {"fusion_threshold": "fusion_threshold_bytes", "slice_bytes": "slice_bytes",
                "partition_bytes": "partition_bytes", "dear_threshold": "dear_threshold_bytes",
@@ -38,7 +38,7 @@ def _key(name: str) -> str:
 
 def _options(tr: dict, source: str) -> dict:
     """The policy options the point gives, by the policies' own option names (bytes parsed)."""
-    from hw_models.units import parse_size_bytes
+    from noc.base.units import parse_size_bytes
 
     out = {}
     for key, opt in OPTION_KEYS.items():
@@ -81,7 +81,7 @@ def validate(point: dict, source: str = "point") -> dict:
     from hw_models.training.compute import ENGINES, get_device
     from nic.allreduce import MODELS
     from nic.collectives import ScheduleError, algorithm_name
-    from noc.config import validate as validate_model
+    from noc.base.config import validate as validate_model
 
     tr = {**DEFAULTS, **table_of(point, "training", source, POINT_KEYS)}
     for key in ("workload", "algorithm", "policy"):
@@ -136,7 +136,7 @@ def run(resolved: dict) -> dict:
     from hw_models.config import ExperimentConfig
     from hw_models.training import endtoend as e2e
     from hw_models.training.compute import get_device
-    from noc.config import validate as validate_model
+    from noc.base.config import validate as validate_model
 
     cfg = validate_model(resolved["config"], ExperimentConfig, source="point")
     algorithm = resolved["algorithm"]

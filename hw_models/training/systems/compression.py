@@ -43,7 +43,7 @@ import numpy as np
 
 from hw_models.training.comm import CommModel, describe
 from hw_models.training.costs import LayerCost, OptimizerCost, as_layer_costs
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 KINDS = ("none", "topk", "randk", "threshold", "onebit", "eightbit")
 FIXES = ("none", "step_ahead", "error_averaging", "both")

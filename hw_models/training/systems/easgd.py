@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 VARIANTS = ("sync", "async", "measgd", "hogwild")
 

@@ -26,7 +26,7 @@ import math
 from hw_models.training.costs import OptimizerCost
 from hw_models.training.policies import Collective, NetworkView, Policy, WaitFreeBackprop
 from hw_models.training.timeline import Exchange, simulate
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 POLICIES = ("wfbp", "fused")
 WARMUP_ROUNDS = 2

@@ -49,7 +49,7 @@ import numpy as np
 
 from hw_models.training.systems.easgd import _check
 from hw_models.training.systems.ps import Stragglers
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 # event kinds, in the order they are replayed at equal times
 STEP, READ, WRITE = 0, 1, 2

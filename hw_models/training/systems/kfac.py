@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hw_models.training.costs import LayerCost, OptimizerCost, as_layer_costs
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 PLACEMENTS = ("round_robin", "balanced")
 SCHEMES = ("dkfac", "pipelined")

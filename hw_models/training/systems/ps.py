@@ -56,7 +56,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hw_models.training.policies import Collective, NetworkView, Policy
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 MODES = ("sync", "async", "ssp")
 

@@ -47,7 +47,7 @@ import numpy as np
 
 from hw_models.training.costs import as_layer_costs
 from hw_models.training.systems.ps import PSRun, Stragglers, Update, parse_mode
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 _DONE, _PUSH, _PULL = 0, 1, 2  # event kinds: a compute op ended; the resource finished a push / a pull
 

@@ -18,7 +18,7 @@ from hw_models.training.costs import LayerCost
 from hw_models.training.policies import WaitFreeBackprop
 from hw_models.training.systems.ps import PushPull
 from hw_models.training.timeline import simulate
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 SYSTEMS = ("compression", "ps", "ssd", "easgd", "kfac")
 

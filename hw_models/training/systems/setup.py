@@ -1,7 +1,7 @@
 """What ``hw-models train-system`` and the ``train_system`` sweep kind share: the checked
 setting of a run (network resolved as ``hw-models train`` resolves it, the workload's layer
 costs, the task), each system's options, and the run itself
-(:mod:`hw_models.training.systems.runner`). Errors are :class:`noc.errors.HwModelsError`
+(:mod:`hw_models.training.systems.runner`). Errors are :class:`noc.base.errors.HwModelsError`
 naming the command's flags (``--servers``); :func:`flags_to_keys` rewrites them for a sweep
 file's keys."""
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from noc.errors import ConfigError, HwModelsError
+from noc.base.errors import ConfigError, HwModelsError
 
 SYSTEM_NAMES = ("compression", "ps", "ssd", "easgd", "kfac")
 DEFAULT_COMPRESSORS = "topk:0.01,randk:0.01,threshold:0.01:50,onebit,eightbit"

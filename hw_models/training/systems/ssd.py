@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 
 def _check_k(k) -> int:

@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 MODELS = ("logreg", "mlp")
 DEFAULT_TARGET = {"logreg": 0.95, "mlp": 0.95}

@@ -13,7 +13,7 @@ from hw_models.training.systems.compression import (CompressedComm, Compressor, 
                                                     compression_costs, ef_sgd, eightbit, onebit, topk)
 from hw_models.training.systems.tasks import DEFAULT_LR, DEFAULT_TARGET, Task, sync_sgd
 from hw_models.training.timeline import simulate
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 
 @pytest.mark.parametrize("kind", ["topk", "randk", "threshold"])

@@ -10,7 +10,7 @@ from hw_models.training.systems.easgd import easgd
 from hw_models.training.systems.hogwild import replay_easgd, simulate_easgd
 from hw_models.training.systems.ps import Stragglers
 from hw_models.training.systems.tasks import Task
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 KW = dict(exchange_s=0.01, update_s=0.003, allreduce_s=0.02)
 

@@ -15,7 +15,7 @@ from hw_models.training.layers import Gemm, gemm_layer
 from hw_models.training.systems.kfac import factors, kfac_sgd, kfac_timeline, place
 from hw_models.training.systems.tasks import DEFAULT_LR, DEFAULT_TARGET, Task, sync_sgd
 from hw_models.training.workloads import Workload
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 
 def small_workload():

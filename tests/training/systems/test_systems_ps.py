@@ -12,7 +12,7 @@ from hw_models.training.systems.ps import (PushPull, Stragglers, ps_convergence,
                                            simulate_ps)
 from hw_models.training.systems.tasks import DEFAULT_LR, DEFAULT_TARGET, Task, sync_sgd
 from hw_models.training.timeline import simulate
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 from noc.topology import torus
 
 

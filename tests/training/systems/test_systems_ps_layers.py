@@ -13,7 +13,7 @@ from hw_models.training.systems.ps import PushPull, Stragglers, ps_convergence, 
 from hw_models.training.systems.ps_layers import simulate_ps_layers
 from hw_models.training.systems.tasks import Task, sync_sgd
 from hw_models.training.timeline import simulate
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 LAYERS = [LayerCost("l0", 1e-3, 4e-3, 100_000), LayerCost("relu", 1e-3, 1e-3, 0),
           LayerCost("l1", 1e-3, 1e-3, 3_000_000), LayerCost("l2", 2e-3, 2e-3, 1_000_000)]

@@ -10,7 +10,7 @@ import pytest
 from hw_models.training.systems.easgd import easgd, easgd_round_s, exchange
 from hw_models.training.systems.ssd import ssd_iteration_s, ssd_sgd
 from hw_models.training.systems.tasks import DEFAULT_LR, DEFAULT_TARGET, Task, run_until, sync_sgd
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import pytest
 from hw_models.sweep.kinds import get_kind, kind_names
 from hw_models.training.systems.runner import run_ssd
 from hw_models.training.systems.setup import resolve_setting
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 TINY = {"workload": "ncf", "topology": "torus:2x2", "batch": 4}
 

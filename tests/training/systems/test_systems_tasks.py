@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from hw_models.training.systems.tasks import DEFAULT_LR, DEFAULT_TARGET, MODELS, Task, sync_sgd
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 
 @pytest.fixture(scope="module", params=MODELS)

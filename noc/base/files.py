@@ -4,7 +4,7 @@
 content goes to a temporary file of a unique name in the target's directory, which is then
 renamed over the target. It lives in ``noc``, the floor of the import graph, so ``maddpg``
 (checkpoints) and ``hw_models`` (CSV, JSON, figures; re-exported as
-``hw_models.store.replace_atomically``) share it.
+``noc.base.files.replace_atomically``) share it.
 """
 
 from __future__ import annotations

@@ -10,8 +10,7 @@ message names the file, the key, the value and what is allowed.
 The rules every package shares live here too: :func:`finite` (a float key is a finite
 number in a stated range: no NaN, no infinity, nothing absurdly large or small),
 :data:`Seed` and :func:`check_seed` (one seed rule for every command and model: an
-integer in [0, 2**32 - 1], what every generator and kernel here takes), and
-:data:`MAX_PACKET_FLITS`. Command-line flags go through :func:`validate` (``flags=``) or
+integer in [0, 2**32 - 1], what every generator and kernel here takes). Command-line flags go through :func:`validate` (``flags=``) or
 :func:`check_value` against the same fields as the TOML keys they stand for.
 """
 
@@ -24,7 +23,7 @@ from typing import Annotated, Any, Mapping, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -34,11 +33,6 @@ M = TypeVar("M", bound=BaseModel)
 # keeps derived seeds (an episode's ``seed * 1_000_003 + e``) inside int64.
 SEED_MAX = (1 << 32) - 1
 SEED_RULE = f"an integer in [0, {SEED_MAX}] (0 .. 2**32 - 1)"
-
-# Packet sizes in flits (synthetic traffic, BookSim2 files): 65,536 flits, a 1 MiB packet
-# of 16-byte flits; larger sizes are no network's packets and overflow the kernels' counters.
-MAX_PACKET_FLITS = 1 << 16
-
 
 def format_number(x: float) -> str:
     """``1e-06`` -> ``'1e-6'``, ``100.0`` -> ``'100'``, ``0.5`` -> ``'0.5'``: bounds as people write them."""

@@ -1,4 +1,4 @@
-"""Ctrl-C around Numba calls that return arrays (noc.interrupts)."""
+"""Ctrl-C around Numba calls that return arrays (noc.base.interrupts)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from noc.interrupts import interrupts_deferred
+from noc.base.interrupts import interrupts_deferred
 
 
 def test_a_sigint_inside_the_block_is_raised_when_it_ends():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from noc.errors import ConfigError
+from noc.base.errors import ConfigError
 
 _UNITS = {"": 1, "b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
           "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
