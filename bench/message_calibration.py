@@ -53,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hw_models.units import parse_size_bytes  # noqa: E402
 from nic import calibration  # noqa: E402
 from nic.allreduce import NicConfig  # noqa: E402
-from nic.flit_cosim import check_cut_through  # noqa: E402
+from nic.nic_config import check_cut_through  # noqa: E402
 from noc.config import validate  # noqa: E402
 from noc.errors import ConfigError  # noqa: E402
 from noc.files import replace_atomically  # noqa: E402
