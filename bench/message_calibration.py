@@ -53,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from noc.base.units import parse_size_bytes  # noqa: E402
 from nic import calibration  # noqa: E402
 from nic.allreduce import NicConfig  # noqa: E402
-from nic.flit_cosim import check_cut_through  # noqa: E402
+from nic.nic_config import check_cut_through  # noqa: E402
 from noc.base.config import validate  # noqa: E402
 from noc.base.errors import ConfigError  # noqa: E402
 from noc.base.files import replace_atomically  # noqa: E402

@@ -43,7 +43,7 @@ def allreduce_flit_hops(topology, routes, schedule, nic, size_bytes: int) -> flo
     ``schedule`` (lengths include the NI links). ``routes``: the topology's route table, or
     the router config (``noc.flit.FlitNetworkConfig``) whose routing routes the transfers'
     pairs alone."""
-    from nic.allreduce import prepare, transfer_routes  # noqa: PLC0415
+    from nic.preparation import prepare, transfer_routes  # noqa: PLC0415
     from noc.routing import RouteTable  # noqa: PLC0415
 
     prep = prepare(topology, schedule, nic, int(size_bytes))

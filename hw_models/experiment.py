@@ -67,7 +67,8 @@ def resolve_experiment(cfg: ExperimentConfig, source: str, *, flags: Mapping[str
     the config's); ``algorithms``: canonical names asked for on the command line (default
     the config's; ring is always added; default algorithms that do not fit the topology
     are left out, named ones are errors)."""
-    from nic.allreduce import NicConfig, check_size  # noqa: PLC0415
+    from nic.nic_config import NicConfig  # noqa: PLC0415
+    from nic.preparation import check_size  # noqa: PLC0415
     from nic.collectives import ScheduleError, build  # noqa: PLC0415
     from noc.routing import check_vc_classes, route_pairs  # noqa: PLC0415
 
@@ -130,7 +131,7 @@ def check_model_network(exp: ResolvedExperiment, design: str, model: str, source
     on the experiment's network, as every command and sweep kind that runs all-reduces does
     before it starts: the flit-level co-simulation's router and NIC scheduler limits, or the
     message model's router. Raises ``ConfigError`` starting with ``source``."""
-    from nic.allreduce import check_message_router
+    from nic.nic_config import check_message_router
     from nic.flit_cosim import flit_network
     from nic.scheduler import MAX_NIS as MAX_SCHEDULER_NIS
 

@@ -25,7 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hw_models.config import load_experiment, resolve_router, with_ni_latencies
-from nic.allreduce import VARIANT_NIC, VARIANTS, NicConfig, simulate_allreduce
+from nic.allreduce import NicConfig, simulate_allreduce
+from nic.nic_config import VARIANT_NIC, VARIANTS
 from nic.collectives import build
 from noc.base.errors import ConfigError
 from noc.topology import parse_spec, with_concentration

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
+from nic.nic_config import check_cut_through, check_router_flit_bytes
 from nic.nic_table import node_tables_with_transfers
 from nic.reduction import MODES as REDUCTION_MODES, reduce_done
 from nic.scheduler import (
@@ -297,8 +298,6 @@ def _cosim(net, st, codesigned, tabs, regs, row_tid, params, nis, node_eps, ep_n
 def flit_network(topology: Topology, nic, network: FlitNetworkConfig | None):
     """The flit-level network the co-simulation runs on, after checking that the router
     config, the NIC and the topology fit together (a :class:`ConfigError` says how not)."""
-    from nic.allreduce import check_router_flit_bytes  # noqa: PLC0415 (nic.allreduce imports this module lazily)
-
     cfg = FlitNetworkConfig() if network is None else network
     flit_bytes = nic.flit_bytes
     check_router_flit_bytes(cfg, nic)
@@ -317,20 +316,9 @@ def flit_network(topology: Topology, nic, network: FlitNetworkConfig | None):
     return build_network(topology, cfg)
 
 
-def check_cut_through(nic, cfg: FlitNetworkConfig) -> None:
-    """A :class:`ConfigError` unless virtual cut-through routers ``cfg`` can carry this NIC's
-    packets: per-packet flow control, and a whole packet fits in a VC."""
-    if nic.bulk:
-        raise ConfigError("flow_control = 'vct' needs room for a whole packet in a VC, and the NIC's bulk "
-                          "transfers are one packet each: use wormhole, or the NIC's per-packet flow control")
-    if cfg.vc_depth_flits < nic.packet_flits:
-        raise ConfigError(f"flow_control = 'vct' with vc_depth_flits = {cfg.vc_depth_flits}: the NIC's "
-                          f"{nic.packet_bytes} B packets are {nic.packet_flits} flits and must fit in a VC")
-
-
 def run_flit(topology: Topology, schedule, prep, nic, network: FlitNetworkConfig | None, *,
              max_cycles: int = 2_000_000_000) -> FlitTiming:
-    """Co-simulate ``schedule`` (laid out by ``nic.allreduce.prepare``) at flit level."""
+    """Co-simulate ``schedule`` (laid out by ``nic.preparation.prepare``) at flit level."""
     net = flit_network(topology, nic, network)
     cfg = FlitNetworkConfig() if network is None else network
     flit_bytes = nic.flit_bytes

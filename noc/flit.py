@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 from fractions import Fraction
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 from numba import njit
@@ -65,6 +65,11 @@ from noc.topology import Topology
 
 class FlitNetworkConfig(StrictModel):
     """Router and flow-control parameters of the flit-level network (cycles, flits)."""
+
+    # added after results were first stored: left out of result keys at their defaults (key_fields)
+    later_fields: ClassVar[frozenset[str]] = frozenset({
+        "arbiter_seed", "vc_allocator", "sw_allocator", "vc_class_rule", "tie_break", "credit_adds_link_latency",
+        "vc_release"})
 
     num_vcs: int = Field(2, ge=1, le=64, description="Virtual channels per input port.")
     vc_depth_flits: int = Field(8, ge=1, le=1 << 16, description="Buffer depth of each VC, in flits.")
@@ -127,23 +132,11 @@ class FlitNetworkConfig(StrictModel):
                     "narrower than a flit carries one flit every flit_bytes / w cycles (exact fractional cadence); "
                     "a link as wide or wider carries one flit per cycle.")
 
-    def key_fields(self) -> dict:
-        """The config as plain data for the keys of stored results: the fields added after
-        results were first stored (``arbiter_seed``, the BookSim2 options) only when they differ
-        from their defaults, so keys made before those fields existed stay valid."""
-        data = self.model_dump(mode="json")
-        return {k: v for k, v in data.items()
-                if k not in _LATER_FIELDS or v != type(self).model_fields[k].default}
-
     @property
     def router_delay_cycles(self) -> int:
         """Extra cycles a head spends in a router at zero load (beyond the link latency)."""
         return self.routing_delay_cycles + self.vc_alloc_delay_cycles + self.sw_alloc_delay_cycles + self.st_delay_cycles
 
-
-# fields whose default-valued entries are left out of stored-result keys (key_fields)
-_LATER_FIELDS = frozenset({"arbiter_seed", "vc_allocator", "sw_allocator", "vc_class_rule", "tie_break",
-                           "credit_adds_link_latency", "vc_release"})
 
 Net = namedtuple("Net", [
     "num_links", "num_endpoints", "num_routers", "V", "D", "vcs_per_class",

@@ -84,7 +84,8 @@ def allreduce(
     from hw_models.experiment import config_with_flags, resolve_experiment
     from hw_models.store import ResultStore, check_output_dir, csv_holds_other_rows, write_csv_atomic
     from noc.base.units import format_size_bytes
-    from nic.allreduce import MODELS, check_message_router
+    from nic.allreduce import MODELS
+    from nic.nic_config import check_message_router
     from nic.collectives import algorithm_name
     from nic.collectives.multitree import TREE_ORDERS
     from nic.scheduler import MAX_NIS as MAX_SCHEDULER_NIS

@@ -13,7 +13,7 @@ def nic_choices(nic, variant, lockstep=None, step_priority=None, flow_control=No
     each, and the NI count (a --variant sets it). Contradictions between flags are errors
     naming both; the values are checked with the config (hw_models.experiment). ``designs``:
     the --nic values the command takes."""
-    from nic.allreduce import VARIANT_NIC, VARIANTS
+    from nic.nic_config import VARIANT_NIC, VARIANTS
 
     overrides: dict = {}
     flags: dict = {}

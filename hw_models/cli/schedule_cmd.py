@@ -31,7 +31,8 @@ def schedule(
     from hw_models.config import resolve_topology
     from hw_models.store import check_output_file, replace_atomically
     from noc.base.units import format_size_bytes, parse_size_bytes
-    from nic.allreduce import NicConfig, check_size
+    from nic.nic_config import NicConfig
+    from nic.preparation import check_size
     from nic.collectives import algorithm_name, bounds, build, contention, ideal_cycles, verify
     from nic.collectives.analysis import message_starts, transfer_paths
 

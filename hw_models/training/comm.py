@@ -300,7 +300,8 @@ class NicComm:
 
     def _run_phase(self, part, size: int) -> tuple[np.ndarray, np.ndarray]:
         """Message-level start and arrival cycles of a phase schedule's transfers."""
-        from nic.allreduce import check_times, prepare, run_message  # noqa: PLC0415
+        from nic.allreduce import check_times, run_message  # noqa: PLC0415
+        from nic.preparation import prepare  # noqa: PLC0415
 
         prep = prepare(self.topology, part, self.nic, int(size))
         times, _ = run_message(self.topology, prep, self.nic, self.network)

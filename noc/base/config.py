@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Mapping, TypeVar
+from typing import Annotated, Any, ClassVar, Mapping, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
@@ -101,9 +101,27 @@ def check_seed(value: Any, name: str = "seed") -> int:
 
 
 class StrictModel(BaseModel):
-    """Base for config sections: unknown keys rejected, frozen, validated on assignment."""
+    """Base for config sections: unknown keys rejected, frozen, validated on assignment.
+
+    :meth:`key_fields` is a section as plain data for the keys of stored results. A section
+    that gains a field after results were first stored names it in ``later_fields``: it is
+    left out of the keys while it has its default, so those results are still found."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    later_fields: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        unknown = sorted(set(cls.later_fields) - set(cls.model_fields))
+        if unknown:
+            raise TypeError(f"{cls.__name__}.later_fields names no field of it: {', '.join(unknown)}")
+
+    def key_fields(self) -> dict[str, Any]:
+        """The section as plain (JSON) data, without the ``later_fields`` at their defaults."""
+        data = self.model_dump(mode="json")
+        fields = type(self).model_fields
+        return {k: v for k, v in data.items() if k not in self.later_fields or v != fields[k].default}
 
 
 def _key(err: dict[str, Any]) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nic.allreduce import NicConfig, check_times, dependencies, prepare, ring_allreduce_cycles, simulate_allreduce
+from nic.allreduce import NicConfig, check_times, ring_allreduce_cycles, simulate_allreduce
+from nic.preparation import dependencies, prepare
 from nic.collectives import ScheduleError, build
 from nic.scheduler import OP_REDUCE
 from noc.base.config import validate
@@ -274,13 +275,13 @@ def test_a_simulation_that_ignores_dependencies_fails_the_timed_replay(monkeypat
     """If both models were given no dependencies (a bug shared by the simulators and
     check_times), the verifier's replay in simulated order still catches it: sends then
     carry partial sums that lack their children's data."""
-    import nic.allreduce as ar
+    import nic.preparation as preparation
     from nic.collectives import VerificationError
 
     t = parse_spec("torus:4x4")
     s = build(t, "multitree")
     none = (np.zeros(s.num_transfers + 1, dtype=np.int64), np.zeros(0, dtype=np.int64))
-    monkeypatch.setattr(ar, "dependencies", lambda schedule: none)
+    monkeypatch.setattr(preparation, "dependencies", lambda schedule: none)
     for model in ("message", "flit"):
         with pytest.raises(VerificationError, match="sent before its children arrived"):
             simulate_allreduce(t, s, NicConfig(design="baseline"), None if model == "message" else FlitNetworkConfig(),

@@ -23,7 +23,10 @@ import pytest
 
 import nic.allreduce as ar
 import nic.message_sim as ms
-from nic.allreduce import NicConfig, message_flow_control, prepare, router_delay_cycles, run_message, transfer_routes
+import nic.preparation as preparation
+from nic.allreduce import NicConfig, run_message
+from nic.flow_control import message_flow_control
+from nic.preparation import prepare, transfer_routes
 from nic.collectives import Schedule, build
 from noc.flit import FlitNetworkConfig
 from noc.message import path_latency_cycles
@@ -58,7 +61,7 @@ def _transfer_arrays_run(t, prep, nic, network, paths, not_before=None):
     return ms.simulate_transfers(
         src_node=prep.src_node, step=prep.step, wire_bytes=prep.wire_bytes, dep_ptr=prep.dep_ptr,
         dep_idx=prep.dep_idx, path_links=private, path_len=np.asarray(paths.length, np.int64),
-        path_latency_cycles=path_latency_cycles(t, paths, router_delay_cycles(network)),
+        path_latency_cycles=path_latency_cycles(t, paths, 0 if network is None else network.router_delay_cycles),
         link_bytes_per_cycle=np.concatenate([t.link_bytes_per_cycle, ni_bw]), num_nodes=t.num_nodes,
         nis_per_node=t.nis_per_node, policy=nic.policy, **ar.nic_delays(nic), wormhole=wormhole,
         shared_resources=None if shared is None else shared[0], shared_capacity=None if shared is None else shared[1],
@@ -134,8 +137,9 @@ _DEP_CASES = [(spec, algorithm) for spec in ("torus:4x4", "mesh:3x5:c2", "torus:
 @pytest.mark.parametrize("spec,algorithm", _DEP_CASES)
 def test_dependency_counting_and_sorting_agree(spec, algorithm):
     s = build(parse_spec(spec), algorithm)
-    ptr, idx = ar._dependencies_dense(s.src, s.dst, s.flow, s.op, s.num_nodes, s.num_flows, ar.OP_GATHER)
-    ref_ptr, ref_idx = ar._dependencies_sorted(s)
+    ptr, idx = preparation._dependencies_dense(s.src, s.dst, s.flow, s.op, s.num_nodes, s.num_flows,
+                                               preparation.OP_GATHER)
+    ref_ptr, ref_idx = preparation._dependencies_sorted(s)
     assert (ptr == ref_ptr).all() and (idx == ref_idx).all()
     assert ptr.dtype == np.int32 and idx.dtype == np.int32
 
@@ -157,11 +161,11 @@ def test_ni_slots_are_ranks_within_step_and_node(spec, algorithm):
     s = build(parse_spec(spec), algorithm)
     for nis in (1, 2, 4):
         for node in (s.src, s.dst):
-            assert (ar._ni_slots(s.step, node, nis) == _ranks_by_dict(s.step, node, nis)).all()
-            assert (ar._ni_slots(s.step, node, nis, s.flow) == _ranks_by_dict(s.step, node, nis, s.flow)).all()
+            assert (preparation._ni_slots(s.step, node, nis) == _ranks_by_dict(s.step, node, nis)).all()
+            assert (preparation._ni_slots(s.step, node, nis, s.flow) == _ranks_by_dict(s.step, node, nis, s.flow)).all()
     shuffled = np.random.default_rng(1).permutation(s.num_transfers)  # steps out of order: the sorting path
     st, nd = s.step[shuffled], s.src[shuffled]
-    assert (ar._ni_slots(st, nd, 4) == _ranks_by_dict(st, nd, 4)).all()
+    assert (preparation._ni_slots(st, nd, 4) == _ranks_by_dict(st, nd, 4)).all()
 
 
 @pytest.mark.parametrize("spec", ["torus:4x4:c4", "torus:6x4:c4", "mesh:5x3", "ring:7", "torus:3x4x2"])
@@ -262,7 +266,7 @@ def test_a_big_schedule_is_refused_with_the_estimate_before_it_runs(monkeypatch)
     t = parse_spec("torus:8x8:c4")
     s = build(t, "multitree")
     prep = prepare(t, s, NicConfig(), 1 << 20)
-    need = ar.message_run_bytes(s, ar.transfer_routes(t, prep, None))
+    need = ar.message_run_bytes(s, transfer_routes(t, prep, None))
     monkeypatch.setattr(ar, "MAX_RUN_BYTES", need - 1)
     with pytest.raises(ConfigError, match=r"8,064 transfers; the message-level run would hold about"):
         ar.simulate_allreduce(t, s, NicConfig(), None, 1 << 20)
@@ -270,7 +274,8 @@ def test_a_big_schedule_is_refused_with_the_estimate_before_it_runs(monkeypatch)
 
 _MEASURE = textwrap.dedent("""
     import json, resource, sys
-    from nic.allreduce import NicConfig, message_run_bytes, prepare, simulate_allreduce, transfer_routes
+    from nic.allreduce import NicConfig, message_run_bytes, simulate_allreduce
+    from nic.preparation import prepare, transfer_routes
     from nic.collectives import build
     from noc.flit import FlitNetworkConfig
     from noc.topology import parse_spec

@@ -207,7 +207,8 @@ def test_ring2d_4dir_receivers_take_four_transfers_at_once_on_four_nis():
     # the receiving NI of a node's k-th transfer of a step in flow order is NI k mod 4, and
     # flows interleave the directions: each block of four a node receives comes from its
     # four neighbours and lands on its four NIs
-    from nic.allreduce import NicConfig, prepare
+    from nic.allreduce import NicConfig
+    from nic.preparation import prepare
 
     t = parse_spec("torus:4x4:c4")
     s = build(t, "ring2d_4dir")

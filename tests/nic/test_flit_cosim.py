@@ -222,7 +222,7 @@ def test_the_main_jobs_runs_agree_with_the_flit_level(size, algorithm, design):
 def test_single_transfer_times_are_exact():
     t = parse_spec("ring:4")
     s = Schedule.from_transfers("one", "ring:4", 4, 1, 1, [(0, 0, 1, 0, OP_REDUCE)])
-    from nic.allreduce import prepare
+    from nic.preparation import prepare
     from nic.flit_cosim import run_flit
 
     for design, bulk_flits, start in (("codesigned", 1 + 4096, 2), ("baseline", 256 * 17, 0)):
@@ -242,7 +242,8 @@ def test_without_contention_the_message_model_has_the_flit_levels_times_to_the_c
     # contract's, or the baseline NI's) and the tail flit's latency set the times: every
     # transfer's start, NI release and arrival must be the flit level's, to the cycle
     # (message MODEL_VERSION 9; before it, 1 cycle per dependency off)
-    from nic.allreduce import prepare, run_message
+    from nic.allreduce import run_message
+    from nic.preparation import prepare
     from nic.flit_cosim import run_flit
 
     t = parse_spec(spec)
@@ -259,7 +260,7 @@ def test_the_arbiter_seed_moves_only_runs_with_contention():
     # the routers' round-robin pointers only break ties: without contention every seed gives
     # the reset state's times to the cycle; with it, the totals move (by tie-breaking alone)
     # and every run still performs the verified reduction (simulate_allreduce checks it)
-    from nic.allreduce import prepare
+    from nic.preparation import prepare
     from nic.flit_cosim import run_flit
 
     t = parse_spec("mesh:4x4")
@@ -291,7 +292,8 @@ def test_queued_transfers_free_their_ni_when_the_flit_level_does():
     t = parse_spec("torus:4x4")
     s = Schedule.from_transfers("queued", "torus:4x4", 16, 1, 6,
                                 [(k, a, 2, 3 * a + k, OP_REDUCE) for a in (0, 1) for k in range(3)])
-    from nic.allreduce import prepare, run_message
+    from nic.allreduce import run_message
+    from nic.preparation import prepare
     from nic.flit_cosim import run_flit
 
     nic = NicConfig(design="baseline")
@@ -342,7 +344,7 @@ def test_message_model_is_within_5_percent_of_flit_level_on_half_width_links(alg
 def test_single_transfer_time_over_half_width_links_is_exact():
     t = parse_spec("ring:4").with_links(bytes_per_cycle=8)
     s = Schedule.from_transfers("one", "ring:4", 4, 1, 1, [(0, 0, 1, 0, OP_REDUCE)])
-    from nic.allreduce import prepare
+    from nic.preparation import prepare
     from nic.flit_cosim import run_flit
 
     nic = NicConfig(design="codesigned")
@@ -381,7 +383,7 @@ def test_step_priority_lets_the_earlier_step_through_first_at_flit_level():
     co-designed NIC's packets carry their step as priority, so step 0's flits win every
     switch allocation: it arrives as if alone, and step 1's finishes after it. The baseline
     NIC (priority 0) shares the links: both take about twice as long."""
-    from nic.allreduce import prepare
+    from nic.preparation import prepare
     from nic.flit_cosim import run_flit
 
     t = parse_spec("ring:4")
@@ -408,7 +410,7 @@ def test_the_co_simulation_compiles_once_whatever_arrays_prepare_built():
     import numpy as np
     from numba.core import types
 
-    from nic.allreduce import prepare
+    from nic.preparation import prepare
     from nic.flit_cosim import _cosim, run_flit
 
     t = parse_spec("torus:4x4")

@@ -156,7 +156,7 @@ def test_a_dependency_cycle_is_reported():
         run([(0, 1), (1, 0)], [0, 0], [[1], [0]], POLICY_BASELINE)
 
 
-# ---- the wormhole mechanisms (nic.allreduce.message_flow_control), on a 4x4 torus row:
+# ---- the wormhole mechanisms (nic.flow_control.message_flow_control), on a 4x4 torus row:
 # routers 16..19 in a ring, DOR with dateline VC classes, 16 B/cycle links
 
 def _transfers(pairs):
@@ -172,7 +172,8 @@ def _transfers(pairs):
 
 def _wormhole_run(pairs, nic, network, size):
     """The transfers timed by the message model."""
-    from nic.allreduce import prepare, run_message
+    from nic.allreduce import run_message
+    from nic.preparation import prepare
 
     t, s = _transfers(pairs)
     prep = prepare(t, s, nic, size)
@@ -182,7 +183,7 @@ def _wormhole_run(pairs, nic, network, size):
 
 def _flit_run(pairs, nic, network, size):
     """The same transfers at flit level."""
-    from nic.allreduce import prepare
+    from nic.preparation import prepare
     from nic.flit_cosim import run_flit
 
     t, s = _transfers(pairs)
@@ -193,11 +194,10 @@ def _tail_latency(src, dst, network):
     """From a transfer's last byte leaving the NI (or its bottleneck) to its arrival: the
     route's head latency counted from the start of the tail flit's slot, which on these
     16 B/cycle links begins one cycle before the last byte has left."""
-    from nic.allreduce import router_delay_cycles
     from noc.topology import parse_spec
 
     t = parse_spec("torus:4x4")
-    return path_latency_cycles(t, route(t), router_delay_cycles(network))[src, dst] - 1.0
+    return path_latency_cycles(t, route(t), network.router_delay_cycles)[src, dst] - 1.0
 
 
 def test_bulk_transfers_holding_the_only_vc_of_their_class_serialise_in_a_chain():

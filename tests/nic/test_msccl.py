@@ -13,7 +13,7 @@ from collections import deque
 import numpy as np
 import pytest
 
-from nic.allreduce import dependencies
+from nic.preparation import dependencies
 from nic.collectives import VerificationError, build, verify
 from nic.collectives.msccl import MscclError, from_msccl_xml, to_msccl_xml
 from nic.scheduler import OP_GATHER, OP_REDUCE

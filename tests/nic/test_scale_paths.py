@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nic.allreduce import NicConfig, _idle_fraction, dependencies, prepare
+from nic.allreduce import NicConfig, _idle_fraction
+from nic.preparation import dependencies, prepare, transfer_routes
 from nic.collectives import build
 from nic.scheduler import OP_GATHER, OP_REDUCE
 from noc.routing import route, route_pairs, tie_variants
@@ -97,7 +98,7 @@ def test_a_run_too_big_for_the_memory_limit_is_refused_with_its_estimate(monkeyp
     t = parse_spec("torus:8x8:c4")
     s = build(t, "multitree")
     prep = prepare(t, s, NicConfig(), 1 << 20)
-    paths = allreduce.transfer_routes(t, prep, None)
+    paths = transfer_routes(t, prep, None)
     need = allreduce.message_run_bytes(s, paths)
     # the formula: per transfer, per path link, and the verifier's three vectors
     assert paths.max_links == 3

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nic.allreduce import NicConfig, prepare, run_message
+from nic.allreduce import NicConfig, run_message
+from nic.preparation import prepare
 from nic.collectives import build
 from nic.flit_cosim import run_flit
 from noc.flit import FlitNetworkConfig

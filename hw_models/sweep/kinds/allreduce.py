@@ -28,7 +28,8 @@ _POINT_FLAGS = {"allreduce.algorithms": "allreduce.algorithm =", "allreduce.size
 
 def validate(point: dict, source: str = "point") -> dict:
     from noc.base.units import parse_size_bytes
-    from nic.allreduce import MODELS, check_size
+    from nic.allreduce import MODELS
+    from nic.preparation import check_size
     from nic.collectives import ScheduleError, algorithm_name
     from nic.collectives.multitree import TREE_ORDERS
 
