@@ -8,6 +8,12 @@ fitted exponents of time and memory against nodes (least squares on log-log).
     python bench/allreduce_scale.py                       # MultiTree, 64 MiB, 4 NIs, message level
     python bench/allreduce_scale.py --grids 8 16 24 32 48 64
     python bench/allreduce_scale.py --model flit --nis 1 --size 1MiB --grids 8 16
+    python bench/allreduce_scale.py --grids --command 64    # only the command below, on 64x64
+
+``--command K`` also times the whole command ``hw-models allreduce -t torus:KxK --nis N -a
+ALGORITHM --sizes SIZE`` (imports, schedule builds, the reference ring it always runs,
+verification and outputs, into a fresh output directory) and prints its wall time and peak
+memory (the largest resident set of the process, from ``wait4``).
 
 Prints figures only; nothing is asserted. Wall times depend on the machine and its load:
 run it on an idle machine, and compare rows of one run.
@@ -58,11 +64,13 @@ def main() -> int:
     from noc.base.units import parse_size_bytes
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--grids", type=int, nargs="+", default=[8, 16, 24, 32], help="k of the k x k tori")
+    ap.add_argument("--grids", type=int, nargs="*", default=[8, 16, 24, 32], help="k of the k x k tori")
     ap.add_argument("--nis", type=int, default=4, help="NIs per node (default 4)")
     ap.add_argument("--algorithm", default="multitree")
     ap.add_argument("--size", default="64MiB", help="all-reduce size (default 64MiB)")
     ap.add_argument("--model", default="message", choices=("message", "flit"))
+    ap.add_argument("--command", type=int, nargs="*", default=[], metavar="K",
+                    help="also time the hw-models allreduce command on these k x k tori")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     size = parse_size_bytes(a.size)
@@ -96,7 +104,28 @@ def main() -> int:
         print(f"fitted: wall time ~ nodes^{fit_exponent(nodes, [x[1] for x in rows]):.2f}, "
               f"peak memory above the base ~ nodes^{fit_exponent(nodes, [max(x[2], 1.0) for x in rows]):.2f} "
               "(MultiTree moves 2N(N-1) messages: nodes^2 is linear in transfers)")
+    for k in a.command:
+        wall, peak, code = time_command(k, a.nis, a.algorithm, a.size)
+        cmd = f"hw-models allreduce -t torus:{k}x{k} --nis {a.nis} -a {a.algorithm} --sizes {a.size}"
+        print(f"command: {cmd}: " + (f"wall {wall:.1f} s, peak {peak:,.0f} MB" if code == 0 else f"failed (exit {code})"),
+              flush=True)
     return 0
+
+
+def time_command(k: int, nis: int, algorithm: str, size: str) -> tuple[float, float, int]:
+    """(wall s, peak resident MB, exit code) of the ``hw-models allreduce`` command on a k x k
+    torus, run as its own process into a fresh output directory."""
+    import shutil
+    import tempfile
+
+    exe = shutil.which("hw-models", path=os.path.dirname(sys.executable)) or "hw-models"
+    with tempfile.TemporaryDirectory(prefix="allreduce_scale_") as out:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([exe, "allreduce", "-t", f"torus:{k}x{k}", "--nis", str(nis), "-a", algorithm,
+                                 "--sizes", size, "--out", out], stdout=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+    return wall, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
 
 
 if __name__ == "__main__":

@@ -72,19 +72,22 @@ def ring_order(topology: Topology) -> list[int]:
 # --------------------------------------------------------------------------------------
 
 
-def _ring_transfers(order: list[int], flow_base: int, direction: int, step_base: int = 0) -> list[tuple]:
-    """Ring all-reduce of len(order) flows ``flow_base + c`` (flow c owned by order[c])."""
-    n = len(order)
-    out = []
-    for c in range(n):
-        f = flow_base + c
-        for s in range(n - 1):  # reduce-scatter: the chain ends at c's owner
-            a, b = (c + direction * (1 + s)) % n, (c + direction * (2 + s)) % n
-            out.append((step_base + s, order[a], order[b], f, R))
-        for s in range(n - 1):  # all-gather: from the owner onwards
-            a, b = (c + direction * s) % n, (c + direction * (s + 1)) % n
-            out.append((step_base + n - 1 + s, order[a], order[b], f, G))
-    return out
+def _ring_columns(order: list[int], flow_base: int, direction: int) -> tuple[np.ndarray, ...]:
+    """Ring all-reduce of len(order) flows ``flow_base + c`` (flow c owned by order[c]), as
+    (step, src, dst, flow, op) columns: flow c's reduce-scatter chain ends at c's owner in
+    step n - 2; its all-gather runs from the owner onwards in steps n - 1 .. 2n - 3."""
+    ring = np.asarray(order, np.int64)
+    n = len(ring)
+    c = np.repeat(np.arange(n, dtype=np.int64), n - 1)
+    s = np.tile(np.arange(n - 1, dtype=np.int64), n)
+    a_rs, b_rs = (c + direction * (1 + s)) % n, (c + direction * (2 + s)) % n
+    a_ag, b_ag = (c + direction * s) % n, (c + direction * (s + 1)) % n
+    step = np.concatenate([s, n - 1 + s])
+    src = ring[np.concatenate([a_rs, a_ag])]
+    dst = ring[np.concatenate([b_rs, b_ag])]
+    flow = np.concatenate([flow_base + c, flow_base + c])
+    op = np.concatenate([np.full(c.shape, R, np.int64), np.full(c.shape, G, np.int64)])
+    return step, src, dst, flow, op
 
 
 def _need_nodes(topology: Topology, k: int, what: str) -> int:
@@ -98,17 +101,17 @@ def ring(topology: Topology) -> Schedule:
     """Ring all-reduce: N flows, reduce-scatter then all-gather around ``ring_order``."""
     n = _need_nodes(topology, 2, "ring")
     order = ring_order(topology)
-    return Schedule.from_transfers("ring", topology.name, n, topology.nis_per_node, n,
-                                   _ring_transfers(order, 0, +1), params={"order": order})
+    return Schedule.from_columns("ring", topology.name, n, topology.nis_per_node, n, *_ring_columns(order, 0, +1),
+                                 params={"order": order})
 
 
 def bidir_ring(topology: Topology) -> Schedule:
     """Bidirectional ring: two rings in opposite directions, each carrying half the data."""
     n = _need_nodes(topology, 2, "bidirectional ring")
     order = ring_order(topology)
-    t = _ring_transfers(order, 0, +1) + _ring_transfers(order, n, -1)
-    return Schedule.from_transfers("bidir_ring", topology.name, n, topology.nis_per_node, 2 * n, t,
-                                   params={"order": order})
+    cols = [np.concatenate(pair) for pair in zip(_ring_columns(order, 0, +1), _ring_columns(order, n, -1))]
+    return Schedule.from_columns("bidir_ring", topology.name, n, topology.nis_per_node, 2 * n, *cols,
+                                 params={"order": order})
 
 
 def ring2d(topology: Topology) -> Schedule:

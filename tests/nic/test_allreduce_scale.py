@@ -114,15 +114,15 @@ def test_a_pool_grown_from_one_slot_gives_the_same_times(monkeypatch, nic_name, 
     prep = prepare(t, s, nic, 1 << 20)
     want, want_bytes = run_message(t, prep, nic, network)
     pools = []
-    real_run = ms._run
+    real_run = ms.loop.run
 
     def counting_run(*args):
-        pools.append(int(args[-6]))  # pool size (the argument after keep_ready)
+        pools.append(int(args[6]))  # pool size (the argument after the output)
         return real_run(*args)
 
     monkeypatch.setattr(ms, "POOL_MIN", 1)
     monkeypatch.setattr(ms, "POOL_PER_NI", 0)
-    monkeypatch.setattr(ms, "_run", counting_run)
+    monkeypatch.setattr(ms.loop, "run", counting_run)
     got, got_bytes = run_message(t, prep, nic, network)
     _same_times(got, want)
     np.testing.assert_array_equal(got_bytes, want_bytes)

@@ -390,7 +390,7 @@ def test_bad_head_of_line_settings_are_named():
 def test_the_event_loop_compiles_once_whatever_integer_types_the_caller_uses():
     # the loop takes its index arrays in one dtype each (nic.message_sim._narrow): callers
     # building int64, int32 or narrower arrays share one compiled loop, and get the same times
-    from nic.message_sim import _run
+    from nic.message_loop import run as event_loop
 
     pairs, steps, deps = [(0, 1), (1, 2), (2, 3)], [0, 1, 1], [[], [0], []]
     wide = run(pairs, steps, deps, POLICY_CODESIGNED)
@@ -403,4 +403,4 @@ def test_the_event_loop_compiles_once_whatever_integer_types_the_caller_uses():
         path_latency_cycles=LAT4[src, dst], link_bytes_per_cycle=T4.link_bytes_per_cycle, num_nodes=4,
         nis_per_node=1, policy=POLICY_CODESIGNED, issue_delay_cycles=1.0)
     assert narrow.arrive_cycles.tolist() == wide.arrive_cycles.tolist()
-    assert len(_run.signatures) == 1, _run.signatures
+    assert len(event_loop.signatures) == 1, event_loop.signatures
