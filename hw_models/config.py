@@ -16,10 +16,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Literal, Optional
 
-from pydantic import Field, create_model, field_validator
+from pydantic import AfterValidator, Field, create_model, field_validator
 
 from hw_models.units import parse_sizes_bytes
 from nic.allreduce import NicConfig
+from nic.collectives import ALGORITHMS, DEFAULT_ALGORITHMS
 from noc.config import SEED_RULE, Seed, StrictModel, check_value, finite, finite_rule, read_toml, validate
 from noc.errors import ConfigError, HwModelsError
 from noc.flit import FlitNetworkConfig
@@ -59,11 +60,23 @@ class NetworkConfig(StrictModel):
         return self.nis_per_node if "nis_per_node" in self.model_fields_set else None
 
 
+def _registered_algorithm(name: str) -> str:
+    """``name`` if it is in the algorithm registry (:data:`nic.collectives.ALGORITHMS`), read
+    when a config is validated, so an algorithm registered later is a valid choice."""
+    if name not in ALGORITHMS:
+        *first, last = (repr(a) for a in ALGORITHMS)
+        raise ValueError(f"Input should be {', '.join(first)} or {last}")
+    return name
+
+
+AlgorithmName = Annotated[str, AfterValidator(_registered_algorithm)]
+
+
 class AllreduceConfig(StrictModel):
     """Which all-reduces to run."""
 
-    algorithms: list[Literal["ring", "bidir_ring", "ring2d", "ring2d_4dir", "dbtree", "halving_doubling", "multitree"]] = Field(
-        default_factory=lambda: ["ring", "ring2d", "dbtree", "multitree"], min_length=1
+    algorithms: list[AlgorithmName] = Field(
+        default_factory=lambda: list(DEFAULT_ALGORITHMS), min_length=1
     )
     sizes: str = Field("32KiB..4MiB", description="All-reduce sizes in bytes: '32KiB..64MiB' (doubling) or a list '1MiB,4MiB'.")
     element_bytes: int = Field(4, ge=1, le=16, description="Bytes per element (fp32 = 4).")

@@ -47,6 +47,7 @@ from nic.message_sim import (HEAD_OF_LINE_LIMIT, POLICY_BASELINE, POLICY_CODESIG
 from nic.reduction import MODES as REDUCTION_MODES, reduction_work
 from nic.result import AllreduceResult
 from nic.scheduler import OP_GATHER, OP_REDUCE
+from nic.variants import DESIGNS, VARIANT_NIC, VARIANTS  # the NIC registry (VARIANTS re-exported)
 from noc.config import StrictModel, check_seed, finite, finite_rule
 from noc.errors import ConfigError, DeadlockError, DeadlockRiskWarning, HwModelsError
 from noc.routing import PairRoutes, RouteTable, check_deadlock_free, check_vc_classes, route_pairs
@@ -70,9 +71,8 @@ MAX_RUN_BYTES = 8 << 30
 class NicConfig(StrictModel):
     """The network interface: which design, how it packetises, the clock."""
 
-    design: Literal["codesigned", "baseline"] = Field(
-        "codesigned", description="codesigned: tables, lockstep, step priority, bulk transfers; baseline: "
-                                  "send when ready, per-packet flow control, no priority.")
+    design: Literal[tuple(DESIGNS)] = Field(
+        "codesigned", description="; ".join(f"{name}: {what}" for name, what in DESIGNS.items()) + ".")
     flow_control: Literal["default", "bulk", "packet"] = Field(
         "default", description="bulk: one head flit per transfer; packet: one per packet_bytes. default: the design's own.")
     packet_bytes: int = Field(256, ge=16, le=1 << 20, description="Payload bytes per packet in per-packet mode (256 B = 16 flits of 16 B).")
@@ -158,17 +158,6 @@ class NicConfig(StrictModel):
             flits = full * self.packet_flits + np.where(rest > 0, 1 + -(-rest // f), 0)
             flits = np.where(payload == 0, 1, flits)
         return (flits * f).astype(np.float64)
-
-
-# The MultiTree paper's NIC variants: its co-designed NIC (tables, lockstep, step priority)
-# with 1 or 4 NIs per node and 256 B packets or whole-chunk (bulk) transfers.
-VARIANTS = {
-    "alpha": {"nis": 1, "flow_control": "packet"},
-    "beta": {"nis": 4, "flow_control": "packet"},
-    "gamma": {"nis": 1, "flow_control": "bulk"},
-    "delta": {"nis": 4, "flow_control": "bulk"},
-}
-VARIANT_NIC = {"design": "codesigned", "step_priority": True, "packet_bytes": 256}
 
 
 # NicConfig fields added after results were first stored (left out of keys at their defaults)

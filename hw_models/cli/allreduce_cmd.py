@@ -9,9 +9,9 @@ from typing import Optional
 import typer
 
 from hw_models.cli.nic_flags import nic_choices
+from nic.collectives import DEFAULT_ALGORITHMS, algorithm_choices
+from nic.variants import DESIGNS, variant_help
 from noc.errors import ConfigError, HwModelsError
-
-DEFAULT_ALGORITHMS = "ring,ring2d,dbtree,multitree"
 
 # Printed under message-level results that include the baseline NIC: its per-packet runs are
 # where the message model is least accurate (docs/allreduce.md, "Calibration").
@@ -33,18 +33,17 @@ def allreduce(
     topology: Optional[str] = typer.Option(None, "--topology", "-t", help="Topology spec (default: the config's, torus:4x4)."),
     nis: Optional[int] = typer.Option(None, "--nis", help="NIs per node on direct networks (default: the config's)."),
     algorithms: Optional[str] = typer.Option(
-        None, "--algorithms", "-a", help="Comma-separated: ring, bidir_ring, ring2d, dbtree, halving_doubling, multitree "
-        f"(default: the config's, {DEFAULT_ALGORITHMS}, leaving out those the topology does not fit). Ring is always "
+        None, "--algorithms", "-a", help=f"Comma-separated: {algorithm_choices()} "
+        f"(default: the config's, {','.join(DEFAULT_ALGORITHMS)}, leaving out those the topology does not fit). Ring is always "
         "run: the speedups are over it."),
     sizes: Optional[str] = typer.Option(None, "--sizes", "-s", help="e.g. 32KiB..64MiB (doubling) or 1MiB,16MiB "
                                         "(default: the config's, 32KiB..4MiB)."),
-    nic: Optional[str] = typer.Option(None, "--nic", help="NIC design: codesigned (tables, lockstep, step priority, "
-                                      "bulk transfers), baseline (send when ready, per-packet, no priority), or both "
-                                      "(default: the config's [nic] design, codesigned)."),
-    variant: Optional[str] = typer.Option(None, "--variant", help="The MultiTree paper's NIC variants: alpha (1 NI, "
-                                          "256 B packets), beta (4 NIs, 256 B packets), gamma (1 NI, whole-chunk "
-                                          "transfers), delta (4 NIs, whole-chunk); co-designed NIC with lockstep and "
-                                          "step priority. Sets --nis; the switches below override its parts."),
+    nic: Optional[str] = typer.Option(None, "--nic", help="NIC design: "
+                                      + ", ".join(f"{name} ({what})" for name, what in DESIGNS.items())
+                                      + ", or both (default: the config's [nic] design, codesigned)."),
+    variant: Optional[str] = typer.Option(None, "--variant", help=f"The MultiTree paper's NIC variants: {variant_help()}; "
+                                          "co-designed NIC with lockstep and step priority. Sets --nis; the switches "
+                                          "below override its parts."),
     lockstep: Optional[bool] = typer.Option(None, "--lockstep/--no-lockstep", help="Strict lockstep from schedule "
                                             "tables (the co-designed NIC) or send-when-ready (the baseline NIC)."),
     step_priority: Optional[bool] = typer.Option(None, "--step-priority/--no-step-priority", help="Packets carry "

@@ -19,39 +19,42 @@ from typing import Optional
 import typer
 
 from hw_models.cli.nic_flags import nic_choices
+from hw_models.training.compute import DEVICES, ENGINES, device_choices
+from hw_models.training.policies import POLICIES
+from hw_models.training.workloads import WORKLOADS
+from nic.collectives import algorithm_choices
+from nic.variants import DESIGNS, VARIANTS
 from noc.errors import ConfigError, HwModelsError
 
 DEFAULT_BATCH = 16
-DEFAULT_DEVICE = "multitree-node"
+DEFAULT_DEVICE = next(iter(DEVICES))  # the registry's first: multitree-node
 TX_QUEUE_NOTE = ("note: with a transmit queue (nic.tx_buffer_flits) the message model is least accurate below about "
                  "1 MiB (up to 33 % fast on some 4-NI runs at 256 KiB; docs/allreduce.md), and most layers' gradients "
                  "are smaller: check the figures that matter with --model flit.")
 
 
 def train(
-    workloads: str = typer.Option("all", "--workloads", "-w", help="Comma-separated: all, alexnet, vgg16, resnet50, "
-                                  "googlenet, transformer, ncf, alphago_zero, faster_rcnn, or a .json/.toml layer file "
-                                  "(docs/training_workloads.md)."),
+    workloads: str = typer.Option("all", "--workloads", "-w", help=f"Comma-separated: all, {', '.join(WORKLOADS)}, "
+                                  "or a .json/.toml layer file (docs/training_workloads.md)."),
     batch: int = typer.Option(DEFAULT_BATCH, "--batch", "-b", help="Samples per worker per iteration."),
-    device: str = typer.Option(DEFAULT_DEVICE, "--device", help="Compute device preset: multitree-node (16 systolic "
-                               "arrays of 32x32, 1 GHz), multitree-node-roofline, v100-fp32."),
-    engine: str = typer.Option("closed-form", "--engine", help="Systolic-array timing: closed-form or scalesim "
+    device: str = typer.Option(DEFAULT_DEVICE, "--device", help=f"Compute device preset: {device_choices()}."),
+    engine: str = typer.Option("closed-form", "--engine", help=f"Systolic-array timing: {' or '.join(ENGINES)} "
                                "(SCALE-Sim itself; slow)."),
     topology: Optional[str] = typer.Option(None, "--topology", "-t", help="Topology spec (default: the config's, "
                                            "torus:4x4)."),
     nis: Optional[int] = typer.Option(None, "--nis", help="NIs per node on direct networks (default: the config's)."),
-    algorithms: Optional[str] = typer.Option(None, "--algorithms", "-a", help="Comma-separated all-reduce algorithms "
-                                             "(as `hw-models allreduce` names them; default: the config's). Ring is "
-                                             "always run: the reductions are against it."),
-    nic: Optional[str] = typer.Option(None, "--nic", help="NIC design: codesigned or baseline (default: the "
+    algorithms: Optional[str] = typer.Option(None, "--algorithms", "-a", help="Comma-separated all-reduce algorithms: "
+                                             f"{algorithm_choices()} (default: the config's). Ring is always run: the "
+                                             "reductions are against it."),
+    nic: Optional[str] = typer.Option(None, "--nic", help=f"NIC design: {' or '.join(DESIGNS)} (default: the "
                                       "config's)."),
-    variant: Optional[str] = typer.Option(None, "--variant", help="The MultiTree paper's NIC variants alpha, beta, "
-                                          "gamma, delta (sets --nis and the NIC's flow control; as `hw-models "
+    variant: Optional[str] = typer.Option(None, "--variant", help="The MultiTree paper's NIC variants "
+                                          f"{', '.join(VARIANTS)} (sets --nis and the NIC's flow control; as `hw-models "
                                           "allreduce`)."),
     model: str = typer.Option("message", "--model", help="All-reduce model: message (fast) or flit (cycle level, "
                               "slow)."),
-    policy: str = typer.Option("wfbp", "--policy", "-p", help="Communication scheduling: sequential, wfbp, fusion, "
-                               "mgwfbp, p3, prophet, dear, a comma-separated list, or all."),
+    policy: str = typer.Option("wfbp", "--policy", "-p", help="Communication scheduling: "
+                               f"{', '.join(POLICIES)}, a comma-separated list, or all."),
     fusion_threshold: Optional[str] = typer.Option(None, "--fusion-threshold", help="fusion: bucket size, e.g. 8MiB "
                                                    "or 0 (one bucket per layer; default 64MiB)."),
     slice_bytes: Optional[str] = typer.Option(None, "--slice-bytes", help="p3: slice size (default 1MiB)."),
@@ -90,7 +93,7 @@ def train(
     from hw_models.experiment import check_model_network, config_with_flags, resolve_experiment
     from hw_models.store import ResultStore, check_output_dir, csv_holds_other_rows, write_csv_atomic
     from hw_models.training import endtoend as e2e
-    from hw_models.training.compute import ENGINES, get_device
+    from hw_models.training.compute import get_device
     from nic.allreduce import MODELS
     from nic.collectives import algorithm_name
 
