@@ -77,7 +77,8 @@ def allreduce(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from hw_models.allreduce_sweep import Job, calibration_rows, plot_bandwidth, run_sweep, table_rows
+    from hw_models.allreduce_sweep import Job, calibration_rows, run_sweep, table_rows
+    from hw_models.report.charts import bandwidth_chart
     from hw_models.config import experiment_data
     from hw_models.estimate import check_long_run, flit_allreduce_seconds, format_duration
     from hw_models.experiment import config_with_flags, resolve_experiment
@@ -218,8 +219,8 @@ def allreduce(
                 console.print(f"note: replacing {csv_path} and its PNG, which held other runs than this command's; "
                               f"every run stays in {stores[m].path}", soft_wrap=True)
             written.append(write_csv_atomic(csv_path, rows))
-            written.append(plot_bandwidth(results[m], out_dir / f"{topo_stem}_{m}.png",
-                                          f"all-reduce on {t.name} ({m}-level model)"))
+            written.append(bandwidth_chart(results[m], out_dir / f"{topo_stem}_{m}.png",
+                                           f"all-reduce on {t.name} ({m}-level model)"))
     if len(models) > 1:
         rows = calibration_rows(results["message"] + results["flit"])
         table = Table(title=f"message level against flit level on {t.name} (negative: the message model is faster)")

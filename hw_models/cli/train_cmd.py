@@ -91,6 +91,7 @@ def train(
 
     from hw_models.config import experiment_data
     from hw_models.experiment import check_model_network, config_with_flags, resolve_experiment
+    from hw_models.report.charts import training_chart
     from hw_models.store import ResultStore, check_output_dir, csv_holds_other_rows, write_csv_atomic
     from hw_models.training import endtoend as e2e
     from hw_models.training.compute import get_device
@@ -237,7 +238,7 @@ def train(
             console.print(f"note: replacing {csv_path} and its PNG, which held other runs than this command's; every "
                           f"run stays in {store.path}", soft_wrap=True)
         written = [write_csv_atomic(csv_path, csv_rows),
-                   plot_runs(runs, png_path, f"training iterations on {t.name}, {design} NIC, {model} level, "
+                   training_chart(runs, png_path, f"training iterations on {t.name}, {design} NIC, {model} level, "
                                              f"batch {batch} on {device}")]
     if pick is not None:
         from hw_models.training.trace import plot_gantt, write_trace
@@ -410,53 +411,3 @@ def _config_hash(fields: dict, exp, nic_cfg, costs) -> str:
                        "costs": {w: [[x.name, x.fwd_s, x.bwd_s, x.grad_bytes] for x in layers]
                                  for w, layers in costs.items()}}, sort_keys=True, default=str)
     return hashlib.sha1(blob.encode()).hexdigest()[:12]
-
-
-def plot_runs(runs, path: Path, title: str) -> Path:
-    """PNG: each run's iteration time relative to a baseline on the same workload, one bar per
-    run, grouped by workload, with the compute time (the floor) marked. One policy: bars are
-    algorithms, relative to ring. Several: one panel per algorithm, bars are policies,
-    relative to the first policy."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from hw_models.plots import save_figure
-
-    work = list(dict.fromkeys(r.workload for r in runs))
-    algos = list(dict.fromkeys(r.algorithm for r in runs))
-    pols = list(dict.fromkeys(r.policy for r in runs))
-    at = {(r.workload, r.algorithm, r.policy): r for r in runs}
-    if len(pols) == 1:
-        panels = [(f"{pols[0]}: iteration time relative to ring",
-                   [(a, lambda w, a=a: at[(w, a, pols[0])]) for a in algos],
-                   lambda w: at.get((w, "ring", pols[0])) or at[(w, algos[0], pols[0])])]
-    else:
-        panels = [(f"{a}: iteration time relative to {pols[0]}", [(p, lambda w, a=a, p=p: at[(w, a, p)]) for p in pols],
-                   lambda w, a=a: at[(w, a, pols[0])]) for a in algos]
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    fig, axes = plt.subplots(len(panels), 1, figsize=(max(7, 1.2 * len(work) * max(1, len(panels[0][1])) / 3 + 3),
-                                                      3.2 * len(panels)), squeeze=False)
-    try:
-        for ax, (name, bars, base) in zip(axes[:, 0], panels):
-            width = 0.8 / len(bars)
-            for k, (label, get) in enumerate(bars):
-                xs = [i - 0.4 + width * (k + 0.5) for i in range(len(work))]
-                ys = [get(w).iteration_s / base(w).iteration_s for w in work]
-                ax.bar(xs, ys, width, label=label, color=colours[k % len(colours)])
-                floor = [get(w).compute_s / base(w).iteration_s for w in work]
-                ax.plot(xs, floor, linestyle="none", marker="_", markersize=10, color="black",
-                        label="compute only" if k == 0 else None)
-            ax.axhline(1.0, color="0.4", linewidth=0.8, linestyle="--")
-            ax.set_xticks(range(len(work)), work, rotation=20, fontsize=8)
-            ax.set_ylabel("relative iteration time")
-            ax.set_title(name, fontsize=9)
-            ax.set_ylim(bottom=0)
-            ax.grid(True, axis="y", alpha=0.3)
-            ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
-        fig.suptitle(title, fontsize=10)
-        fig.tight_layout(rect=(0, 0, 1, 0.97))
-        return save_figure(fig, path)
-    finally:
-        plt.close(fig)
