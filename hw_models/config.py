@@ -24,6 +24,7 @@ from nic.collectives import ALGORITHMS, DEFAULT_ALGORITHMS
 from noc.config import SEED_RULE, Seed, StrictModel, check_value, finite, finite_rule, read_toml, validate
 from noc.errors import ConfigError, HwModelsError
 from noc.flit import FlitNetworkConfig
+from noc.routing import ALGORITHMS as ROUTING_ALGORITHMS
 from noc.topology import LINK_BYTES_PER_CYCLE_RANGE, MAX_LINK_LATENCY_CYCLES, parse_spec
 
 PRESETS = ("isca2021", "isca2021_mesh")
@@ -43,7 +44,7 @@ class NetworkConfig(StrictModel):
         None, ge=1, le=MAX_LINK_LATENCY_CYCLES, description="Cycles of an NI's injection link (default: link_latency_cycles).")
     eject_latency_cycles: Optional[int] = Field(
         None, ge=1, le=MAX_LINK_LATENCY_CYCLES, description="Cycles of an NI's ejection link (default: link_latency_cycles).")
-    routing: Literal["auto", "dor", "nca", "shortest"] = "auto"
+    routing: Literal[ROUTING_ALGORITHMS] = "auto"
     clock_ghz: Annotated[float, finite(*CLOCK_GHZ_RANGE)] = Field(
         1.0, description=f"Clock used to turn cycles into seconds and GB/s: {finite_rule(*CLOCK_GHZ_RANGE)}.")
 

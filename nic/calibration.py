@@ -23,11 +23,12 @@ from dataclasses import dataclass
 from nic.allreduce import NicConfig, simulate_allreduce
 from nic.collectives import ALGORITHMS as ALGORITHM_REGISTRY
 from nic.collectives import UNCALIBRATED, build
+from nic.variants import DESIGNS as NIC_DESIGNS
 from noc.flit import FlitNetworkConfig
 from noc.topology import parse_spec
 
 TOPOLOGIES = ("torus:4x4", "torus:4x4:c4", "mesh:4x4", "fattree:k4:l2")
-DESIGNS = ("codesigned", "baseline")
+DESIGNS = tuple(NIC_DESIGNS)  # both NICs of the registry (nic.variants)
 
 TOLERANCE = 0.05
 """How far (as a fraction) the message total may be outside the range of the flit totals."""

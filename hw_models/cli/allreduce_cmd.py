@@ -34,8 +34,8 @@ def allreduce(
     nis: Optional[int] = typer.Option(None, "--nis", help="NIs per node on direct networks (default: the config's)."),
     algorithms: Optional[str] = typer.Option(
         None, "--algorithms", "-a", help=f"Comma-separated: {algorithm_choices()} "
-        f"(default: the config's, {','.join(DEFAULT_ALGORITHMS)}, leaving out those the topology does not fit). Ring is always "
-        "run: the speedups are over it."),
+        f"(default: the config's, {','.join(DEFAULT_ALGORITHMS)}, leaving out those the topology does not fit). "
+        "Ring is always run: the speedups are over it."),
     sizes: Optional[str] = typer.Option(None, "--sizes", "-s", help="e.g. 32KiB..64MiB (doubling) or 1MiB,16MiB "
                                         "(default: the config's, 32KiB..4MiB)."),
     nic: Optional[str] = typer.Option(None, "--nic", help="NIC design: "
@@ -125,7 +125,7 @@ def allreduce(
             overrides[key], flags[key] = value, flag
     cfg = config_with_flags(data, source, overrides, flags, drop)
     net = cfg.network
-    designs = ["codesigned", "baseline"] if design_choice == "both" else [design_choice or cfg.nic.design]
+    designs = list(DESIGNS) if design_choice == "both" else [design_choice or cfg.nic.design]
     schedule_options = {"multitree": {"tree_order": tree_order}} if tree_order != "ours" else {}
     # everything `hw-models config show` checks, with the flags; then what only these models need
     exp = resolve_experiment(cfg, source, flags=flags, designs=designs, algorithms=names,

@@ -44,7 +44,7 @@ def nic_choices(nic, variant, lockstep=None, step_priority=None, flow_control=No
         design_flag = "--lockstep" if lockstep else "--no-lockstep"
         nic = implied
     design = nic or design
-    if design in ("codesigned", "baseline"):
+    if design in DESIGNS:
         put("design", design, design_flag)
     if step_priority is not None:
         put("step_priority", step_priority, "--step-priority" if step_priority else "--no-step-priority")

@@ -19,7 +19,7 @@ from typing import Optional
 import typer
 
 from hw_models.cli.nic_flags import nic_choices
-from hw_models.training.compute import DEVICES, ENGINES, device_choices
+from hw_models.training.compute import DEFAULT_DEVICE, ENGINES, device_choices
 from hw_models.training.policies import POLICIES
 from hw_models.training.workloads import WORKLOADS
 from nic.collectives import algorithm_choices
@@ -27,7 +27,6 @@ from nic.variants import DESIGNS, VARIANTS
 from noc.errors import ConfigError, HwModelsError
 
 DEFAULT_BATCH = 16
-DEFAULT_DEVICE = next(iter(DEVICES))  # the registry's first: multitree-node
 TX_QUEUE_NOTE = ("note: with a transmit queue (nic.tx_buffer_flits) the message model is least accurate below about "
                  "1 MiB (up to 33 % fast on some 4-NI runs at 256 KiB; docs/allreduce.md), and most layers' gradients "
                  "are smaller: check the figures that matter with --model flit.")
@@ -131,7 +130,7 @@ def train(
         raise HwModelsError(f"--algorithms {algorithms!r} names no algorithm")
     names = None if algorithms is None else list(dict.fromkeys(algorithm_name(a) for a in algorithms.split(",")
                                                                if a.strip()))
-    design, overrides, flags, nis = nic_choices(nic, variant, nis=nis, designs=("codesigned", "baseline"))
+    design, overrides, flags, nis = nic_choices(nic, variant, nis=nis, designs=tuple(DESIGNS))
     drop: tuple[str, ...] = ()
     if topology is not None:
         overrides["network.topology"], flags["network.topology"] = topology, "--topology"

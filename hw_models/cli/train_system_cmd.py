@@ -19,7 +19,7 @@ from typing import Optional
 
 import typer
 
-from hw_models.training.compute import DEVICES, device_choices
+from hw_models.training.compute import DEFAULT_DEVICE, device_choices
 from hw_models.training.systems import SYSTEMS
 from hw_models.training.systems.setup import DEFAULT_COMPRESSORS, SYSTEM_NAMES, not_for
 from nic.collectives import algorithm_choices
@@ -31,7 +31,7 @@ def train_system(
     workload: str = typer.Option("resnet50", "--workload", "-w", help="One built-in workload or a .json/.toml "
                                  "layer file (docs/training_workloads.md)."),
     batch: int = typer.Option(16, "--batch", "-b", help="Samples per worker per iteration (the workload)."),
-    device: str = typer.Option(next(iter(DEVICES)), "--device", help=f"{device_choices()}."),
+    device: str = typer.Option(DEFAULT_DEVICE, "--device", help=f"{device_choices()}."),
     topology: Optional[str] = typer.Option(None, "--topology", "-t", help="Topology spec (default: the config's)."),
     nis: Optional[int] = typer.Option(None, "--nis", help="NIs per node (default: the config's)."),
     algorithm: str = typer.Option("ring", "--algorithm", "-a", help="The all-reduce of the synchronous baseline: "

@@ -120,6 +120,10 @@ DEVICES: dict[str, Systolic | Roofline] = {
 }
 
 
+DEFAULT_DEVICE = "multitree-node"
+"""The device the commands and sweep kinds time a workload on unless told otherwise."""
+
+
 def describe_device(device: Systolic | Roofline) -> str:
     """One line saying what ``device`` is, for help texts: ``16 systolic arrays of 32x32, 1 GHz``
     or ``roofline of 15.7 TFLOP/s, 900 GB/s``."""

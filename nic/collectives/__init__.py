@@ -69,7 +69,8 @@ register_algorithm("ring", "nic.collectives.baselines:ring")
 register_algorithm("bidir_ring", "nic.collectives.baselines:bidir_ring", aliases=("bidir-ring",))
 register_algorithm("ring2d", "nic.collectives.baselines:ring2d", aliases=("2dring",))
 # the paper's four-direction 2D ring is the all-reduce of its plots, not a case of the calibration matrix
-register_algorithm("ring2d_4dir", "nic.collectives.baselines:ring2d_4dir", aliases=("2dring_4dir", "ring2d_paper"), calibrated=False)
+register_algorithm("ring2d_4dir", "nic.collectives.baselines:ring2d_4dir", aliases=("2dring_4dir", "ring2d_paper"),
+                   calibrated=False)
 register_algorithm("dbtree", "nic.collectives.baselines:dbtree", aliases=("double_binary_tree",))
 register_algorithm("halving_doubling", "nic.collectives.baselines:halving_doubling", aliases=("hd",))
 register_algorithm("multitree", "nic.collectives.multitree:multitree")
@@ -119,8 +120,9 @@ def build(topology, algorithm: str, **options):
 
 
 __all__ = [
-    "ALGORITHMS", "ALIASES", "DEFAULT_ALGORITHMS", "SCHEDULE_VERSION", "UNCALIBRATED", "Bounds", "Contention", "OP_NAMES", "Schedule", "ScheduleError", "TableEntry",
-    "VerificationError", "VerifyReport", "algorithm_choices", "algorithm_name", "bidir_ring", "bounds", "build", "builder", "contention",
-    "dbtree", "halving_doubling", "ideal_cycles", "multitree", "register_algorithm", "ring", "ring2d", "ring2d_4dir", "ring_order",
+    "ALGORITHMS", "ALIASES", "DEFAULT_ALGORITHMS", "SCHEDULE_VERSION", "UNCALIBRATED", "Bounds", "Contention",
+    "OP_NAMES", "Schedule", "ScheduleError", "TableEntry", "VerificationError", "VerifyReport", "algorithm_choices",
+    "algorithm_name", "bidir_ring", "bounds", "build", "builder", "contention", "dbtree", "halving_doubling",
+    "ideal_cycles", "multitree", "register_algorithm", "ring", "ring2d", "ring2d_4dir", "ring_order",
     "transfer_paths", "verify",
 ]
