@@ -79,6 +79,7 @@ def allreduce(
 
     from hw_models.allreduce_sweep import Job, calibration_rows, run_sweep, table_rows
     from hw_models.report.charts import bandwidth_chart
+    from hw_models.report.writer import replacing_note
     from hw_models.config import experiment_data
     from hw_models.estimate import check_long_run, flit_allreduce_seconds, format_duration
     from hw_models.experiment import config_with_flags, resolve_experiment
@@ -216,8 +217,8 @@ def allreduce(
         csv_path = out_dir / f"{topo_stem}_{m}.csv"
         with stores[m].locked():  # another command writing these files waits: its note and its files come after
             if csv_holds_other_rows(csv_path, rows):
-                console.print(f"note: replacing {csv_path} and its PNG, which held other runs than this command's; "
-                              f"every run stays in {stores[m].path}", soft_wrap=True)
+                console.print(replacing_note(csv_path, "other runs than this command's",
+                                             f"every run stays in {stores[m].path}", also="its PNG"), soft_wrap=True)
             written.append(write_csv_atomic(csv_path, rows))
             written.append(bandwidth_chart(results[m], out_dir / f"{topo_stem}_{m}.png",
                                            f"all-reduce on {t.name} ({m}-level model)"))
@@ -233,8 +234,8 @@ def allreduce(
         csv_path = out_dir / f"{topo_stem}_calibration.csv"
         with stores["message"].locked():
             if csv_holds_other_rows(csv_path, rows):
-                console.print(f"note: replacing {csv_path}, which held other runs than this command's; every run stays "
-                              f"in {' and '.join(str(st.path) for st in stores.values())}", soft_wrap=True)
+                console.print(replacing_note(csv_path, "other runs than this command's", "every run stays in "
+                                             + " and ".join(str(st.path) for st in stores.values())), soft_wrap=True)
             written.append(write_csv_atomic(csv_path, rows))
     if models == ["message"] and "baseline" in designs:
         console.print(BASELINE_MESSAGE_NOTE)

@@ -519,14 +519,15 @@ def _write_sweep(console, store, res, out_dir: Path, stem: str, title: str, dead
     other; when they held other points (another configuration's sweep of the same topology
     and pattern, or an unfinished one), a note says so: every point stays in the store."""
     from hw_models.report.charts import load_latency_chart
+    from hw_models.report.writer import replacing_note
     from hw_models.store import csv_holds_other_rows, write_csv_atomic
 
     csv_path, png_path = out_dir / f"{stem}.csv", out_dir / f"{stem}.png"
     with store.locked():
         if csv_holds_other_rows(csv_path, res.rows):
-            console.print(f"note: replacing {csv_path} and its PNG, which held other points (another configuration's "
-                          f"sweep of this topology and pattern, or an unfinished sweep); every point measured stays in "
-                          f"{store.path}", soft_wrap=True)
+            console.print(replacing_note(csv_path, "other points (another configuration's sweep of this topology and "
+                                         "pattern, or an unfinished sweep)", f"every point measured stays in {store.path}",
+                                         also="its PNG"), soft_wrap=True)
         written = [write_csv_atomic(csv_path, res.rows),
                    load_latency_chart(res, png_path, title, deadlock_flits=deadlock_flits)]
     return written

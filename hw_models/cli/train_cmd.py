@@ -91,6 +91,7 @@ def train(
     from hw_models.config import experiment_data
     from hw_models.experiment import check_model_network, config_with_flags, resolve_experiment
     from hw_models.report.charts import training_chart
+    from hw_models.report.writer import replacing_note
     from hw_models.store import ResultStore, check_output_dir, csv_holds_other_rows, write_csv_atomic
     from hw_models.training import endtoend as e2e
     from hw_models.training.compute import get_device
@@ -234,8 +235,8 @@ def train(
     csv_path, png_path = out_dir / f"{stem}.csv", out_dir / f"{stem}.png"
     with store.locked():  # another command writing these files waits: its note and its files come after
         if csv_holds_other_rows(csv_path, csv_rows):
-            console.print(f"note: replacing {csv_path} and its PNG, which held other runs than this command's; every "
-                          f"run stays in {store.path}", soft_wrap=True)
+            console.print(replacing_note(csv_path, "other runs than this command's", f"every run stays in {store.path}",
+                                         also="its PNG"), soft_wrap=True)
         written = [write_csv_atomic(csv_path, csv_rows),
                    training_chart(runs, png_path, f"training iterations on {t.name}, {design} NIC, {model} level, "
                                              f"batch {batch} on {device}")]

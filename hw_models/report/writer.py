@@ -89,6 +89,13 @@ def write_trace_json(doc: Mapping, path: str | Path, *, overwrite: bool = False,
                           named=named)
 
 
+def replacing_note(path: str | Path, held: str, kept: str, also: str = "") -> str:
+    """The note a command prints before it replaces an output file (and ``also`` its figure)
+    that held other results: ``note: replacing PATH and its PNG, which held HELD; KEPT`` --
+    KEPT saying where those results stay."""
+    return f"note: replacing {path}{f' and {also}' if also else ''}, which held {held}; {kept}"
+
+
 def algorithm_colour(name: str, others: list[str] | None = None) -> str:
     """The colour of algorithm ``name`` in every figure: the default comparison's algorithms
     first (ring, ring2d, dbtree, multitree), then the rest of the registry in its order.
@@ -184,5 +191,5 @@ def format_number(v) -> str:
 
 
 __all__ = ["BOUND_STYLE", "MODEL_MARKERS", "NIC_LINESTYLES", "PALETTE", "algorithm_colour", "figure", "figure_bytes",
-           "format_number", "group_colours", "legend_outside", "line_label", "nic_linestyle", "size_axis",
+           "format_number", "group_colours", "legend_outside", "line_label", "nic_linestyle", "replacing_note", "size_axis",
            "write_figure", "write_trace_json"]
