@@ -12,6 +12,7 @@ from typing import List, Optional
 import typer
 from typer.core import TyperCommand
 
+from maddpg.env import SCENARIOS
 from noc.errors import HwModelsError
 
 app = typer.Typer(help="MADDPG on MPE environments (HLS-style Numba kernels).", no_args_is_help=True)
@@ -80,7 +81,7 @@ class _Stop:
 
 @app.command(cls=_SeedsCommand)
 def train(
-    env: str = typer.Option("simple_spread", "--env", help="MPE scenario: simple_spread, simple, simple_adversary, simple_tag, simple_speaker_listener, simple_reference."),
+    env: str = typer.Option("simple_spread", "--env", help=f"MPE scenario: {', '.join(SCENARIOS)}."),
     agents: int = typer.Option(3, "--agents", help="Number of agents, 1 to 64 (simple_spread: agents = landmarks)."),
     episodes: int = typer.Option(..., "--episodes", min=1, help="Train until this many episodes (a resumed run counts the "
                                  "ones done); a multiple of --envs."),

@@ -135,6 +135,25 @@ def test_the_docs_tables_list_each_registry():
     assert sorted(_first_column("sweeps.md", "| kind | a point is |")) == kind_names()
 
 
+def test_the_maddpg_docs_tables_list_the_scenario_and_part_registries():
+    from maddpg.accel.parts import PARTS
+    from maddpg.env import SCENARIOS
+
+    names = [n.split("`")[0].strip() for n in _first_column("maddpg_env.md", "| `name` (`_v3` optional) |")]
+    assert sorted(names) == sorted(SCENARIOS)  # the docs order them by size
+    assert _first_column("maddpg_accel.md", "| part | device | DSP |") == list(PARTS)
+
+
+@pytest.mark.parametrize("command, registry", [(("maddpg", "train"), "maddpg.env:SCENARIOS"),
+                                               (("maddpg", "accel"), "maddpg.accel.parts:PARTS")])
+def test_the_maddpg_commands_help_lists_their_registries(command, registry):
+    import importlib
+
+    module, _, name = registry.partition(":")
+    out = _help(*command)
+    assert ", ".join(getattr(importlib.import_module(module), name)) in out
+
+
 def test_the_training_systems_doc_has_a_section_per_system():
     from hw_models.training.systems import SYSTEMS
 
