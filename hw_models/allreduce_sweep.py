@@ -5,8 +5,7 @@ that determines it, so an interrupted sweep resumes where it stopped and a chang
 parameter never reuses a stale result. A record the store cannot vouch for (damaged,
 checksum mismatch, another store format; :mod:`hw_models.store`) is not reused: its run is
 simulated again and appended. :func:`table_rows` adds speedup over ring and the share of
-the bandwidth bound; :func:`plot_bandwidth` draws bus bandwidth against size (written
-whole under a unique temporary name, so concurrent sweeps into one folder do not collide).
+the bandwidth bound (:func:`hw_models.report.charts.bandwidth_chart` draws them).
 """
 
 from __future__ import annotations
@@ -15,9 +14,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
-from noc.base.figures import save_figure
 from hw_models.store import ResultStore
 from nic.allreduce import NicConfig, simulate_allreduce
 from nic.message_sim import MODEL_VERSION as MESSAGE_MODEL_VERSION
@@ -125,45 +122,3 @@ def calibration_rows(results: list[AllreduceResult]) -> list[dict]:
                      "message_cycles": m.total_cycles,
                      "message_vs_flit_percent": round(100 * (m.total_cycles / f.total_cycles - 1), 3)})
     return rows
-
-
-def plot_bandwidth(results: list[AllreduceResult], path: str | Path, title: str) -> Path:
-    """PNG: bus bandwidth (GB/s) against size, one line per algorithm (and NIC, model)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    lines: dict[tuple[str, str, str], list[tuple[int, float]]] = {}
-    for r in results:
-        lines.setdefault((r.algorithm, r.nic, r.model), []).append((r.size_bytes, r.busbw_gbps))
-    algos = list(dict.fromkeys(k[0] for k in lines))
-    variants = list(dict.fromkeys(k[1:] for k in lines))
-    # colour: algorithm; line: NIC (solid co-designed, dashed baseline); marker: model
-    styles = {"codesigned": "-", "baseline": "--"}
-    markers = {"message": "o", "flit": "s"}
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    fig, ax = plt.subplots(figsize=(9, 5))
-    for (algo, nic, model), pts in lines.items():
-        pts.sort()
-        label = algo if len(variants) == 1 else f"{algo} ({nic}, {model})"
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=markers.get(model, "o"), markersize=3, label=label,
-                color=colours[algos.index(algo) % len(colours)], linestyle=styles.get(nic, "-."))
-    if results:
-        bound = {}
-        for r in results:
-            secs = r.bound_cycles / (r.clock_ghz * 1e9)
-            bound[r.size_bytes] = r.size_bytes / secs / 1e9 * 2 * (r.num_nodes - 1) / r.num_nodes if secs > 0 else 0
-        xs = sorted(bound)
-        ax.plot(xs, [bound[x] for x in xs], color="0.3", linestyle=":", linewidth=2, label="bandwidth bound")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("all-reduce size (bytes)")
-    ax.set_ylabel("bus bandwidth (GB/s)")
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3)
-    ax.set_ylim(bottom=0)
-    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
-    try:
-        return save_figure(fig, path)  # a temporary file of a unique name, renamed: whole or absent
-    finally:
-        plt.close(fig)

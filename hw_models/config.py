@@ -16,13 +16,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Literal, Optional
 
-from pydantic import Field, create_model, field_validator
+from pydantic import AfterValidator, Field, create_model, field_validator
 
 from noc.base.units import parse_sizes_bytes
 from nic.allreduce import NicConfig
+from nic.collectives import ALGORITHMS, DEFAULT_ALGORITHMS
 from noc.base.config import SEED_RULE, Seed, StrictModel, check_value, finite, finite_rule, read_toml, validate
 from noc.base.errors import ConfigError, HwModelsError
 from noc.flit import FlitNetworkConfig
+from noc.routing import ALGORITHMS as ROUTING_ALGORITHMS
 from noc.topology import LINK_BYTES_PER_CYCLE_RANGE, MAX_LINK_LATENCY_CYCLES, parse_spec
 
 PRESETS = ("isca2021", "isca2021_mesh")
@@ -42,7 +44,7 @@ class NetworkConfig(StrictModel):
         None, ge=1, le=MAX_LINK_LATENCY_CYCLES, description="Cycles of an NI's injection link (default: link_latency_cycles).")
     eject_latency_cycles: Optional[int] = Field(
         None, ge=1, le=MAX_LINK_LATENCY_CYCLES, description="Cycles of an NI's ejection link (default: link_latency_cycles).")
-    routing: Literal["auto", "dor", "nca", "shortest"] = "auto"
+    routing: Literal[ROUTING_ALGORITHMS] = "auto"
     clock_ghz: Annotated[float, finite(*CLOCK_GHZ_RANGE)] = Field(
         1.0, description=f"Clock used to turn cycles into seconds and GB/s: {finite_rule(*CLOCK_GHZ_RANGE)}.")
 
@@ -59,11 +61,23 @@ class NetworkConfig(StrictModel):
         return self.nis_per_node if "nis_per_node" in self.model_fields_set else None
 
 
+def _registered_algorithm(name: str) -> str:
+    """``name`` if it is in the algorithm registry (:data:`nic.collectives.ALGORITHMS`), read
+    when a config is validated, so an algorithm registered later is a valid choice."""
+    if name not in ALGORITHMS:
+        *first, last = (repr(a) for a in ALGORITHMS)
+        raise ValueError(f"Input should be {', '.join(first)} or {last}")
+    return name
+
+
+AlgorithmName = Annotated[str, AfterValidator(_registered_algorithm)]
+
+
 class AllreduceConfig(StrictModel):
     """Which all-reduces to run."""
 
-    algorithms: list[Literal["ring", "bidir_ring", "ring2d", "ring2d_4dir", "dbtree", "halving_doubling", "multitree"]] = Field(
-        default_factory=lambda: ["ring", "ring2d", "dbtree", "multitree"], min_length=1
+    algorithms: list[AlgorithmName] = Field(
+        default_factory=lambda: list(DEFAULT_ALGORITHMS), min_length=1
     )
     sizes: str = Field("32KiB..4MiB", description="All-reduce sizes in bytes: '32KiB..64MiB' (doubling) or a list '1MiB,4MiB'.")
     element_bytes: int = Field(4, ge=1, le=16, description="Bytes per element (fp32 = 4).")

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from hw_models.config import load_experiment, resolve_router, with_ni_latencies
 from nic.allreduce import NicConfig, simulate_allreduce
-from nic.nic_config import VARIANT_NIC, VARIANTS
+from nic.variants import VARIANT_NIC, VARIANTS
 from nic.collectives import build
 from noc.base.errors import ConfigError
 from noc.topology import parse_spec, with_concentration

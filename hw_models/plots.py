@@ -1,7 +1,5 @@
-"""Pictures: topology drawings (more plots join as results do). matplotlib with the Agg backend.
-
-Every figure is written by :func:`noc.base.figures.save_figure`: to a temporary file of a unique name and
-renamed, so a PNG is whole or absent and concurrent writers of one file do not collide.
+"""Topology drawings (:func:`draw_topology`, in the house style of :mod:`hw_models.report.writer`),
+written whole or not at all by :func:`noc.base.figures.save_figure`.
 """
 
 from __future__ import annotations
@@ -38,10 +36,7 @@ def _router_xy(t: Topology) -> np.ndarray:
 
 def draw_topology(t: Topology, path: str | Path) -> Path:
     """Write a PNG of ``t``: routers as squares, NIs as dots, links as lines."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from hw_models.report.writer import figure, legend_outside, write_figure
 
     rxy = _router_xy(t)
     e = t.num_endpoints
@@ -56,32 +51,29 @@ def draw_topology(t: Topology, path: str | Path) -> Path:
             ang = 2 * np.pi * k / t.concentration + np.pi / 4
             exy[ep] = rxy[r] + 0.25 * np.array([np.cos(ang), np.sin(ang)])
     vxy = np.concatenate([exy, rxy])
-    fig, ax = plt.subplots(figsize=(7, 6))
-    drawn = set()
-    for s, d in zip(t.link_src.tolist(), t.link_dst.tolist()):
-        key = (min(s, d), max(s, d))
-        if key in drawn:
-            continue
-        drawn.add(key)
-        (x0, y0), (x1, y1) = vxy[s], vxy[d]
-        if t.wrap and s >= e and d >= e and np.hypot(x1 - x0, y1 - y0) > 1.5:
-            # Wrap-around link: an arc bowing away from the grid so it does not hide the row.
-            u = np.linspace(0.0, 1.0, 32)
-            nx, ny = -(y1 - y0), x1 - x0
-            norm = np.hypot(nx, ny)
-            bow = 0.35 * np.sin(np.pi * u) * (1 if (nx + ny) <= 0 else -1)
-            ax.plot(x0 + (x1 - x0) * u + bow * nx / norm, y0 + (y1 - y0) * u + bow * ny / norm,
-                    color="tab:orange", lw=0.8, alpha=0.8, zorder=1)
-        else:
-            ax.plot([x0, x1], [y0, y1], color="0.4", lw=0.8, zorder=1)
-    ax.scatter(rxy[:, 0], rxy[:, 1], marker="s", s=120, color="tab:blue", zorder=3, label="router/switch")
-    ax.scatter(exy[:, 0], exy[:, 1], marker="o", s=14, color="tab:green", zorder=4, label="NI (endpoint)")
-    ax.set_title(f"{t.name}: {e} NIs, {t.num_routers} routers, {t.num_links} directed links")
-    ax.set_aspect("equal" if t.family not in ("fattree", "bigraph", "switch") else "auto")
-    ax.axis("off")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
-    try:
-        return save_figure(fig, path)
-    finally:
-        plt.close(fig)
+    with figure(figsize=(7, 6)) as (fig, ax):
+        drawn = set()
+        for s, d in zip(t.link_src.tolist(), t.link_dst.tolist()):
+            key = (min(s, d), max(s, d))
+            if key in drawn:
+                continue
+            drawn.add(key)
+            (x0, y0), (x1, y1) = vxy[s], vxy[d]
+            if t.wrap and s >= e and d >= e and np.hypot(x1 - x0, y1 - y0) > 1.5:
+                # Wrap-around link: an arc bowing away from the grid so it does not hide the row.
+                u = np.linspace(0.0, 1.0, 32)
+                nx, ny = -(y1 - y0), x1 - x0
+                norm = np.hypot(nx, ny)
+                bow = 0.35 * np.sin(np.pi * u) * (1 if (nx + ny) <= 0 else -1)
+                ax.plot(x0 + (x1 - x0) * u + bow * nx / norm, y0 + (y1 - y0) * u + bow * ny / norm,
+                        color="tab:orange", lw=0.8, alpha=0.8, zorder=1)
+            else:
+                ax.plot([x0, x1], [y0, y1], color="0.4", lw=0.8, zorder=1)
+        ax.scatter(rxy[:, 0], rxy[:, 1], marker="s", s=120, color="tab:blue", zorder=3, label="router/switch")
+        ax.scatter(exy[:, 0], exy[:, 1], marker="o", s=14, color="tab:green", zorder=4, label="NI (endpoint)")
+        ax.set_title(f"{t.name}: {e} NIs, {t.num_routers} routers, {t.num_links} directed links")
+        ax.set_aspect("equal" if t.family not in ("fattree", "bigraph", "switch") else "auto")
+        ax.axis("off")
+        legend_outside(ax)
+        return write_figure(fig, path)
 

@@ -1,7 +1,8 @@
 """The calibration matrix of the message-level model: which runs it is checked on against
 the flit level, the criterion, and one comparison (docs/message_model_validation.md).
 
-The matrix is every algorithm on every topology below with both NICs, except the 2D ring
+The matrix is every algorithm of the registry (:data:`nic.collectives.ALGORITHMS`, but for
+those registered as uncalibrated: the four-direction 2D ring) on every topology below with both NICs, except the 2D ring
 on the fat-tree (the 2D ring is for 2D grids): 46 cases. ``tests/nic/test_flit_cosim.py``
 runs it with 4 VCs x 32 flits at 32 KiB .. 4 MiB; ``bench/message_calibration.py`` runs it
 with any router and size.
@@ -20,13 +21,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from nic.allreduce import NicConfig, simulate_allreduce
-from nic.collectives import build
+from nic.collectives import ALGORITHMS as ALGORITHM_REGISTRY
+from nic.collectives import UNCALIBRATED, build
+from nic.variants import DESIGNS as NIC_DESIGNS
 from noc.flit import FlitNetworkConfig
 from noc.topology import parse_spec
 
 TOPOLOGIES = ("torus:4x4", "torus:4x4:c4", "mesh:4x4", "fattree:k4:l2")
-ALGORITHMS = ("ring", "bidir_ring", "ring2d", "dbtree", "halving_doubling", "multitree")
-DESIGNS = ("codesigned", "baseline")
+DESIGNS = tuple(NIC_DESIGNS)  # both NICs of the registry (nic.variants)
 
 TOLERANCE = 0.05
 """How far (as a fraction) the message total may be outside the range of the flit totals."""
@@ -38,7 +40,7 @@ ARBITER_SEEDS = 4
 def cases() -> Iterator[tuple[str, str, str]]:
     """(topology spec, algorithm, NIC design) of every case, in table order."""
     for spec in TOPOLOGIES:
-        for algorithm in ALGORITHMS:
+        for algorithm in (a for a in ALGORITHM_REGISTRY if a not in UNCALIBRATED):
             if algorithm == "ring2d" and spec.startswith("fattree"):
                 continue  # the 2D ring is for 2D grids
             for design in DESIGNS:

@@ -1,5 +1,5 @@
-"""The NIC's configuration: :class:`NicConfig` (the two designs and their switches), the
-MultiTree paper's NIC variants, and the checks that a router config fits a NIC (flit size,
+"""The NIC's configuration: :class:`NicConfig` (the designs of :mod:`nic.variants` and their
+switches), and the checks that a router config fits a NIC (flit size,
 what the message model can represent, virtual cut-through).
 
 ``nic.preparation`` lays a schedule out for a NIC, ``nic.flow_control`` derives what the
@@ -14,6 +14,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from nic.message_sim import POLICY_BASELINE, POLICY_CODESIGNED
+from nic.variants import DESIGNS
 from noc.base.config import StrictModel, finite, finite_rule
 from noc.base.errors import ConfigError
 from noc.routing import PairRoutes, RouteTable, check_vc_classes
@@ -28,9 +29,8 @@ class NicConfig(StrictModel):
         "step_priority", "reduction", "reduce_elements_per_cycle", "reduce_granule_elements", "reduce_latency_cycles",
         "tx_buffer_flits"})
 
-    design: Literal["codesigned", "baseline"] = Field(
-        "codesigned", description="codesigned: tables, lockstep, step priority, bulk transfers; baseline: "
-                                  "send when ready, per-packet flow control, no priority.")
+    design: Literal[tuple(DESIGNS)] = Field(
+        "codesigned", description="; ".join(f"{name}: {what}" for name, what in DESIGNS.items()) + ".")
     flow_control: Literal["default", "bulk", "packet"] = Field(
         "default", description="bulk: one head flit per transfer; packet: one per packet_bytes. default: the design's own.")
     packet_bytes: int = Field(256, ge=16, le=1 << 20, description="Payload bytes per packet in per-packet mode (256 B = 16 flits of 16 B).")
@@ -109,17 +109,6 @@ class NicConfig(StrictModel):
         return (flits * f).astype(np.float64)
 
 
-# The MultiTree paper's NIC variants: its co-designed NIC (tables, lockstep, step priority)
-# with 1 or 4 NIs per node and 256 B packets or whole-chunk (bulk) transfers.
-VARIANTS = {
-    "alpha": {"nis": 1, "flow_control": "packet"},
-    "beta": {"nis": 4, "flow_control": "packet"},
-    "gamma": {"nis": 1, "flow_control": "bulk"},
-    "delta": {"nis": 4, "flow_control": "bulk"},
-}
-VARIANT_NIC = {"design": "codesigned", "step_priority": True, "packet_bytes": 256}
-
-
 
 def honours_priority(network) -> bool:
     """Whether the routers' switch allocation lets a more urgent packet go first: not with
@@ -160,5 +149,5 @@ def check_cut_through(nic: NicConfig, cfg) -> None:
                           f"{nic.packet_bytes} B packets are {nic.packet_flits} flits and must fit in a VC")
 
 
-__all__ = ["VARIANTS", "VARIANT_NIC", "NicConfig", "check_cut_through", "check_message_router",
+__all__ = ["NicConfig", "check_cut_through", "check_message_router",
            "check_router_flit_bytes", "honours_priority"]

@@ -9,9 +9,9 @@ from typing import Optional
 import typer
 
 from hw_models.cli.nic_flags import nic_choices
+from nic.collectives import DEFAULT_ALGORITHMS, algorithm_choices
+from nic.variants import DESIGNS, variant_help
 from noc.base.errors import ConfigError, HwModelsError
-
-DEFAULT_ALGORITHMS = "ring,ring2d,dbtree,multitree"
 
 # Printed under message-level results that include the baseline NIC: its per-packet runs are
 # where the message model is least accurate (docs/allreduce.md, "Calibration").
@@ -33,18 +33,17 @@ def allreduce(
     topology: Optional[str] = typer.Option(None, "--topology", "-t", help="Topology spec (default: the config's, torus:4x4)."),
     nis: Optional[int] = typer.Option(None, "--nis", help="NIs per node on direct networks (default: the config's)."),
     algorithms: Optional[str] = typer.Option(
-        None, "--algorithms", "-a", help="Comma-separated: ring, bidir_ring, ring2d, dbtree, halving_doubling, multitree "
-        f"(default: the config's, {DEFAULT_ALGORITHMS}, leaving out those the topology does not fit). Ring is always "
-        "run: the speedups are over it."),
+        None, "--algorithms", "-a", help=f"Comma-separated: {algorithm_choices()} "
+        f"(default: the config's, {','.join(DEFAULT_ALGORITHMS)}, leaving out those the topology does not fit). "
+        "Ring is always run: the speedups are over it."),
     sizes: Optional[str] = typer.Option(None, "--sizes", "-s", help="e.g. 32KiB..64MiB (doubling) or 1MiB,16MiB "
                                         "(default: the config's, 32KiB..4MiB)."),
-    nic: Optional[str] = typer.Option(None, "--nic", help="NIC design: codesigned (tables, lockstep, step priority, "
-                                      "bulk transfers), baseline (send when ready, per-packet, no priority), or both "
-                                      "(default: the config's [nic] design, codesigned)."),
-    variant: Optional[str] = typer.Option(None, "--variant", help="The MultiTree paper's NIC variants: alpha (1 NI, "
-                                          "256 B packets), beta (4 NIs, 256 B packets), gamma (1 NI, whole-chunk "
-                                          "transfers), delta (4 NIs, whole-chunk); co-designed NIC with lockstep and "
-                                          "step priority. Sets --nis; the switches below override its parts."),
+    nic: Optional[str] = typer.Option(None, "--nic", help="NIC design: "
+                                      + ", ".join(f"{name} ({what})" for name, what in DESIGNS.items())
+                                      + ", or both (default: the config's [nic] design, codesigned)."),
+    variant: Optional[str] = typer.Option(None, "--variant", help=f"The MultiTree paper's NIC variants: {variant_help()}; "
+                                          "co-designed NIC with lockstep and step priority. Sets --nis; the switches "
+                                          "below override its parts."),
     lockstep: Optional[bool] = typer.Option(None, "--lockstep/--no-lockstep", help="Strict lockstep from schedule "
                                             "tables (the co-designed NIC) or send-when-ready (the baseline NIC)."),
     step_priority: Optional[bool] = typer.Option(None, "--step-priority/--no-step-priority", help="Packets carry "
@@ -78,7 +77,9 @@ def allreduce(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from hw_models.allreduce_sweep import Job, calibration_rows, plot_bandwidth, run_sweep, table_rows
+    from hw_models.allreduce_sweep import Job, calibration_rows, run_sweep, table_rows
+    from hw_models.report.charts import bandwidth_chart
+    from hw_models.report.writer import replacing_note
     from hw_models.config import experiment_data
     from hw_models.estimate import check_long_run, flit_allreduce_seconds, format_duration
     from hw_models.experiment import config_with_flags, resolve_experiment
@@ -126,7 +127,7 @@ def allreduce(
             overrides[key], flags[key] = value, flag
     cfg = config_with_flags(data, source, overrides, flags, drop)
     net = cfg.network
-    designs = ["codesigned", "baseline"] if design_choice == "both" else [design_choice or cfg.nic.design]
+    designs = list(DESIGNS) if design_choice == "both" else [design_choice or cfg.nic.design]
     schedule_options = {"multitree": {"tree_order": tree_order}} if tree_order != "ours" else {}
     # everything `hw-models config show` checks, with the flags; then what only these models need
     exp = resolve_experiment(cfg, source, flags=flags, designs=designs, algorithms=names,
@@ -217,11 +218,11 @@ def allreduce(
         csv_path = out_dir / f"{topo_stem}_{m}.csv"
         with stores[m].locked():  # another command writing these files waits: its note and its files come after
             if csv_holds_other_rows(csv_path, rows):
-                console.print(f"note: replacing {csv_path} and its PNG, which held other runs than this command's; "
-                              f"every run stays in {stores[m].path}", soft_wrap=True)
+                console.print(replacing_note(csv_path, "other runs than this command's",
+                                             f"every run stays in {stores[m].path}", also="its PNG"), soft_wrap=True)
             written.append(write_csv_atomic(csv_path, rows))
-            written.append(plot_bandwidth(results[m], out_dir / f"{topo_stem}_{m}.png",
-                                          f"all-reduce on {t.name} ({m}-level model)"))
+            written.append(bandwidth_chart(results[m], out_dir / f"{topo_stem}_{m}.png",
+                                           f"all-reduce on {t.name} ({m}-level model)"))
     if len(models) > 1:
         rows = calibration_rows(results["message"] + results["flit"])
         table = Table(title=f"message level against flit level on {t.name} (negative: the message model is faster)")
@@ -234,8 +235,8 @@ def allreduce(
         csv_path = out_dir / f"{topo_stem}_calibration.csv"
         with stores["message"].locked():
             if csv_holds_other_rows(csv_path, rows):
-                console.print(f"note: replacing {csv_path}, which held other runs than this command's; every run stays "
-                              f"in {' and '.join(str(st.path) for st in stores.values())}", soft_wrap=True)
+                console.print(replacing_note(csv_path, "other runs than this command's", "every run stays in "
+                                             + " and ".join(str(st.path) for st in stores.values())), soft_wrap=True)
             written.append(write_csv_atomic(csv_path, rows))
     if models == ["message"] and "baseline" in designs:
         console.print(BASELINE_MESSAGE_NOTE)

@@ -10,6 +10,7 @@ from typing import Optional
 
 import typer
 
+from maddpg.accel.parts import PARTS
 from noc.base.errors import ConfigError, HwModelsError
 
 OUTPUTS = ("accel.csv", "accel.png")
@@ -49,7 +50,7 @@ def accel(
     interconnect: str = typer.Option("ring,mesh,crossbar", "--interconnect",
                                      help="Agent interconnects, comma-separated: ring, mesh, crossbar or any noc "
                                           "topology spec with enough endpoints (torus:2x2, fattree:k4:l2, ...)."),
-    part: str = typer.Option("u250", "--part", help="FPGA part: u250, u55c, zcu104."),
+    part: str = typer.Option("u250", "--part", help=f"FPGA part: {', '.join(PARTS)}."),
     env: str = typer.Option("simple_spread", "--env", help="MPE scenario whose shapes are trained."),
     batch: int = typer.Option(1024, "--batch", help="Minibatch size (1..65536)."),
     fixed_point: Optional[str] = typer.Option(None, "--fixed-point", metavar="BITS.FRAC",

@@ -12,6 +12,7 @@ from typing import List, Optional
 import typer
 from typer.core import TyperCommand
 
+from maddpg.env import SCENARIOS
 from noc.base.errors import HwModelsError
 
 app = typer.Typer(help="MADDPG on MPE environments (HLS-style Numba kernels).", no_args_is_help=True)
@@ -80,7 +81,7 @@ class _Stop:
 
 @app.command(cls=_SeedsCommand)
 def train(
-    env: str = typer.Option("simple_spread", "--env", help="MPE scenario: simple_spread, simple, simple_adversary, simple_tag, simple_speaker_listener, simple_reference."),
+    env: str = typer.Option("simple_spread", "--env", help=f"MPE scenario: {', '.join(SCENARIOS)}."),
     agents: int = typer.Option(3, "--agents", help="Number of agents, 1 to 64 (simple_spread: agents = landmarks)."),
     episodes: int = typer.Option(..., "--episodes", min=1, help="Train until this many episodes (a resumed run counts the "
                                  "ones done); a multiple of --envs."),
@@ -364,7 +365,7 @@ def write_outputs(out_dir: Path, rewards: list[float], random_ret: float | None,
     learning_curve.png, each written atomically."""
     import numpy as np
 
-    from noc.base.figures import save_figure
+    from hw_models.report.charts import learning_curve_chart
     from hw_models.store import write_csv_atomic
 
     r = np.asarray(rewards, np.float64)
@@ -376,27 +377,7 @@ def write_outputs(out_dir: Path, rewards: list[float], random_ret: float | None,
             row.update({f"reward_agent{i}": f"{v:.6f}" for i, v in enumerate(agent_rewards[e])})
         rows.append(row)
     csv_path = write_csv_atomic(out_dir / "rewards.csv", rows)
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(r, lw=0.5, alpha=0.4, label="episode reward")
-    ax.plot(mean100, lw=1.8, label="mean of last 100")
-    if random_ret is not None:
-        ax.axhline(random_ret, color="k", ls="--", lw=1, label=f"random policy ({random_ret:.1f})")
-    ax.set_xlabel("episode")
-    ax.set_ylabel("episode reward (sum over agents)")
-    ax.set_title(title)
-    ax.legend(loc="lower right")
-    fig.tight_layout()
-    try:
-        png_path = save_figure(fig, out_dir / "learning_curve.png", bbox_inches=None)  # the layout of tight_layout
-    finally:
-        plt.close(fig)
-    return csv_path, png_path
+    return csv_path, learning_curve_chart(r, mean100, random_ret, out_dir / "learning_curve.png", title)
 
 
 def write_seed_summary(out_dir: Path, seeds: list[int], rewards: list[list[float]], title: str) -> tuple[Path, Path]:
@@ -404,7 +385,7 @@ def write_seed_summary(out_dir: Path, seeds: list[int], rewards: list[list[float
     standard deviation) and seeds_curve.png (the mean with a +-1 std band, each seed thin)."""
     import numpy as np
 
-    from noc.base.figures import save_figure
+    from hw_models.report.charts import seeds_curve_chart
     from hw_models.store import write_csv_atomic
 
     n = min(len(r) for r in rewards)
@@ -414,28 +395,7 @@ def write_seed_summary(out_dir: Path, seeds: list[int], rewards: list[list[float
     rows = [{"episode": e, **{f"seed{s}_mean100": f"{curves[k, e]:.6f}" for k, s in enumerate(seeds)},
              "mean": f"{mean[e]:.6f}", "std": f"{std[e]:.6f}"} for e in range(n)]
     csv_path = write_csv_atomic(out_dir / "seeds_summary.csv", rows)
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4))
-    x = np.arange(n)
-    for k, s in enumerate(seeds):
-        ax.plot(x, curves[k], lw=0.6, alpha=0.5, label=f"seed {s}")
-    ax.plot(x, mean, lw=2, color="k", label=f"mean of {len(seeds)} seeds")
-    ax.fill_between(x, mean - std, mean + std, color="k", alpha=0.15, label="±1 std across seeds")
-    ax.set_xlabel("episode")
-    ax.set_ylabel("episode reward, mean of last 100")
-    ax.set_title(title)
-    ax.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
-    try:
-        png_path = save_figure(fig, out_dir / "seeds_curve.png", bbox_inches=None)
-    finally:
-        plt.close(fig)
-    return csv_path, png_path
+    return csv_path, seeds_curve_chart(seeds, curves, mean, std, out_dir / "seeds_curve.png", title)
 
 
 from hw_models.cli.maddpg_accel_cmd import accel as _accel  # noqa: E402

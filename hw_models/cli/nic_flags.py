@@ -3,18 +3,17 @@ ask of the config's ``[nic]`` table."""
 
 from __future__ import annotations
 
+from nic.variants import DESIGNS, VARIANT_NIC, VARIANTS
 from noc.base.errors import HwModelsError
 
 
 def nic_choices(nic, variant, lockstep=None, step_priority=None, flow_control=None, packet_bytes=None, reduction=None,
-                nis=None, designs=("codesigned", "baseline", "both")):
+                nis=None, designs=(*DESIGNS, "both")):
     """What the NIC flags ask for: the design choice (None: the config's; codesigned,
     baseline or both), the [nic] keys they set (dotted key -> value) with the flag that set
     each, and the NI count (a --variant sets it). Contradictions between flags are errors
     naming both; the values are checked with the config (hw_models.experiment). ``designs``:
     the --nic values the command takes."""
-    from nic.nic_config import VARIANT_NIC, VARIANTS
-
     overrides: dict = {}
     flags: dict = {}
 
@@ -45,7 +44,7 @@ def nic_choices(nic, variant, lockstep=None, step_priority=None, flow_control=No
         design_flag = "--lockstep" if lockstep else "--no-lockstep"
         nic = implied
     design = nic or design
-    if design in ("codesigned", "baseline"):
+    if design in DESIGNS:
         put("design", design, design_flag)
     if step_priority is not None:
         put("step_priority", step_priority, "--step-priority" if step_priority else "--no-step-priority")

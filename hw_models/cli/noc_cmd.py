@@ -202,13 +202,6 @@ def _console():
     return Console(width=None if sys.stdout.isatty() else 120)
 
 
-def _save_png(fig, path: Path) -> Path:
-    """Whole or absent, under a unique temporary name (concurrent runs into one folder do not collide)."""
-    from noc.base.figures import save_figure
-
-    return save_figure(fig, path, format="png")
-
-
 def _fmt(x: float, digits: int = 2) -> str:
     return "-" if x != x else f"{x:,.{digits}f}"  # nan -> '-'
 
@@ -250,6 +243,7 @@ def run(
     import numpy as np
     from rich.table import Table
 
+    from hw_models.report.charts import link_utilisation_chart
     from hw_models.store import locked_directory, write_csv_atomic
     from noc.flit_traffic import run_traffic
     from noc.flitsim_sweep import bisection_bound_flits, zero_load_latency_cycles
@@ -299,8 +293,8 @@ def run(
                           "another directory to keep both", soft_wrap=True)
         csv_path = write_csv_atomic(csv_path, [row])
         links_path = write_csv_atomic(out_dir / f"{stem}_links.csv", link_rows)
-        png_path = _plot_links(t, util, out_dir / f"{stem}_links.png",
-                               f"{t.name} {tr.pattern} @ {stats.offered_flits:.3g} flits/NI/cycle")
+        png_path = link_utilisation_chart(t, util, out_dir / f"{stem}_links.png",
+                                          f"{t.name} {tr.pattern} @ {stats.offered_flits:.3g} flits/NI/cycle")
     console.print(f"wrote {csv_path}, {links_path} and {png_path}")
 
 
@@ -350,27 +344,6 @@ def _other_configuration(csv_path: Path, row: dict) -> str | None:
         changed = [f"config_hash {old['config_hash']} -> {row['config_hash']}"]
     return ("written by another configuration: " + ", ".join(changed[:4])
             + (f" and {len(changed) - 4} more" if len(changed) > 4 else ""))
-
-
-def _plot_links(t, util, path: Path, title: str) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    links = np.nonzero(t.is_router_link)[0]
-    u = np.sort(util[links])[::-1] if links.size else np.zeros(0)
-    fig, ax = plt.subplots(figsize=(8, 4))
-    ax.bar(np.arange(u.size), u, width=1.0)
-    ax.set_xlabel("router-to-router links, most used first")
-    ax.set_ylabel("utilisation (flits/cycle)")
-    ax.set_ylim(0, 1.05)
-    ax.set_title(f"link utilisation: {title}")
-    try:
-        return _save_png(fig, path)
-    finally:
-        plt.close(fig)
 
 
 @app.command(name="sweep-load")
@@ -545,16 +518,18 @@ def _write_sweep(console, store, res, out_dir: Path, stem: str, title: str, dead
     store's lock, so that two sweeps into one folder replace these files one after the
     other; when they held other points (another configuration's sweep of the same topology
     and pattern, or an unfinished one), a note says so: every point stays in the store."""
+    from hw_models.report.charts import load_latency_chart
+    from hw_models.report.writer import replacing_note
     from hw_models.store import csv_holds_other_rows, write_csv_atomic
 
     csv_path, png_path = out_dir / f"{stem}.csv", out_dir / f"{stem}.png"
     with store.locked():
         if csv_holds_other_rows(csv_path, res.rows):
-            console.print(f"note: replacing {csv_path} and its PNG, which held other points (another configuration's "
-                          f"sweep of this topology and pattern, or an unfinished sweep); every point measured stays in "
-                          f"{store.path}", soft_wrap=True)
+            console.print(replacing_note(csv_path, "other points (another configuration's sweep of this topology and "
+                                         "pattern, or an unfinished sweep)", f"every point measured stays in {store.path}",
+                                         also="its PNG"), soft_wrap=True)
         written = [write_csv_atomic(csv_path, res.rows),
-                   _plot_sweep(res, png_path, title, deadlock_flits=deadlock_flits)]
+                   load_latency_chart(res, png_path, title, deadlock_flits=deadlock_flits)]
     return written
 
 
@@ -573,36 +548,3 @@ def _saturation_line(res, max_points: int) -> str:
         why = (f"saturation not reached within {max_points} points (highest load {top:.4f} flits/NI/cycle, not "
                f"saturated; raise sweep.max_points or sweep.step_flits)")
     return f"{why}; {tail}"
-
-
-def _plot_sweep(res, path: Path, title: str, deadlock_flits: float | None = None) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    x = [p.offered_flits for p in res.points]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
-    ax1.plot(x, [p.stats.latency_avg for p in res.points], "o-", label="average")
-    ax1.plot(x, [p.stats.latency_p99 for p in res.points], "s--", label="p99", alpha=0.7)
-    ax1.axhline(res.zero_load_latency_analytic_cycles, color="k", linestyle=":", label="zero-load (analytic)")
-    if res.saturation_reached:
-        ax1.axvline(res.saturation_offered_flits, color="r", linestyle=":", label="saturation")
-    if deadlock_flits is not None:
-        for ax in (ax1, ax2):
-            ax.axvline(deadlock_flits, color="m", linestyle="--", label="deadlock")
-    ax1.set_yscale("log")
-    ax1.set_xlabel("offered load (flits/NI/cycle)")
-    ax1.set_ylabel("packet latency (cycles)")
-    ax1.legend()
-    ax2.plot(x, [p.stats.accepted_flits for p in res.points], "o-", label="accepted")
-    ax2.plot(x, x, "k:", label="offered")
-    ax2.axhline(res.bound_flits, color="g", linestyle="--", label="uniform bisection bound")
-    ax2.set_xlabel("offered load (flits/NI/cycle)")
-    ax2.set_ylabel("accepted throughput (flits/NI/cycle)")
-    ax2.legend()
-    fig.suptitle(title)
-    try:
-        return _save_png(fig, path)
-    finally:
-        plt.close(fig)

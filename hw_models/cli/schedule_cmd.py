@@ -8,13 +8,14 @@ from typing import Optional
 
 import typer
 
+from nic.collectives import algorithm_choices
 from noc.base.errors import HwModelsError
 
 
 def schedule(
     topology: str = typer.Option("torus:4x4", "--topology", "-t", help="Topology spec, e.g. torus:4x4, mesh:8x8:c4, fattree:k8:l2, bigraph:4x16."),
     algorithm: str = typer.Option("multitree", "--algorithm", "-a",
-                                  help="Algorithm(s), comma-separated: ring, bidir_ring, ring2d, dbtree, halving_doubling, multitree."),
+                                  help=f"Algorithm(s), comma-separated: {algorithm_choices()}."),
     nis: Optional[int] = typer.Option(None, "--nis", help="NIs per node (direct networks; default: the spec's concentration)."),
     size: str = typer.Option("1MiB", "--size", help="All-reduce size for bytes per link and the ideal time, e.g. 64KiB, 16MiB."),
     tables: bool = typer.Option(False, "--tables", help="Print each node's schedule table."),

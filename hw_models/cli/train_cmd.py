@@ -19,39 +19,41 @@ from typing import Optional
 import typer
 
 from hw_models.cli.nic_flags import nic_choices
+from hw_models.training.compute import DEFAULT_DEVICE, ENGINES, device_choices
+from hw_models.training.policies import POLICIES
+from hw_models.training.workloads import WORKLOADS
+from nic.collectives import algorithm_choices
+from nic.variants import DESIGNS, VARIANTS
 from noc.base.errors import ConfigError, HwModelsError
 
 DEFAULT_BATCH = 16
-DEFAULT_DEVICE = "multitree-node"
 TX_QUEUE_NOTE = ("note: with a transmit queue (nic.tx_buffer_flits) the message model is least accurate below about "
                  "1 MiB (up to 33 % fast on some 4-NI runs at 256 KiB; docs/allreduce.md), and most layers' gradients "
                  "are smaller: check the figures that matter with --model flit.")
 
 
 def train(
-    workloads: str = typer.Option("all", "--workloads", "-w", help="Comma-separated: all, alexnet, vgg16, resnet50, "
-                                  "googlenet, transformer, ncf, alphago_zero, faster_rcnn, or a .json/.toml layer file "
-                                  "(docs/training_workloads.md)."),
+    workloads: str = typer.Option("all", "--workloads", "-w", help=f"Comma-separated: all, {', '.join(WORKLOADS)}, "
+                                  "or a .json/.toml layer file (docs/training_workloads.md)."),
     batch: int = typer.Option(DEFAULT_BATCH, "--batch", "-b", help="Samples per worker per iteration."),
-    device: str = typer.Option(DEFAULT_DEVICE, "--device", help="Compute device preset: multitree-node (16 systolic "
-                               "arrays of 32x32, 1 GHz), multitree-node-roofline, v100-fp32."),
-    engine: str = typer.Option("closed-form", "--engine", help="Systolic-array timing: closed-form or scalesim "
+    device: str = typer.Option(DEFAULT_DEVICE, "--device", help=f"Compute device preset: {device_choices()}."),
+    engine: str = typer.Option("closed-form", "--engine", help=f"Systolic-array timing: {' or '.join(ENGINES)} "
                                "(SCALE-Sim itself; slow)."),
     topology: Optional[str] = typer.Option(None, "--topology", "-t", help="Topology spec (default: the config's, "
                                            "torus:4x4)."),
     nis: Optional[int] = typer.Option(None, "--nis", help="NIs per node on direct networks (default: the config's)."),
-    algorithms: Optional[str] = typer.Option(None, "--algorithms", "-a", help="Comma-separated all-reduce algorithms "
-                                             "(as `hw-models allreduce` names them; default: the config's). Ring is "
-                                             "always run: the reductions are against it."),
-    nic: Optional[str] = typer.Option(None, "--nic", help="NIC design: codesigned or baseline (default: the "
+    algorithms: Optional[str] = typer.Option(None, "--algorithms", "-a", help="Comma-separated all-reduce algorithms: "
+                                             f"{algorithm_choices()} (default: the config's). Ring is always run: the "
+                                             "reductions are against it."),
+    nic: Optional[str] = typer.Option(None, "--nic", help=f"NIC design: {' or '.join(DESIGNS)} (default: the "
                                       "config's)."),
-    variant: Optional[str] = typer.Option(None, "--variant", help="The MultiTree paper's NIC variants alpha, beta, "
-                                          "gamma, delta (sets --nis and the NIC's flow control; as `hw-models "
+    variant: Optional[str] = typer.Option(None, "--variant", help="The MultiTree paper's NIC variants "
+                                          f"{', '.join(VARIANTS)} (sets --nis and the NIC's flow control; as `hw-models "
                                           "allreduce`)."),
     model: str = typer.Option("message", "--model", help="All-reduce model: message (fast) or flit (cycle level, "
                               "slow)."),
-    policy: str = typer.Option("wfbp", "--policy", "-p", help="Communication scheduling: sequential, wfbp, fusion, "
-                               "mgwfbp, p3, prophet, dear, a comma-separated list, or all."),
+    policy: str = typer.Option("wfbp", "--policy", "-p", help="Communication scheduling: "
+                               f"{', '.join(POLICIES)}, a comma-separated list, or all."),
     fusion_threshold: Optional[str] = typer.Option(None, "--fusion-threshold", help="fusion: bucket size, e.g. 8MiB "
                                                    "or 0 (one bucket per layer; default 64MiB)."),
     slice_bytes: Optional[str] = typer.Option(None, "--slice-bytes", help="p3: slice size (default 1MiB)."),
@@ -88,9 +90,11 @@ def train(
 
     from hw_models.config import experiment_data
     from hw_models.experiment import check_model_network, config_with_flags, resolve_experiment
+    from hw_models.report.charts import training_chart
+    from hw_models.report.writer import replacing_note
     from hw_models.store import ResultStore, check_output_dir, csv_holds_other_rows, write_csv_atomic
     from hw_models.training import endtoend as e2e
-    from hw_models.training.compute import ENGINES, get_device
+    from hw_models.training.compute import get_device
     from nic.allreduce import MODELS
     from nic.collectives import algorithm_name
 
@@ -127,7 +131,7 @@ def train(
         raise HwModelsError(f"--algorithms {algorithms!r} names no algorithm")
     names = None if algorithms is None else list(dict.fromkeys(algorithm_name(a) for a in algorithms.split(",")
                                                                if a.strip()))
-    design, overrides, flags, nis = nic_choices(nic, variant, nis=nis, designs=("codesigned", "baseline"))
+    design, overrides, flags, nis = nic_choices(nic, variant, nis=nis, designs=tuple(DESIGNS))
     drop: tuple[str, ...] = ()
     if topology is not None:
         overrides["network.topology"], flags["network.topology"] = topology, "--topology"
@@ -231,10 +235,10 @@ def train(
     csv_path, png_path = out_dir / f"{stem}.csv", out_dir / f"{stem}.png"
     with store.locked():  # another command writing these files waits: its note and its files come after
         if csv_holds_other_rows(csv_path, csv_rows):
-            console.print(f"note: replacing {csv_path} and its PNG, which held other runs than this command's; every "
-                          f"run stays in {store.path}", soft_wrap=True)
+            console.print(replacing_note(csv_path, "other runs than this command's", f"every run stays in {store.path}",
+                                         also="its PNG"), soft_wrap=True)
         written = [write_csv_atomic(csv_path, csv_rows),
-                   plot_runs(runs, png_path, f"training iterations on {t.name}, {design} NIC, {model} level, "
+                   training_chart(runs, png_path, f"training iterations on {t.name}, {design} NIC, {model} level, "
                                              f"batch {batch} on {device}")]
     if pick is not None:
         from hw_models.training.trace import plot_gantt, write_trace
@@ -407,53 +411,3 @@ def _config_hash(fields: dict, exp, nic_cfg, costs) -> str:
                        "costs": {w: [[x.name, x.fwd_s, x.bwd_s, x.grad_bytes] for x in layers]
                                  for w, layers in costs.items()}}, sort_keys=True, default=str)
     return hashlib.sha1(blob.encode()).hexdigest()[:12]
-
-
-def plot_runs(runs, path: Path, title: str) -> Path:
-    """PNG: each run's iteration time relative to a baseline on the same workload, one bar per
-    run, grouped by workload, with the compute time (the floor) marked. One policy: bars are
-    algorithms, relative to ring. Several: one panel per algorithm, bars are policies,
-    relative to the first policy."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from noc.base.figures import save_figure
-
-    work = list(dict.fromkeys(r.workload for r in runs))
-    algos = list(dict.fromkeys(r.algorithm for r in runs))
-    pols = list(dict.fromkeys(r.policy for r in runs))
-    at = {(r.workload, r.algorithm, r.policy): r for r in runs}
-    if len(pols) == 1:
-        panels = [(f"{pols[0]}: iteration time relative to ring",
-                   [(a, lambda w, a=a: at[(w, a, pols[0])]) for a in algos],
-                   lambda w: at.get((w, "ring", pols[0])) or at[(w, algos[0], pols[0])])]
-    else:
-        panels = [(f"{a}: iteration time relative to {pols[0]}", [(p, lambda w, a=a, p=p: at[(w, a, p)]) for p in pols],
-                   lambda w, a=a: at[(w, a, pols[0])]) for a in algos]
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    fig, axes = plt.subplots(len(panels), 1, figsize=(max(7, 1.2 * len(work) * max(1, len(panels[0][1])) / 3 + 3),
-                                                      3.2 * len(panels)), squeeze=False)
-    try:
-        for ax, (name, bars, base) in zip(axes[:, 0], panels):
-            width = 0.8 / len(bars)
-            for k, (label, get) in enumerate(bars):
-                xs = [i - 0.4 + width * (k + 0.5) for i in range(len(work))]
-                ys = [get(w).iteration_s / base(w).iteration_s for w in work]
-                ax.bar(xs, ys, width, label=label, color=colours[k % len(colours)])
-                floor = [get(w).compute_s / base(w).iteration_s for w in work]
-                ax.plot(xs, floor, linestyle="none", marker="_", markersize=10, color="black",
-                        label="compute only" if k == 0 else None)
-            ax.axhline(1.0, color="0.4", linewidth=0.8, linestyle="--")
-            ax.set_xticks(range(len(work)), work, rotation=20, fontsize=8)
-            ax.set_ylabel("relative iteration time")
-            ax.set_title(name, fontsize=9)
-            ax.set_ylim(bottom=0)
-            ax.grid(True, axis="y", alpha=0.3)
-            ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
-        fig.suptitle(title, fontsize=10)
-        fig.tight_layout(rect=(0, 0, 1, 0.97))
-        return save_figure(fig, path)
-    finally:
-        plt.close(fig)

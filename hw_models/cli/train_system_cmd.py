@@ -19,22 +19,23 @@ from typing import Optional
 
 import typer
 
-from noc.base.errors import HwModelsError
-
+from hw_models.training.compute import DEFAULT_DEVICE, device_choices
+from hw_models.training.systems import SYSTEMS
 from hw_models.training.systems.setup import DEFAULT_COMPRESSORS, SYSTEM_NAMES, not_for
+from nic.collectives import algorithm_choices
+from noc.base.errors import HwModelsError
 
 
 def train_system(
-    system: str = typer.Argument(..., help="compression, ps, ssd, easgd or kfac."),
+    system: str = typer.Argument(..., help="; ".join(f"{name}: {what}" for name, what in SYSTEMS.items()) + "."),
     workload: str = typer.Option("resnet50", "--workload", "-w", help="One built-in workload or a .json/.toml "
                                  "layer file (docs/training_workloads.md)."),
     batch: int = typer.Option(16, "--batch", "-b", help="Samples per worker per iteration (the workload)."),
-    device: str = typer.Option("multitree-node", "--device", help="multitree-node, multitree-node-roofline, "
-                               "v100-fp32."),
+    device: str = typer.Option(DEFAULT_DEVICE, "--device", help=f"{device_choices()}."),
     topology: Optional[str] = typer.Option(None, "--topology", "-t", help="Topology spec (default: the config's)."),
     nis: Optional[int] = typer.Option(None, "--nis", help="NIs per node (default: the config's)."),
-    algorithm: str = typer.Option("ring", "--algorithm", "-a", help="The all-reduce of the synchronous baseline "
-                                  "(as `hw-models allreduce` names it)."),
+    algorithm: str = typer.Option("ring", "--algorithm", "-a", help="The all-reduce of the synchronous baseline: "
+                                  f"{algorithm_choices()}."),
     config: Optional[Path] = typer.Option(None, "--config", help="Experiment TOML."),
     preset: Optional[str] = typer.Option(None, "--preset", help="A named config: isca2021."),
     task: str = typer.Option("logreg", "--task", help="Convergence task on digits: logreg, mlp, or none "

@@ -2,20 +2,23 @@
 --facet``) and the paper-style presets, drawn with matplotlib (Agg) to PNG, SVG or PDF.
 
 A figure is first reduced to its :class:`Series` (one line per colour value, one panel per
-facet value), which is what the tests check against the rows; :func:`draw` then draws them.
-Rows that differ in a column that is neither ``x``, ``color`` nor ``facet`` — both NIC
-designs, both models — are split into lines of their own (the label names the column), so a
-line never zigzags over two runs; what still collides at one ``x`` is an error naming the
-columns to filter with ``--where``.
+facet value), which is what the tests check against the rows; :func:`render` then draws them
+in the house style (:mod:`hw_models.report.writer`: colour = algorithm, line style = NIC,
+one legend outside the panels, sizes in KiB/MiB/GiB). Rows that differ in a column that is
+neither ``x``, ``color`` nor ``facet`` — both NIC designs, both models — are split into
+lines of their own (the label names the value once, ``multitree, baseline NIC``, even when
+two columns hold it), so a line never zigzags over two runs; what still collides at one
+``x`` is an error naming the columns to filter with ``--where``.
 """
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from pathlib import Path
 
 from hw_models.report.data import column
+from hw_models.report.writer import (MODEL_MARKERS, OTHER_LINESTYLES, figure, figure_bytes, group_colours, line_label,
+                                     nic_linestyle, size_axis)
 from noc.base.errors import HwModelsError
 
 FORMATS = ("png", "svg", "pdf")
@@ -35,6 +38,7 @@ class Series:
     ys: tuple[float, ...]
     group: str = ""  # the colour value (lines of one value share a colour; split columns vary the dash)
     variant: int = 0  # which combination of the split columns' values (the line's dash)
+    parts: tuple[tuple[str, str], ...] = ()  # (split column, value) that tell this line from the others
 
 
 @dataclass(frozen=True)
@@ -71,8 +75,8 @@ def series(rows: list[dict], spec: FigureSpec) -> list[Series]:
     facets = list(dict.fromkeys(_text(r.get(spec.facet)) for r in rows)) if spec.facet else [""]
     for fv in facets:
         frows = [r for r in rows if not spec.facet or _text(r.get(spec.facet)) == fv]
-        split = [c for c in spec.split if c not in (spec.x, spec.color, spec.facet)
-                 and len({_text(r.get(c)) for r in frows}) > 1]
+        split = _distinct([c for c in spec.split if c not in (spec.x, spec.color, spec.facet)
+                           and len({_text(r.get(c)) for r in frows}) > 1], frows)
         lines: dict[tuple, list[dict]] = {}
         variants: dict[tuple, int] = {}
         for r in frows:
@@ -93,10 +97,22 @@ def series(rows: list[dict], spec: FigureSpec) -> list[Series]:
                         "or show it with --color/--facet")
                 pts[xv] = (_num(r[spec.y], spec.y), r)
             xs = list(pts) if spec.kind == "bar" else sorted(pts)
-            label = key[0] + "".join(f", {c} {v}" for c, v in zip(split, key[1:]))
+            parts = tuple(zip(split, key[1:]))
             variant = variants.setdefault(key[1:], len(variants))
-            out.append(Series(fv, label, tuple(xs), tuple(float(pts[x][0]) for x in xs), key[0], variant))
+            out.append(Series(fv, line_label(key[0], dict(parts)), tuple(xs), tuple(float(pts[x][0]) for x in xs),
+                              key[0], variant, parts))
     return out
+
+
+def _distinct(columns: list[str], rows: list[dict]) -> list[str]:
+    """``columns`` without those that only repeat an earlier one (the ``nic`` a run reports
+    and the ``design`` its config names: one value, two names)."""
+    kept: list[str] = []
+    for c in columns:
+        if not any(len({(_text(r.get(k)), _text(r.get(c))) for r in rows})
+                   == len({_text(r.get(k)) for r in rows}) == len({_text(r.get(c)) for r in rows}) for k in kept):
+            kept.append(c)
+    return kept
 
 
 def generic_spec(rows: list[dict], x: str, y: str, color: str | None, facet: str | None) -> FigureSpec:
@@ -165,22 +181,24 @@ def preset_spec(name: str, rows: list[dict]) -> tuple[list[dict], FigureSpec]:
     raise HwModelsError(f"--preset {name!r}: choose one of {', '.join(PRESETS)}")
 
 
+def _line_style(s: Series):
+    """(line style, marker) of a line: its NIC design's line style (co-designed solid,
+    baseline dashed) and its model's marker; other split columns vary the dash."""
+    parts = {c.split(".")[-1]: v for c, v in s.parts}
+    nic = parts.get("nic", parts.get("design"))
+    style = nic_linestyle(nic) if nic is not None else ("-", *OTHER_LINESTYLES)[s.variant % (1 + len(OTHER_LINESTYLES))]
+    return style, MODEL_MARKERS.get(parts.get("model", ""), "o")
+
+
 def render(spec: FigureSpec, lines: list[Series], fmt: str = "png"):
     """The figure as bytes in ``fmt`` (deterministic: no dates or random ids in it)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from noc.base.units import format_size_bytes
-
     facets = list(dict.fromkeys(s.facet for s in lines))
     n = len(facets)
     cols = min(n, 3)
     rows_n = (n + cols - 1) // cols
-    with plt.rc_context({"svg.hashsalt": "hw-models", "svg.fonttype": "none"}):
-        fig, axes = plt.subplots(rows_n, cols, figsize=(6 * cols, 4 * rows_n), squeeze=False)
-        colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colours = group_colours(list(dict.fromkeys(s.group for s in lines)))
+    with figure(rows_n, cols, figsize=(6 * cols, 4 * rows_n), squeeze=False) as (fig, axes):
+        legend: dict = {}
         for i, fv in enumerate(facets):
             ax = axes[i // cols][i % cols]
             fl = [s for s in lines if s.facet == fv]
@@ -189,35 +207,29 @@ def render(spec: FigureSpec, lines: list[Series], fmt: str = "png"):
                 width = 0.8 / max(len(fl), 1)
                 for j, s in enumerate(fl):
                     pos = [cats.index(x) + (j - (len(fl) - 1) / 2) * width for x in s.xs]
-                    ax.bar(pos, s.ys, width=width, label=s.label, color=colours[j % len(colours)])
+                    ax.bar(pos, s.ys, width=width, label=s.label, color=colours[s.group])
                 ax.set_xticks(range(len(cats)), [str(c) for c in cats], rotation=30, ha="right")
             else:
-                groups = list(dict.fromkeys(s.group for s in lines))
-                dashes = ("-", "--", ":", "-.")
                 for s in fl:
-                    ax.plot(s.xs, s.ys, marker="o", markersize=3, label=s.label,
-                            color=colours[groups.index(s.group) % len(colours)],
-                            linestyle=dashes[s.variant % len(dashes)])
+                    style, marker = _line_style(s)
+                    ax.plot(s.xs, s.ys, marker=marker, markersize=3, label=s.label, color=colours[s.group],
+                            linestyle=style)
                 if spec.x.endswith("_bytes"):
-                    xs = sorted({x for s in fl for x in s.xs})
-                    if xs and min(xs) > 0:
-                        ax.set_xscale("log", base=2)
-                        ax.set_xticks(xs, [format_size_bytes(int(x)) for x in xs], rotation=30, ha="right")
-                        ax.minorticks_off()
+                    size_axis(ax, [x for s in fl for x in s.xs])
             ax.set_title(f"{spec.facet.split('.')[-1]} {fv}" if spec.facet else spec.title, fontsize=10)
             ax.set_xlabel(spec.x_label)
             ax.set_ylabel(spec.y_label)
-            ax.grid(True, alpha=0.3)
-            ax.legend(fontsize=7)
+            for handle, label in zip(*ax.get_legend_handles_labels()):
+                legend.setdefault(label, handle)
         for k in range(n, rows_n * cols):
             axes[k // cols][k % cols].axis("off")
         if spec.facet:
             fig.suptitle(spec.title)
-        buf = io.BytesIO()
-        meta = {"png": {"Software": None}, "svg": {"Date": None}, "pdf": {"CreationDate": None, "ModDate": None}}[fmt]
-        fig.savefig(buf, format=fmt, dpi=120, bbox_inches="tight", metadata=meta)
-        plt.close(fig)
-    return buf.getvalue()
+        fig.tight_layout()
+        # one legend for every panel, to the right of them all: never over a curve
+        fig.legend(list(legend.values()), list(legend), loc="upper left", bbox_to_anchor=(1.0, 0.95),
+                   fontsize="small")
+        return figure_bytes(fig, fmt)
 
 
 def output_format(path: str | Path, flag: str = "--out") -> str:

@@ -14,6 +14,7 @@ import html
 from pathlib import Path
 
 from hw_models.report.figures import PRESETS, preset_spec, render, series
+from hw_models.report.writer import format_number
 from noc.base.errors import HwModelsError
 
 _MAIN_COLUMNS = ("kind", "topology", "algorithm", "nic", "model", "size_bytes", "total_cycles", "busbw_gbps",
@@ -60,12 +61,6 @@ def table_columns(rows: list[dict]) -> list[str]:
     return cols + varying
 
 
-def _cell(v) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return "" if v is None else str(v)
-
-
 def page(rows: list[dict], source: str) -> tuple[str, int]:
     """The HTML text and the number of figures in it."""
     figs = figures(rows)
@@ -84,7 +79,7 @@ def page(rows: list[dict], source: str) -> tuple[str, int]:
     parts.append(f"<h2>Rows</h2><table><thead><tr>{''.join(f'<th>{html.escape(c)}</th>' for c in cols)}</tr></thead>"
                  "<tbody>")
     for r in rows:
-        parts.append("<tr>" + "".join(f"<td>{html.escape(_cell(r.get(c)))}</td>" for c in cols) + "</tr>")
+        parts.append("<tr>" + "".join(f"<td>{html.escape(format_number(r.get(c)))}</td>" for c in cols) + "</tr>")
     parts.append("</tbody></table></body></html>")
     return "\n".join(parts) + "\n", len(figs)
 

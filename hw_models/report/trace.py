@@ -13,7 +13,6 @@ op, nodes and bytes.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,8 +114,7 @@ def trace_document(topology, runs: list[TracedRun]) -> tuple[dict, list]:
 
 def write_trace(path: str | Path, topology, runs: list[TracedRun], *, named: str = "--trace") -> tuple[Path, list]:
     """Write the trace of ``runs`` to a new file ``path`` (never replacing one)."""
-    from hw_models.sweep.export import write_new_file
+    from hw_models.report.writer import write_trace_json
 
     doc, results = trace_document(topology, runs)
-    text = json.dumps(doc, separators=(",", ":"))
-    return write_new_file(path, lambda tmp: tmp.write_text(text, encoding="utf-8"), named=named), results
+    return write_trace_json(doc, path, named=named), results

@@ -120,6 +120,24 @@ DEVICES: dict[str, Systolic | Roofline] = {
 }
 
 
+DEFAULT_DEVICE = "multitree-node"
+"""The device the commands and sweep kinds time a workload on unless told otherwise."""
+
+
+def describe_device(device: Systolic | Roofline) -> str:
+    """One line saying what ``device`` is, for help texts: ``16 systolic arrays of 32x32, 1 GHz``
+    or ``roofline of 15.7 TFLOP/s, 900 GB/s``."""
+    if isinstance(device, Systolic):
+        return f"{device.arrays} systolic arrays of {device.rows}x{device.cols}, {device.freq_hz / 1e9:g} GHz"
+    eff = "" if device.efficiency == 1.0 else f", {device.efficiency:g} efficiency"
+    return f"roofline of {device.peak_flops / 1e12:g} TFLOP/s, {device.mem_bytes_per_s / 1e9:g} GB/s{eff}"
+
+
+def device_choices() -> str:
+    """The preset devices with what each is: ``multitree-node (16 systolic arrays ...), ...``."""
+    return ", ".join(f"{name} ({describe_device(d)})" for name, d in DEVICES.items())
+
+
 def get_device(name: str) -> Systolic | Roofline:
     """A preset device by name (:data:`DEVICES`); a :class:`ConfigError` listing them otherwise."""
     if name not in DEVICES:

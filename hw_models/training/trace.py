@@ -10,15 +10,12 @@ each iteration starts. Times are microseconds, as the format has them.
 :func:`plot_gantt` draws the same two tracks with matplotlib (Agg) into a PNG.
 
 Neither replaces an existing file unless asked (``overwrite=True``); both write whole or
-not at all (:func:`noc.base.files.replace_atomically`).
+not at all, through :mod:`hw_models.report.writer`.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-
-from noc.base.errors import HwModelsError
 
 PID = 1
 TID_COMPUTE, TID_NETWORK = 1, 2
@@ -75,41 +72,25 @@ def trace_document(result) -> dict:
                           "steady_iteration_s": result.iteration_s}}
 
 
-def _check_new(path: str | Path, overwrite: bool) -> Path:
-    out = Path(path)
-    if out.is_dir():
-        raise HwModelsError(f"{out}: is a directory; give a file name")
-    if out.exists() and not overwrite:
-        raise HwModelsError(f"{out}: exists (another run's output?); choose another path or pass overwrite=True")
-    return out
-
-
 def write_trace(result, path: str | Path, *, overwrite: bool = False) -> Path:
     """Write the Chrome / Perfetto trace of ``result`` to ``path`` (JSON; open it in
     ui.perfetto.dev or chrome://tracing). An existing file is an error unless ``overwrite``."""
-    from noc.base.files import replace_atomically  # noqa: PLC0415
+    from hw_models.report.writer import write_trace_json  # noqa: PLC0415
 
-    out = _check_new(path, overwrite)
-    text = json.dumps(trace_document(result), separators=(",", ":"))
-    return replace_atomically(out, lambda tmp: tmp.write_text(text))
+    return write_trace_json(trace_document(result), path, overwrite=overwrite)
 
 
 def plot_gantt(result, path: str | Path, *, overwrite: bool = False) -> Path:
     """A PNG Gantt chart of ``result``: compute and network tracks, ops and collectives
     coloured by kind, iteration starts dashed. An existing file is an error unless ``overwrite``."""
-    import matplotlib  # noqa: PLC0415
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
     from matplotlib.patches import Patch  # noqa: PLC0415
 
-    from noc.base.figures import save_figure  # noqa: PLC0415
+    from hw_models.report.writer import figure, legend_outside, write_figure  # noqa: PLC0415
 
-    out = _check_new(path, overwrite)
     end_s = max([e.end_s for e in result.compute_events] + [e.end_s for e in result.comm_events] + [0.0])
     scale, unit = (1e3, "ms") if end_s >= 1e-3 else (1e6, "us")
-    fig, ax = plt.subplots(figsize=(12, 2.6))
-    try:
+    with figure(figsize=(12, 2.6)) as (fig, ax):
+        ax.grid(False)
         rows = {"compute": 1.0, "network": 0.0}
         for kind in ("forward", "backward", "update", "global_update"):
             bars = [(e.start_s * scale, (e.end_s - e.start_s) * scale) for e in result.compute_events
@@ -134,10 +115,8 @@ def plot_gantt(result, path: str | Path, *, overwrite: bool = False) -> Path:
         handles = [Patch(color=COLOURS[k], label=k.replace("_", " ")) for k in COLOURS if k in used
                    and k != "global_update"] + ([Patch(color=COLOURS["global_update"], label="optimizer step")]
                                                 if "global_update" in used else [])
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
-        return save_figure(fig, out)
-    finally:
-        plt.close(fig)
+        legend_outside(ax, handles=handles)
+        return write_figure(fig, path, replace=overwrite)
 
 
 __all__ = ["plot_gantt", "trace_document", "write_trace"]

@@ -3,32 +3,89 @@
 ``build(topology, "multitree")`` (or any name in :data:`ALGORITHMS`) returns a
 :class:`Schedule`; :func:`verify` executes it on exact integers; :func:`contention`,
 :func:`bounds` and :func:`ideal_cycles` say how well it uses the network.
+
+:data:`ALGORITHMS` is the one registry of all-reduce algorithms (:func:`register_algorithm`
+adds one). Importing this package is light (no Numba): the registry names its builders by
+module, and the rest of this package's names are imported on first use, so the commands'
+``--help`` reads the registry without loading the kernels.
 """
 
 from __future__ import annotations
 
-from nic.collectives.analysis import Bounds, Contention, bounds, contention, ideal_cycles, transfer_paths
-from nic.collectives.baselines import bidir_ring, dbtree, halving_doubling, ring, ring2d, ring2d_4dir, ring_order
-from nic.collectives.multitree import multitree
-from nic.collectives.schedule import OP_NAMES, Schedule, ScheduleError, TableEntry
-from nic.collectives.verify import VerificationError, VerifyReport, verify
-from noc.topology import Topology
+import importlib
+import sys
+import types
 
-ALGORITHMS = {
-    "ring": ring,
-    "bidir_ring": bidir_ring,
-    "ring2d": ring2d,
-    "ring2d_4dir": ring2d_4dir,
-    "dbtree": dbtree,
-    "halving_doubling": halving_doubling,
-    "multitree": multitree,
+# the names this package re-exports, by the module that defines them (imported on first use)
+_EXPORTS = {
+    "nic.collectives.analysis": ("Bounds", "Contention", "bounds", "contention", "ideal_cycles", "transfer_paths"),
+    "nic.collectives.baselines": ("bidir_ring", "dbtree", "halving_doubling", "ring", "ring2d", "ring2d_4dir",
+                                  "ring_order"),
+    "nic.collectives.multitree": ("multitree",),
+    "nic.collectives.schedule": ("OP_NAMES", "Schedule", "ScheduleError", "TableEntry"),
+    "nic.collectives.verify": ("VerificationError", "VerifyReport", "verify"),
 }
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+def __getattr__(name: str):
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+class _Package(types.ModuleType):
+    """Keeps ``multitree`` and ``verify`` the functions when their modules (of the same name)
+    are imported: the import system sets a package's attribute to each submodule it loads."""
+
+    multitree = property(lambda self: __getattr__("multitree"), lambda self, value: None)
+    verify = property(lambda self: __getattr__("verify"), lambda self, value: None)
+
+
+sys.modules[__name__].__class__ = _Package
+
+ALGORITHMS: dict = {}
+"""The algorithm registry: canonical name -> builder ``fn(topology, **options) -> Schedule``.
+The config schema, the commands' help, the calibration matrix and the docs' table of
+algorithms read it; :func:`register_algorithm` adds one."""
+ALIASES: dict[str, str] = {}
+UNCALIBRATED: set[str] = set()
+"""Registered algorithms left out of the message model's calibration matrix (nic.calibration)."""
+
+
+def register_algorithm(name: str, builder, aliases: tuple[str, ...] = (), calibrated: bool = True) -> None:
+    """Add ``builder`` (a function, or ``"module:function"`` imported on first use) to the
+    registry as ``name``, also reachable by ``aliases``; ``calibrated``: part of the message
+    model's calibration matrix (nic.calibration)."""
+    ALGORITHMS[name] = builder
+    ALIASES.update({a: name for a in aliases})
+    (UNCALIBRATED.discard if calibrated else UNCALIBRATED.add)(name)
+
+
+register_algorithm("ring", "nic.collectives.baselines:ring")
+register_algorithm("bidir_ring", "nic.collectives.baselines:bidir_ring", aliases=("bidir-ring",))
+register_algorithm("ring2d", "nic.collectives.baselines:ring2d", aliases=("2dring",))
+# the paper's four-direction 2D ring is the all-reduce of its plots, not a case of the calibration matrix
+register_algorithm("ring2d_4dir", "nic.collectives.baselines:ring2d_4dir", aliases=("2dring_4dir", "ring2d_paper"),
+                   calibrated=False)
+register_algorithm("dbtree", "nic.collectives.baselines:dbtree", aliases=("double_binary_tree",))
+register_algorithm("halving_doubling", "nic.collectives.baselines:halving_doubling", aliases=("hd",))
+register_algorithm("multitree", "nic.collectives.multitree:multitree")
+
+DEFAULT_ALGORITHMS = ("ring", "ring2d", "dbtree", "multitree")
+"""The algorithms an experiment compares when its config names none (allreduce.algorithms)."""
+
 # Bumped whenever a builder's schedules change, so stored all-reduce results built on
 # older schedules are not reused (hw_models.allreduce_sweep.run_key).
 SCHEDULE_VERSION = 1
 
-ALIASES = {"hd": "halving_doubling", "2dring": "ring2d", "bidir-ring": "bidir_ring", "double_binary_tree": "dbtree",
-           "2dring_4dir": "ring2d_4dir", "ring2d_paper": "ring2d_4dir"}
+
+def algorithm_choices() -> str:
+    """The registered algorithms, comma-separated, for help texts and error messages."""
+    return ", ".join(ALGORITHMS)
 
 
 def algorithm_name(name: str) -> str:
@@ -36,13 +93,26 @@ def algorithm_name(name: str) -> str:
     key = name.strip().lower().replace("-", "_")
     key = ALIASES.get(key, ALIASES.get(name.strip().lower(), key))
     if key not in ALGORITHMS:
-        raise ScheduleError(f"unknown algorithm {name!r}; choose one of {', '.join(ALGORITHMS)}")
+        from nic.collectives.schedule import ScheduleError  # noqa: PLC0415
+
+        raise ScheduleError(f"unknown algorithm {name!r}; choose one of {algorithm_choices()}")
     return key
 
 
-def build(topology: Topology, algorithm: str, **options) -> Schedule:
-    """Build ``algorithm``'s all-reduce schedule on ``topology``."""
+def builder(algorithm: str):
+    """The registered builder of ``algorithm`` (a name or an alias)."""
     fn = ALGORITHMS[algorithm_name(algorithm)]
+    if isinstance(fn, str):
+        module, _, attr = fn.partition(":")
+        fn = getattr(importlib.import_module(module), attr)
+    return fn
+
+
+def build(topology, algorithm: str, **options):
+    """Build ``algorithm``'s all-reduce schedule (a :class:`Schedule`) on ``topology``."""
+    from nic.collectives.schedule import ScheduleError  # noqa: PLC0415
+
+    fn = builder(algorithm)
     try:
         return fn(topology, **options)
     except TypeError as exc:
@@ -50,8 +120,9 @@ def build(topology: Topology, algorithm: str, **options) -> Schedule:
 
 
 __all__ = [
-    "ALGORITHMS", "SCHEDULE_VERSION", "Bounds", "Contention", "OP_NAMES", "Schedule", "ScheduleError", "TableEntry",
-    "VerificationError", "VerifyReport", "algorithm_name", "bidir_ring", "bounds", "build", "contention",
-    "dbtree", "halving_doubling", "ideal_cycles", "multitree", "ring", "ring2d", "ring2d_4dir", "ring_order",
+    "ALGORITHMS", "ALIASES", "DEFAULT_ALGORITHMS", "SCHEDULE_VERSION", "UNCALIBRATED", "Bounds", "Contention",
+    "OP_NAMES", "Schedule", "ScheduleError", "TableEntry", "VerificationError", "VerifyReport", "algorithm_choices",
+    "algorithm_name", "bidir_ring", "bounds", "build", "builder", "contention", "dbtree", "halving_doubling",
+    "ideal_cycles", "multitree", "register_algorithm", "ring", "ring2d", "ring2d_4dir", "ring_order",
     "transfer_paths", "verify",
 ]

@@ -106,14 +106,18 @@ def test_two_maddpg_runs_writing_one_learning_curve_both_finish(tmp_path, monkey
     assert sorted(p.name for p in tmp_path.iterdir()) == ["learning_curve.png", "rewards.csv"]
 
 
-def test_the_learning_curve_is_the_figure_as_laid_out(tmp_path):
-    """save_figure with bbox_inches=None: the 7 x 4 inch figure at 120 dpi, as before."""
+def test_the_learning_curve_is_a_whole_figure_in_the_house_style(tmp_path):
+    """The 7 x 4 inch figure at 120 dpi (hw_models.report.writer), widened by its legend,
+    which stands outside the data."""
     from PIL import Image
 
     from hw_models.cli.maddpg_cmd import write_outputs
 
     _csv, png = write_outputs(tmp_path, [0.0, 1.0], None, "t")
-    assert Image.open(png).size == (840, 480)
+    img = Image.open(png)
+    img.load()  # the whole file decodes
+    assert [round(d) for d in img.info["dpi"]] == [120, 120]
+    assert img.size[0] > 7 * 120 * 0.9 and 4 * 120 * 0.8 < img.size[1] < 4 * 120 * 1.1
 
 
 # ---- 3. bench/message_calibration.py's flit cache and CSV ---------------------------------

@@ -40,7 +40,8 @@ def _sweep_into(out_dir: str, size_bytes: int, rounds: int) -> None:
     the shared CSV and PNG and one of its own each time (as hw-models allreduce does)."""
     from pathlib import Path
 
-    from hw_models.allreduce_sweep import Job, plot_bandwidth, run_sweep, table_rows
+    from hw_models.allreduce_sweep import Job, run_sweep, table_rows
+    from hw_models.report.charts import bandwidth_chart
     from nic.allreduce import NicConfig
     from noc.topology import parse_spec
 
@@ -52,7 +53,7 @@ def _sweep_into(out_dir: str, size_bytes: int, rounds: int) -> None:
                             fresh=True)
         for stem in ("ring_4_message", f"own_{size_bytes}"):
             write_csv_atomic(out / f"{stem}.csv", table_rows(results))
-            plot_bandwidth(results, out / f"{stem}.png", "ring")
+            bandwidth_chart(results, out / f"{stem}.png", "ring")
 
 
 def test_two_sweeps_into_one_folder_both_finish_and_keep_their_records(tmp_path):

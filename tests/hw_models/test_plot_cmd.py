@@ -24,7 +24,7 @@ def test_speedup_preset_gives_the_allreduce_tables_speedup_over_ring(tmp_path):
     assert len(lines) == 2 * 2 * 3  # per topology panel: 3 algorithms x 2 NIC designs
     checked = 0
     for s in lines:
-        alg, nic = s.group, s.label.split("nic ")[1]
+        alg, nic = s.group, dict(s.parts)["nic"]
         assert s.xs == SIZES
         for x, y in zip(s.xs, s.ys):
             assert y == pytest.approx(table[(s.facet, nic, alg, x)], abs=6e-5)
@@ -39,7 +39,7 @@ def test_bandwidth_from_a_sweep_store_is_the_nccl_bus_bandwidth_of_its_cycles(tm
     cycles = {(r["topology"], r["nic.design"], r["algorithm"], r["size_bytes"]): r["total_cycles"] for r in rows}
     assert {s.facet for s in lines} == {"torus:4x4", "mesh:4x4"}
     for s in lines:
-        nic = s.label.split("design ")[1]
+        nic = dict(s.parts)["nic"]
         for x, y in zip(s.xs, s.ys):
             seconds = cycles[(s.facet, nic, s.group, x)] / 1e9
             assert y == pytest.approx(x / seconds / 1e9 * 2 * 15 / 16, rel=1e-4)

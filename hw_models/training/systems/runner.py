@@ -16,11 +16,10 @@ from typing import Any, Callable
 
 from hw_models.training.costs import LayerCost
 from hw_models.training.policies import WaitFreeBackprop
+from hw_models.training.systems import SYSTEMS
 from hw_models.training.systems.ps import PushPull
 from hw_models.training.timeline import simulate
 from noc.base.errors import ConfigError
-
-SYSTEMS = ("compression", "ps", "ssd", "easgd", "kfac")
 
 
 @dataclass

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 
+from hw_models.training.systems import SYSTEMS
 from noc.base.errors import ConfigError, HwModelsError
 
-SYSTEM_NAMES = ("compression", "ps", "ssd", "easgd", "kfac")
+SYSTEM_NAMES = tuple(SYSTEMS)  # the registry's names, in its order
 DEFAULT_COMPRESSORS = "topk:0.01,randk:0.01,threshold:0.01:50,onebit,eightbit"
 # options that belong to some systems (flag -> the systems)
 OWN = {"--compressors": ("compression",), "--fix": ("compression",), "--average-every": ("compression",),

@@ -1,0 +1,163 @@
+"""One registry per extension point: the config schema, the commands' help and choices, the
+error messages and the docs' tables all read it.
+
+A dummy all-reduce algorithm added to the registry (and removed again) is accepted by the
+experiment config, named in its errors, built by ``nic.collectives.build`` and listed in the
+help of every command that takes an algorithm; the docs' tables of algorithms, NIC variants,
+policies, workloads, devices, training systems and sweep kinds hold exactly the registry's
+names.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import nic.collectives as collectives
+from hw_models.config import ExperimentConfig
+from noc.base.config import validate
+from noc.base.errors import ConfigError
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+DUMMY = "dummy_ring"
+# what a plugin does: register before the commands are imported (their help is built then)
+REGISTER_DUMMY = (f"import nic.collectives as c; c.register_algorithm({DUMMY!r}, 'nic.collectives.baselines:ring', "
+                  "aliases=('dummy-alias',), calibrated=False)")
+
+
+@pytest.fixture
+def dummy_algorithm():
+    """The registry with :data:`DUMMY` (a ring under another name) added; restored after."""
+    saved = (dict(collectives.ALGORITHMS), dict(collectives.ALIASES), set(collectives.UNCALIBRATED))
+    collectives.register_algorithm(DUMMY, "nic.collectives.baselines:ring", aliases=("dummy-alias",),
+                                   calibrated=False)
+    yield DUMMY
+    for registry, old in zip((collectives.ALGORITHMS, collectives.ALIASES, collectives.UNCALIBRATED), saved):
+        registry.clear()
+        registry.update(old)
+
+
+def test_a_registered_algorithm_is_valid_in_the_config_and_named_in_its_errors(dummy_algorithm):
+    cfg = validate({"allreduce": {"algorithms": ["ring", dummy_algorithm]}}, ExperimentConfig)
+    assert cfg.allreduce.algorithms == ["ring", dummy_algorithm]
+    with pytest.raises(ConfigError) as info:
+        validate({"allreduce": {"algorithms": ["nope"]}}, ExperimentConfig)
+    assert str(info.value) == ("config: key 'allreduce.algorithms.0' = 'nope': Input should be 'ring', 'bidir_ring', "
+                               "'ring2d', 'ring2d_4dir', 'dbtree', 'halving_doubling', 'multitree' or 'dummy_ring'")
+
+
+def test_without_the_dummy_the_config_refuses_it():
+    with pytest.raises(ConfigError, match="'dummy_ring': Input should be 'ring', .* or 'multitree'$"):
+        validate({"allreduce": {"algorithms": [DUMMY]}}, ExperimentConfig)
+
+
+def test_a_registered_algorithm_is_built_and_found_by_its_alias(dummy_algorithm):
+    from noc.topology import parse_spec
+
+    t = parse_spec("torus:4x4")
+    dummy, ring = collectives.build(t, "Dummy-Alias"), collectives.build(t, "ring")
+    assert collectives.algorithm_name("dummy-alias") == dummy_algorithm
+    assert dummy == ring  # the same builder: the same schedule
+    with pytest.raises(collectives.ScheduleError, match=r"choose one of ring, .*, multitree, dummy_ring$"):
+        collectives.algorithm_name("nope")
+
+
+def test_the_calibration_matrix_reads_the_registry(dummy_algorithm):
+    from nic import calibration
+
+    algorithms = list(dict.fromkeys(a for _, a, _ in calibration.cases()))
+    # every registered algorithm but those registered as uncalibrated (the 4-direction 2D ring, the dummy)
+    assert algorithms == ["ring", "bidir_ring", "ring2d", "dbtree", "halving_doubling", "multitree"]
+    assert len(list(calibration.cases())) == 46
+    collectives.UNCALIBRATED.discard(dummy_algorithm)
+    assert dummy_algorithm in {a for _, a, _ in calibration.cases()}
+
+
+def _help(*argv: str) -> str:
+    """``hw-models ARGV --help`` in a fresh interpreter that registered the dummy first."""
+    code = f"{REGISTER_DUMMY}; from hw_models.cli import main; main({list(argv) + ['--help']!r})"
+    env = {**os.environ, "COLUMNS": "400", "TERMINAL_WIDTH": "400", "NO_COLOR": "1"}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+@pytest.mark.parametrize("command", [("allreduce",), ("schedule",), ("train",), ("train-system",)])
+def test_every_command_that_takes_an_algorithm_lists_a_registered_one_in_its_help(command):
+    out = _help(*command)
+    if command == ("train-system",) and "--algorithm" not in out:  # one subcommand per system
+        out = _help("train-system", "ps")
+    assert re.search(rf"\bmultitree, {DUMMY}\b", out), out
+
+
+def test_a_registered_algorithm_runs_through_the_command(tmp_path):
+    """``config show`` of a config naming the dummy: validated and resolved (its schedule
+    built on the topology) by the command, printed back."""
+    f = tmp_path / "exp.toml"
+    f.write_text(f'[allreduce]\nalgorithms = ["{DUMMY}"]\nsizes = "64KiB"\n')
+    code = f"{REGISTER_DUMMY}; from hw_models.cli import main; main(['config', 'show', {str(f)!r}])"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert f'algorithms = [\n    "{DUMMY}",\n]' in p.stdout, p.stdout
+
+
+# ---- the docs' tables hold the registries' names ---------------------------------------
+
+def _first_column(doc: str, header: str) -> list[str]:
+    """The first column of the table in ``docs/doc`` whose header row starts with ``header``."""
+    lines = (DOCS / doc).read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    names = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        names.append(line.split("|")[1].strip().strip("`"))
+    return names
+
+
+def test_the_docs_tables_list_each_registry():
+    from hw_models.sweep.kinds import kind_names
+    from hw_models.training.compute import DEVICES
+    from hw_models.training.policies import POLICIES
+    from hw_models.training.workloads import WORKLOADS
+    from nic.variants import VARIANTS
+
+    assert _first_column("collectives.md", "| name | flows | steps |") == list(collectives.ALGORITHMS)
+    assert _first_column("allreduce.md", "| variant | NIs per node |") == list(VARIANTS)
+    assert _first_column("training_timeline.md", "| name | class | rule |") == list(POLICIES)
+    assert _first_column("training_workloads.md", "| name | configuration modelled |") == list(WORKLOADS)
+    assert _first_column("training_workloads.md", "| name | device | values |") == list(DEVICES)
+    assert sorted(_first_column("sweeps.md", "| kind | a point is |")) == kind_names()
+
+
+def test_the_maddpg_docs_tables_list_the_scenario_and_part_registries():
+    from maddpg.accel.parts import PARTS
+    from maddpg.env import SCENARIOS
+
+    names = [n.split("`")[0].strip() for n in _first_column("maddpg_env.md", "| `name` (`_v3` optional) |")]
+    assert sorted(names) == sorted(SCENARIOS)  # the docs order them by size
+    assert _first_column("maddpg_accel.md", "| part | device | DSP |") == list(PARTS)
+
+
+@pytest.mark.parametrize("command, registry", [(("maddpg", "train"), "maddpg.env:SCENARIOS"),
+                                               (("maddpg", "accel"), "maddpg.accel.parts:PARTS")])
+def test_the_maddpg_commands_help_lists_their_registries(command, registry):
+    import importlib
+
+    module, _, name = registry.partition(":")
+    out = _help(*command)
+    assert ", ".join(getattr(importlib.import_module(module), name)) in out
+
+
+def test_the_training_systems_doc_has_a_section_per_system():
+    from hw_models.training.systems import SYSTEMS
+
+    headings = [line[3:].lower() for line in (DOCS / "training_systems.md").read_text().splitlines()
+                if line.startswith("## ")]
+    for name, what in SYSTEMS.items():
+        assert what.lower().removeprefix("the ") in " ".join(headings), (name, what, headings)
