@@ -1,4 +1,4 @@
-"""Every command the README and docs/*.md quote exists and parses.
+"""Every command the README, CONTRIBUTING.md and docs/*.md quote exists and parses.
 
 A quoted ``hw-models A B ...`` (in a code block or inline code) must name a command of the
 CLI: its subcommand path answers ``--help`` with exit status 0, and every option it quotes
@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from hw_models.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 _INLINE = re.compile(r"`([^`\n]+)`")
 _BLOCK = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
