@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-#: Measured seconds per slow check (bench/slow_durations.py writes it).
+#: Measured seconds per slow check, CPU and wall (bench/slow_durations.py writes it).
 DURATIONS_FILE = Path(__file__).with_name("slow_durations.json")
 
 
@@ -38,10 +38,12 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def load_durations(path: Path = DURATIONS_FILE) -> dict[str, float]:
-    """Node id -> seconds from the durations file (empty when it does not exist)."""
+    """Node id -> seconds from the durations file: CPU seconds where measured (what a check
+    costs on an idle machine), else wall seconds; empty when the file does not exist."""
     if not path.is_file():
         return {}
-    return {k: float(v) for k, v in json.loads(path.read_text())["durations_s"].items()}
+    data = json.loads(path.read_text())
+    return {k: float(v) for k, v in {**data.get("wall_s", {}), **data.get("cpu_s", {})}.items()}
 
 
 def balanced(durations: Mapping[str, float], shards: int) -> dict[str, int]:

@@ -45,7 +45,7 @@ def module_dir(tmp_path):
 
     (tmp_path / "test_mod.py").write_text(MODULE)
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    slow: long\n")
-    (tmp_path / "durations.json").write_text(json.dumps({"durations_s": KNOWN}))
+    (tmp_path / "durations.json").write_text(json.dumps({"cpu_s": KNOWN}))
     return tmp_path
 
 
