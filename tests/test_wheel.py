@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -21,10 +22,13 @@ from pathlib import Path
 
 import pytest
 
-from hw_models.provenance import source_digest
+from hw_models.provenance import PACKAGES, source_digest
 from hw_models.toolchain import REPO_ROOT, have_icarus
 
 pytestmark = pytest.mark.slow
+
+#: The files besides the packages and rtl/ that building the wheel reads.
+BUILD_FILES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md")
 
 
 def _run(cmd: list[str], cwd: Path, env: dict | None = None, timeout: float = 1800) -> str:
@@ -35,7 +39,14 @@ def _run(cmd: list[str], cwd: Path, env: dict | None = None, timeout: float = 18
 
 def _install(tmp: Path) -> tuple[Path, dict, Path]:
     """Build the wheel, install it into a fresh venv; (venv, environment for its commands, an empty directory)."""
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", tmp / "dist", REPO_ROOT], cwd=tmp)
+    # From a copy of what the build reads, so no stale build/ of the checkout leaks into the wheel.
+    src = tmp / "src"
+    skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for name in PACKAGES + ("rtl",):
+        shutil.copytree(REPO_ROOT / name, src / name, ignore=skip)
+    for f in [*BUILD_FILES, *REPO_ROOT.glob("LICEN[CS]E*")]:
+        shutil.copy2(REPO_ROOT / f, src / Path(f).name)
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", tmp / "dist", src], cwd=tmp)
     wheels = sorted((tmp / "dist").glob("hw_models-*.whl"))
     assert len(wheels) == 1, wheels
     venv = tmp / "venv"
