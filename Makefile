@@ -1,6 +1,6 @@
 # The two commands of the README's quick start. Each sets the machine up first
 # (.venv, the project with its dev extra, Icarus Verilog) and then does its job.
-.PHONY: demo test setup
+.PHONY: demo test test-slow setup
 
 setup:
 	@bash .ci/setup.sh
@@ -15,3 +15,7 @@ demo: setup
 TEST_JOBS ?= 2
 test: setup
 	.venv/bin/python -m pytest -n $(TEST_JOBS)
+
+# Every slow check (@pytest.mark.slow; CI runs a sixth of them per commit, .ci/run).
+test-slow: setup
+	.venv/bin/python -m pytest -n $(TEST_JOBS) -m slow

@@ -17,10 +17,24 @@ from pathlib import Path
 
 from noc.base.errors import HwModelsError
 
-#: Repository root (rtl/ sits next to the packages; the project installs in editable mode).
+#: Repository root in a checkout (rtl/ and sim_build/ sit next to the packages); in an
+#: installed wheel this is site-packages, and the Verilog is the package's own copy.
 REPO_ROOT = Path(__file__).resolve().parents[1]
-RTL_DIR = REPO_ROOT / "rtl"
+#: The wheel's copy of rtl/ (setup.py's build step); absent in a checkout.
+SHIPPED_RTL_DIR = Path(__file__).resolve().parent / "verilog"
+#: True when hw_models runs from a checkout (editable install or source tree), not a wheel.
+IN_CHECKOUT = not SHIPPED_RTL_DIR.is_dir()
+#: The Verilog: rtl/ of the checkout (edits seen at once), else the copy shipped in the wheel.
+RTL_DIR = REPO_ROOT / "rtl" if IN_CHECKOUT else SHIPPED_RTL_DIR
 SIMULATORS = ("icarus", "verilator")
+
+
+def sim_build_root() -> Path:
+    """Where simulator builds go: sim_build/ of the checkout (gitignored); for an installed
+    wheel ``$XDG_CACHE_HOME/hw-models/sim_build`` (default ``~/.cache``), never site-packages."""
+    if IN_CHECKOUT:
+        return REPO_ROOT / "sim_build"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hw-models" / "sim_build"
 
 
 class ToolchainError(HwModelsError):
@@ -32,7 +46,7 @@ def rtl_sources() -> list[Path]:
     top = RTL_DIR / "nic_scheduler.v"
     subs = sorted(p for p in RTL_DIR.glob("nic_sched_*.v"))
     if not top.is_file():
-        raise ToolchainError(f"RTL not found: {top} (hw_models must be installed from a checkout, editable)")
+        raise ToolchainError(f"RTL not found: {top} (an install without its Verilog: reinstall hw-models)")
     return subs + [top]
 
 

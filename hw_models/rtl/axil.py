@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hw_models.rtl.regress import bench_outcomes
-from hw_models.toolchain import REPO_ROOT, axil_sources, require_simulator
+from hw_models.toolchain import axil_sources, require_simulator, sim_build_root
 from nic.scheduler import SchedulerParams
 
 TOPLEVEL = "nic_axil_scheduler"
@@ -29,7 +29,7 @@ def run_benches(sim: str, params: SchedulerParams, work: Path, *, sources: Seque
     require_simulator(sim)
     hdl = params.verilog_parameters()
     tag = "-".join(f"{k.lower()}{v}" for k, v in hdl.items())
-    build_dir = Path(build_dir) if build_dir else REPO_ROOT / "sim_build" / f"axil-{sim}-{tag}"
+    build_dir = Path(build_dir) if build_dir else sim_build_root() / f"axil-{sim}-{tag}"
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
     runner = get_runner(sim)

@@ -25,13 +25,12 @@ from pathlib import Path
 
 from hw_models.rtl.lockstep import Fault
 from hw_models.rtl.stimulus import Episode, random_episode
-from hw_models.toolchain import REPO_ROOT, SIMULATORS, ToolchainError, require_simulator, rtl_sources
+from hw_models.toolchain import SIMULATORS, ToolchainError, require_simulator, rtl_sources, sim_build_root
 from nic.scheduler import SCALAR_INPUT_NAMES, SchedulerModel, SchedulerParams
 from noc.base.errors import ConfigError, HwModelsError
 
 TOPLEVEL = "nic_scheduler"
 REGRESS_MODULE = "hw_models.rtl.cocotb_regress"
-BUILD_ROOT = REPO_ROOT / "sim_build"
 
 
 @contextlib.contextmanager
@@ -99,7 +98,7 @@ def build(sim: str, params: SchedulerParams, *, waves: bool | None = None, build
     with _BUILD_LOCK:
         if key in _BUILDS:
             return _BUILDS[key]
-        root = Path(build_root) if build_root else BUILD_ROOT
+        root = Path(build_root) if build_root else sim_build_root()
         bdir = root / f"{sim}-{_params_tag(params)}{'-waves' if waves else ''}{src_tag}"
         bdir.mkdir(parents=True, exist_ok=True)
         runner = get_runner(sim)

@@ -167,7 +167,10 @@ CSV_FIELDS = ("depth", "nis", "cells", "flip_flops", "luts", "ff_bits_per_entry"
 
 def sources_at(rev: str, dest: Path) -> list[Path]:
     """rtl/ as of git revision ``rev`` of this checkout, written to ``dest`` (for a before/after)."""
-    from hw_models.toolchain import REPO_ROOT
+    from hw_models.toolchain import IN_CHECKOUT, REPO_ROOT
+
+    if not IN_CHECKOUT:
+        raise ToolchainError(f"--rev {rev}: needs a git checkout of hw-models; this one is an installed copy")
 
     def git(*args: str) -> str:
         p = subprocess.run(["git", "-C", str(REPO_ROOT), *args], capture_output=True, text=True)

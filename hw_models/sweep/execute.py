@@ -27,7 +27,6 @@ import os
 import queue
 import select
 import signal
-import subprocess
 import threading
 import time
 import traceback
@@ -36,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from hw_models.provenance import code_version
 from hw_models.sweep.kinds import Kind, get_kind
 from hw_models.sweep.spec import SweepSpec, describe, expand, point_config
 from hw_models.sweep.store import PointRecord, SweepStore, canonical_json, point_key, worker_name
@@ -400,24 +400,6 @@ def _check_reachable(address: str) -> None:
 
 
 # --- the run -----------------------------------------------------------------------------------
-
-def code_version() -> str:
-    """``hw-models VERSION``, with ``git describe --always --dirty`` of the source tree when
-    it is a git checkout."""
-    from hw_models import __version__
-
-    root = Path(__file__).resolve().parents[2]
-    out = f"hw-models {__version__}"
-    if (root / ".git").exists():
-        try:
-            p = subprocess.run(["git", "describe", "--always", "--dirty", "--tags"], cwd=root, capture_output=True,
-                               text=True, timeout=10)
-            if p.returncode == 0 and p.stdout.strip():
-                out += f", git {p.stdout.strip()}"
-        except (OSError, subprocess.SubprocessError):
-            pass
-    return out
-
 
 def unfinished(points: list[Point], kind: Kind, store: SweepStore, *, fresh: bool = False,
                summary: Summary | None = None,
