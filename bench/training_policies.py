@@ -64,7 +64,7 @@ def table(title: str, layers, comm, trace_dir: Path | None = None) -> None:
               f"{r.exposed_comm_s * 1e3:.2f} | {r.overlap_ratio:.2f} | {r.iterations[-1].collectives} | "
               f"{base / r.iteration_s:.2f}x |")
         if trace_dir is not None:
-            from hw_models.training.trace import plot_gantt, write_trace  # noqa: PLC0415
+            from hw_models.report.timeline import plot_gantt, write_trace  # noqa: PLC0415
 
             stem = f"{title.split(':')[0].replace(' ', '_')}_{p.label}".replace(" ", "_").replace("(", "").replace(
                 ")", "").replace(",", "")

@@ -241,7 +241,7 @@ def train(
                    training_chart(runs, png_path, f"training iterations on {t.name}, {design} NIC, {model} level, "
                                              f"batch {batch} on {device}")]
     if pick is not None:
-        from hw_models.training.trace import plot_gantt, write_trace
+        from hw_models.report.timeline import plot_gantt, write_trace
 
         res = kept[pick]
         console.print(f"trace of {' / '.join(pick)}: steady iteration {res.iteration_s * 1e3:.4g} ms", soft_wrap=True)

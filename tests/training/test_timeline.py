@@ -17,7 +17,7 @@ from hw_models.training.costs import LayerCost, OptimizerCost, as_layer_costs
 from hw_models.training.policies import (DeAR, MGWFBP, Collective, Piece, Policy, PolicyError, PriorityPartition,
                                          Prophet, Sequential, TensorFusion, WaitFreeBackprop)
 from hw_models.training.timeline import simulate
-from hw_models.training.trace import plot_gantt, trace_document, write_trace
+from hw_models.report.timeline import plot_gantt, trace_document, write_trace
 from noc.base.errors import ConfigError, HwModelsError
 
 MIB = 1 << 20
