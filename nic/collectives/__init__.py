@@ -2,7 +2,8 @@
 
 ``build(topology, "multitree")`` (or any name in :data:`ALGORITHMS`) returns a
 :class:`Schedule`; :func:`verify` executes it on exact integers; :func:`contention`,
-:func:`bounds` and :func:`ideal_cycles` say how well it uses the network.
+:func:`bounds` and :func:`ideal_cycles` say how well it uses the network;
+:func:`optimal_bound` is the exact throughput optimum (ForestColl's cut bound).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from nic.collectives.analysis import Bounds, Contention, bounds, contention, ideal_cycles, transfer_paths
 from nic.collectives.baselines import bidir_ring, dbtree, halving_doubling, ring, ring2d, ring2d_4dir, ring_order
 from nic.collectives.multitree import multitree
+from nic.collectives.optimum import Cut, OptimalBound, optimal_bound
 from nic.collectives.schedule import OP_NAMES, Schedule, ScheduleError, TableEntry
 from nic.collectives.verify import VerificationError, VerifyReport, verify
 from noc.topology import Topology
@@ -54,4 +56,5 @@ __all__ = [
     "VerificationError", "VerifyReport", "algorithm_name", "bidir_ring", "bounds", "build", "contention",
     "dbtree", "halving_doubling", "ideal_cycles", "multitree", "ring", "ring2d", "ring2d_4dir", "ring_order",
     "transfer_paths", "verify",
+    "Cut", "OptimalBound", "optimal_bound",
 ]
