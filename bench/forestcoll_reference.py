@@ -3,10 +3,11 @@
 Peer: github.com/liangyuRain/ForestColl (Apache-2.0, pure Python, networkx), unpacked outside
 the repo with its own virtual environment:
 
-    git --git-dir=<ForestColl bare repo> archive HEAD | tar -x -C /work/peers/forestcoll
-    python3 -m venv /work/peers/forestcoll-venv && /work/peers/forestcoll-venv/bin/pip install networkx
-    .venv/bin/python bench/forestcoll_reference.py --peer /work/peers/forestcoll \\
-        --peer-python /work/peers/forestcoll-venv/bin/python [--commit SHA] [--out CSV]
+    git clone https://github.com/liangyuRain/ForestColl PEER && git -C PEER rev-parse HEAD > PEER/COMMIT
+    python3 -m venv PEER_VENV && PEER_VENV/bin/pip install networkx
+    .venv/bin/python bench/forestcoll_reference.py --peer PEER --peer-python PEER_VENV/bin/python \\
+        [--commit SHA] [--out CSV] [--only NAME ...]
+    .venv/bin/python bench/forestcoll_reference.py --table    # the docs' table, from the CSV
 
 Each topology of :func:`topologies` is turned into ForestColl's graph input: a networkx
 DiGraph whose compute vertex ``("node", n)`` is a node (on a direct network its NIs merged,
@@ -159,12 +160,19 @@ def peer_cycles_per_byte(U: str, k: str, nodes: int, scale: int) -> Fraction:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--peer", type=Path, required=True, help="ForestColl source tree (pipeline_allgather.py)")
+    ap.add_argument("--peer", type=Path, help="ForestColl source tree (pipeline_allgather.py)")
+    ap.add_argument("--table", action="store_true",
+                    help="print the stored optima beside ours and the injection/bisection bounds (markdown)")
     ap.add_argument("--peer-python", default=sys.executable, help="an interpreter with networkx")
     ap.add_argument("--commit", default=None, help="the peer's commit (default: the COMMIT file beside its sources)")
     ap.add_argument("--out", type=Path, default=DEFAULT_CSV)
     ap.add_argument("--only", nargs="*", default=None, help="topology names to run (default: all)")
     args = ap.parse_args(argv)
+    if args.table:
+        print(table(read_reference(args.out)))
+        return 0
+    if args.peer is None:
+        ap.error("--peer is required unless --table")
     commit = args.commit or (args.peer / "COMMIT").read_text().strip()
     # resumable: rows already stored for the same topology (same digest) and peer commit are kept
     done = {(r["topology"], r["collective"]): r for r in (read_reference(args.out) if args.out.exists() else [])
@@ -213,6 +221,28 @@ def _write(path: Path, rows: list[dict]) -> None:
         w.writeheader()
         w.writerows(rows)
     tmp.replace(path)
+
+
+def table(rows: list[dict]) -> str:
+    """Markdown: per topology, ForestColl's and our all-gather / reduce-scatter optimum, and the
+    all-reduce optimum against the injection and bisection bounds (nic.collectives.bounds)."""
+    from nic.collectives import bounds, optimal_bound
+
+    size = 64 << 20
+    tops = topologies()
+    by = {(r["topology"], r["collective"]): r for r in rows}
+    out = ["| topology | nodes | NIs/node | AG, ForestColl (cycles/byte) | AG, ours | RS, ForestColl | RS, ours "
+           "| all-reduce 64 MiB (cycles) | injection bound | bisection bound |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, t in tops.items():
+        ob = optimal_bound(t)
+        b = bounds(t, size)
+        ag, rs = by[name, "all_gather"], by[name, "reduce_scatter"]
+        out.append(f"| `{name}` | {t.num_nodes} | {t.nis_per_node} | {ag['forestcoll_cycles_per_byte']} "
+                   f"| {ob.all_gather_cycles_per_byte} | {rs['forestcoll_cycles_per_byte']} "
+                   f"| {ob.reduce_scatter_cycles_per_byte} | {float(ob.all_reduce_cycles(size)):,.0f} "
+                   f"| {b.injection_cycles:,.0f} | {b.bisection_cycles:,.0f} |")
+    return "\n".join(out)
 
 
 def read_reference(path: Path = DEFAULT_CSV) -> list[dict]:
