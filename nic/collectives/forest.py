@@ -53,51 +53,56 @@ def tree_edges(k1: int, k2: int, root: tuple[int, int], tree: int) -> list[tuple
     return edges
 
 
+def base_forest(k1: int, k2: int) -> tuple[np.ndarray, ...]:
+    """The four trees of root (0, 0) as arrays over their edges: tree, depth, parent (x, y),
+    child (x, y), and the edge's round within its depth (see :func:`forest`)."""
+    rows = [(d, depth, p[0], p[1], c[0], c[1]) for d in range(4) for p, c, depth in tree_edges(k1, k2, (0, 0), d)]
+    tree, depth, px, py, cx, cy = (np.asarray(col, dtype=np.int64) for col in zip(*rows))
+    # the link class of an edge: its direction (+x, -x, +y, -y)
+    dx, dy = (cx - px) % k1, (cy - py) % k2
+    cls = np.where(dy == 0, np.where(dx == 1, 0, 1), np.where(dy == 1, 2, 3))
+    # translated over the torus, every base edge of one (depth, class) lands once on every link of
+    # that class: numbering them 0, 1, ... gives each link's edges of that depth distinct rounds
+    key = depth * 4 + cls
+    order = np.lexsort((np.arange(key.size), key))
+    first = np.searchsorted(key[order], key[order], side="left")
+    rnd = np.empty_like(key)
+    rnd[order] = np.arange(key.size) - first
+    return tree, depth, px, py, cx, cy, rnd
+
+
 def forest(topology: Topology) -> Schedule:
-    """The four-trees-per-root all-reduce of a 2D torus (every dimension at least 3)."""
+    """The four-trees-per-root all-reduce of a 2D torus (every dimension at least 3).
+
+    Tree ``d`` of root ``r`` carries flow ``4 r + d``. Edges to depth t run in ``m_t`` rounds,
+    ``m_t`` the most edges of that depth one link carries, one step per round: in a step
+    every link carries one chunk and a node sends at most one chunk to each neighbour. The
+    reduce-scatter runs the deepest edges first, the all-gather the shallowest.
+    """
     if topology.family != "torus" or len(topology.dims) != 2 or min(topology.dims) < 3:
         raise ScheduleError(f"forest needs a 2D torus with every dimension >= 3, got {topology.name}")
     k1, k2 = topology.dims
+    tree, depth, px, py, cx, cy, rnd = base_forest(k1, k2)
+    depth_max = k1 + k2 - 2
+    rounds = np.zeros(depth_max + 2, dtype=np.int64)
+    np.maximum.at(rounds, depth, rnd + 1)
+    gather_start = np.concatenate([[0], np.cumsum(rounds)])  # gather_start[t]: first round of depth t
+    total = int(rounds.sum())
+    gather_step = total + gather_start[depth] + rnd
+    reduce_step = total - gather_start[depth + 1] + rnd  # deeper edges first
+    # translate the base trees to every root: the node at coordinates (x, y) is router x + k1 y
+    # (noc.topology's grid numbering, checked below)
     coords = topology.router_coords
-    node_of = {(int(x), int(y)): r for r, (x, y) in enumerate(coords)}
-    edges = []  # (depth, parent, child, flow)
-    for root in range(topology.num_nodes):
-        rc = (int(coords[root, 0]), int(coords[root, 1]))
-        for d in range(4):
-            for parent, child, depth in tree_edges(k1, k2, rc, d):
-                edges.append((depth, node_of[parent], node_of[child], 4 * root + d))
-    step, rounds = _rounds(edges, k1 + k2 - 2)
-    rows = []
-    for (depth, p, c, f), (r, g) in zip(edges, step):
-        rows.append((r, c, p, f, OP_REDUCE))
-        rows.append((rounds + g, p, c, f, OP_GATHER))
-    return Schedule.from_transfers("forest", topology.name, topology.num_nodes, topology.nis_per_node,
-                                   4 * topology.num_nodes, np.asarray(rows, dtype=np.int64),
-                                   {"trees_per_root": 4, "depth": k1 + k2 - 2})
-
-
-def _rounds(edges, depth_max: int) -> tuple[list[tuple[int, int]], int]:
-    """Per edge, its (reduce step, gather step within the gather phase), and the phase's steps.
-
-    Edges to depth t run in m_t rounds, m_t the most edges any link carries at depth t: the
-    edges of one link take rounds 0, 1, ... in flow order, so in a step every link carries
-    one chunk and a node sends at most one chunk to each neighbour. Gather rounds run depth
-    1 first, reduce rounds depth D first.
-    """
-    rank: dict[tuple[int, int, int], int] = {}
-    order = []
-    for depth, p, c, f in edges:
-        key = (depth, p, c)
-        order.append(rank.get(key, 0))
-        rank[key] = order[-1] + 1
-    per_depth = [0] * (depth_max + 2)
-    for (depth, _, _), n in rank.items():
-        per_depth[depth] = max(per_depth[depth], n)
-    gather_start = np.concatenate([[0], np.cumsum(per_depth)]).tolist()  # gather_start[t]: first round of depth t
-    total = int(sum(per_depth))
-    out = []
-    for (depth, _, _, _), r in zip(edges, order):
-        g = gather_start[depth] + r
-        reduce_start = total - gather_start[depth + 1]  # depths deeper than t come first
-        out.append((reduce_start + r, g))
-    return out, total
+    assert np.array_equal(coords[:, 0] + k1 * coords[:, 1], np.arange(topology.num_nodes))
+    rx, ry = coords[:, 0].astype(np.int64)[:, None], coords[:, 1].astype(np.int64)[:, None]
+    parent = ((px + rx) % k1 + k1 * ((py + ry) % k2)).ravel()
+    child = ((cx + rx) % k1 + k1 * ((cy + ry) % k2)).ravel()
+    flow = (4 * np.arange(topology.num_nodes)[:, None] + tree).ravel()
+    e = tree.size
+    n = topology.num_nodes
+    step = np.concatenate([np.tile(reduce_step, n), np.tile(gather_step, n)])
+    src = np.concatenate([child, parent])
+    dst = np.concatenate([parent, child])
+    op = np.concatenate([np.full(n * e, OP_REDUCE), np.full(n * e, OP_GATHER)])
+    return Schedule.from_columns("forest", topology.name, n, topology.nis_per_node, 4 * n, step, src, dst,
+                                 np.concatenate([flow, flow]), op, {"trees_per_root": 4, "depth": depth_max})
