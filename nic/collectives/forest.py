@@ -20,7 +20,9 @@ the optimum.
 Steps: the edges to nodes at depth t (t = 1 .. D, D = k1+k2-2) run in as many rounds as
 the most of them one link carries, one step per round, so that in every step every link
 carries one chunk and a node sends at most one chunk to each neighbour (four NIs: one per
-link). The reduce-scatter runs the deepest edges first, the all-gather the shallowest.
+link); with fewer NIs a round is split by direction, so that a node sends as many chunks a
+step as it has NIs. The reduce-scatter runs the deepest edges first, the all-gather the
+shallowest.
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ def tree_edges(k1: int, k2: int, root: tuple[int, int], tree: int) -> list[tuple
 
 def base_forest(k1: int, k2: int) -> tuple[np.ndarray, ...]:
     """The four trees of root (0, 0) as arrays over their edges: tree, depth, parent (x, y),
-    child (x, y), and the edge's round within its depth (see :func:`forest`)."""
+    child (x, y), the edge's round within its depth (see :func:`forest`) and its direction
+    (0..3: +x, -x, +y, -y)."""
     rows = [(d, depth, p[0], p[1], c[0], c[1]) for d in range(4) for p, c, depth in tree_edges(k1, k2, (0, 0), d)]
     tree, depth, px, py, cx, cy = (np.asarray(col, dtype=np.int64) for col in zip(*rows))
     # the link class of an edge: its direction (+x, -x, +y, -y)
@@ -68,28 +71,34 @@ def base_forest(k1: int, k2: int) -> tuple[np.ndarray, ...]:
     first = np.searchsorted(key[order], key[order], side="left")
     rnd = np.empty_like(key)
     rnd[order] = np.arange(key.size) - first
-    return tree, depth, px, py, cx, cy, rnd
+    return tree, depth, px, py, cx, cy, rnd, cls
 
 
 def forest(topology: Topology) -> Schedule:
     """The four-trees-per-root all-reduce of a 2D torus (every dimension at least 3).
 
     Tree ``d`` of root ``r`` carries flow ``4 r + d``. Edges to depth t run in ``m_t`` rounds,
-    ``m_t`` the most edges of that depth one link carries, one step per round: in a step
-    every link carries one chunk and a node sends at most one chunk to each neighbour. The
+    ``m_t`` the most edges of that depth one link carries: in a round every link carries one
+    chunk and a node sends at most one chunk to each neighbour. A round is one step with 4
+    NIs per node, two (x, then y) with 2 or 3, four (one direction each) with 1. The
     reduce-scatter runs the deepest edges first, the all-gather the shallowest.
     """
     if topology.family != "torus" or len(topology.dims) != 2 or min(topology.dims) < 3:
         raise ScheduleError(f"forest needs a 2D torus with every dimension >= 3, got {topology.name}")
     k1, k2 = topology.dims
-    tree, depth, px, py, cx, cy, rnd = base_forest(k1, k2)
+    tree, depth, px, py, cx, cy, rnd, cls = base_forest(k1, k2)
     depth_max = k1 + k2 - 2
     rounds = np.zeros(depth_max + 2, dtype=np.int64)
     np.maximum.at(rounds, depth, rnd + 1)
     gather_start = np.concatenate([[0], np.cumsum(rounds)])  # gather_start[t]: first round of depth t
+    # with fewer NIs than links a round is split by direction: each step a node sends (and
+    # receives) as many chunks as it has NIs, in ceil(4 / NIs) steps (+x and -x together
+    # with 2 NIs, one direction at a time with 1)
+    slots = -(-4 // topology.nis_per_node)
+    slot = cls // (4 // slots)
     total = int(rounds.sum())
-    gather_step = total + gather_start[depth] + rnd
-    reduce_step = total - gather_start[depth + 1] + rnd  # deeper edges first
+    gather_step = (total + gather_start[depth] + rnd) * slots + slot
+    reduce_step = (total - gather_start[depth + 1] + rnd) * slots + slot  # deeper edges first
     # translate the base trees to every root: the node at coordinates (x, y) is router x + k1 y
     # (noc.topology's grid numbering, checked below)
     coords = topology.router_coords
