@@ -93,3 +93,12 @@ def test_message_level_beats_multitree_by_a_quarter_on_the_main_network():
     ours = simulate_allreduce(t, forest(t), size_bytes=size, model="message")
     mt = simulate_allreduce(t, build(t, "multitree"), size_bytes=size, model="message")
     assert mt.total_cycles / ours.total_cycles >= 1.25
+
+
+def test_msccl_xml_round_trip_is_the_same_schedule():
+    from nic.collectives.msccl import from_msccl_xml, to_msccl_xml
+
+    t = parse_spec("torus:4x4:c4")
+    s = forest(t)
+    back = from_msccl_xml(to_msccl_xml(s), topology=t.name, nis_per_node=4, algorithm="forest")
+    assert back == s
