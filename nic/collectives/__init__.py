@@ -2,7 +2,8 @@
 
 ``build(topology, "multitree")`` (or any name in :data:`ALGORITHMS`) returns a
 :class:`Schedule`; :func:`verify` executes it on exact integers; :func:`contention`,
-:func:`bounds` and :func:`ideal_cycles` say how well it uses the network.
+:func:`bounds` and :func:`ideal_cycles` say how well it uses the network;
+:func:`optimal_bound` is the exact throughput optimum (ForestColl's cut bound).
 
 :data:`ALGORITHMS` is the one registry of all-reduce algorithms (:func:`register_algorithm`
 adds one). Importing this package is light (no Numba): the registry names its builders by
@@ -22,6 +23,7 @@ _EXPORTS = {
     "nic.collectives.baselines": ("bidir_ring", "dbtree", "halving_doubling", "ring", "ring2d", "ring2d_4dir",
                                   "ring_order"),
     "nic.collectives.multitree": ("multitree",),
+    "nic.collectives.optimum": ("Cut", "OptimalBound", "optimal_bound"),
     "nic.collectives.schedule": ("OP_NAMES", "Schedule", "ScheduleError", "TableEntry"),
     "nic.collectives.verify": ("VerificationError", "VerifyReport", "verify"),
 }
@@ -125,4 +127,5 @@ __all__ = [
     "algorithm_name", "bidir_ring", "bounds", "build", "builder", "contention", "dbtree", "halving_doubling",
     "ideal_cycles", "multitree", "register_algorithm", "ring", "ring2d", "ring2d_4dir", "ring_order",
     "transfer_paths", "verify",
+    "Cut", "OptimalBound", "optimal_bound",
 ]

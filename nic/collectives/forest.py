@@ -1,0 +1,117 @@
+"""A forest of spanning trees per root on a 2D torus, packed to the throughput optimum.
+
+Every node roots four trees, one per direction it starts in; each carries a quarter of
+the node's share of the vector (flow ``4 * root + d``), reduced up the tree and broadcast
+back down it. Tree ``d`` of root ``(x0, y0)``, written for ``d = +x``:
+
+* along the root's row in +x: ``(x0, y0) -> (x0+1, y0) -> ... -> (x0-1, y0)``;
+* from every node of that row, up its column in +y.
+
+The other three are this tree turned by 90°, 180° and 270° (+y then -x, -x then -y,
+-y then +x). On a k×k torus the four trees of a root use each direction class (+x, -x,
++y, -y) k²-1 times, so the N roots' trees, translated over the torus, put exactly N-1
+chunks of ``M/(4N)`` bytes on every directed link and 4(N-1) chunks through every node's
+NIs in each of the reduce-scatter and the all-gather: the optimum of
+:func:`nic.collectives.optimal_bound` for 1 NI (the NI link binds) and for 4 NIs (the
+node's four links bind), at every size. On a k1×k2 torus the classes are used
+(k1-1)(k2+1) and (k2-1)(k1+1) times: the larger of the two over N-1 is the factor above
+the optimum.
+
+Steps: the edges to nodes at depth t (t = 1 .. D, D = k1+k2-2) run in as many rounds as
+the most of them one link carries, one step per round, so that in every step every link
+carries one chunk and a node sends at most one chunk to each neighbour (four NIs: one per
+link); with fewer NIs a round is split by direction, so that a node sends as many chunks a
+step as it has NIs. The reduce-scatter runs the deepest edges first, the all-gather the
+shallowest.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nic.collectives.schedule import Schedule, ScheduleError
+from nic.scheduler import OP_GATHER, OP_REDUCE
+from noc.topology import Topology
+
+# (first direction, second direction) of the four trees, as (dx, dy) unit steps
+TREE_DIRECTIONS = (((1, 0), (0, 1)), ((0, 1), (-1, 0)), ((-1, 0), (0, -1)), ((0, -1), (1, 0)))
+
+
+def tree_edges(k1: int, k2: int, root: tuple[int, int], tree: int) -> list[tuple[tuple[int, int], tuple[int, int], int]]:
+    """(parent, child, child depth) of tree ``tree`` of ``root`` on a k1×k2 torus (coordinates (x, y))."""
+    (ax, ay), (bx, by) = TREE_DIRECTIONS[tree]
+    first_len = k1 if ax else k2  # the first leg runs along x for +x/-x, along y for +y/-y
+    second_len = k2 if by else k1
+    edges = []
+    x0, y0 = root
+    for i in range(first_len):
+        px, py = (x0 + i * ax) % k1, (y0 + i * ay) % k2
+        if i + 1 < first_len:
+            edges.append(((px, py), ((px + ax) % k1, (py + ay) % k2), i + 1))
+        for j in range(1, second_len):
+            parent = ((px + (j - 1) * bx) % k1, (py + (j - 1) * by) % k2)
+            child = ((px + j * bx) % k1, (py + j * by) % k2)
+            edges.append((parent, child, i + j))
+    return edges
+
+
+def base_forest(k1: int, k2: int) -> tuple[np.ndarray, ...]:
+    """The four trees of root (0, 0) as arrays over their edges: tree, depth, parent (x, y),
+    child (x, y), the edge's round within its depth (see :func:`forest`) and its direction
+    (0..3: +x, -x, +y, -y)."""
+    rows = [(d, depth, p[0], p[1], c[0], c[1]) for d in range(4) for p, c, depth in tree_edges(k1, k2, (0, 0), d)]
+    tree, depth, px, py, cx, cy = (np.asarray(col, dtype=np.int64) for col in zip(*rows))
+    # the link class of an edge: its direction (+x, -x, +y, -y)
+    dx, dy = (cx - px) % k1, (cy - py) % k2
+    cls = np.where(dy == 0, np.where(dx == 1, 0, 1), np.where(dy == 1, 2, 3))
+    # translated over the torus, every base edge of one (depth, class) lands once on every link of
+    # that class: numbering them 0, 1, ... gives each link's edges of that depth distinct rounds
+    key = depth * 4 + cls
+    order = np.lexsort((np.arange(key.size), key))
+    first = np.searchsorted(key[order], key[order], side="left")
+    rnd = np.empty_like(key)
+    rnd[order] = np.arange(key.size) - first
+    return tree, depth, px, py, cx, cy, rnd, cls
+
+
+def forest(topology: Topology) -> Schedule:
+    """The four-trees-per-root all-reduce of a 2D torus (every dimension at least 3).
+
+    Tree ``d`` of root ``r`` carries flow ``4 r + d``. Edges to depth t run in ``m_t`` rounds,
+    ``m_t`` the most edges of that depth one link carries: in a round every link carries one
+    chunk and a node sends at most one chunk to each neighbour. A round is one step with 4
+    NIs per node, two (x, then y) with 2 or 3, four (one direction each) with 1. The
+    reduce-scatter runs the deepest edges first, the all-gather the shallowest.
+    """
+    if topology.family != "torus" or len(topology.dims) != 2 or min(topology.dims) < 3:
+        raise ScheduleError(f"forest needs a 2D torus with every dimension >= 3, got {topology.name}")
+    k1, k2 = topology.dims
+    tree, depth, px, py, cx, cy, rnd, cls = base_forest(k1, k2)
+    depth_max = k1 + k2 - 2
+    rounds = np.zeros(depth_max + 2, dtype=np.int64)
+    np.maximum.at(rounds, depth, rnd + 1)
+    gather_start = np.concatenate([[0], np.cumsum(rounds)])  # gather_start[t]: first round of depth t
+    # with fewer NIs than links a round is split by direction: each step a node sends (and
+    # receives) as many chunks as it has NIs, in ceil(4 / NIs) steps (+x and -x together
+    # with 2 NIs, one direction at a time with 1)
+    slots = -(-4 // topology.nis_per_node)
+    slot = cls // (4 // slots)
+    total = int(rounds.sum())
+    gather_step = (total + gather_start[depth] + rnd) * slots + slot
+    reduce_step = (total - gather_start[depth + 1] + rnd) * slots + slot  # deeper edges first
+    # translate the base trees to every root: the node at coordinates (x, y) is router x + k1 y
+    # (noc.topology's grid numbering, checked below)
+    coords = topology.router_coords
+    assert np.array_equal(coords[:, 0] + k1 * coords[:, 1], np.arange(topology.num_nodes))
+    rx, ry = coords[:, 0].astype(np.int64)[:, None], coords[:, 1].astype(np.int64)[:, None]
+    parent = ((px + rx) % k1 + k1 * ((py + ry) % k2)).ravel()
+    child = ((cx + rx) % k1 + k1 * ((cy + ry) % k2)).ravel()
+    flow = (4 * np.arange(topology.num_nodes)[:, None] + tree).ravel()
+    e = tree.size
+    n = topology.num_nodes
+    step = np.concatenate([np.tile(reduce_step, n), np.tile(gather_step, n)])
+    src = np.concatenate([child, parent])
+    dst = np.concatenate([parent, child])
+    op = np.concatenate([np.full(n * e, OP_REDUCE), np.full(n * e, OP_GATHER)])
+    return Schedule.from_columns("forest", topology.name, n, topology.nis_per_node, 4 * n, step, src, dst,
+                                 np.concatenate([flow, flow]), op, {"trees_per_root": 4, "depth": depth_max})

@@ -1,0 +1,193 @@
+"""The throughput optimum of all-gather, reduce-scatter and all-reduce on a topology, exactly.
+
+The bound (ForestColl, Zhao et al. 2024): an all-gather whose result is ``M`` bytes, each of
+the N compute nodes holding ``M/N`` of it, takes at least
+
+    (M / N) * max over cuts S of |S ∩ V_c| / B+(S)
+
+cycles, where S is a set of vertices holding at least one compute node but not all of them,
+V_c the compute nodes and B+(S) the bandwidth (bytes/cycle) of the links leaving S; and
+pipelined spanning trees reach it, so it is the optimum. A reduce-scatter is an all-gather
+run backwards (every link reversed, B+ becomes the bandwidth entering S); the all-reduce
+without in-network reduction, done as reduce-scatter then all-gather, costs their sum.
+
+Compute nodes are the collective's nodes (``Topology.num_nodes``): on a direct network a
+node's NIs are merged into one compute vertex whose links to its router carry the sum of
+its NIs' links, beside the router as a switch vertex; on a switched network every endpoint
+is a compute vertex and every switch a switch vertex. That is the collective the NIC model
+runs (a node's NIs share its memory: the vector is gathered once per node, not once per
+NI). Treating every NI as a compute vertex instead asks each NI to receive the whole
+vector, a different collective with a higher time.
+
+How it is found: with x a candidate bandwidth per compute node, add a source joined to
+every compute vertex by a link of capacity x; every cut S leaves B+(S) >= x |S ∩ V_c| if and
+only if the maximum flow from the source to each compute vertex is N·x. The largest such x
+is x* = min over S of B+(S) / |S ∩ V_c|, and the optimum is 1 / (N x*) cycles per byte of
+M. It is found by Dinkelbach's iteration on that ratio: start from the ratio of a real cut,
+run the N max-flows, and while some minimum cut falls short of N·x move x to that cut's
+ratio (strictly smaller each time, over finitely many cuts). Capacities are the links'
+``bytes_per_cycle`` as exact fractions (a float is a binary fraction), scaled to integers
+for ``networkx``'s max-flow, so every value is exact.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import networkx as nx
+
+from noc.errors import SpecError
+from noc.topology import Topology
+
+SOURCE = "source"
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A vertex set S that attains the optimum.
+
+    ``nodes``: the compute nodes inside S; ``vertices``: the topology's vertices inside S
+    (the NIs of those nodes and the routers/switches in S); ``bytes_per_cycle``: the
+    bandwidth leaving S (for a reduce-scatter's cut: entering S).
+    """
+
+    nodes: tuple[int, ...]
+    vertices: tuple[int, ...]
+    bytes_per_cycle: Fraction
+
+    @property
+    def ratio_cycles_per_byte(self) -> Fraction:
+        """|S ∩ V_c| / B+(S)."""
+        return Fraction(len(self.nodes)) / self.bytes_per_cycle
+
+
+@dataclass(frozen=True)
+class OptimalBound:
+    """Exact optima, in cycles per byte of M (the all-gather's result, the all-reduce's vector)."""
+
+    topology_name: str
+    num_nodes: int
+    all_gather_cycles_per_byte: Fraction
+    reduce_scatter_cycles_per_byte: Fraction
+    all_gather_cut: Cut | None
+    reduce_scatter_cut: Cut | None
+
+    @property
+    def all_reduce_cycles_per_byte(self) -> Fraction:
+        """Reduce-scatter then all-gather, without in-network reduction."""
+        return self.all_gather_cycles_per_byte + self.reduce_scatter_cycles_per_byte
+
+    def all_gather_cycles(self, size_bytes: int) -> Fraction:
+        return self.all_gather_cycles_per_byte * size_bytes
+
+    def reduce_scatter_cycles(self, size_bytes: int) -> Fraction:
+        return self.reduce_scatter_cycles_per_byte * size_bytes
+
+    def all_reduce_cycles(self, size_bytes: int) -> Fraction:
+        return self.all_reduce_cycles_per_byte * size_bytes
+
+
+@dataclass(frozen=True)
+class CutGraph:
+    """The topology as ForestColl's graph: vertex ``n < N`` is compute node n, vertex
+    ``N + r`` is router/switch r; ``capacity[(a, b)]`` sums the links from a to b."""
+
+    num_nodes: int
+    num_routers: int
+    capacity: dict[tuple[int, int], Fraction]
+
+    def reversed(self) -> "CutGraph":
+        return CutGraph(self.num_nodes, self.num_routers, {(b, a): c for (a, b), c in self.capacity.items()})
+
+
+def cut_graph(topology: Topology) -> CutGraph:
+    """Merge each node's NIs into its compute vertex (direct networks), drop nothing else."""
+    e, n = topology.num_endpoints, topology.num_nodes
+    node_of = topology.endpoint_node
+
+    def vertex(v: int) -> int:
+        return int(node_of[v]) if v < e else n + (v - e)
+
+    cap: dict[tuple[int, int], Fraction] = {}
+    for s, d, bw in zip(topology.link_src.tolist(), topology.link_dst.tolist(), topology.link_bytes_per_cycle.tolist()):
+        a, b = vertex(s), vertex(d)
+        if a != b:
+            cap[a, b] = cap.get((a, b), Fraction(0)) + Fraction(bw)
+    return CutGraph(n, topology.num_routers, cap)
+
+
+def _outgoing(graph: CutGraph, inside: set[int]) -> Fraction:
+    return sum((c for (a, b), c in graph.capacity.items() if a in inside and b not in inside), Fraction(0))
+
+
+def _ratio(graph: CutGraph, inside: set[int]) -> Fraction:
+    return _outgoing(graph, inside) / sum(1 for v in inside if v < graph.num_nodes)
+
+
+def _shortest_cut(graph: CutGraph, x: Fraction) -> tuple[Fraction, set[int]] | None:
+    """The cut S minimising B+(S) - x|S ∩ V_c| over all sinks, if that is negative (x too large)."""
+    n = graph.num_nodes
+    scale = math.lcm(x.denominator, *(c.denominator for c in graph.capacity.values()))
+    g = nx.DiGraph()
+    g.add_nodes_from(range(n + graph.num_routers))
+    for (a, b), c in graph.capacity.items():
+        g.add_edge(a, b, capacity=int(c * scale))
+    src_cap = int(x * scale)
+    for v in range(n):
+        g.add_edge(SOURCE, v, capacity=src_cap)
+    full = n * src_cap
+    best: tuple[int, set[int]] | None = None
+    for sink in range(n):
+        value, (side, _) = nx.minimum_cut(g, SOURCE, sink)
+        if value < full and (best is None or value < best[0]):
+            best = (value, set(side) - {SOURCE})
+    if best is None:
+        return None
+    return _ratio(graph, best[1]), best[1]
+
+
+def max_cut_ratio(graph: CutGraph) -> tuple[Fraction, set[int]]:
+    """(x*, S): the least B+(S)/|S ∩ V_c| over cuts with a compute node inside and one outside."""
+    n = graph.num_nodes
+    everything = set(range(n + graph.num_routers))
+    # start from real cuts: one node alone, or everything but one node
+    starts = [{v} for v in range(n)] + [everything - {v} for v in range(n)]
+    inside = min(starts, key=lambda s: _ratio(graph, s))
+    x = _ratio(graph, inside)
+    if x == 0:
+        raise SpecError(f"the network is not connected: no link leaves the vertices {sorted(inside)} "
+                        "(compute nodes first, then routers), so no collective can finish")
+    while (better := _shortest_cut(graph, x)) is not None:
+        new_x, new_inside = better
+        assert new_x < x, "Dinkelbach's ratio must fall at every step"
+        x, inside = new_x, new_inside
+    return x, inside
+
+
+def _as_cut(topology: Topology, graph: CutGraph, inside: set[int], *, entering: bool) -> Cut:
+    n, e = graph.num_nodes, topology.num_endpoints
+    nodes = tuple(sorted(v for v in inside if v < n))
+    vertices = sorted(int(ep) for v in nodes for ep in topology.node_endpoints[v])
+    vertices += sorted(e + (v - n) for v in inside if v >= n)
+    g = graph.reversed() if entering else graph
+    return Cut(nodes=nodes, vertices=tuple(vertices), bytes_per_cycle=_outgoing(g, inside))
+
+
+def optimal_bound(topology: Topology) -> OptimalBound:
+    """The exact throughput optimum of all-gather, reduce-scatter and all-reduce on ``topology``."""
+    graph = cut_graph(topology)
+    n = graph.num_nodes
+    if n < 2:
+        return OptimalBound(topology.name, n, Fraction(0), Fraction(0), None, None)
+    x_ag, s_ag = max_cut_ratio(graph)
+    x_rs, s_rs = max_cut_ratio(graph.reversed())
+    return OptimalBound(
+        topology_name=topology.name,
+        num_nodes=n,
+        all_gather_cycles_per_byte=1 / (n * x_ag),
+        reduce_scatter_cycles_per_byte=1 / (n * x_rs),
+        all_gather_cut=_as_cut(topology, graph, s_ag, entering=False),
+        reduce_scatter_cut=_as_cut(topology, graph, s_rs, entering=True),
+    )

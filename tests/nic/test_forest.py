@@ -1,0 +1,104 @@
+"""nic.collectives.forest: four trees per root on a 2D torus, at the throughput optimum.
+
+Checked on exact sums (the verifier), against the link loads the construction promises
+(N-1 chunks per directed link and phase), against optimal_bound (lockstep ideal time and the
+message-level NIC model) and against MultiTree on the main job's network.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from nic.collectives import ScheduleError, build, contention, ideal_cycles, optimal_bound, transfer_paths, verify
+from nic.collectives.forest import forest
+from nic.nic_table import check_representable
+from nic.scheduler import OP_GATHER, OP_REDUCE
+from noc.topology import parse_spec
+
+def whole_chunks(t) -> int:
+    """A size of whole number of 4-byte elements per flow (4N flows), so chunks are equal."""
+    return 4 * (4 * t.num_nodes) * 1024  # 4 bytes x 4N flows x 1024 elements
+
+
+@pytest.mark.parametrize("spec", ["torus:3x3", "torus:4x4", "torus:4x4:c4", "torus:3x5", "torus:5x4:c2", "torus:8x8:c4"])
+def test_forest_is_a_correct_allreduce(spec):
+    s = forest(parse_spec(spec))
+    verify(s, seed=1)
+    verify(s, num_elements=s.num_flows, seed=2)
+    check_representable(s)
+
+
+@pytest.mark.parametrize("spec", ["torus:4x4", "torus:4x4:c4", "torus:5x5:c2", "torus:8x8:c4"])
+def test_square_torus_every_link_carries_n_minus_1_chunks_per_phase_one_per_step(spec):
+    t = parse_spec(spec)
+    s = forest(t)
+    off, flat = transfer_paths(s, t)
+    assert np.all(np.diff(off) == 1)  # neighbours only: one hop each
+    n = t.num_nodes
+    for op in (OP_REDUCE, OP_GATHER):
+        uses = np.bincount(flat[s.op == op], minlength=t.num_links)
+        assert set(uses[t.is_router_link].tolist()) == {n - 1}
+    assert contention(s, t).max_messages_per_link_step == 1
+    # a node sends at most one chunk to each neighbour per step, and no more chunks than it has NIs
+    key = np.stack([s.step, s.src, s.dst], axis=1)
+    assert len(np.unique(key, axis=0)) == s.num_transfers
+    per_step = np.bincount(s.step.astype(np.int64) * n + s.src)
+    assert per_step.max() == min(4, t.nis_per_node)
+
+
+@pytest.mark.parametrize("spec", ["torus:4x4", "torus:4x4:c4", "torus:5x5:c2", "torus:8x8:c4"])
+def test_square_torus_lockstep_ideal_time_is_the_optimum(spec):
+    t = parse_spec(spec)
+    size = whole_chunks(t)
+    opt = optimal_bound(t).all_reduce_cycles(size)
+    assert ideal_cycles(forest(t), t, size) == pytest.approx(float(opt), rel=1e-12)
+
+
+@pytest.mark.parametrize("k1,k2", [(3, 5), (4, 6)])
+def test_non_square_torus_is_off_the_optimum_by_its_busier_direction(k1, k2):
+    t = parse_spec(f"torus:{k1}x{k2}:c4")
+    n = k1 * k2
+    factor = Fraction(max((k1 - 1) * (k2 + 1), (k2 - 1) * (k1 + 1)), n - 1)
+    size = whole_chunks(t)
+    opt = optimal_bound(t).all_reduce_cycles(size)
+    assert ideal_cycles(forest(t), t, size) == pytest.approx(float(opt * factor), rel=1e-12)
+
+
+@pytest.mark.parametrize("spec", ["mesh:4x4", "torus:4x4x4", "ring:8", "torus:2x4", "fattree:k4:l2"])
+def test_other_networks_are_refused(spec):
+    with pytest.raises(ScheduleError, match="2D torus"):
+        forest(parse_spec(spec))
+
+
+@pytest.mark.parametrize("spec", ["torus:4x4", "torus:4x4:c2", "torus:4x4:c4"])
+def test_message_level_reaches_the_optimum(spec):
+    from nic.allreduce import simulate_allreduce
+
+    t = parse_spec(spec)
+    size = 8 << 20
+    opt = float(optimal_bound(t).all_reduce_cycles(size))
+    ours = simulate_allreduce(t, forest(t), size_bytes=size, model="message")
+    assert ours.verified
+    assert opt <= ours.total_cycles <= opt / 0.99
+
+
+def test_message_level_beats_multitree_by_a_quarter_on_the_main_network():
+    from nic.allreduce import simulate_allreduce
+
+    t = parse_spec("torus:4x4:c4")
+    size = 8 << 20
+    ours = simulate_allreduce(t, forest(t), size_bytes=size, model="message")
+    mt = simulate_allreduce(t, build(t, "multitree"), size_bytes=size, model="message")
+    assert mt.total_cycles / ours.total_cycles >= 1.25
+
+
+def test_msccl_xml_round_trip_is_the_same_schedule():
+    from nic.collectives.msccl import from_msccl_xml, to_msccl_xml
+
+    t = parse_spec("torus:4x4:c4")
+    s = forest(t)
+    back = from_msccl_xml(to_msccl_xml(s), topology=t.name, nis_per_node=4, algorithm="forest")
+    assert back == s
