@@ -38,7 +38,7 @@ from fractions import Fraction
 
 import networkx as nx
 
-from noc.errors import SpecError
+from noc.base.errors import SpecError
 from noc.topology import Topology
 
 SOURCE = "source"

@@ -16,7 +16,7 @@ import pytest
 
 from nic.collectives import bounds, build, ideal_cycles, optimal_bound
 from nic.collectives.optimum import cut_graph
-from noc.errors import SpecError
+from noc.base.errors import SpecError
 from noc.topology import Topology, parse_spec
 
 M = 1 << 20
