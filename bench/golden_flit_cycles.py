@@ -12,7 +12,7 @@ the NIC or router config's key fields shows too.
     python bench/golden_flit_cycles.py             # compare the code with the stored file
     python bench/golden_flit_cycles.py --only fast # just the cases the default suite runs
 
-``tests/nic/test_golden_cycles.py`` runs the same comparison (the fast cases with the suite,
+``tests/nic/test_golden_flit_cycles.py`` runs the same comparison (the fast cases with the suite,
 the rest marked slow).
 """
 

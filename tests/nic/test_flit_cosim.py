@@ -410,8 +410,9 @@ def test_the_co_simulation_compiles_once_whatever_arrays_prepare_built():
     import numpy as np
     from numba.core import types
 
+    from nic.flit_cosim import run_flit
+    from nic.flit_cosim_stages import cosim
     from nic.preparation import prepare
-    from nic.flit_cosim import _cosim, run_flit
 
     t = parse_spec("torus:4x4")
     s = build(t, "multitree")
@@ -425,5 +426,5 @@ def test_the_co_simulation_compiles_once_whatever_arrays_prepare_built():
     a = run_flit(t, s, prep, nic, NET)
     b = run_flit(t, s, other, nic, NET)
     assert a.arrive_cycles.tolist() == b.arrive_cycles.tolist()
-    wide = [sig for sig in _cosim.signatures if isinstance(sig[0].types[sig[0].fields.index("ser")], types.NoneType)]
+    wide = [sig for sig in cosim.signatures if isinstance(sig[0].types[sig[0].fields.index("ser")], types.NoneType)]
     assert len(wide) == 1, wide
