@@ -12,7 +12,7 @@ fitted exponents of time and memory against nodes (least squares on log-log).
 
 ``--command K`` also times the whole command ``hw-models allreduce -t torus:KxK --nis N -a
 ALGORITHM --sizes SIZE`` (imports, schedule builds, the reference ring it always runs,
-verification and outputs, into a fresh output directory) and prints its wall time and peak
+verification and outputs, into a fresh output directory) and prints its wall time, CPU time and peak
 memory (the largest resident set of the process, from ``wait4``).
 
 Prints figures only; nothing is asserted. Wall times depend on the machine and its load:
@@ -105,15 +105,15 @@ def main() -> int:
               f"peak memory above the base ~ nodes^{fit_exponent(nodes, [max(x[2], 1.0) for x in rows]):.2f} "
               "(MultiTree moves 2N(N-1) messages: nodes^2 is linear in transfers)")
     for k in a.command:
-        wall, peak, code = time_command(k, a.nis, a.algorithm, a.size)
+        wall, cpu, peak, code = time_command(k, a.nis, a.algorithm, a.size)
         cmd = f"hw-models allreduce -t torus:{k}x{k} --nis {a.nis} -a {a.algorithm} --sizes {a.size}"
-        print(f"command: {cmd}: " + (f"wall {wall:.1f} s, peak {peak:,.0f} MB" if code == 0 else f"failed (exit {code})"),
+        print(f"command: {cmd}: " + (f"wall {wall:.1f} s, cpu {cpu:.1f} s, peak {peak:,.0f} MB" if code == 0 else f"failed (exit {code})"),
               flush=True)
     return 0
 
 
-def time_command(k: int, nis: int, algorithm: str, size: str) -> tuple[float, float, int]:
-    """(wall s, peak resident MB, exit code) of the ``hw-models allreduce`` command on a k x k
+def time_command(k: int, nis: int, algorithm: str, size: str) -> tuple[float, float, float, int]:
+    """(wall s, CPU s (user + system), peak resident MB, exit code) of the ``hw-models allreduce`` command on a k x k
     torus, run as its own process into a fresh output directory."""
     import shutil
     import tempfile
@@ -125,7 +125,7 @@ def time_command(k: int, nis: int, algorithm: str, size: str) -> tuple[float, fl
                                  "--sizes", size, "--out", out], stdout=subprocess.DEVNULL)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
-    return wall, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
 
 
 if __name__ == "__main__":
