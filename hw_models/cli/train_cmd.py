@@ -18,7 +18,7 @@ from typing import Optional
 
 import typer
 
-from hw_models.cli.nic_flags import nic_choices
+from hw_models.flags import flag_overlay
 from noc.errors import ConfigError, HwModelsError
 
 DEFAULT_BATCH = 16
@@ -92,7 +92,6 @@ def train(
     from hw_models.training import endtoend as e2e
     from hw_models.training.compute import ENGINES, get_device
     from nic.allreduce import MODELS
-    from nic.collectives import algorithm_name
 
     # ---- everything checked before anything is simulated or written --------------------
     if config is not None and not config.is_file():
@@ -121,23 +120,8 @@ def train(
                     "policy": "--policy"}
     policies = e2e.make_policies(policy, options, option_flags)
     works = e2e.resolve_workloads(workloads)
-    if topology is not None and not topology.strip():
-        raise HwModelsError("--topology is empty; give a spec such as torus:4x4")
-    if algorithms is not None and not algorithms.replace(",", "").strip():
-        raise HwModelsError(f"--algorithms {algorithms!r} names no algorithm")
-    names = None if algorithms is None else list(dict.fromkeys(algorithm_name(a) for a in algorithms.split(",")
-                                                               if a.strip()))
-    design, overrides, flags, nis = nic_choices(nic, variant, nis=nis, designs=("codesigned", "baseline"))
-    drop: tuple[str, ...] = ()
-    if topology is not None:
-        overrides["network.topology"], flags["network.topology"] = topology, "--topology"
-        drop = ("network.nis_per_node", "network.routing")
-    if nis is not None:
-        overrides["network.nis_per_node"], flags["network.nis_per_node"] = nis, "--nis"
-    if names is not None:
-        flags["allreduce.algorithms"] = "--algorithms"
-    if seed is not None:
-        overrides["run.seed"], flags["run.seed"] = seed, "--seed"
+    design, names, overrides, flags, drop = flag_overlay(topology=topology, nis=nis, algorithms=algorithms, nic=nic,
+                                                         variant=variant, seed=seed, designs=("codesigned", "baseline"))
     cfg = config_with_flags(data, source, overrides, flags, drop)
     design = design or cfg.nic.design
     exp = resolve_experiment(cfg, source, flags=flags, designs=[design], algorithms=names)

@@ -94,7 +94,7 @@ def test_two_schedule_commands_writing_one_json_both_finish(tmp_path, monkeypatc
 
 
 def test_two_maddpg_runs_writing_one_learning_curve_both_finish(tmp_path, monkeypatch):
-    from hw_models.cli.maddpg_cmd import write_outputs
+    from hw_models.maddpg_outputs import write_outputs
 
     other = lambda: write_outputs(tmp_path, [1.0, 2.0, 3.0], None, "other")  # noqa: E731
     state = _other_run_at_first_rename(monkeypatch, other, when=lambda dst: dst.suffix == ".png")
@@ -110,7 +110,7 @@ def test_the_learning_curve_is_the_figure_as_laid_out(tmp_path):
     """save_figure with bbox_inches=None: the 7 x 4 inch figure at 120 dpi, as before."""
     from PIL import Image
 
-    from hw_models.cli.maddpg_cmd import write_outputs
+    from hw_models.maddpg_outputs import write_outputs
 
     _csv, png = write_outputs(tmp_path, [0.0, 1.0], None, "t")
     assert Image.open(png).size == (840, 480)

@@ -6,7 +6,8 @@
 # to NAME/stdout.txt, without the lines holding a heavy rule (the progress bar's last
 # state, which shows wall time, and with it the tables' top rules), and
 # the CSV files it writes to NAME/ (and the JSONL result stores the release before the
-# SQLite store wrote: test data of `hw-models sweep import-jsonl`). The command line is in
+# SQLite store wrote, for the allreduce and noc_sweep_load cases: test data of
+# `hw-models sweep import-jsonl`). The command line is in
 # CASES below and in NAME/command.txt. Recorded with the code of commit 66b2846 (a copy of
 # it first on PYTHONPATH, the same virtual environment):
 #   git archive 66b2846 | tar -x -C /tmp/base
@@ -50,7 +51,9 @@ for case in "${CASES[@]}"; do
   rm -rf "${HERE:?}/$name" && mkdir -p "$HERE/$name"
   echo "hw-models $args" > "$HERE/$name/command.txt"
   (cd "$work" && $HW $args) | grep -v '━' > "$HERE/$name/stdout.txt"
-  (cd "$work" && find out -name '*.csv' -o -name '*.jsonl' | sort) | while read -r f; do
+  kinds=(-name '*.csv')
+  case $name in allreduce|noc_sweep_load) kinds+=(-o -name '*.jsonl');; esac  # small JSONL stores
+  (cd "$work" && find out "${kinds[@]}" | sort) | while read -r f; do
     cp "$work/$f" "$HERE/$name/$(basename "$f")"
   done
   rm -rf "$work"
