@@ -74,6 +74,22 @@ def test_import_jsonl_brings_in_the_allreduce_store_of_the_release_before(tmp_pa
     assert "imported 0 record(s); 8 already in" in text
 
 
+def test_import_jsonl_brings_in_the_noc_store_of_the_current_release(tmp_path, capsys):
+    """The JSONL store ``hw-models noc sweep-load`` writes (tests/hw_models/golden/noc_sweep_load,
+    recorded by golden/make_golden.sh) imports whole: one noc_load row per load point of its CSV."""
+    from pathlib import Path
+
+    golden = Path(__file__).parent / "golden" / "noc_sweep_load"
+    store = tmp_path / "imported.sqlite"
+    code, text, err = run(["sweep", "import-jsonl", str(golden / "sweep_mesh_3x3_uniform.jsonl"), "--store",
+                           str(store)], capsys)
+    assert code == 0 and "imported 3 noc_load record(s)" in text, text + err
+    want = list(csv.DictReader((golden / "sweep_mesh_3x3_uniform.csv").open()))
+    assert len(want) == 3
+    got = sorted(r["metrics"]["packets"] for r in _rows(store))
+    assert got == sorted(int(w["packets"]) for w in want)
+
+
 NOC = """
 [network]
 topology = "mesh:3x3"
