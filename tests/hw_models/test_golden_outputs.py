@@ -41,7 +41,7 @@ refine_steps = 0
 # make_golden.sh left out every line with a heavy rule: the progress bar's last state (it
 # shows wall time), and the tables' top rules with it
 _PROGRESS = re.compile(r"━")
-_STORE_NAME = re.compile(r"reused from [^\s;)]+")
+_STORE_NAME = re.compile(r"reused from [^;)]+")  # one store now; a JSONL store per model then
 
 
 def _text(text: str) -> str:
