@@ -56,7 +56,7 @@ def main() -> None:
                   f"{time.perf_counter() - t0:>8.0f}", flush=True)
 
     t.train(args.episodes, checkpoint_path=ck, checkpoint_every=args.block, on_episode=on_episode)
-    from hw_models.cli.maddpg_cmd import write_outputs
+    from hw_models.maddpg_outputs import write_outputs
 
     csv_path, png_path = write_outputs(args.out, t.rewards, rnd, f"MADDPG {args.env}, {t.n} agents, seed {args.seed}")
     print(f"# wrote {csv_path}, {png_path}")

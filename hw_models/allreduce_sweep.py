@@ -1,97 +1,66 @@
-"""The all-reduce comparison: algorithms x sizes x NIC designs on one topology, resumable.
+"""The all-reduce comparison: algorithms x sizes x NIC designs x models on one topology, as
+points of sweep kind ``allreduce`` (:mod:`hw_models.sweep.kinds.allreduce`).
 
-Each finished run is appended to a JSONL ResultStore under a key that names everything
-that determines it, so an interrupted sweep resumes where it stopped and a changed
-parameter never reuses a stale result. A record the store cannot vouch for (damaged,
-checksum mismatch, another store format; :mod:`hw_models.store`) is not reused: its run is
-simulated again and appended. :func:`table_rows` adds speedup over ring and the share of
-the bandwidth bound (:func:`hw_models.report.charts.bandwidth_chart` draws them).
+:func:`allreduce_plan` turns a command's checked choices into the points it runs, in the
+order its table lists them; :mod:`hw_models.sweep.plan` runs them into the sweep store
+(one key per point; what is stored is reused, an interrupted run resumes) and reads their
+metrics back; :func:`result_of` makes each point's metrics an
+:class:`~nic.result.AllreduceResult` again. :func:`table_rows` adds speedup over ring and
+the share of the bandwidth bound (:func:`hw_models.report.charts.bandwidth_chart` draws them).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+import copy
+from pathlib import Path
 
-from hw_models.store import ResultStore
-from nic.allreduce import NicConfig, simulate_allreduce
-from nic.message_sim import MODEL_VERSION as MESSAGE_MODEL_VERSION
-from nic.collectives import SCHEDULE_VERSION, build
+from hw_models.sweep.plan import Plan
 from nic.result import AllreduceResult
-from noc.flit import MODEL_VERSION as FLIT_MODEL_VERSION
-from noc.topology import Topology
+
+KIND = "allreduce"
 
 
-@dataclass(frozen=True)
-class Job:
-    algorithm: str
-    size_bytes: int
-    nic: str  # design
-    model: str
+def allreduce_plan(data: dict, *, algorithms: list[str], sizes_bytes: list[int], designs: list[str],
+                   models: list[str], tree_order: str = "ours", source: str = "hw-models allreduce",
+                   origin: str = "hw-models allreduce") -> Plan:
+    """The points of ``data`` (an experiment config's data, flags set in it) for every model,
+    design, size and algorithm, in that order (the last varies fastest)."""
+    base = copy.deepcopy(data)
+    own = base.pop("allreduce", {}) or {}
+    extra = {"element_bytes": own["element_bytes"]} if isinstance(own, dict) and "element_bytes" in own else {}
+    configs, labels = [], []
+    for m in models:
+        for d in designs:
+            for s in sizes_bytes:
+                for a in algorithms:
+                    point = copy.deepcopy(base)
+                    point["nic"] = {**(point.get("nic") or {}), "design": d}
+                    point["allreduce"] = {"algorithm": a, "size": s, "model": m, "tree_order": tree_order, **extra}
+                    configs.append(point)
+                    labels.append(f"{m} {a} {s} {d}")
+    return Plan(KIND, configs, source, origin, labels)
 
 
-def run_key(topology: Topology, job: Job, nic: NicConfig, network, seed: int,
-            schedule_options: dict | None = None) -> str:
-    """Everything that determines a run, hashed into a short stable key: the topology, the
-    job, the NIC and router configs, the seed, the schedule builder's options and version,
-    and the model's version."""
-    net = network.key_fields() if network is not None else None
-    fields = {"topology": topology.to_dict(), "job": job.__dict__, "nic": nic.key_fields(),
-              "network": net, "seed": seed, "schedule_version": SCHEDULE_VERSION}
-    if schedule_options:
-        fields["schedule_options"] = schedule_options
-    if job.model == "message":  # results of an older model are not reused
-        fields["message_model_version"] = MESSAGE_MODEL_VERSION
-    elif job.model == "flit":
-        fields["flit_model_version"] = FLIT_MODEL_VERSION
-    blob = json.dumps(fields, sort_keys=True)
-    return f"{topology.name}|{job.algorithm}|{job.nic}|{job.model}|{job.size_bytes}|" + hashlib.sha1(blob.encode()).hexdigest()[:12]
+def result_of(metrics: dict) -> AllreduceResult:
+    """The :class:`AllreduceResult` a point's metrics (:meth:`AllreduceResult.row`) hold: its
+    row, table and figure are the run's."""
+    return AllreduceResult(
+        topology=metrics["topology"], algorithm=metrics["algorithm"], nic=metrics["nic"], model=metrics["model"],
+        size_bytes=metrics["size_bytes"], num_nodes=metrics["num_nodes"], nis_per_node=metrics["nis_per_node"],
+        total_cycles=metrics["total_cycles"], clock_ghz=metrics["clock_ghz"], bound_cycles=metrics["bound_cycles"],
+        verified=metrics["verified"], step_end_cycles=(0.0,) * metrics["steps"],
+        link_utilisation_mean=metrics["link_utilisation_mean"], link_utilisation_max=metrics["link_utilisation_max"],
+        seed=metrics["seed"])
 
 
-def run_sweep(topology: Topology, jobs: Iterable[Job], *, nic: NicConfig, network=None, store: ResultStore | None,
-              seed: int = 0, on_result: Callable[[Job, AllreduceResult, bool], None] | None = None,
-              schedule_options: dict | None = None, fresh: bool = False,
-              schedules: dict | None = None) -> list[AllreduceResult]:
-    """Run ``jobs`` (skipping those already in ``store``, unless ``fresh``: then they run
-    again and their new records supersede the old); ``on_result(job, result, reused)``
-    after each. A job listed twice runs once. ``schedules`` maps algorithms to schedules
-    already built with ``schedule_options`` (the rest are built here)."""
-    done = {r["key"]: r for r in store.records()} if store is not None and not fresh else {}
-    this_run: dict[str, AllreduceResult] = {}
-    schedules = dict(schedules or {})
-    out = []
-    for job in jobs:
-        cfg = nic.model_copy(update={"design": job.nic})
-        options = (schedule_options or {}).get(job.algorithm, {})
-        key = run_key(topology, job, cfg, network, seed, options)
-        if key in this_run:
-            res, reused = this_run[key], True
-        elif key in done and (res := _stored_result(done[key])) is not None:
-            reused = True
-        else:
-            if job.algorithm not in schedules:
-                schedules[job.algorithm] = build(topology, job.algorithm, **options)
-            res = simulate_allreduce(topology, schedules[job.algorithm], cfg, network, job.size_bytes,
-                                     model=job.model, seed=seed)
-            if store is not None:
-                store.append(key, json.loads(res.to_json()))
-            reused = False
-        this_run[key] = res
-        out.append(res)
-        if on_result is not None:
-            on_result(job, res, reused)
-    return out
+def run_sweep(plan: Plan, store_path: str | Path, *, fresh: bool = False, workers: int | None = 0,
+              dask: str | None = None, on_event=None) -> tuple[list[AllreduceResult], int]:
+    """(the results of ``plan``'s points in its order, how many were reused from the store):
+    the points run into the sweep store at ``store_path`` (:func:`hw_models.sweep.plan.run_plan`)."""
+    from hw_models.sweep.plan import run_plan
 
-
-def _stored_result(record: dict) -> AllreduceResult | None:
-    """The result a store record holds, or None when the record is damaged (the run is then
-    simulated again and its new record supersedes this one)."""
-    try:
-        return AllreduceResult.from_json(json.dumps({k: v for k, v in record.items() if k != "key"}))
-    except (KeyError, TypeError, ValueError):
-        return None
+    ran = run_plan(plan, store_path, fresh=fresh, workers=workers, dask=dask, on_event=on_event)
+    return [result_of(m) for m in ran.metrics], len(ran.points) - ran.summary.done
 
 
 def table_rows(results: list[AllreduceResult]) -> list[dict]:
@@ -122,3 +91,4 @@ def calibration_rows(results: list[AllreduceResult]) -> list[dict]:
                      "message_cycles": m.total_cycles,
                      "message_vs_flit_percent": round(100 * (m.total_cycles / f.total_cycles - 1), 3)})
     return rows
+

@@ -25,6 +25,15 @@ def config_with_flags(data: dict, source: str, overrides: Mapping[str, Any],
     """Validate ``data`` (a config's raw TOML data) with ``overrides`` (dotted key ->
     value, from flags) set and the dotted keys in ``drop`` removed; errors in an
     overridden key name the flag ``flags`` gives for it."""
+    if overrides:
+        source += " (with flags)"
+    return validate(data_with_flags(data, overrides, drop), ExperimentConfig, source=source, flags=flags)
+
+
+def data_with_flags(data: dict, overrides: Mapping[str, Any], drop: tuple[str, ...] = ()) -> dict:
+    """A copy of config data ``data`` with ``overrides`` (dotted key -> value) set and the
+    dotted keys in ``drop`` removed: what :func:`config_with_flags` validates, and the base
+    of the points a command runs (:mod:`hw_models.sweep.plan`)."""
     data = copy.deepcopy(data)
     for key in drop:
         section, _, name = key.partition(".")
@@ -35,9 +44,7 @@ def config_with_flags(data: dict, source: str, overrides: Mapping[str, Any],
         sec = data.setdefault(section, {})
         if isinstance(sec, dict):  # otherwise validation names the bad section
             sec[name] = value
-    if overrides:
-        source += " (with flags)"
-    return validate(data, ExperimentConfig, source=source, flags=flags)
+    return data
 
 
 @dataclass(frozen=True)

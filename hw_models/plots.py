@@ -1,5 +1,5 @@
 """Topology drawings (:func:`draw_topology`, in the house style of :mod:`hw_models.report.writer`),
-written whole or not at all by :func:`noc.base.figures.save_figure`.
+written whole or not at all by :func:`hw_models.report.writer.write_figure`.
 """
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 
-from noc.base.figures import save_figure
 from noc.topology import Topology
 
 

@@ -46,6 +46,10 @@ try:  # POSIX: appends and read-modify-write of outputs take a lock on the store
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None
 
+# The sweep store (hw_models.sweep.store) an experiment command keeps in its output directory:
+# every point it ran, resumable; a re-run reuses them.
+STORE_NAME = "runs.sqlite"
+
 # Version of the record layout. 2: every record carries store_format and a sha256 checksum.
 # Records without them (format 1) are not reused: nothing shows whether they were edited.
 STORE_FORMAT = 2

@@ -17,7 +17,7 @@ import typer
 from hw_models import __version__
 from hw_models.cli import config_cmd, demo_cmd, topology_cmd
 from hw_models.cli import allreduce_cmd, rtl_cmd, schedule_cmd
-from hw_models.cli import noc_cmd
+from hw_models.cli import maddpg_accel_cmd, maddpg_cmd, noc_cmd
 from hw_models.cli import sweep_cmd
 from hw_models.cli import train_cmd, train_system_cmd
 from hw_models.cli import plot_cmd, report_cmd
@@ -50,14 +50,15 @@ def _root(
 app.add_typer(topology_cmd.app, name="topology")
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(rtl_cmd.app, name="rtl")
-app.add_typer(__import__("hw_models.cli.maddpg_cmd", fromlist=["app"]).app, name="maddpg")
+maddpg_cmd.app.command(name="accel")(maddpg_accel_cmd.accel)
+app.add_typer(maddpg_cmd.app, name="maddpg")
 app.add_typer(noc_cmd.app, name="noc")
 app.add_typer(sweep_cmd.app, name="sweep")
+app.add_typer(train_system_cmd.app, name="train-system")
 app.command(name="schedule")(schedule_cmd.schedule)
 app.command(name="allreduce")(allreduce_cmd.allreduce)
 app.command(name="demo")(demo_cmd.demo)
 app.command(name="train")(train_cmd.train)
-app.command(name="train-system")(train_system_cmd.train_system)
 app.command(name="plot")(plot_cmd.plot)
 app.command(name="report")(report_cmd.report)
 

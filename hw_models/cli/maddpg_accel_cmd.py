@@ -75,7 +75,7 @@ def accel(
 ) -> None:
     """Time one MADDPG update on per-agent FPGA engines with an on-chip agent interconnect; print a table by phase,
     write accel.csv and accel.png (and with --search, search.csv and pareto.png)."""
-    from hw_models.cli.maddpg_cmd import _parse_fixed_point
+    from hw_models.flags import parse_fixed_point
     from maddpg.accel.config import AccelConfig
     from maddpg.accel.parts import get_part
     from noc.base.config import SEED_RULE, read_toml, validate
@@ -92,7 +92,7 @@ def accel(
         raise HwModelsError(f"--batch {batch}: allowed: 1..65536")
     if not 0 <= seed <= 2**32 - 1:
         raise HwModelsError(f"--seed {seed}: {SEED_RULE}")
-    q_bits, q_frac = _parse_fixed_point(fixed_point)
+    q_bits, q_frac = parse_fixed_point(fixed_point)
     size = _engine(engine)
     gen, lanes = _pcie(pcie)
     if level not in ("message", "flit"):

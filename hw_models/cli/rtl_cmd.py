@@ -7,6 +7,8 @@ from typing import Optional
 
 import typer
 
+from hw_models.flags import parse_int_list as _parse_list
+
 app = typer.Typer(help="The NIC scheduler's Verilog (rtl/): lint, model-vs-RTL regression, synthesis cost.",
                   no_args_is_help=True)
 
@@ -17,21 +19,6 @@ def _params(depth: int, nis: int):
     from nic.scheduler import SchedulerParams
 
     return SchedulerParams(depth=depth, nis=nis)
-
-
-def _parse_list(text: str, name: str) -> list[int]:
-    """Comma-separated integers, duplicates dropped (first occurrence kept)."""
-    from noc.base.errors import ConfigError
-
-    import re
-
-    parts = [x.strip() for x in text.split(",") if x.strip()]
-    if not all(re.fullmatch(r"[+-]?[0-9]{1,18}", x) for x in parts):  # ASCII digits: int() also takes '４'
-        raise ConfigError(f"--{name} = {text!r} is not a comma-separated list of integers")
-    values = [int(x) for x in parts]
-    if not values:
-        raise ConfigError(f"--{name} is empty")
-    return list(dict.fromkeys(values))
 
 
 def _check_sim(sim: str) -> None:

@@ -18,7 +18,7 @@ from typing import Optional
 
 import typer
 
-from hw_models.cli.nic_flags import nic_choices
+from hw_models.flags import flag_overlay
 from hw_models.training.compute import DEFAULT_DEVICE, ENGINES, device_choices
 from hw_models.training.policies import POLICIES
 from hw_models.training.workloads import WORKLOADS
@@ -96,7 +96,6 @@ def train(
     from hw_models.training import endtoend as e2e
     from hw_models.training.compute import get_device
     from nic.allreduce import MODELS
-    from nic.collectives import algorithm_name
 
     # ---- everything checked before anything is simulated or written --------------------
     if config is not None and not config.is_file():
@@ -125,23 +124,8 @@ def train(
                     "policy": "--policy"}
     policies = e2e.make_policies(policy, options, option_flags)
     works = e2e.resolve_workloads(workloads)
-    if topology is not None and not topology.strip():
-        raise HwModelsError("--topology is empty; give a spec such as torus:4x4")
-    if algorithms is not None and not algorithms.replace(",", "").strip():
-        raise HwModelsError(f"--algorithms {algorithms!r} names no algorithm")
-    names = None if algorithms is None else list(dict.fromkeys(algorithm_name(a) for a in algorithms.split(",")
-                                                               if a.strip()))
-    design, overrides, flags, nis = nic_choices(nic, variant, nis=nis, designs=tuple(DESIGNS))
-    drop: tuple[str, ...] = ()
-    if topology is not None:
-        overrides["network.topology"], flags["network.topology"] = topology, "--topology"
-        drop = ("network.nis_per_node", "network.routing")
-    if nis is not None:
-        overrides["network.nis_per_node"], flags["network.nis_per_node"] = nis, "--nis"
-    if names is not None:
-        flags["allreduce.algorithms"] = "--algorithms"
-    if seed is not None:
-        overrides["run.seed"], flags["run.seed"] = seed, "--seed"
+    design, names, overrides, flags, drop = flag_overlay(topology=topology, nis=nis, algorithms=algorithms, nic=nic,
+                                                         variant=variant, seed=seed, designs=tuple(DESIGNS))
     cfg = config_with_flags(data, source, overrides, flags, drop)
     design = design or cfg.nic.design
     exp = resolve_experiment(cfg, source, flags=flags, designs=[design], algorithms=names)

@@ -11,7 +11,9 @@ run's files (the same command writes the same bytes again).
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import json
 import sys
 from pathlib import Path
@@ -19,15 +21,18 @@ from typing import Optional
 
 import typer
 
-from hw_models.training.compute import DEFAULT_DEVICE, device_choices
-from hw_models.training.systems import SYSTEMS
-from hw_models.training.systems.setup import DEFAULT_COMPRESSORS, SYSTEM_NAMES, not_for
-from nic.collectives import algorithm_choices
 from noc.base.errors import HwModelsError
+
+from typer.core import TyperCommand, TyperGroup
+
+from hw_models.training.compute import DEFAULT_DEVICE, device_choices
+from hw_models.training.systems import SUMMARIES
+from hw_models.training.systems.setup import DEFAULT_COMPRESSORS, OWN, SYSTEM_NAMES, not_for
+from nic.collectives import algorithm_choices
 
 
 def train_system(
-    system: str = typer.Argument(..., help="; ".join(f"{name}: {what}" for name, what in SYSTEMS.items()) + "."),
+    system: str,
     workload: str = typer.Option("resnet50", "--workload", "-w", help="One built-in workload or a .json/.toml "
                                  "layer file (docs/training_workloads.md)."),
     batch: int = typer.Option(16, "--batch", "-b", help="Samples per worker per iteration (the workload)."),
@@ -75,7 +80,8 @@ def train_system(
                                                        "device's peak FLOP rate a factor inversion reaches "
                                                        "(default 0.05)."),
 ) -> None:
-    """Time a training system on a workload over the network and check its convergence on a small task."""
+    """Time a training system on a workload over the network and check its convergence on a small task
+    (the body of every ``hw-models train-system SYSTEM`` command)."""
     from rich.console import Console
 
     from hw_models.training.systems.setup import resolve_setting, run_system, system_params
@@ -118,6 +124,63 @@ def train_system(
         written.append(write_csv_atomic(out / f"{stem}_convergence.csv",
                                         [{**r, "task": task, **meta} for r in _uniform(conv)]))
     console.print(f"wrote {', '.join(str(w) for w in written)}", soft_wrap=True)
+
+
+# --- one subcommand per system, each with the common options and its own ------------------
+
+
+class _SystemGroup(TyperGroup):
+    """``train-system SYSTEM ...``: an unknown SYSTEM is one line naming the systems there are."""
+
+    def parse_args(self, ctx, args):
+        if not args:
+            raise HwModelsError(f"missing argument SYSTEM: one of {', '.join(SYSTEM_NAMES)}")
+        return super().parse_args(ctx, args)
+
+    def resolve_command(self, ctx, args):
+        if args and not args[0].startswith("-"):
+            name = args[0].strip().lower()
+            if name not in SYSTEM_NAMES:
+                raise HwModelsError(f"SYSTEM {args[0]!r}: unknown (allowed: {', '.join(SYSTEM_NAMES)})")
+            args = [name, *args[1:]]
+        return super().resolve_command(ctx, args)
+
+
+class _SystemCommand(TyperCommand):
+    """A system's command: another system's option is refused naming the systems it is for."""
+
+    def parse_args(self, ctx, args):
+        for arg in args:
+            flag = arg.split("=", 1)[0]
+            why = not_for(flag, self.name) if flag in OWN else None
+            if why:
+                raise HwModelsError(f"{flag} {why}; leave it out")
+        return super().parse_args(ctx, args)
+
+
+def _system_command(system: str):
+    """The command of ``system``: :func:`train_system`'s options less the other systems'."""
+    full = inspect.signature(train_system, eval_str=True)
+    keep = [p for name, p in full.parameters.items() if name != "system"
+            and (p.default.param_decls[0] not in OWN or not not_for(p.default.param_decls[0], system))]
+
+    others = {name: None for name in full.parameters if name != "system" and name not in {p.name for p in keep}}
+
+    @functools.wraps(train_system)
+    def command(**options) -> None:
+        train_system(system, **others, **options)  # the other systems' options: not given
+
+    command.__signature__ = full.replace(parameters=keep)
+    command.__annotations__ = {p.name: p.annotation for p in keep}
+    command.__doc__ = SUMMARIES[system]
+    return command
+
+
+app = typer.Typer(cls=_SystemGroup,
+                  help="Time a training system on a workload over the network and check its convergence on a "
+                       "small task: one subcommand per system, each with its own options.")
+for _name in SYSTEM_NAMES:
+    app.command(name=_name, cls=_SystemCommand, help=SUMMARIES[_name])(_system_command(_name))
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,14 +1,15 @@
-"""The JSONL result stores of ``hw-models allreduce`` and ``hw-models noc sweep-load``
-(:class:`hw_models.store.ResultStore`), copied into a sweep store.
+"""The JSONL result stores of ``hw-models noc sweep-load`` and of the earlier releases'
+``hw-models allreduce`` (:class:`hw_models.store.ResultStore`), copied into a sweep store.
 
-Those stores stay what their commands read and write; :func:`import_jsonl` copies their
-valid records (checksums checked; damaged lines are set aside by
-:class:`~hw_models.store.ResultStore` as always) into a sweep store as finished points of
-kind ``allreduce`` or ``noc_load``. A record's old key is kept as the row's ``alias``: a
-sweep whose point has that key (the kinds' ``legacy_key``) takes the record as its result
-instead of running it again. Such a row is keyed by the hash of its kind and old key, so
-importing a file twice adds nothing; its config holds what the record tells about the run
-(the full config is only in the old key's hash), its wall time is unknown (NULL).
+:func:`import_jsonl` copies their valid records (checksums checked; damaged lines are set
+aside by :class:`~hw_models.store.ResultStore` as always) into a sweep store as finished
+points of kind ``allreduce`` or ``noc_load``. A record's old key is kept as the row's
+``alias``: a ``noc_load`` point whose legacy key is that key takes the record as its
+result instead of running again (``hw-models allreduce`` runs into a sweep store now, so
+an imported all-reduce record stays an imported row). Such a row is keyed by the hash of
+its kind and old key, so importing a file twice adds nothing; its config holds what the
+record tells about the run (the full config is only in the old key's hash), its wall time
+is unknown (NULL).
 """
 
 from __future__ import annotations

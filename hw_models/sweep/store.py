@@ -201,6 +201,16 @@ class SweepStore:
             out.update(r[0] for r in self.db.execute(q, chunk))
         return out
 
+    def metrics_of(self, keys: Iterable[str]) -> dict[str, dict]:
+        """The metrics of those of ``keys`` whose points are finished, by key."""
+        out: dict[str, dict] = {}
+        keys = list(keys)
+        for i in range(0, len(keys), 500):
+            chunk = keys[i:i + 500]
+            q = f"SELECT key, metrics FROM points WHERE status = 'done' AND key IN ({', '.join('?' * len(chunk))})"
+            out.update((k, json.loads(m)) for k, m in self.db.execute(q, chunk))
+        return out
+
     def has_aliases(self, kind: str) -> bool:
         """Whether finished rows of ``kind`` with a legacy key (imported records) are here."""
         q = "SELECT 1 FROM points WHERE kind = ? AND alias IS NOT NULL AND status = 'done' LIMIT 1"

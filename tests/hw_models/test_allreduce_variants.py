@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import csv
-import json
 
 from cli_run import run
 
 
 def _records(out_dir):
-    path = next(out_dir.glob("*_message.jsonl"))
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    from hw_models.sweep.store import SweepStore
+
+    with SweepStore(out_dir / "runs.sqlite", create=False) as st:
+        return list(st.rows(kind="allreduce"))
 
 
 def test_a_variant_is_its_nis_flow_control_and_priority(tmp_path, capsys):

@@ -94,7 +94,7 @@ def test_two_schedule_commands_writing_one_json_both_finish(tmp_path, monkeypatc
 
 
 def test_two_maddpg_runs_writing_one_learning_curve_both_finish(tmp_path, monkeypatch):
-    from hw_models.cli.maddpg_cmd import write_outputs
+    from hw_models.maddpg_outputs import write_outputs
 
     other = lambda: write_outputs(tmp_path, [1.0, 2.0, 3.0], None, "other")  # noqa: E731
     state = _other_run_at_first_rename(monkeypatch, other, when=lambda dst: dst.suffix == ".png")
@@ -111,7 +111,7 @@ def test_the_learning_curve_is_a_whole_figure_in_the_house_style(tmp_path):
     which stands outside the data."""
     from PIL import Image
 
-    from hw_models.cli.maddpg_cmd import write_outputs
+    from hw_models.maddpg_outputs import write_outputs
 
     _csv, png = write_outputs(tmp_path, [0.0, 1.0], None, "t")
     img = Image.open(png)

@@ -143,7 +143,7 @@ def test_the_presets_satisfy_the_ranges(capsys, preset):
 def test_the_example_configs_satisfy_the_ranges():
     from pathlib import Path
 
-    from hw_models.cli.noc_cmd import load_experiment
+    from hw_models.noc_experiment import load_noc_experiment as load_experiment
 
     docs = Path(__file__).resolve().parents[2] / "docs"
     for f in [docs / "noc_example.toml", *sorted((docs / "examples").glob("*.toml"))]:

@@ -59,11 +59,13 @@ BAD = {
                  ["--model", "spice"], ["--nis", "65"], ["-t", "ring:²"], ["-a", "warp"], ["--variant", "omega"],
                  ["--seed", "4294967296"], ["--config", "CONFIG_BAD"], ["--trace-run", "ncf/ring/wfbp"],
                  ["--workloads", "ncf", "--trace", "JSON"]],
-    ("train-system",): [[], ["ring"], ["ssd", "--servers", "2"], ["ssd", "--delays", "0"], ["ssd", "--task", "cnn"],
-                        ["ssd", "--seed", "-1"], ["ssd", "--batch", "0"], ["ssd", "-w", "resnet"], ["ssd", "-t", "ring:²"],
-                        ["ps", "--modes", "bsp"], ["ps", "--stragglers", "slow:99:2"], ["ps", "--placement", "0,0"],
-                        ["compression", "--compressors", "topk:x"], ["compression", "--fix", "sideways"],
-                        ["easgd", "--alpha", "1"], ["kfac", "--inverse-efficiency", "2"], ["kfac", "--config", "CONFIG_BAD"]],
+    ("train-system",): [[], ["ring"]],  # the group: no system, an unknown one
+    ("train-system", "ssd"): [["--servers", "2"], ["--delays", "0"], ["--task", "cnn"], ["--seed", "-1"],
+                              ["--batch", "0"], ["-w", "resnet"], ["-t", "ring:²"]],
+    ("train-system", "ps"): [["--modes", "bsp"], ["--stragglers", "slow:99:2"], ["--placement", "0,0"]],
+    ("train-system", "compression"): [["--compressors", "topk:x"], ["--fix", "sideways"]],
+    ("train-system", "easgd"): [["--alpha", "1"]],
+    ("train-system", "kfac"): [["--inverse-efficiency", "2"], ["--config", "CONFIG_BAD"]],
 }
 
 
@@ -80,7 +82,8 @@ def test_the_table_covers_every_command():
         else:
             yield path
 
-    assert sorted(walk(get_command(app))) == sorted(BAD)
+    groups = {("train-system",)}  # rows of a group's own errors (no subcommand, an unknown one)
+    assert sorted(walk(get_command(app))) == sorted(set(BAD) - groups)
 
 
 ROWS = [(command, argv) for command, rows in BAD.items() for argv in rows]

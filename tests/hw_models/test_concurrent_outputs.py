@@ -1,6 +1,6 @@
 """Several runs writing into one output folder at once: unique temporary names, atomic
-renames and locked appends, so no run crashes on another's temporary file, every file is
-whole, and every run's records reach the store."""
+renames and one SQLite store that several processes write, so no run crashes on another's
+temporary file, every file is whole, and every run's points reach the store."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import csv
 import multiprocessing
 import threading
 
-from hw_models.store import ResultStore, write_csv_atomic
+from hw_models.store import write_csv_atomic
+from hw_models.sweep.store import SweepStore
 
 ROUNDS = 4
 
@@ -40,17 +41,14 @@ def _sweep_into(out_dir: str, size_bytes: int, rounds: int) -> None:
     the shared CSV and PNG and one of its own each time (as hw-models allreduce does)."""
     from pathlib import Path
 
-    from hw_models.allreduce_sweep import Job, run_sweep, table_rows
+    from hw_models.allreduce_sweep import allreduce_plan, run_sweep, table_rows
     from hw_models.report.charts import bandwidth_chart
-    from nic.allreduce import NicConfig
-    from noc.topology import parse_spec
 
     out = Path(out_dir)
-    t = parse_spec("ring:4")
-    store = ResultStore(out / "ring_4_message.jsonl", warn=lambda m: (_ for _ in ()).throw(AssertionError(m)))
+    plan = allreduce_plan({"network": {"topology": "ring:4"}}, algorithms=["ring"], sizes_bytes=[size_bytes],
+                          designs=["codesigned"], models=["message"])
     for _ in range(rounds):
-        results = run_sweep(t, [Job("ring", size_bytes, "codesigned", "message")], nic=NicConfig(), store=store,
-                            fresh=True)
+        results, _ = run_sweep(plan, out / "runs.sqlite", fresh=True)
         for stem in ("ring_4_message", f"own_{size_bytes}"):
             write_csv_atomic(out / f"{stem}.csv", table_rows(results))
             bandwidth_chart(results, out / f"{stem}.png", "ring")
@@ -64,15 +62,15 @@ def test_two_sweeps_into_one_folder_both_finish_and_keep_their_records(tmp_path)
     for p in procs:
         p.join(600)
     assert [p.exitcode for p in procs] == [0, 0]
-    names = sorted(p.name for p in tmp_path.iterdir())
+    names = sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("runs.sqlite-"))  # WAL files
     assert names == ["own_32768.csv", "own_32768.png", "own_65536.csv", "own_65536.png", "ring_4_message.csv",
-                     "ring_4_message.jsonl", "ring_4_message.png"]  # both outputs, no temporary file left
+                     "ring_4_message.png", "runs.sqlite"]  # both outputs, no temporary file left
     for name in names:
         if name.endswith(".png"):
             assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     rows = list(csv.DictReader((tmp_path / "ring_4_message.csv").open()))
     assert len(rows) == 1 and rows[0]["size_bytes"] in ("32768", "65536")  # one writer's, whole
-    said = []
-    records = ResultStore(tmp_path / "ring_4_message.jsonl", warn=said.append).records()
-    assert said == [] and len(records) == 2 * ROUNDS  # every append whole, none interleaved
-    assert {r["size_bytes"] for r in records} == {32768, 65536}
+    with SweepStore(tmp_path / "runs.sqlite", create=False) as st:
+        assert st.integrity_ok()
+        points = list(st.rows(kind="allreduce", status="done"))
+    assert sorted(p["config"]["size_bytes"] for p in points) == [32768, 65536]  # each writer's point, whole

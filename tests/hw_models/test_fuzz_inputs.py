@@ -118,7 +118,7 @@ def test_maddpg_config(kwargs):
                  st.sampled_from(["[network]\n", "[traffic]\n", "[network]\nlink_bytes_per_cycle = ", "[run]\nseed = "])
                  .flatmap(lambda head: st.one_of(SPECISH, TEXT).map(lambda tail: (head + tail).encode()))))
 def test_toml_files(blob):
-    from hw_models.cli.noc_cmd import load_experiment as load_noc
+    from hw_models.noc_experiment import load_noc_experiment as load_noc
     from hw_models.config import load_experiment
 
     fd, name = tempfile.mkstemp(suffix=".toml")
@@ -154,8 +154,8 @@ def test_booksim_files(text):
 @FUZZ
 @given(st.one_of(TEXT, SPECISH))
 def test_command_line_lists_and_fixed_point(text):
-    from hw_models.cli.maddpg_cmd import _parse_fixed_point
-    from hw_models.cli.rtl_cmd import _parse_list
+    from hw_models.flags import parse_fixed_point as _parse_fixed_point
+    from hw_models.flags import parse_int_list as _parse_list
 
     _ours_or_nothing(_parse_fixed_point, text)
     _ours_or_nothing(_parse_list, text, "depths")

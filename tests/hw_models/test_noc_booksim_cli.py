@@ -54,7 +54,7 @@ def test_missing_booksim_file_and_a_toml_config_with_overrides(tmp_path, capsys)
 
 
 def test_channel_latencies_by_kind(tmp_path, capsys):
-    from hw_models.cli.noc_cmd import load_experiment
+    from hw_models.noc_experiment import load_noc_experiment as load_experiment
 
     f = tmp_path / "c.toml"
     f.write_text('[network]\ntopology = "torus:4x4"\nlink_latency_cycles = 3\n[channels]\nrouter_latency_cycles = 2\n'

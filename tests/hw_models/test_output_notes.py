@@ -1,6 +1,6 @@
 """A result file whose name another run shares is never replaced silently: ``noc run``
 records its configuration in its CSV and says when it replaces another configuration's
-run; ``allreduce`` says when its CSV held other runs (they stay in its .jsonl store)."""
+run; ``allreduce`` says when its CSV held other runs (they stay in its sweep store, runs.sqlite)."""
 
 from __future__ import annotations
 
@@ -62,9 +62,9 @@ def test_allreduce_notes_replacing_a_csv_of_other_runs_which_stay_in_the_store(t
     out = _allreduce(tmp_path, capsys, "64KiB")
     notes = [line for line in out.splitlines() if line.startswith("note: replacing")]
     assert notes == [f"note: replacing {tmp_path / 'ring_4_message.csv'} and its PNG, which held other runs than "
-                     f"this command's; every run stays in {tmp_path / 'ring_4_message.jsonl'}"], out
+                     f"this command's; every run stays in {tmp_path / 'runs.sqlite'}"], out
     rows = list(csv.DictReader((tmp_path / "ring_4_message.csv").open()))
     assert [r["size_bytes"] for r in rows] == ["65536"]
     # the 32 KiB run is still stored: asking for both sizes reuses it
     out = _flat(_allreduce(tmp_path, capsys, "32KiB,64KiB"))
-    assert "2 runs (2 reused from ring_4_message.jsonl)" in out
+    assert "2 runs (2 reused from runs.sqlite)" in out

@@ -161,3 +161,9 @@ def test_the_training_systems_doc_has_a_section_per_system():
                 if line.startswith("## ")]
     for name, what in SYSTEMS.items():
         assert what.lower().removeprefix("the ") in " ".join(headings), (name, what, headings)
+
+
+def test_every_training_system_has_a_subcommand_summary():
+    from hw_models.training.systems import SUMMARIES, SYSTEMS
+
+    assert list(SUMMARIES) == list(SYSTEMS)

@@ -156,39 +156,13 @@ def test_the_default_warning_is_one_line_on_stderr(tmp_path, capsys):
 ALLREDUCE = ["allreduce", "-t", "ring:4", "-a", "ring", "--sizes", "32KiB,64KiB"]
 
 
-def test_allreduce_runs_on_after_a_byte_that_is_not_utf8_in_its_store(tmp_path, capsys):
+def test_allreduce_refuses_a_store_that_is_not_a_sweep_store_in_one_line(tmp_path, capsys):
+    """``hw-models allreduce`` keeps its runs in ``<out>/runs.sqlite`` (a sweep store); a
+    JSONL store of the earlier releases put there is named, with the command that imports it."""
     from cli_run import run
 
-    argv = ALLREDUCE + ["--out", str(tmp_path)]
-    assert run(argv, capsys)[0] in (0, None)
-    store = tmp_path / "ring_4_message.jsonl"
-    with store.open("ab") as f:
-        f.write(b"\xff\xfe not a record\n")
-    code, out, _ = run(argv + ["--fresh"], capsys)  # --fresh reads nothing and appends
-    assert code in (0, None) and "2 runs (0 reused" in out
-    code, out, err = run(argv, capsys)
-    assert code in (0, None) and "2 runs (2 reused" in out, err
-    assert "skipped 1 damaged line (not UTF-8 text: line 3)" in " ".join(err.split())
-    code, out, err = run(argv, capsys)
-    assert code in (0, None) and "2 runs (2 reused" in out and "warning" not in err  # moved aside once
-
-
-def test_allreduce_runs_again_a_run_whose_stored_figure_was_edited(tmp_path, capsys):
-    import json
-
-    from cli_run import run
-
-    argv = ALLREDUCE + ["--out", str(tmp_path)]
-    run(argv, capsys)
-    store = tmp_path / "ring_4_message.jsonl"
-    first, second = store.read_text().splitlines()
-    true_cycles = json.loads(first)["total_cycles"]
-    edited = json.loads(first)
-    edited["total_cycles"] = 1.0  # a hand edit that keeps the old checksum
-    store.write_text(json.dumps(edited) + "\n" + second + "\n")
-    code, out, err = run(argv, capsys)
-    assert code in (0, None) and "2 runs (1 reused" in out
-    assert "checksum mismatch" in err
-    rows = list(csv.DictReader((tmp_path / "ring_4_message.csv").open()))
-    assert float(rows[0]["total_cycles"]) == true_cycles  # recomputed, not the edited value
-    assert run(argv, capsys)[1].count("2 runs (2 reused") == 1
+    (tmp_path / "runs.sqlite").write_text('{"key": "a", "x": 1}\n')
+    code, out, err = run(ALLREDUCE + ["--out", str(tmp_path)], capsys)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert "a JSONL result store, not a sweep store" in err and "hw-models sweep import-jsonl" in err
+    assert not (tmp_path / "ring_4_message.csv").exists()

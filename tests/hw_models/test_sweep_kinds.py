@@ -1,7 +1,8 @@
 """The sweep kinds run what the commands they stand for run: a sweep of kind ``allreduce``
-gives the cycles ``hw-models allreduce`` gives, a ``noc_load`` point what ``hw-models noc
-sweep-load`` measured at that load; the records of both commands' JSONL stores, imported,
-count as the sweep's finished points (their keys are the kinds' legacy keys)."""
+gives the cycles ``hw-models allreduce`` gives (the command runs its points into a sweep
+store under the same keys), a ``noc_load`` point what ``hw-models noc sweep-load`` measured
+at that load; the records of the older JSONL stores, imported, count as the sweep's
+finished points where the kind still knows their keys (``noc_load``)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def _rows(store_path, **where):
         return list(st.rows(**where))
 
 
-def test_allreduce_points_give_the_allreduce_commands_cycles_and_reuse_its_store(tmp_path, capsys):
+def test_allreduce_points_give_the_allreduce_commands_cycles_and_share_its_store(tmp_path, capsys):
     out = tmp_path / "ar"
     code, _, err = run(["allreduce", "-t", "torus:2x2", "-a", "ring,multitree", "-s", "4KiB,16KiB", "--nic", "both",
                         "--out", str(out)], capsys)
@@ -40,22 +41,53 @@ def test_allreduce_points_give_the_allreduce_commands_cycles_and_reuse_its_store
         got = {(r["config"]["algorithm"], r["config"]["size_bytes"], r["config"]["nic"]["design"]):
                r["metrics"]["total_cycles"] for r in st.rows()}
     assert got == cmd
-    # the command's JSONL store, imported: every point of the sweep is found there, nothing runs
-    both = tmp_path / "imported.sqlite"
-    code, text, err = run(["sweep", "import-jsonl", str(out / "torus_2x2_message.jsonl"), "--store", str(both)],
+    # the command ran these points into its own sweep store: a sweep there finds every one finished
+    code, text, err = run(["sweep", str(sweep), "--store", str(out / "runs.sqlite"), "--workers", "0"], capsys)
+    assert code == 0 and "8 finished before" in text and "nothing left to run" in text, text + err
+    with SweepStore(out / "runs.sqlite", create=False) as st:
+        stored = {r["key"]: r["metrics"] for r in st.rows()}
+    with SweepStore(fresh, create=False) as st:
+        ran = {r["key"]: r["metrics"] for r in st.rows()}
+    assert stored == ran  # the same keys and metrics: one key function for both ways of asking
+
+
+def test_import_jsonl_brings_in_the_allreduce_store_of_the_release_before(tmp_path, capsys):
+    """A JSONL store written by ``hw-models allreduce`` before it ran into the sweep store
+    (tests/hw_models/golden/allreduce, recorded by golden/make_golden.sh) imports whole, its
+    records' metrics those of its CSV; importing it again adds nothing."""
+    from pathlib import Path
+
+    golden = Path(__file__).parent / "golden" / "allreduce"
+    store = tmp_path / "imported.sqlite"
+    code, text, err = run(["sweep", "import-jsonl", str(golden / "torus_2x2_message.jsonl"), "--store", str(store)],
                           capsys)
     assert code == 0 and "imported 8 allreduce record(s)" in text, text + err
-    code, text, err = run(["sweep", str(sweep), "--store", str(both), "--workers", "0"], capsys)
-    assert code == 0 and "8 found as imported records" in text and "nothing left to run" in text, text + err
-    with SweepStore(both, create=False) as st:
-        adopted = {r["key"]: r for r in st.rows() if r["origin"].startswith("jsonl") and r["config"].get("router")}
-    with SweepStore(fresh, create=False) as st:
-        ran = {r["key"]: r for r in st.rows()}
-    assert set(adopted) == set(ran)  # the same keys: the full config came with the sweep's points
-    assert all(adopted[k]["metrics"] == ran[k]["metrics"] for k in ran)
-    # importing again adds nothing
-    code, text, _ = run(["sweep", "import-jsonl", str(out / "torus_2x2_message.jsonl"), "--store", str(both)], capsys)
+    rows = _rows(store)
+    assert {r["origin"] for r in rows} == {f"jsonl {golden / 'torus_2x2_message.jsonl'}"}
+    want = list(csv.DictReader((golden / "torus_2x2_message.csv").open()))
+    got = {(r["metrics"]["algorithm"], r["metrics"]["size_bytes"], r["metrics"]["nic"]): r["metrics"] for r in rows}
+    for w in want:
+        m = got[(w["algorithm"], int(w["size_bytes"]), w["nic"])]
+        assert all(str(m[c]) == w[c] for c in w if c not in ("speedup_vs_ring", "bound_percent")), w
+    code, text, _ = run(["sweep", "import-jsonl", str(golden / "torus_2x2_message.jsonl"), "--store", str(store)],
+                        capsys)
     assert "imported 0 record(s); 8 already in" in text
+
+
+def test_import_jsonl_brings_in_the_noc_store_of_the_current_release(tmp_path, capsys):
+    """The JSONL store ``hw-models noc sweep-load`` writes (tests/hw_models/golden/noc_sweep_load,
+    recorded by golden/make_golden.sh) imports whole: one noc_load row per load point of its CSV."""
+    from pathlib import Path
+
+    golden = Path(__file__).parent / "golden" / "noc_sweep_load"
+    store = tmp_path / "imported.sqlite"
+    code, text, err = run(["sweep", "import-jsonl", str(golden / "sweep_mesh_3x3_uniform.jsonl"), "--store",
+                           str(store)], capsys)
+    assert code == 0 and "imported 3 noc_load record(s)" in text, text + err
+    want = list(csv.DictReader((golden / "sweep_mesh_3x3_uniform.csv").open()))
+    assert len(want) == 3
+    got = sorted(r["metrics"]["packets"] for r in _rows(store))
+    assert got == sorted(int(w["packets"]) for w in want)
 
 
 NOC = """

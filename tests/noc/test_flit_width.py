@@ -231,7 +231,7 @@ def test_the_noc_cli_takes_flit_bytes_from_the_router_section(tmp_path):
     from typer.testing import CliRunner
 
     from hw_models.cli import app
-    from hw_models.cli.noc_cmd import load_experiment
+    from hw_models.noc_experiment import load_noc_experiment as load_experiment
 
     cfg = tmp_path / "noc.toml"
     cfg.write_text('[network]\ntopology = "mesh:3x3"\nlink_bytes_per_cycle = 8.0\n[router]\nflit_bytes = 16\n'

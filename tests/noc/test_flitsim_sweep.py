@@ -324,7 +324,7 @@ def test_noc_cli_config_errors_from_the_traffic_and_network_sections_name_the_fi
     ('topology = "torus:2x2"\nnis_per_node = 1\n', "torus:2x2"),
 ])
 def test_noc_config_ni_count_given_once_or_consistently_is_used(tmp_path, network, name):
-    from hw_models.cli.noc_cmd import load_experiment
+    from hw_models.noc_experiment import load_noc_experiment as load_experiment
 
     cfg = tmp_path / "n.toml"
     cfg.write_text("[network]\n" + network)

@@ -7,10 +7,9 @@ A point holds the experiment config's sections (``network``, ``router``, ``nic``
 (``message`` or ``flit``, default message), ``tree_order`` (MultiTree's: ``ours`` or
 ``paper``) and ``element_bytes``. It is checked by the rules ``hw-models allreduce`` uses
 (:func:`hw_models.experiment.resolve_experiment`, then what the chosen model needs), and
-runs :func:`nic.allreduce.simulate_allreduce`, as :func:`hw_models.allreduce_sweep.run_sweep`
-does; its metrics are :meth:`nic.result.AllreduceResult.row`, and its legacy key is
-:func:`hw_models.allreduce_sweep.run_key`, so the records of an ``hw-models allreduce``
-result store count as finished points once imported.
+runs :func:`nic.allreduce.simulate_allreduce`; its metrics are
+:meth:`nic.result.AllreduceResult.row`. ``hw-models allreduce`` and ``hw-models demo`` run
+their points as points of this kind (:func:`hw_models.allreduce_sweep.allreduce_plan`).
 """
 
 from __future__ import annotations
@@ -175,14 +174,5 @@ def model_versions() -> dict:
             "scheduler": SCHEDULER_VERSION}
 
 
-def legacy_key(resolved: dict) -> str:
-    from hw_models.allreduce_sweep import Job, run_key
-
-    t, _, nic, router = _objects(resolved)
-    job = Job(resolved["algorithm"], resolved["size_bytes"], nic.design, resolved["model"])
-    return run_key(t, job, nic, router, resolved["seed"], resolved["schedule_options"])
-
-
 KIND = Kind(name="allreduce", summary="one all-reduce: algorithm, size, NIC design and model on one network "
-            "(as hw-models allreduce runs it)", validate=validate, run=run, model_versions=model_versions,
-            legacy_key=legacy_key)
+            "(as hw-models allreduce runs it)", validate=validate, run=run, model_versions=model_versions)

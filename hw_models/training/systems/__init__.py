@@ -15,4 +15,13 @@ SYSTEMS = {
 """The training-system registry: name (``hw-models train-system SYSTEM``, the ``train_system``
 sweep kind's ``system``) -> what it is. Light to import: the commands' help reads it."""
 
-__all__ = ["SYSTEMS"]
+SUMMARIES = {
+    "compression": "Gradient compression with error feedback (top-k, random-k, threshold, 1-bit, 8-bit).",
+    "ps": "The parameter server: sync, async and stale-synchronous workers, servers placed on the network.",
+    "ssd": "SSD-SGD: local steps with delayed global updates (delays k).",
+    "easgd": "The EASGD family: sync and async elastic averaging, momentum EASGD, hogwild.",
+    "kfac": "SPD-KFAC: Kronecker-factored curvature with its factors' all-reduces and inversions.",
+}
+"""Each system's one-line summary: its ``train-system`` subcommand's help."""
+
+__all__ = ["SUMMARIES", "SYSTEMS"]

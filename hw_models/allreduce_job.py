@@ -1,0 +1,323 @@
+"""The all-reduce comparison as ``hw-models allreduce`` and ``hw-models demo`` run it: a
+request (the flags, as plain values) checked and resolved into the points of sweep kind
+``allreduce``, run into the output directory's sweep store, and rendered from it — tables,
+CSV, PNG and, when asked, a Perfetto trace (docs/allreduce.md).
+
+* :class:`AllreduceRequest` — what the flags ask for (:data:`DEMO`: the main job's);
+* :func:`resolve` — every check before a run (the config whole with the flags, the models'
+  limits, the flit level's time, the output paths) and the plan of points;
+* :func:`run_allreduce` — the header, the runs (:func:`hw_models.allreduce_sweep.run_sweep`)
+  and what they render to.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from noc.base.errors import ConfigError, HwModelsError
+
+# Printed under message-level results that include the baseline NIC: its per-packet runs are
+# where the message model is least accurate (docs/allreduce.md, "Calibration").
+BASELINE_MESSAGE_NOTE = (
+    "note: the baseline NIC's per-packet runs are where the message model is least accurate: against the flit "
+    "level it is off by more than 20 % on some of them (halving-doubling on tori, the bidirectional ring on a "
+    "fat-tree, the double binary tree at some sizes; docs/allreduce.md, \"Calibration\"). Check the points "
+    "that matter with --model both.")
+
+# Printed under message-level results of a NIC with a transmit queue (docs/allreduce.md,
+# "The experiment config").
+TX_QUEUE_MESSAGE_NOTE = (
+    "note: with a transmit queue (nic.tx_buffer_flits) a node's next step overlaps its previous one in the network; "
+    "the message model misses part of that contention below about 1 MiB (up to 33 % fast on 4-NI runs at 256 KiB; "
+    "docs/allreduce.md). Use --model flit for those points.")
+
+
+@dataclass(frozen=True)
+class AllreduceRequest:
+    """The flags of ``hw-models allreduce`` (None: the config's value)."""
+
+    topology: Optional[str] = None
+    nis: Optional[int] = None
+    algorithms: Optional[str] = None
+    sizes: Optional[str] = None
+    nic: Optional[str] = None
+    variant: Optional[str] = None
+    lockstep: Optional[bool] = None
+    step_priority: Optional[bool] = None
+    flow_control: Optional[str] = None
+    packet_bytes: Optional[int] = None
+    tree_order: str = "ours"
+    reduction: Optional[str] = None
+    model: str = "message"
+    config: Optional[Path] = None
+    preset: Optional[str] = None
+    out: Optional[Path] = None
+    fresh: bool = False
+    seed: Optional[int] = None
+    yes: bool = False
+    trace: Optional[Path] = None
+    workers: Optional[int] = 0
+    dask: Optional[str] = None
+
+
+# the main job (the README's first command): the MultiTree paper's headline comparison
+DEMO = AllreduceRequest(topology="torus:4x4", nis=4, algorithms="ring,ring2d,dbtree,multitree", sizes="32KiB..64MiB",
+                        nic="both", model="message")
+
+
+@dataclass(frozen=True)
+class AllreduceSetup:
+    """A request checked and resolved: what the runs take and where they go."""
+
+    request: AllreduceRequest
+    source: str
+    exp: object  # hw_models.experiment.ResolvedExperiment
+    designs: list
+    models: list
+    plan: object  # hw_models.sweep.plan.Plan
+    out_dir: Path
+    store_path: Path
+    flit_seconds: float
+    note: str
+
+    @property
+    def topo_stem(self) -> str:
+        return self.exp.topology.name.replace(":", "_")
+
+
+def _check_flags(req: AllreduceRequest) -> None:
+    trace = req.trace
+    if trace is not None and (trace.exists() or trace.is_symlink()):
+        raise HwModelsError(f"--trace {trace}: {'is a directory' if trace.is_dir() else 'the file exists'}; give a new "
+                            "file name")
+    if req.config is not None and not req.config.is_file():
+        raise HwModelsError(f"--config {req.config}: {'is a directory' if req.config.is_dir() else 'no such file'}")
+
+
+def _check_choices(req: AllreduceRequest) -> list[str]:
+    """The models --model asks for; --tree-order checked."""
+    from nic.allreduce import MODELS
+    from nic.collectives.multitree import TREE_ORDERS
+
+    if req.topology is not None and not req.topology.strip():
+        raise HwModelsError("--topology is empty; give a spec such as torus:4x4")
+    if req.model not in (*MODELS, "both"):
+        raise HwModelsError(f"--model {req.model!r}: choose one of {', '.join(MODELS)} or both")
+    if req.tree_order not in TREE_ORDERS:
+        raise HwModelsError(f"--tree-order {req.tree_order!r}: choose one of {', '.join(TREE_ORDERS)}")
+    return list(MODELS) if req.model == "both" else [req.model]
+
+
+def _check_models(exp, designs: list[str], models: list[str], source: str) -> None:
+    """A router that does not fit the topology (or, at flit level, a NIC design) fails here, before any run."""
+    from nic.allreduce import check_message_router
+    from nic.flit_cosim import flit_network
+    from nic.scheduler import MAX_NIS as MAX_SCHEDULER_NIS
+
+    t = exp.topology
+    try:
+        for d in designs:
+            if "flit" in models:
+                flit_network(t, exp.nics[d], exp.router)
+            if "message" in models:
+                check_message_router(t, exp.routes, exp.nics[d], exp.router)
+    except ConfigError as exc:
+        raise ConfigError(f"{source} on {t.name}: {exc}") from None
+    if "flit" in models and t.nis_per_node > MAX_SCHEDULER_NIS:
+        raise HwModelsError(f"{t.name}: {t.nis_per_node} NIs per node; the flit level's NIC scheduler serves at most "
+                            f"{MAX_SCHEDULER_NIS} (docs/nic_scheduler.md)")
+
+
+def resolve(req: AllreduceRequest) -> AllreduceSetup:
+    """Every check before a run, in the order the command has always made them."""
+    from hw_models.allreduce_sweep import allreduce_plan
+    from hw_models.config import experiment_data
+    from hw_models.estimate import check_long_run, flit_allreduce_seconds
+    from hw_models.experiment import config_with_flags, data_with_flags, resolve_experiment
+    from hw_models.flags import flag_overlay
+    from hw_models.store import STORE_NAME, check_output_dir
+
+    _check_flags(req)
+    data, source = experiment_data(req.config, req.preset)
+    models = _check_choices(req)
+    design_choice, names, overrides, flags, drop = flag_overlay(
+        topology=req.topology, nis=req.nis, algorithms=req.algorithms, nic=req.nic, variant=req.variant,
+        lockstep=req.lockstep, step_priority=req.step_priority, flow_control=req.flow_control,
+        packet_bytes=req.packet_bytes, reduction=req.reduction, sizes=req.sizes, seed=req.seed)
+    cfg = config_with_flags(data, source, overrides, flags, drop)
+    designs = ["codesigned", "baseline"] if design_choice == "both" else [design_choice or cfg.nic.design]
+    schedule_options = {"multitree": {"tree_order": req.tree_order}} if req.tree_order != "ours" else {}
+    # everything `hw-models config show` checks, with the flags; then what only these models need
+    exp = resolve_experiment(cfg, source, flags=flags, designs=designs, algorithms=names,
+                             schedule_options=schedule_options)
+    t = exp.topology
+    note = ("note: the paper's mesh routers have credit delay 2 (its tori 1): for its meshes use --preset "
+            "isca2021_mesh") if req.preset == "isca2021" and t.name.startswith("mesh") else ""
+    out_dir = req.out or Path(cfg.run.out_dir) / "allreduce"
+    _check_models(exp, designs, models, source)
+    algorithms = list(exp.schedules)
+    # a flit-level run of a big all-reduce takes hours: estimated first, and run only with --yes
+    flit_seconds = 0.0
+    if "flit" in models:
+        flit_seconds = flit_allreduce_seconds(t, exp.router, [(exp.schedules[a], exp.nics[d], s) for d in designs
+                                                              for s in exp.sizes_bytes for a in algorithms])
+        check_long_run(flit_seconds, "the flit-level runs", req.yes, "--model message, or smaller --sizes")
+    # the output files, before the runs: not after them
+    stem = t.name.replace(":", "_")
+    check_output_dir(out_dir, "--out" if req.out else f"{source}: run.out_dir = {cfg.run.out_dir!r}: its directory",
+                     [STORE_NAME] + [f"{stem}_{m}.{ext}" for m in models for ext in ("csv", "png")]
+                     + ([f"{stem}_calibration.csv"] if len(models) > 1 else []))
+    plan = allreduce_plan(data_with_flags(data, overrides, drop), algorithms=algorithms, sizes_bytes=exp.sizes_bytes,
+                          designs=designs, models=models, tree_order=req.tree_order, source=source)
+    return AllreduceSetup(req, source, exp, designs, models, plan, out_dir, out_dir / STORE_NAME, flit_seconds, note)
+
+
+def console():
+    from rich.console import Console
+
+    return Console(width=None if sys.stdout.isatty() else 120)
+
+
+def _print_header(con, s: AllreduceSetup) -> None:
+    from hw_models.estimate import format_duration
+
+    t, router, seed = s.exp.topology, s.exp.router, s.exp.config.run.seed
+    con.print(f"all-reduce on {t.name} ({t.num_nodes} nodes, {t.nis_per_node} NI(s)/node), {' and '.join(s.models)}-level "
+              f"model, NIC {', '.join(s.designs)}; {len(s.plan.configs)} runs; verifier seed {seed}"
+              + (f"; arbiter seed {router.arbiter_seed}" if router.arbiter_seed is not None else "")
+              + f"; results in {s.out_dir}")
+    if s.flit_seconds >= 60:
+        con.print(f"estimated flit-level time: {format_duration(s.flit_seconds)} on this machine (rough; reused runs "
+                  "take none)")
+    if s.note:
+        con.print(s.note)
+    con.print("NIC: " + nic_description(s.exp.nics[s.designs[0]], s.designs))
+    for note in s.exp.left_out:
+        con.print(f"left out of the default algorithms: {note}")
+
+
+def _run(con, s: AllreduceSetup):
+    """(results, runs reused): the plan's points run into the store, a progress bar over them."""
+    import typer
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from hw_models import allreduce_sweep
+    from noc.base.units import format_size_bytes
+
+    n = len(s.plan.configs)
+    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=con, transient=False) as progress:
+        task = progress.add_task("simulating", total=n)
+
+        def on_event(event, point, outcome):
+            c = point.config
+            progress.update(task, advance=1, description=f"{c['model']} {c['algorithm']} "
+                            f"{format_size_bytes(c['size_bytes'])} {c['nic']['design']}")
+
+        try:
+            out = allreduce_sweep.run_sweep(s.plan, s.store_path, fresh=s.request.fresh, workers=s.request.workers,
+                                            dask=s.request.dask, on_event=on_event)
+        except KeyboardInterrupt:
+            progress.stop()
+            con.print(f"interrupted: finished runs are kept in {s.store_path}; run the same command again to resume")
+            raise typer.Exit(130) from None
+        progress.update(task, completed=n)
+    return out
+
+
+def _write_rows(con, s: AllreduceSetup, name: str, rows: list[dict], what: str, draw=None) -> list[Path]:
+    """Write CSV ``name`` (and, with ``draw``, its PNG) under the output directory's lock,
+    with a note when it held other runs (every run stays in the store)."""
+    from hw_models.store import csv_holds_other_rows, locked_directory, write_csv_atomic
+
+    csv_path = s.out_dir / f"{s.topo_stem}_{name}.csv"
+    with locked_directory(s.out_dir):  # another command writing these files waits: its note and files come after
+        if csv_holds_other_rows(csv_path, rows):
+            con.print(f"note: replacing {csv_path}{what}, which held other runs than this command's; every run stays "
+                      f"in {s.store_path}", soft_wrap=True)
+        written = [write_csv_atomic(csv_path, rows)]
+        if draw is not None:
+            written.append(draw(s.out_dir / f"{s.topo_stem}_{name}.png"))
+    return written
+
+
+def _render(con, s: AllreduceSetup, results: dict) -> list[Path]:
+    """The tables, CSV and PNG of every model (and the calibration of one against the other)."""
+    from rich.table import Table
+
+    from hw_models.allreduce_sweep import calibration_rows, table_rows
+    from hw_models.report.charts import bandwidth_chart
+    from noc.base.units import format_size_bytes
+
+    t, written = s.exp.topology, []
+    for m in s.models:
+        rows = table_rows(results[m])
+        table = Table(title=f"all-reduce on {t.name}: {m}-level, clock {s.exp.config.network.clock_ghz:g} GHz")
+        for col in ("size", "algorithm", "NIC", "cycles", "bus GB/s", "vs ring", "% of bound"):
+            table.add_column(col, justify="left" if col in ("algorithm", "NIC") else "right")
+        for r in rows:
+            table.add_row(format_size_bytes(r["size_bytes"]), r["algorithm"], r["nic"], f"{r['total_cycles']:,.0f}",
+                          f"{r['busbw_gbps']:.2f}", f"{r['speedup_vs_ring']:.2f}x" if r["speedup_vs_ring"] != "" else "-",
+                          f"{r['bound_percent']:.1f}")
+        con.print(table)
+        written += _write_rows(con, s, m, rows, " and its PNG", lambda p, m=m: bandwidth_chart(
+            results[m], p, f"all-reduce on {t.name} ({m}-level model)"))
+    if len(s.models) > 1:
+        rows = calibration_rows(results["message"] + results["flit"])
+        table = Table(title=f"message level against flit level on {t.name} (negative: the message model is faster)")
+        for col in ("size", "algorithm", "NIC", "flit cycles", "message cycles", "message vs flit"):
+            table.add_column(col, justify="left" if col in ("algorithm", "NIC") else "right")
+        for r in rows:
+            table.add_row(format_size_bytes(r["size_bytes"]), r["algorithm"], r["nic"], f"{r['flit_cycles']:,.0f}",
+                          f"{r['message_cycles']:,.0f}", f"{r['message_vs_flit_percent']:+.2f} %")
+        con.print(table)
+        written += _write_rows(con, s, "calibration", rows, "")
+    return written
+
+
+def _trace(s: AllreduceSetup, results: dict) -> Path:
+    """The runs again, keeping their per-transfer times (the same results), as a Perfetto trace."""
+    from hw_models.report.trace import TracedRun, write_trace
+    from noc.base.units import format_size_bytes
+
+    exp, nic = s.exp, s.exp.nics[s.designs[0]]
+    return write_trace(s.request.trace, exp.topology, [
+        TracedRun(f"{r.algorithm} {format_size_bytes(r.size_bytes)} {r.nic} {m}", exp.schedules[r.algorithm],
+                  nic.model_copy(update={"design": r.nic}), exp.router, r.size_bytes, m, exp.config.run.seed)
+        for m in s.models for r in results[m]])[0]
+
+
+def run_allreduce(req: AllreduceRequest) -> None:
+    """Check, run and render ``req`` (module docstring)."""
+    s = resolve(req)
+    con = console()
+    _print_header(con, s)
+    all_results, reused = _run(con, s)
+    results = {m: [r for r in all_results if r.model == m] for m in s.models}
+    written = _render(con, s, results)
+    if s.models == ["message"] and "baseline" in s.designs:
+        con.print(BASELINE_MESSAGE_NOTE)
+    if "message" in s.models and s.exp.nics[s.designs[0]].tx_buffer_flits > 0:
+        con.print(TX_QUEUE_MESSAGE_NOTE)
+    if req.trace is not None:
+        written.append(_trace(s, results))
+    con.print(f"{len(all_results)} runs ({reused} reused from {s.store_path.name}); "
+              f"every schedule verified on exact integers; wrote {', '.join(str(w) for w in written)}")
+
+
+def nic_description(nic, designs) -> str:
+    """One line saying which NIC parts run: design(s), flow control, priority, reduction."""
+    parts = []
+    for d in designs:
+        n = nic.model_copy(update={"design": d})
+        fc = "bulk transfers" if n.bulk else f"{n.packet_bytes} B packets"
+        parts.append(f"{d} ({'lockstep' if d == 'codesigned' else 'send when ready'}, {fc}, step priority "
+                     f"{'on' if n.prioritised else 'off'})")
+    red = "free" if nic.reduction == "free" else (
+        f"{nic.reduction}, {nic.reduce_elements_per_cycle:g} elements/cycle in granules of "
+        f"{nic.reduce_granule_elements}, latency {nic.reduce_latency_cycles}")
+    tx = f"; transmit queue {nic.tx_buffer_flits} flits" if nic.tx_buffer_flits else ""
+    return "; ".join(parts) + f"; reduction {red}{tx}"

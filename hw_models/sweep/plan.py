@@ -1,0 +1,102 @@
+"""A command's run as a sweep: its points, validated by their kind, run where the store does
+not hold them finished, and their metrics read back from the store in the plan's order.
+
+Every experiment command (``hw-models allreduce``, ``demo``, ...) turns its flags into a
+:class:`Plan` (points of one sweep kind) and calls :func:`run_plan`; ``hw-models sweep`` runs
+the same points by the same path (:mod:`hw_models.sweep.execute`), so a point has one key
+(:func:`hw_models.sweep.store.point_key`) whichever way it was asked for, and a command run
+again reuses what is stored. In this process by default (``workers = 0``): each point is
+committed before the next one starts, an error of the input raised by a point propagates
+(the command prints it on one line), and Ctrl-C keeps every finished point.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from hw_models.sweep.execute import InProcess, Outcome, Point, Summary, execute, make_backend, unfinished
+from hw_models.sweep.kinds import get_kind
+from hw_models.sweep.store import SweepStore, canonical_json, point_key, worker_name
+from noc.base.errors import HwModelsError
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The points a command runs: configs of sweep kind ``kind`` (as a sweep file's
+    ``[base]`` and axes make them), in the order the command renders them."""
+
+    kind: str
+    configs: list[dict]
+    source: str  # names the points in messages (the config file, or the command)
+    origin: str  # the store's origin column: 'hw-models allreduce', ...
+    labels: list[str] = field(default_factory=list)  # one per config, for the progress line
+
+
+@dataclass
+class PlanRun:
+    points: list[Point]
+    metrics: list[dict]  # per point, in the plan's order
+    summary: Summary
+    store: Path
+
+
+class InProcessRaising(InProcess):
+    """Runs each point in this process as it is handed out; a point's exception (an input
+    error, Ctrl-C, a bug) propagates instead of being recorded, after the points before it
+    are stored (a command's run, :func:`run_plan`)."""
+
+    def submit(self, configs: list[dict]) -> object:
+        kind = get_kind(self.kind_name)
+        handle = object()
+        out = []
+        for config in configs:
+            t0 = time.perf_counter()
+            metrics = json.dumps(kind.run(config), sort_keys=True)
+            out.append(Outcome("done", metrics, None, time.perf_counter() - t0, worker_name()))
+        self._done.append((handle, out))
+        return handle
+
+
+def resolve(plan: Plan) -> list[Point]:
+    """The plan's points, each validated by its kind (an error of one stops the command), in
+    order; a config listed twice is one point listed twice."""
+    kind = get_kind(plan.kind)
+    versions = kind.model_versions()
+    points = []
+    for i, config in enumerate(plan.configs, 1):
+        resolved = kind.validate(config, plan.source)
+        points.append(Point(i, {"label": plan.labels[i - 1]} if plan.labels else {}, resolved,
+                            point_key(kind.name, resolved, versions), canonical_json(resolved)))
+    return points
+
+
+def run_plan(plan: Plan, store_path: str | Path, *, fresh: bool = False, workers: int | None = 0,
+             dask: str | None = None, on_event: Callable[[str, Point, Any], None] | None = None,
+             points: list[Point] | None = None) -> PlanRun:
+    """Run ``plan`` into the sweep store at ``store_path`` (module docstring) and read every
+    point's metrics back from it. ``workers``/``dask`` choose the backend as ``hw-models
+    sweep --workers/--dask`` do (0: this process). ``on_event(event, point, outcome)``
+    follows each point run (``done``/``failed``/``elsewhere``)."""
+    kind = get_kind(plan.kind)
+    points = resolve(plan) if points is None else points
+    distinct = list({p.key: p for p in points}.values())
+    summary = Summary()
+    with SweepStore(store_path) as st:
+        todo = unfinished(distinct, kind, st, fresh=fresh, summary=summary)
+        if todo:
+            backend = InProcessRaising(kind.name) if workers == 0 and dask is None else \
+                make_backend(kind.name, workers, dask)
+            execute(todo, kind, st, backend, origin=plan.origin, fresh=fresh, summary=summary, on_event=on_event)
+        if summary.failures:
+            p, error = summary.failures[0]
+            raise HwModelsError(f"{plan.source}: point {p.index} failed: {error}")
+        found = st.metrics_of([p.key for p in distinct])
+    missing = [p for p in distinct if p.key not in found]
+    if missing:  # pragma: no cover - execute stores every point it runs
+        raise HwModelsError(f"{store_path}: point {missing[0].index} is not in the store after its run")
+    return PlanRun(points, [found[p.key] for p in points], summary, Path(store_path))
+

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Records what the experiment commands print and write, as test data for
+# tests/hw_models/test_golden_outputs.py. Run from the repository root:
+#   bash tests/hw_models/golden/make_golden.sh [.venv/bin/hw-models]
+# Each case NAME is run in a scratch directory with relative output paths; its stdout goes
+# to NAME/stdout.txt, without the lines holding a heavy rule (the progress bar's last
+# state, which shows wall time, and with it the tables' top rules), and
+# the CSV files it writes to NAME/ (and the JSONL result stores the release before the
+# SQLite store wrote, for the allreduce and noc_sweep_load cases: test data of
+# `hw-models sweep import-jsonl`). The command line is in
+# CASES below and in NAME/command.txt. Recorded with the code of commit 66b2846 (a copy of
+# it first on PYTHONPATH, the same virtual environment):
+#   git archive 66b2846 | tar -x -C /tmp/base
+#   PYTHONPATH=/tmp/base bash tests/hw_models/golden/make_golden.sh
+set -euo pipefail
+HW=${1:-$(pwd)/.venv/bin/hw-models}
+HW=$(cd "$(dirname "$HW")" && pwd)/$(basename "$HW")
+HERE=$(cd "$(dirname "$0")" && pwd)
+export COLUMNS=120
+NOC_TOML='[network]
+topology = "mesh:3x3"
+[router]
+num_vcs = 2
+[traffic]
+warmup_cycles = 100
+measure_cycles = 400
+drain_limit_cycles = 2000
+[sweep]
+max_points = 3
+refine_steps = 0'
+TS="-t torus:2x2 --nis 1 -w alexnet --max-iterations 300"
+CASES=(
+  "demo|demo --out out/demo"
+  "allreduce|allreduce -t torus:2x2 -a ring,multitree -s 4KiB,16KiB --nic both --out out/allreduce"
+  "allreduce_flit|allreduce -t torus:2x2 -a ring,dbtree -s 4KiB --model both --out out/allreduce"
+  "noc_sweep_load|noc sweep-load noc.toml --out out/noc"
+  "train|train -t torus:2x2 --nis 1 -w alexnet -a ring,multitree --policy wfbp,p3 --out out/train"
+  "train_system_ps|train-system ps $TS --servers 2 --modes sync,async --out out/ts"
+  "train_system_ssd|train-system ssd $TS --delays 1,2 --out out/ts"
+  "train_system_easgd|train-system easgd $TS --variants sync,async --out out/ts"
+  "train_system_kfac|train-system kfac $TS --out out/ts"
+  "train_system_compression|train-system compression $TS --compressors topk:0.01,onebit --out out/ts"
+  "maddpg_accel|maddpg accel --agents 3,6 --interconnect ring,crossbar --cpu none --out out/accel"
+)
+for case in "${CASES[@]}"; do
+  name=${case%%|*}
+  args=${case#*|}
+  if [ $# -ge 2 ] && [ "$2" != "$name" ]; then continue; fi
+  work=$(mktemp -d)
+  printf '%s\n' "$NOC_TOML" > "$work/noc.toml"
+  rm -rf "${HERE:?}/$name" && mkdir -p "$HERE/$name"
+  echo "hw-models $args" > "$HERE/$name/command.txt"
+  (cd "$work" && $HW $args) | grep -v '━' > "$HERE/$name/stdout.txt"
+  kinds=(-name '*.csv')
+  case $name in allreduce|noc_sweep_load) kinds+=(-o -name '*.jsonl');; esac  # small JSONL stores
+  (cd "$work" && find out "${kinds[@]}" | sort) | while read -r f; do
+    cp "$work/$f" "$HERE/$name/$(basename "$f")"
+  done
+  rm -rf "$work"
+  echo "recorded $name"
+done
