@@ -338,10 +338,12 @@ def _fill_route(tr, rt, wh, sl, rs, i, s):
     ln = tr.path_len[i]
     sl.plen[s] = ln
     own_cls = rt.heads_from_links or not rt.derived
+    plink, pcls, hshare, links, vc_class = sl.plink, sl.pcls, sl.hshare, tr.links, tr.vc_class
+    head_lat, in_port, rate_links, link_lat = sl.head_lat, sl.in_port, sl.rate_links, rt.link_lat
     for h in range(hw):
-        sl.plink[s, h] = tr.links[i, h]
-        sl.pcls[s, h] = tr.vc_class[i, h] if own_cls else 0
-        sl.hshare[s, h] = 0.0
+        plink[s, h] = links[i, h]
+        pcls[s, h] = vc_class[i, h] if own_cls else 0
+        hshare[s, h] = 0.0
     if rt.derived:
         l0 = tr.links[i, 0]
         sl.plink[s, 0] = nl + s
@@ -351,18 +353,20 @@ def _fill_route(tr, rt, wh, sl, rs, i, s):
         sl.tail_slot[s] = rt.tail_link[l0]
         pl = 0.0
         for h in range(ln):
-            pl += rt.link_lat[tr.links[i, h]]
-        sl.path_lat[s] = pl + rt.router_delay * max(ln - 1, 0)
-        sl.head_lat[s, 0] = 0.0
-        sl.in_port[s, 0] = -1
+            pl += link_lat[links[i, h]]
+        rd = rt.router_delay
+        sl.path_lat[s] = pl + rd * max(ln - 1, 0)
+        head_lat[s, 0] = 0.0
+        in_port[s, 0] = -1
+        from_links = rt.heads_from_links
         for h in range(1, hw):
-            if rt.heads_from_links:
-                pv = tr.links[i, h - 1]
-                sl.head_lat[s, h] = sl.head_lat[s, h - 1] + (rt.link_lat[pv] if pv >= 0 else 0.0) + rt.router_delay
-                sl.in_port[s, h] = pv
+            if from_links:
+                pv = links[i, h - 1]
+                head_lat[s, h] = head_lat[s, h - 1] + (link_lat[pv] if pv >= 0 else 0.0) + rd
+                in_port[s, h] = pv
             else:
-                sl.head_lat[s, h] = 0.0
-                sl.in_port[s, h] = -1
+                head_lat[s, h] = 0.0
+                in_port[s, h] = -1
     else:
         sl.cap_ni[s] = rt.link_cap[tr.links[i, 0]]
         sl.tail_slot[s] = rt.tail_slot[i]
@@ -372,7 +376,7 @@ def _fill_route(tr, rt, wh, sl, rs, i, s):
             sl.in_port[s, h] = rt.in_port[i, h]
     rl = 0
     for h in range(ln):
-        sl.rate_links[s, rl] = sl.plink[s, h]
+        rate_links[s, rl] = plink[s, h]
         rl += 1
     if rt.extra_mode == 1:
         for h in range(1, ln):
@@ -503,24 +507,27 @@ def _start_transfers(tr, rt, wh, nt, pg, sl, rs, nd, ls, c, out, now):
     if not whole and n_wk > 1:
         nd.wake_list[:n_wk] = np.sort(nd.wake_list[:n_wk])
     n_scan = num_nodes if whole else n_wk
+    wake_list, wake_flag, ni_busy, cur, node_ptr, node_tx = nd.wake_list, nd.wake_flag, nd.ni_busy, nd.cur, nd.node_ptr, nd.node_tx
+    status, deps_left, rdy, step, open_step, open_at = pg.status, pg.deps_left, pg.rdy, tr.step, nd.open_step, nd.open_at
+    has_nb, not_before, nis = tr.has_not_before, tr.not_before, nt.nis
     for q in range(n_scan):
-        n = q if whole else nd.wake_list[q]
-        if not nd.wake_flag[n]:
+        n = q if whole else wake_list[q]
+        if not wake_flag[n]:
             continue
-        nd.wake_flag[n] = False
-        if nd.ni_busy[n] >= nt.nis:
+        wake_flag[n] = False
+        if ni_busy[n] >= nis:
             continue
-        while nd.cur[n] < nd.node_ptr[n + 1] and pg.status[nd.node_tx[nd.cur[n]]] != WAITING:
-            nd.cur[n] += 1
-        for j in range(nd.cur[n], nd.node_ptr[n + 1]):
-            if nd.ni_busy[n] >= nt.nis:
+        while cur[n] < node_ptr[n + 1] and status[node_tx[cur[n]]] != WAITING:
+            cur[n] += 1
+        for j in range(cur[n], node_ptr[n + 1]):
+            if ni_busy[n] >= nis:
                 break
-            i = nd.node_tx[j]
-            if pg.status[i] != WAITING:
+            i = node_tx[j]
+            if status[i] != WAITING:
                 continue
-            if codesigned and (tr.step[i] != nd.open_step[n] or nd.open_at[n] > now):
+            if codesigned and (step[i] != open_step[n] or open_at[n] > now):
                 break  # later steps wait for the lockstep
-            if pg.deps_left[i] != 0 or pg.rdy[i] > now or (tr.has_not_before and tr.not_before[i] > now):
+            if deps_left[i] != 0 or rdy[i] > now or (has_nb and not_before[i] > now):
                 continue
             out.start[i] = now
             s = i & sl.mask
@@ -563,6 +570,7 @@ def _acquire_vcs(rt, wh, sl, rs, ls, c, hp_key, hp_id, now):
     mask = sl.mask
     heads, head_hop, head_key, catch_hops, plink, pcls = ls.heads, sl.head_hop, sl.head_key, sl.catch_hops, sl.plink, sl.pcls
     vc_free, b_first, b_next, b_res, va_ptr = rs.vc_free, rs.b_first, sl.b_next, sl.b_res, rs.va_ptr
+    tid, in_port, plen, head_lat, sst = sl.tid, sl.in_port, sl.plen, sl.head_lat, sl.sst
     n_hp = 0
     # (a resource without a free VC now has none in this instant either: its heads are not offered)
     for k in range(c[C_HEADS]):
@@ -571,7 +579,7 @@ def _acquire_vcs(rt, wh, sl, rs, ls, c, hp_key, hp_id, now):
         if head_key[s] <= now or h < catch_hops[s]:
             r = plink[s, h] * n_cls + pcls[s, h]
             if vc_free[r] > 0:
-                hp_key, hp_id, n_hp = _offer_head(s, sl.tid[s], r, head_key[s], b_first, b_next, b_res, hp_key, hp_id,
+                hp_key, hp_id, n_hp = _offer_head(s, tid[s], r, head_key[s], b_first, b_next, b_res, hp_key, hp_id,
                                                   n_hp)
     while n_hp > 0:
         cs = hp_id[0] & mask
@@ -586,17 +594,17 @@ def _acquire_vcs(rt, wh, sl, rs, ls, c, hp_key, hp_id, now):
             else:
                 b_next[best_prev] = b_next[s]
             b_res[s] = -1
-            va_ptr[r] = sl.in_port[s, h]
+            va_ptr[r] = in_port[s, h]
             vc_free[r] -= 1
-            if h + 1 < sl.plen[s]:
+            if h + 1 < plen[s]:
                 head_hop[s] = h + 1
                 if h + 1 < catch_hops[s]:
                     head_key[s] = now
                 else:
-                    head_key[s] = max(head_key[s], now) + sl.head_lat[s, h + 1] - sl.head_lat[s, h]
+                    head_key[s] = max(head_key[s], now) + head_lat[s, h + 1] - head_lat[s, h]
                 rn = plink[s, h + 1] * n_cls + pcls[s, h + 1]
                 if (head_key[s] <= now or h + 1 < catch_hops[s]) and vc_free[rn] > 0:  # on at once: eligible again
-                    hp_key, hp_id, n_hp = _offer_head(s, sl.tid[s], rn, head_key[s], b_first, b_next, b_res, hp_key,
+                    hp_key, hp_id, n_hp = _offer_head(s, tid[s], rn, head_key[s], b_first, b_next, b_res, hp_key,
                                                       hp_id, n_hp)
             else:
                 _head_arrived(sl, ls, c, s, h)
@@ -607,7 +615,7 @@ def _acquire_vcs(rt, wh, sl, rs, ls, c, hp_key, hp_id, now):
         if b_res[s] >= 0:
             b_first[b_res[s]] = -1
             b_res[s] = -1
-        if sl.sst[s] == HEAD:
+        if sst[s] == HEAD:
             heads[kept] = s
             kept += 1
     c[C_HEADS] = kept
@@ -624,9 +632,11 @@ def _pick_head(rt, sl, rs, r):
     best_d = 0
     prev = -1
     s = rs.b_first[r]
-    priority, head_key, tid = sl.priority, sl.head_key, sl.tid
+    priority, head_key, tid, in_port, head_hop, b_next = sl.priority, sl.head_key, sl.tid, sl.in_port, sl.head_hop, sl.b_next
+    ptr = rs.va_ptr[r]
+    mod_links = rt.mod_links
     while s >= 0:
-        d = (sl.in_port[s, sl.head_hop[s]] - rs.va_ptr[r] - 1) % rt.mod_links
+        d = (in_port[s, head_hop[s]] - ptr - 1) % mod_links
         if best < 0:
             better = True
         else:
@@ -638,7 +648,7 @@ def _pick_head(rt, sl, rs, r):
             best_prev = prev
             best_d = d
         prev = s
-        s = sl.b_next[s]
+        s = b_next[s]
     return best, best_prev
 
 
@@ -908,23 +918,26 @@ def _next_flow_event(nt, pg, sl, ls, c, now):
             if tt < t_next:
                 t_next = tt
                 lim = _gap_limit(t_next, now)
+    heads, head_key = ls.heads, sl.head_key
     for k in range(c[C_HEADS]):
-        s = ls.heads[k]
-        if now < sl.head_key[s] < t_next:
-            t_next = sl.head_key[s]
+        s = heads[k]
+        if now < head_key[s] < t_next:
+            t_next = head_key[s]
     mask = sl.mask
+    queued, waits_on, status, tid, hshare, common, bneck = ls.queued, sl.waits_on, pg.status, sl.tid, sl.hshare, sl.common, sl.bneck
     for q in range(c[C_QUEUED]):
-        s = ls.queued[q] & mask
-        p = sl.waits_on[s]
+        s = queued[q] & mask
+        p = waits_on[s]
         ps = p & mask
-        if _state(p, pg.status, sl.tid, mask, sst) == DRAINING and rates[ps] > 0.0:
-            tt = now + (rem[ps] - _buffered_beyond(sl.hshare, ps, sl.common[s], sl.bneck[ps])) / rates[ps]
+        if _state(p, status, tid, mask, sst) == DRAINING and rates[ps] > 0.0:
+            tt = now + (rem[ps] - _buffered_beyond(hshare, ps, common[s], bneck[ps])) / rates[ps]
             if now < tt < t_next:
                 t_next = tt
+    fly, done_at, tail_lat = ls.fly, sl.done_at, sl.tail_lat
     for q in range(c[C_FLY]):
-        s = ls.fly[q]
-        if sl.done_at[s] + sl.tail_lat[s] < t_next:
-            t_next = sl.done_at[s] + sl.tail_lat[s]
+        s = fly[q]
+        if done_at[s] + tail_lat[s] < t_next:
+            t_next = done_at[s] + tail_lat[s]
     return t_next
 
 
@@ -976,7 +989,9 @@ def _advance_flows(nt, wh, sl, rs, ls, c, out, now, dt):
     later, :func:`_arrivals`), off its resources' lists, its VCs free again."""
     rates, rem, inj, slack, tol, cap_ni, sst = sl.rates, sl.rem, sl.inj, sl.slack, sl.tol, sl.cap_ni, sl.sst
     txb = nt.txb
-    active = ls.active
+    active, tid, sent, free_at, rel, fly, done_at = ls.active, sl.tid, out.sent, sl.free_at, ls.rel, ls.fly, sl.done_at
+    buffered_at_sent, listed, vc_free, plink, pcls, plen = sl.buffered_at_sent, sl.listed, rs.vc_free, sl.plink, sl.pcls, sl.plen
+    ni_free_delay, hold, n_cls = nt.ni_free_delay, wh.hold, wh.n_cls
     na = c[C_ACTIVE]
     k = 0
     while k < na:
@@ -995,25 +1010,25 @@ def _advance_flows(nt, wh, sl, rs, ls, c, out, now, dt):
         rem[s] -= r * dt
         if sst[s] == SENDING and (inj[s] <= txb + tol[s] or rem[s] <= tol[s]):
             sst[s] = DRAINING
-            out.sent[sl.tid[s]] = now
-            sl.free_at[s] = now + nt.ni_free_delay  # released below, in this pass when there is no delay
-            ls.rel[c[C_REL]] = s
+            sent[tid[s]] = now
+            free_at[s] = now + ni_free_delay  # released below, in this pass when there is no delay
+            rel[c[C_REL]] = s
             c[C_REL] += 1
-            sl.buffered_at_sent[s] = max(rem[s] - inj[s], 0.0)
+            buffered_at_sent[s] = max(rem[s] - inj[s], 0.0)
         if rem[s] <= tol[s]:
             sst[s] = IN_FLIGHT
-            ls.fly[c[C_FLY]] = s
+            fly[c[C_FLY]] = s
             c[C_FLY] += 1
-            sl.done_at[s] = now
+            done_at[s] = now
             # the last flow in the list moves here, and is moved on when this place is looked at again
             active[k] = active[na - 1]
             na -= 1
             c[C_DIRTY] = 1
-            if sl.listed[s]:
+            if listed[s]:
                 _unlist(sl, rs, ls, c, s)
-            if wh.hold:
-                for h in range(1, sl.plen[s]):
-                    rs.vc_free[sl.plink[s, h] * wh.n_cls + sl.pcls[s, h]] += 1
+            if hold:
+                for h in range(1, plen[s]):
+                    vc_free[plink[s, h] * n_cls + pcls[s, h]] += 1
         else:
             k += 1
     c[C_ACTIVE] = na
@@ -1085,20 +1100,22 @@ def _release_queued(wh, pg, sl, ls, c, now):
 def _release_nis(tr, nt, sl, nd, ls, c, now):
     """NIs whose last transfer's last byte left ``ni_free_delay`` ago take the next one:
     their nodes look for starts (and, co-designed, for the step's end)."""
+    rel, free_at, src_node, tid, ni_busy, sst, pend = ls.rel, sl.free_at, tr.src_node, sl.tid, nd.ni_busy, sl.sst, ls.pend
+    codesigned = nt.policy == POLICY_CODESIGNED
     q = 0
     while q < c[C_REL]:
-        s = ls.rel[q]
-        if sl.free_at[s] <= now:
-            sl.free_at[s] = np.inf
-            v = tr.src_node[sl.tid[s]]
-            nd.ni_busy[v] -= 1
+        s = rel[q]
+        if free_at[s] <= now:
+            free_at[s] = np.inf
+            v = src_node[tid[s]]
+            ni_busy[v] -= 1
             c[C_WK] = _mark(nd.wake_flag, nd.wake_list, c[C_WK], v)
-            if nt.policy == POLICY_CODESIGNED:
+            if codesigned:
                 c[C_LK] = _mark(nd.lock_flag, nd.lock_list, c[C_LK], v)
             c[C_REL] -= 1
-            ls.rel[q] = ls.rel[c[C_REL]]
-            if sl.sst[s] == ARRIVED:  # over: the slot is free again
-                ls.pend[c[C_PEND]] = s
+            rel[q] = rel[c[C_REL]]
+            if sst[s] == ARRIVED:  # over: the slot is free again
+                pend[c[C_PEND]] = s
                 c[C_PEND] += 1
         else:
             q += 1
@@ -1124,42 +1141,45 @@ def _arrivals(tr, nt, red, pg, sl, nd, ls, c, out, wake_key, wake_id, now):
     ``issue_delay`` after the last of their inputs is usable (a wake-up). Returns the
     wake-up heap's arrays (grown when full)."""
     mask = sl.mask
+    fly, done_at, tail_lat, due, tid, sst, free_at, pend = ls.fly, sl.done_at, sl.tail_lat, ls.due, sl.tid, sl.sst, sl.free_at, ls.pend
+    rdep_ptr, rdep_idx, deps_left, rdy, not_before = tr.rdep_ptr, tr.rdep_idx, pg.deps_left, pg.rdy, tr.not_before
+    has_nb, issue_delay, src_node, wake_flag, wake_list = tr.has_not_before, nt.issue_delay, tr.src_node, nd.wake_flag, nd.wake_list
     n_due = 0
     q = 0
     while q < c[C_FLY]:
-        s = ls.fly[q]
-        if sl.done_at[s] + sl.tail_lat[s] <= now:
-            ls.due[n_due] = sl.tid[s]
+        s = fly[q]
+        if done_at[s] + tail_lat[s] <= now:
+            due[n_due] = tid[s]
             n_due += 1
             c[C_FLY] -= 1
-            ls.fly[q] = ls.fly[c[C_FLY]]
+            fly[q] = fly[c[C_FLY]]
         else:
             q += 1
     if n_due > 1:
-        ls.due[:n_due] = np.sort(ls.due[:n_due])
+        due[:n_due] = np.sort(due[:n_due])
     n_wake = c[C_WAKE]
     for q in range(n_due):
-        i = ls.due[q]
+        i = due[q]
         s = i & mask
-        sl.sst[s] = ARRIVED
-        a = sl.done_at[s] + sl.tail_lat[s]
+        sst[s] = ARRIVED
+        a = done_at[s] + tail_lat[s]
         out.arrive[i] = a
         rd_i = _reduction_ready(red, nd, i, a)
         if red.keep_ready:
             out.ready[i] = rd_i
         c[C_ARRIVED] += 1
-        for r in range(tr.rdep_ptr[i], tr.rdep_ptr[i + 1]):
-            d = tr.rdep_idx[r]
-            pg.deps_left[d] -= 1
-            pg.rdy[d] = max(pg.rdy[d], rd_i)
-            if pg.deps_left[d] == 0:
-                pg.rdy[d] = pg.rdy[d] + nt.issue_delay
-                key = max(pg.rdy[d], tr.not_before[d]) if tr.has_not_before else pg.rdy[d]
+        for r in range(rdep_ptr[i], rdep_ptr[i + 1]):
+            d = rdep_idx[r]
+            deps_left[d] -= 1
+            rdy[d] = max(rdy[d], rd_i)
+            if deps_left[d] == 0:
+                rdy[d] = rdy[d] + issue_delay
+                key = max(rdy[d], not_before[d]) if has_nb else rdy[d]
                 wake_key, wake_id, n_wake = _heap_push_grow(wake_key, wake_id, n_wake, key, d)
                 if key <= now:
-                    c[C_WK] = _mark(nd.wake_flag, nd.wake_list, c[C_WK], tr.src_node[d])
-        if sl.free_at[s] == np.inf:  # its NI was released already: the slot is free again
-            ls.pend[c[C_PEND]] = s
+                    c[C_WK] = _mark(wake_flag, wake_list, c[C_WK], src_node[d])
+        if free_at[s] == np.inf:  # its NI was released already: the slot is free again
+            pend[c[C_PEND]] = s
             c[C_PEND] += 1
     c[C_WAKE] = n_wake
     return wake_key, wake_id
