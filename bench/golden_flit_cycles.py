@@ -5,8 +5,8 @@ the topology, the router config, the NIC of each design) and run by
 ``nic.allreduce.simulate_allreduce`` at flit level (the co-simulation) or at message level.
 For every run the file keeps the total cycles, the per-step ends and a SHA-256 of the
 per-transfer start, sent and arrive cycles, so a change of any transfer's timing shows; and
-for every case the result-store key (``hw_models.allreduce_sweep.run_key``), so a change of
-the NIC or router config's key fields shows too.
+for every case the NIC and router configs' key fields, so a change of what stored results
+are keyed by shows too.
 
     python bench/golden_flit_cycles.py --write     # store tests/nic/data/golden_flit_cycles.json
     python bench/golden_flit_cycles.py             # compare the code with the stored file
@@ -79,7 +79,6 @@ def resolve_case(case):
 
 def run_case(case) -> dict:
     """The stored figures of one case (every algorithm x design x size x model)."""
-    from hw_models.allreduce_sweep import Job, run_key
     from nic.allreduce import simulate_allreduce
 
     name, preset, topology, nis, algorithms, designs, sizes, models, _ = case
@@ -93,10 +92,9 @@ def run_case(case) -> dict:
                     times: dict = {}
                     res = simulate_allreduce(exp.topology, exp.schedules[a], nic, exp.router, size, model=model,
                                              seed=seed, times_out=times)
-                    key = run_key(exp.topology, Job(a, size, design, model), nic, exp.router, seed)
                     runs[f"{model}|{design}|{a}|{size}"] = {
                         "total_cycles": res.total_cycles, "step_end_cycles": list(res.step_end_cycles),
-                        "times_sha256": _digest(times), "run_key": key, "verified": res.verified}
+                        "times_sha256": _digest(times), "verified": res.verified}
     return {"topology": exp.topology.name, "nic_key_fields": {d: exp.nics[d].key_fields() for d in designs},
             "router_key_fields": exp.router.key_fields(), "runs": runs}
 

@@ -113,7 +113,7 @@ def _check_choices(req: AllreduceRequest) -> list[str]:
 
 def _check_models(exp, designs: list[str], models: list[str], source: str) -> None:
     """A router that does not fit the topology (or, at flit level, a NIC design) fails here, before any run."""
-    from nic.allreduce import check_message_router
+    from nic.nic_config import check_message_router
     from nic.flit_cosim import flit_network
     from nic.scheduler import MAX_NIS as MAX_SCHEDULER_NIS
 

@@ -19,7 +19,7 @@ Policies (the two NIC designs):
 
 Without a :class:`Wormhole` description the network is a pure fluid: a transfer occupies
 its whole route while it is being sent and the NI is busy until the last byte has passed
-the bottleneck. With one (``nic.allreduce`` derives it from the flit-level network
+the bottleneck. With one (``nic.flow_control`` derives it from the flit-level network
 config), the mechanisms of a wormhole virtual-channel network are reproduced at message
 level: VC holding, buffering between the NI and the bottleneck, one queue per NI, shared
 buffers and head-of-line blocking (docs/allreduce.md, "Calibration"). Each is one stage of

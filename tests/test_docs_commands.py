@@ -32,10 +32,15 @@ _BENCH = re.compile(r"(?:^|[\s(`])(bench/[\w/]+\.py)((?:[ \t]+[^\s#|;&`]+)*)")
 
 
 def _quoted_lines(text: str) -> list[str]:
-    """Inline code spans and the lines of fenced code blocks (shell comments cut off)."""
+    """Inline code spans and the lines of fenced code blocks (shell comments cut off). A block
+    line followed by an ``error:`` line is an example of refused input, quoted on purpose,
+    and is left out."""
     blocks = _BLOCK.findall(text)
     outside = _BLOCK.sub("", text)
-    lines = [line.split(" #")[0] for block in blocks for line in block.splitlines()]
+    lines = []
+    for block in blocks:
+        rows = block.splitlines()
+        lines += [line.split(" #")[0] for line, after in zip(rows, rows[1:] + [""]) if not after.startswith("error:")]
     return lines + _INLINE.findall(outside)
 
 

@@ -102,65 +102,47 @@ def test_allreduce_with_both_models_reports_the_message_models_deviation(tmp_pat
     assert code in (0, None) and "(8 reused" in out
 
 
-def test_allreduce_resumes_after_a_torn_store_line(tmp_path, capsys):
-    argv = ["allreduce", "-t", "torus:4x4", "-a", "ring", "--sizes", "64KiB,128KiB", "--out", str(tmp_path)]
-    run(argv, capsys)
-    store = tmp_path / "torus_4x4_message.jsonl"
-    lines = store.read_text().splitlines()
-    store.write_text(lines[0] + "\n" + lines[1][: len(lines[1]) // 2])  # killed mid-write
-    code, out, _ = run(argv, capsys)
-    assert code in (0, None) and "(1 reused" in out
-    code, out, _ = run(argv, capsys)  # the record written after the torn line is on a line of its own
-    assert code in (0, None) and "(2 reused" in out
-
-
-def test_allreduce_reruns_a_damaged_store_record(tmp_path, capsys):
-    import json
-
-    argv = ["allreduce", "-t", "torus:4x4", "-a", "ring", "--sizes", "64KiB,128KiB", "--out", str(tmp_path)]
-    run(argv, capsys)
-    store = tmp_path / "torus_4x4_message.jsonl"
-    first, second = store.read_text().splitlines()
-    missing, wrong = json.loads(first), json.loads(second)
-    del missing["total_cycles"]
-    wrong["total_cycles"] = None
-    store.write_text("[1, 2]\n" + json.dumps(missing) + "\n" + json.dumps(wrong) + "\n")
-    code, out, _ = run(argv, capsys)
-    assert code in (0, None) and "2 runs (0 reused" in out
-    code, out, _ = run(argv, capsys)  # the new record superseded the damaged one
-    assert code in (0, None) and "2 runs (2 reused" in out
-
-
 def test_a_directory_in_place_of_a_result_file_stops_allreduce_before_it_runs(tmp_path, capsys):
     (tmp_path / "torus_4x4_message.csv").mkdir()
     code, out, err = run(["allreduce", "-t", "torus:4x4", "-a", "ring", "--sizes", "64KiB", "--out", str(tmp_path)],
                          capsys)
     assert code == 2 and "torus_4x4_message.csv there is a directory" in err and "runs (" not in out
-    assert not (tmp_path / "torus_4x4_message.jsonl").exists() or not (tmp_path / "torus_4x4_message.jsonl").read_text()
+    assert not (tmp_path / "runs.sqlite").exists() or not _store_rows(tmp_path)
+
+
+def _store_rows(out_dir):
+    """(key, size in bytes, finished_utc) of every point in a command's sweep store."""
+    import json
+    import sqlite3
+
+    con = sqlite3.connect(out_dir / "runs.sqlite")
+    try:
+        return [(k, json.loads(c)["size_bytes"], f) for k, c, f in
+                con.execute("SELECT key, config, finished_utc FROM points WHERE status = 'done'")]
+    finally:
+        con.close()
 
 
 def test_allreduce_runs_a_job_named_twice_once(tmp_path, capsys):
-    import json
-
     argv = ["allreduce", "-t", "torus:4x4", "-a", "ring,multitree,MultiTree,RING", "--sizes", "64KiB,64KiB,65536",
             "--out", str(tmp_path)]
     code, out, _ = run(argv, capsys)
     assert code in (0, None) and "2 runs (0 reused" in out
-    keys = [json.loads(line)["key"] for line in (tmp_path / "torus_4x4_message.jsonl").read_text().splitlines()]
+    keys = [k for k, _, _ in _store_rows(tmp_path)]
     assert len(keys) == len(set(keys)) == 2
     assert len((tmp_path / "torus_4x4_message.csv").read_text().splitlines()) == 1 + 2
 
 
 def test_allreduce_fresh_reruns_this_commands_runs_and_keeps_the_others(tmp_path, capsys):
-    import json
-
-    store = tmp_path / "torus_4x4_message.jsonl"
     run(["allreduce", "-t", "torus:4x4", "-a", "ring", "--sizes", "64KiB,128KiB", "--out", str(tmp_path)], capsys)
+    before = {size: (key, when) for key, size, when in _store_rows(tmp_path)}
     code, out, _ = run(["allreduce", "-t", "torus:4x4", "-a", "ring", "--sizes", "64KiB", "--fresh", "--out",
                         str(tmp_path)], capsys)
     assert code in (0, None) and "(0 reused" in out
-    records = [json.loads(line) for line in store.read_text().splitlines()]
-    assert len(records) == 3 and len({r["key"] for r in records}) == 2  # 128 KiB kept, 64 KiB appended again
+    after = {size: (key, when) for key, size, when in _store_rows(tmp_path)}
+    assert set(after) == {65536, 131072}  # 128 KiB kept, 64 KiB run again under its own key
+    assert after[131072] == before[131072] and after[65536][0] == before[65536][0]
+    assert after[65536][1] >= before[65536][1]
     code, out, _ = run(["allreduce", "-t", "torus:4x4", "-a", "ring", "--sizes", "64KiB,128KiB", "--out",
                         str(tmp_path)], capsys)
     assert "(2 reused" in out
@@ -170,7 +152,7 @@ def test_allreduce_refuses_an_algorithm_that_does_not_fit_before_any_run(tmp_pat
     code, _, err = run(["allreduce", "-t", "fattree:k4:l2", "-a", "ring,multitree,ring2d", "--nic", "both",
                         "--out", str(tmp_path)], capsys)
     assert code == 2 and "ring2d" in err
-    assert not (tmp_path / "fattree_k4_l2_message.jsonl").exists()
+    assert not (tmp_path / "runs.sqlite").exists() or not _store_rows(tmp_path)
 
 
 def test_allreduce_takes_a_virtual_cut_through_router_for_the_baseline_nic_at_flit_level(tmp_path, capsys):
