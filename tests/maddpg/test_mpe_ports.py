@@ -31,6 +31,21 @@ from maddpg.spread_port import SimplePort, SpreadPort
 from maddpg.tag_port import TagPort, _bound
 
 
+def _numpy_exp_is_libms() -> bool:
+    """Whether numpy's float64 exp gives libm's results (math.exp, what the Numba port calls)
+    on the range simple_tag's bound penalty uses. numpy's AVX-512 build of exp rounds some of
+    them the other way (one ulp), so on such a CPU mpe2 itself differs from libm there."""
+    import math
+
+    xs = 2 * np.random.default_rng(0).uniform(0.8, 2.4, 20000) - 2
+    return all(float(np.exp(x)) == math.exp(float(x)) for x in xs)
+
+
+# simple_tag's reward goes through exp: bit-exact with mpe2 only where numpy's exp is libm's
+NUMPY_EXP = pytest.mark.xfail(not _numpy_exp_is_libms(), strict=True,
+                              reason="numpy's AVX-512 exp differs from libm's by one ulp (docs/maddpg_env.md)")
+
+
 class _RawMpe:
     """An mpe2 scenario through its parallel API, spoken to as maddpg.env.MpeEnv speaks."""
 
@@ -170,7 +185,7 @@ def _lockstep(scenario, n, B, episodes, seed, **kw):
 @pytest.mark.parametrize("scenario,n,B,episodes", [
     ("simple_adversary", 3, 4, 6),
     ("simple_adversary", 5, 2, 3),
-    ("simple_tag", 4, 4, 8),
+    pytest.param("simple_tag", 4, 4, 8, marks=NUMPY_EXP),
     ("simple_speaker_listener", 2, 4, 6),
     ("simple_reference", 2, 4, 6),
 ])
@@ -181,6 +196,7 @@ def test_port_equals_mpe2_every_step(scenario, n, B, episodes):
         assert all(seen[k] > 0 for k in ("catches", "clamps", "obstacle_hits", "edge_linear", "edge_exp")), seen
 
 
+@NUMPY_EXP
 def test_tag_port_with_two_prey_equals_mpe2():
     seen = _lockstep("simple_tag", 4, 2, 4, seed=21, n_good=2)
     assert seen["steps"] == 2 * 4 * 25 and seen["catches"] > 0
@@ -251,6 +267,7 @@ def test_reset_is_seeded_and_masked(cls, n):
         a.reset(seed=0, env_mask=np.ones(5, bool))
 
 
+@NUMPY_EXP
 def test_bound_penalty_uses_numpys_exp():
     """simple_tag's penalty for |x| >= 1 is min(np.exp(2x - 2), 10); the port's math.exp must agree."""
     xs = np.concatenate([[0.0, 0.9, 0.95, 1.0, 1.5, 2.0, 2.15, 2.2, 3.0], np.random.default_rng(0).uniform(0.8, 2.4, 20000)])
