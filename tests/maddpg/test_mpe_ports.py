@@ -203,8 +203,10 @@ def test_tag_port_with_two_prey_equals_mpe2():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("scenario,n", [("simple_adversary", 2), ("simple_adversary", 4), ("simple_tag", 2),
-                                        ("simple_tag", 6), ("simple_speaker_listener", 2), ("simple_reference", 2)])
+@pytest.mark.parametrize("scenario,n", [("simple_adversary", 2), ("simple_adversary", 4),
+                                        pytest.param("simple_tag", 2, marks=NUMPY_EXP),
+                                        pytest.param("simple_tag", 6, marks=NUMPY_EXP),
+                                        ("simple_speaker_listener", 2), ("simple_reference", 2)])
 def test_port_equals_mpe2_many_episodes(scenario, n):
     seen = _lockstep(scenario, n, 8, 36, seed=100 + n)
     assert seen["steps"] == 8 * 36 * 25
