@@ -26,18 +26,6 @@ from cli_run import run
 from hw_models.sweep.store import SweepStore
 
 GOLDEN = Path(__file__).parent / "golden"
-NOC_TOML = """[network]
-topology = "mesh:3x3"
-[router]
-num_vcs = 2
-[traffic]
-warmup_cycles = 100
-measure_cycles = 400
-drain_limit_cycles = 2000
-[sweep]
-max_points = 3
-refine_steps = 0
-"""
 # make_golden.sh left out every line with a heavy rule: the progress bar's last state (it
 # shows wall time), and the tables' top rules with it
 _PROGRESS = re.compile(r"━")
@@ -57,7 +45,7 @@ def run_case(name: str, tmp_path, capsys, monkeypatch, reused: int = 0) -> tuple
     many this run finds stored). What it printed, and its output directory."""
     case = GOLDEN / name
     argv = shlex.split((case / "command.txt").read_text())[1:]
-    (tmp_path / "noc.toml").write_text(NOC_TOML)
+    (tmp_path / "noc.toml").write_text((GOLDEN / "noc.toml").read_text())
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("COLUMNS", "120")
     code, out, err = run(argv, capsys)

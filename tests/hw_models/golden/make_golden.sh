@@ -17,17 +17,6 @@ HW=${1:-$(pwd)/.venv/bin/hw-models}
 HW=$(cd "$(dirname "$HW")" && pwd)/$(basename "$HW")
 HERE=$(cd "$(dirname "$0")" && pwd)
 export COLUMNS=120
-NOC_TOML='[network]
-topology = "mesh:3x3"
-[router]
-num_vcs = 2
-[traffic]
-warmup_cycles = 100
-measure_cycles = 400
-drain_limit_cycles = 2000
-[sweep]
-max_points = 3
-refine_steps = 0'
 TS="-t torus:2x2 --nis 1 -w alexnet --max-iterations 300"
 CASES=(
   "demo|demo --out out/demo"
@@ -47,7 +36,7 @@ for case in "${CASES[@]}"; do
   args=${case#*|}
   if [ $# -ge 2 ] && [ "$2" != "$name" ]; then continue; fi
   work=$(mktemp -d)
-  printf '%s\n' "$NOC_TOML" > "$work/noc.toml"
+  cp "$HERE/noc.toml" "$work/noc.toml"
   rm -rf "${HERE:?}/$name" && mkdir -p "$HERE/$name"
   echo "hw-models $args" > "$HERE/$name/command.txt"
   (cd "$work" && $HW $args) | grep -v '━' > "$HERE/$name/stdout.txt"
