@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from noc.base.errors import HwModelsError
-from noc.base.files import replace_atomically  # re-exported: noc.base.files.replace_atomically
+from noc.base.files import replace_atomically  # re-exported: hw_models.store.replace_atomically
 
 try:  # POSIX: appends and read-modify-write of outputs take a lock on the store file
     import fcntl

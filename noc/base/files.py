@@ -2,9 +2,9 @@
 
 :func:`replace_atomically` is the one way every package of ours replaces a file: the new
 content goes to a temporary file of a unique name in the target's directory, which is then
-renamed over the target. It lives in ``noc``, the floor of the import graph, so ``maddpg``
-(checkpoints) and ``hw_models`` (CSV, JSON, figures; re-exported as
-``noc.base.files.replace_atomically``) share it.
+renamed over the target. It lives in ``noc.base``, the floor of the import graph, so
+``noc``, ``maddpg`` (checkpoints) and ``hw_models`` (CSV, JSON, figures; re-exported as
+``hw_models.store.replace_atomically``) share it.
 """
 
 from __future__ import annotations
