@@ -1,8 +1,11 @@
 """BookSim2 configuration files, read into this package's own configuration.
 
-BookSim2's files are ``key = value;`` lines with ``//`` and ``/* */`` comments; values are
-numbers, words (``mesh``, ``islip``), quoted strings or brace lists (``{{1,5}}``).
-:func:`parse_booksim` reads that syntax; :func:`from_booksim` maps the keys onto a
+BookSim2's files are ``key = value;`` statements with ``//`` comments; a value is an
+integer, a floating-point number, or a word (``mesh``, ``islip(1)``, a brace list such as
+``{{1,5}}``) written without spaces, and each key takes only the kinds its table in
+BookSim2 holds (:data:`noc.booksim_fields.FIELDS`). :func:`parse_booksim` reads that syntax
+as BookSim2's own lexer and grammar do (what BookSim2 stops on with a parse error is
+refused here, by line and key); :func:`from_booksim` maps the keys onto a
 topology, a :class:`~noc.flit.FlitNetworkConfig` and a
 :class:`~noc.flit_traffic.TrafficConfig` with BookSim2's semantics switched on (its
 allocators, torus VC classes, random tie direction, packets to their own source,
@@ -25,6 +28,7 @@ the same router delays (``st_delay_cycles`` = st_prepare + st_final), router lin
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,9 +46,20 @@ NO_EFFECT = {
     "pair_stats": "output only (per-pair figures are not printed here)",
     "watch_file": "debug output only", "watch_flits": "debug output only", "watch_packets": "debug output only",
     "watch_transactions": "debug output only", "watch_out": "debug output only", "stats_out": "output only",
-    "flow_out": "output only", "deadlock_warn_timeout": "only prints a warning in BookSim2",
+    "deadlock_warn_timeout": "only prints a warning in BookSim2",
     "viewer_trace": "output only", "sim_power": "power model only", "power_output_file": "power model only",
     "tech_file": "power model only", "channel_width": "power model only", "output_delay": "unused by BookSim2",
+    "in_ports": "unused by BookSim2", "out_ports": "unused by BookSim2", "channel_file": "unused by BookSim2",
+    "channel_sweep": "power model only",
+    "fail_seed": "only read with link_failures > 0, which is refused here",
+    "vct": "only read by BookSim2's event router (router = iq is the one modelled)",
+    **{k: "output only (per-node statistics files)" for k in (
+        "active_packets_out", "ejected_flits_out", "free_credits_out", "injected_flits_out", "max_credits_out",
+        "outstanding_credits_out", "received_flits_out", "sent_flits_out", "sent_packets_out", "stored_flits_out",
+        "used_credits_out")},
+    **{k: "only read by BookSim2's shared buffer policies (buffer_policy = private is the one modelled)" for k in (
+        "private_bufs", "private_buf_size", "private_buf_start_vc", "private_buf_end_vc", "max_held_slots",
+        "feedback_aging_scale", "feedback_offset")},
 }
 
 # values a key must have because the behaviour behind other values is not modelled here
@@ -53,7 +68,7 @@ _REQUIRED = {
     "vc_busy_when_full": 0, "vc_priority_donation": 0, "vc_shuffle_requests": 0, "hold_switch_for_packet": 0,
     "classes": 1, "subnets": 1, "use_read_write": 0, "sim_count": 1,
     "include_queuing": 1, "sim_type": "latency", "priority": "none",
-    "buffer_policy": "private", "buf_size": -1, "output_buffer_size": -1, "router": "iq", "measure_stats": 1,
+    "buffer_policy": "private", "buf_size": -1, "output_buffer_size": -1, "router": "iq", "measure_stats": 1, "link_failures": 0,
 }
 
 _TOPOLOGIES = ("mesh", "torus", "cmesh", "fattree")
@@ -112,78 +127,162 @@ class BookSimRun:
     notes: list[str] = field(default_factory=list)  # keys accepted that change nothing here
 
 
-_TOKEN = re.compile(r"\s*(?:(?P<num>[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)|(?P<str>\"[^\"]*\"|'[^']*')|"
-                    r"(?P<word>[A-Za-z_][\w.\-]*(?:\([^();=]*\))?)|(?P<punct>[{},;=]))", re.ASCII)
-# BookSim2's digits are 0-9; a word may carry parameters in parentheses, braces and commas
-# included, as BookSim2's own lexer reads them: islip(4), hotspot({0,5},{2,1}), on_off(0.1,0.2)
+# BookSim2's lexer (src/config.l), rule by rule: at each position the longest match wins, a
+# tie goes to the earlier rule, and any other character is a token of its own (which its
+# grammar then refuses unless it is '=' or ';'). Comments are // to the end of the line; a
+# word may carry parameters in parentheses, braces and commas, and a brace list is one word
+# without spaces: islip(4), hotspot({{0,5},{2,1}}), {1,2}.
+_LEX_RULES = (
+    ("comment", re.compile(r"//[^\n]*")),
+    ("space", re.compile(r"[ \t\r]+")),
+    ("newline", re.compile(r"\n")),
+    ("str", re.compile(r"\{[A-Za-z0-9_\-.({,)}]+\}")),
+    ("int", re.compile(r"-?[0-9]+")),
+    ("float", re.compile(r"-?[0-9]*\.[0-9]+")),
+    ("float", re.compile(r"-?(?:[0-9]*\.)?[0-9]+(?:[eE][-+]?[0-9]+)?")),
+    ("str", re.compile(r"[A-Za-z_\-/.][A-Za-z0-9_\-/.+({,)}]*")),
+)
+_INT32 = (-2**31, 2**31 - 1)  # BookSim2 reads integers with atoi into an int
+_TYPE_NAMES = {"int": "an integer", "float": "a floating-point number", "str": "a word or brace list"}
+# what a character BookSim2 cannot read usually means
+_HINTS = {'"': "BookSim2 has no quoted strings: write the word bare", "'": "BookSim2 has no quoted strings: write "
+          "the word bare", "*": "BookSim2's comments are // to the end of the line", "#": "BookSim2's comments are // "
+          "to the end of the line", "{": "a brace list is written without spaces, e.g. {1,2}", "+": "a number is "
+          "written without a + sign"}
 
 
-def _strip_comments(text: str) -> str:
-    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
-    return re.sub(r"//[^\n]*", "", text)
+@dataclass(frozen=True)
+class _Token:
+    kind: str  # int, float, str, or char (one character that is no number or word)
+    text: str
+    line: int
 
 
-def _tokens(text: str, source: str) -> list[tuple[str, str]]:
-    out, pos = [], 0
-    text = text.rstrip()
+def _lex(text: str, source: str) -> list[_Token]:
+    out, pos, line = [], 0, 1
     while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if not m or m.end() == pos:
-            line = text.count("\n", 0, pos) + 1
-            raise ConfigError(f"{source}: line {line}: cannot read {text[pos:pos + 20].strip()!r} "
-                              "(BookSim2 syntax: key = value;)")
-        kind = m.lastgroup
-        out.append((kind, m.group(kind)))
-        pos = m.end()
+        best, length = None, 0
+        for kind, rule in _LEX_RULES:
+            m = rule.match(text, pos)
+            if m and m.end() - pos > length:
+                best, length = kind, m.end() - pos
+        if best is None:
+            best, length = "char", 1
+        if best == "newline":
+            line += 1
+        elif best not in ("comment", "space"):
+            out.append(_Token(best, text[pos:pos + length], line))
+        pos += length
     return out
 
 
-def _value(tokens: list[tuple[str, str]], i: int, source: str, key: str) -> tuple[Any, int]:
-    kind, text = tokens[i]
-    if kind == "num":
-        try:  # int() refuses more than 4300 digits
-            return (float(text) if any(ch in text for ch in ".eE") else int(text)), i + 1
-        except ValueError:
-            raise ConfigError(f"{source}: key {key!r}: {text[:30]!r}... is too long a number") from None
-    if kind == "str":
-        return text[1:-1], i + 1
-    if kind == "word":
-        return text, i + 1
-    if text == "{":
-        items, i = [], i + 1
-        while tokens[i][1] != "}":
-            item, i = _value(tokens, i, source, key)
-            items.append(item)
-            if tokens[i][1] == ",":
-                i += 1
-        return items, i + 1
-    raise ConfigError(f"{source}: key {key!r}: unexpected {text!r} where a value belongs")
+def _syntax_error(source: str, tok: _Token | None, expected: str) -> ConfigError:
+    if tok is None:
+        return ConfigError(f"{source}: the file ends inside 'key = value;' (expected {expected}; BookSim2 refuses it "
+                           "with a syntax error)")
+    if tok.kind == "char" and tok.text not in "=;":
+        hint = _HINTS.get(tok.text, "BookSim2 syntax: key = value;")
+        return ConfigError(f"{source}: line {tok.line}: cannot read {tok.text!r} ({hint})")
+    return ConfigError(f"{source}: line {tok.line}: expected {expected}, found {tok.text[:30]!r} (BookSim2 syntax: "
+                       "key = value; refuses this with a syntax error)")
+
+
+def _brace_list(text: str, source: str, key: str) -> list:
+    """A brace list as nested Python lists: ``{{0,5},{2,1}}`` is ``[[0, 5], [2, 1]]``; an element
+    reads as an int or float where it is written as one, else as a word (empty elements are
+    skipped, as BookSim2's tokenize_str skips them)."""
+    stack: list[list] = []
+    item, done = "", None
+    for ch in text:
+        if done is not None:
+            raise _refuse(source, key, text, "has more closing braces than opening ones")
+        if ch == "{":
+            stack.append([])
+        elif ch in ",}":
+            if item:
+                stack[-1].append(_scalar(item))
+                item = ""
+            if ch == "}":
+                inner = stack.pop()
+                if stack:
+                    stack[-1].append(inner)
+                else:
+                    done = inner
+        else:
+            item += ch
+    if done is None:
+        raise _refuse(source, key, text, "has more opening braces than closing ones")
+    return done
+
+
+def _scalar(text: str) -> Any:
+    if re.fullmatch(r"-?[0-9]+", text):
+        return int(text)
+    if re.fullmatch(r"-?(?:[0-9]*\.)?[0-9]+(?:[eE][-+]?[0-9]+)?", text):
+        return float(text)
+    return text
+
+
+def _assign(tok_key: _Token, tok_value: _Token, source: str) -> Any:
+    """The value BookSim2 assigns for ``key = value;``, or the error it stops with."""
+    from noc.booksim_fields import FIELDS
+
+    key, text = tok_key.text, tok_value.text
+    if key not in FIELDS:
+        raise ConfigError(f"{source}: line {tok_key.line}: {key!r} is not a BookSim2 key")
+    types = FIELDS[key][0]
+    if tok_value.kind not in types:
+        takes = " or ".join(_TYPE_NAMES[t] for t in types)
+        fix = " (write it with a decimal point, e.g. 1.0)" if tok_value.kind == "int" and "float" in types else ""
+        raise ConfigError(f"{source}: line {tok_key.line}: BookSim2 key {key} = {text[:30]}: BookSim2 reads "
+                          f"{text[:30]!r} as {_TYPE_NAMES[tok_value.kind]} and {key} takes {takes}{fix}")
+    if tok_value.kind == "int":
+        if len(text) > 12 or not _INT32[0] <= int(text) <= _INT32[1]:
+            raise ConfigError(f"{source}: key {key!r}: {text[:30]!r}... is too long a number for BookSim2's 32-bit "
+                              f"integers (allowed: {_INT32[0]} to {_INT32[1]})")
+        return int(text)
+    if tok_value.kind == "float":
+        value = float(text)
+        if not math.isfinite(value):
+            raise ConfigError(f"{source}: key {key!r}: {text[:30]!r} is too large a number (BookSim2 reads it as "
+                              "infinity)")
+        return value
+    return _brace_list(text, source, key) if text.startswith("{") else text
 
 
 def parse_booksim(text: str, source: str = "booksim config") -> dict[str, Any]:
-    """BookSim2's ``key = value;`` syntax into a dict (later keys win, as in BookSim2)."""
-    toks = _tokens(_strip_comments(text), source)
+    """BookSim2's ``key = value;`` files into a dict, read as BookSim2's own parser reads
+    them (its lexer, its grammar, its typed key tables; later keys win): whatever BookSim2
+    stops on with a parse error is a :class:`ConfigError` naming the line and the key."""
+    toks = _lex(text, source)
+    if not toks:
+        raise ConfigError(f"{source}: no 'key = value;' in the file (BookSim2 refuses an empty file)")
     values: dict[str, Any] = {}
     i = 0
-    try:
-        while i < len(toks):
-            kind, key = toks[i]
-            if kind != "word" or toks[i + 1][1] != "=":
-                raise ConfigError(f"{source}: expected 'key = value;' at {key!r}")
-            value, i = _value(toks, i + 2, source, key)
-            if i < len(toks) and toks[i][1] == ";":
-                i += 1
-            values[key] = value
-    except IndexError:
-        raise ConfigError(f"{source}: the file ends inside 'key = value;'") from None
+    while i < len(toks):
+        parts = toks[i:i + 4] + [None] * (4 - len(toks[i:i + 4]))
+        key, eq, value, end = parts
+        if key.kind != "str":
+            raise _syntax_error(source, key, "a key")
+        if eq is None or eq.text != "=":
+            raise _syntax_error(source, eq, f"'=' after {key.text!r}")
+        if value is None or value.kind == "char":
+            raise _syntax_error(source, value, f"a value for {key.text!r}")
+        if end is None or end.text != ";":
+            raise _syntax_error(source, end, f"';' after {key.text} = {value.text[:30]}")
+        values[key.text] = _assign(key, value, source)
+        i += 4
     return values
 
 
 def parse_override(item: str) -> tuple[str, Any]:
-    """One command-line ``key=value`` (BookSim2's override syntax)."""
+    """One command-line ``key=value``, read as BookSim2 reads it (the file syntax with the
+    ``;`` added)."""
     if "=" not in item:
         raise ConfigError(f"override {item!r}: expected key=value")
     parsed = parse_booksim(item + ";", source=f"override {item!r}")
+    if len(parsed) != 1:
+        raise ConfigError(f"override {item!r}: expected one key=value")
     return next(iter(parsed.items()))
 
 
@@ -476,6 +575,13 @@ def from_booksim(values: dict[str, Any], source: str = "booksim config") -> Book
         raise _refuse(source, "seed", v["seed"], "must be a non-negative integer (runs here are reproducible)")
     method = {ours: (_number(v, key, source, float) if ours.endswith(("thres", "thres_cycles"))
                      else _number(v, key, source)) for key, ours in _METHOD_KEYS.items()}
+    if 0 < method["warmup_periods"] >= method["max_samples"]:
+        # BookSim2 ends its run as the warm-up ends: no period is measured, and it prints the
+        # last warm-up period's figures as if they were measured
+        raise _refuse(source, "max_samples", method["max_samples"], f"with warmup_periods = "
+                      f"{method['warmup_periods']} no sample period is measured (BookSim2 would print the warm-up's "
+                      f"figures); set max_samples above warmup_periods, e.g. max_samples = "
+                      f"{method['warmup_periods'] + 10}")
     traffic = validate({
         "pattern": "hotspot" if name == "hotspot" else _PATTERNS[pattern], **hot_keys, "rate_packets": rate, **burst, "packet_flits": sizes, "packet_weights": weights,
         "self_packets": True, "inject_during_drain": True, "methodology": "booksim", **method,

