@@ -44,7 +44,10 @@ def plot(
         rows, spec = preset_spec(preset, rows)
     else:
         spec = generic_spec(rows, x, y, color, facet)
-    lines = series(rows, spec)
+    notes: list[str] = []
+    lines = series(rows, spec, notes)
+    for note in notes:
+        typer.echo(note, err=True)
     path = out or default_name(results, figure_name(spec, preset), fmt)
     data = render(spec, lines, fmt)
     write_new_file(path, lambda tmp: tmp.write_bytes(data), overwrite=overwrite, named="--out")

@@ -13,6 +13,8 @@ two columns hold it), so a line never zigzags over two runs; what still collides
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,11 +68,23 @@ def _num(v, col: str):
     return v
 
 
-def series(rows: list[dict], spec: FigureSpec) -> list[Series]:
-    """The lines of ``spec`` over ``rows`` (module docstring)."""
+def _finite(v) -> bool:
+    return not isinstance(v, float) or math.isfinite(v)
+
+
+def series(rows: list[dict], spec: FigureSpec, notes: list[str] | None = None) -> list[Series]:
+    """The lines of ``spec`` over ``rows`` (module docstring). Rows whose x or y is NaN or
+    infinite are left out of the figure, with a note appended to ``notes``."""
     rows = [r for r in rows if r.get(spec.x) not in (None, "") and r.get(spec.y) not in (None, "")]
     if not rows:
         raise HwModelsError(f"no row has both {spec.x!r} and {spec.y!r}")
+    finite = [r for r in rows if _finite(r[spec.x]) and _finite(r[spec.y])]
+    if not finite:
+        raise HwModelsError(f"every row with {spec.x!r} and {spec.y!r} holds NaN or infinity there: nothing to plot")
+    if len(finite) < len(rows) and notes is not None:
+        notes.append(f"note: left out {len(rows) - len(finite)} of {len(rows)} row(s) whose {spec.x!r} or {spec.y!r} "
+                     "is NaN or infinite")
+    rows = finite
     out: list[Series] = []
     facets = list(dict.fromkeys(_text(r.get(spec.facet)) for r in rows)) if spec.facet else [""]
     for fv in facets:

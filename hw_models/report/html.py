@@ -40,16 +40,18 @@ img.figure { max-width: 100%; display: block; margin: 1em 0; }
 </style>"""
 
 
-def figures(rows: list[dict]) -> list[tuple[str, str, bytes]]:
-    """(preset, title, PNG bytes) of every preset the rows hold data for."""
+def figures(rows: list[dict]) -> list[tuple[str, str, bytes, list[str]]]:
+    """(preset, title, PNG bytes, notes) of every preset the rows hold data for; the notes
+    say which rows the figure leaves out (NaN or infinite values)."""
     out = []
     for name in PRESETS:
+        notes: list[str] = []
         try:
             prows, spec = preset_spec(name, rows)
-            lines = series(prows, spec)
+            lines = series(prows, spec, notes)
         except HwModelsError:
             continue  # the results hold nothing for this figure (or it would be ambiguous)
-        out.append((name, spec.title, render(spec, lines, "png")))
+        out.append((name, spec.title, render(spec, lines, "png"), notes))
     return out
 
 
@@ -70,11 +72,12 @@ def page(rows: list[dict], source: str) -> tuple[str, int]:
     if not figs:
         parts.append("<p>No preset figure fits these results (they hold no all-reduce, load-point or training "
                      "rows); see the table.</p>")
-    for name, title, png in figs:
+    for name, title, png, notes in figs:
         data = base64.b64encode(png).decode("ascii")
         parts.append(f"<h2>{html.escape(title)}</h2>")
         parts.append(f"<img class=\"figure\" id=\"figure-{name}\" alt=\"{html.escape(title)}\" "
                      f"src=\"data:image/png;base64,{data}\">")
+        parts.extend(f"<p class=\"note\">{html.escape(note)}</p>" for note in notes)
     cols = table_columns(rows)
     parts.append(f"<h2>Rows</h2><table><thead><tr>{''.join(f'<th>{html.escape(c)}</th>' for c in cols)}</tr></thead>"
                  "<tbody>")

@@ -114,3 +114,17 @@ def test_bad_plot_requests_name_what_is_wrong(tmp_path, capsys, monkeypatch, arg
     for w in words:
         assert w in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.csv"]
+
+
+def test_nan_and_inf_points_are_left_out_with_a_note_and_all_of_them_is_an_error(tmp_path, capsys):
+    path = tmp_path / "r.csv"
+    path.write_text("size,latency\n1,2.0\n2,nan\n3,inf\n4,5.0\n")
+    notes: list[str] = []
+    (line,) = series(load_rows(path), generic_spec(load_rows(path), "size", "latency", None, None), notes)
+    assert line.xs == (1, 4) and line.ys == (2.0, 5.0)
+    assert notes == ["note: left out 2 of 4 row(s) whose 'size' or 'latency' is NaN or infinite"]
+    code, _, err = run(["plot", str(path), "--x", "size", "--y", "latency", "--out", str(tmp_path / "f.png")], capsys)
+    assert code == 0 and "left out 2 of 4" in err and (tmp_path / "f.png").read_bytes().startswith(MAGIC["png"])
+    path.write_text("size,latency\n1,nan\n2,-inf\n")
+    code, _, err = run(["plot", str(path), "--x", "size", "--y", "latency", "--out", str(tmp_path / "g.png")], capsys)
+    assert code == 2 and "holds NaN or infinity there: nothing to plot" in err and len(err.strip().splitlines()) == 1

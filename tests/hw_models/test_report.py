@@ -64,3 +64,14 @@ def test_headless_chromium_renders_every_figure(tmp_path, capsys):
     total = re.search(r'data-figures-total="(\d+)"', body.group(0))
     assert loaded and total, body.group(0)
     assert int(total.group(1)) == 2 and int(loaded.group(1)) == 2  # both figures decoded: naturalWidth > 0
+
+
+def test_a_nan_or_infinite_value_is_left_out_of_its_figure_with_a_note_on_the_page(tmp_path):
+    from hw_models.report.html import page
+
+    rows = load_rows(write_store(tmp_path / "s.sqlite"))
+    clean, _ = page(rows, "s.sqlite")
+    rows[0]["busbw_gbps"], rows[1]["busbw_gbps"] = float("nan"), float("inf")
+    text, count = page(rows, "s.sqlite")
+    assert count >= 1 and re.search(r"left out [12] of \d+ row\(s\)", text) and "NaN or infinite" in text
+    assert "left out" not in clean
