@@ -44,6 +44,16 @@ ELEMENTWISE_FLOPS = {
 }
 
 
+# The largest layer modelled, per sample: 2^40 elements (4 TiB of fp32) in its parameters,
+# output or input, 2^56 FLOPs each way, so that every figure derived from them (bytes,
+# chunks per flow, a batch's FLOPs) stays an exact 64-bit integer
+LAYER_LIMITS = (
+    ("params", 2**40, "2^40 elements"), ("activation_elems", 2**40, "2^40 elements"),
+    ("input_elems", 2**40, "2^40 elements"), ("fwd_flops", 2**56, "2^56 FLOPs per sample"),
+    ("bwd_flops", 2**56, "2^56 FLOPs per sample"),
+)
+
+
 def lrn_flops_per_elem(size: int) -> int:
     """Local response normalisation across ``size`` channels: ``size`` squares and
     ``size - 1`` additions, then scale, power and divide (3)."""
@@ -96,6 +106,13 @@ class Layer:
     input_elems: int
     gemms: tuple[Gemm, ...] = ()
     input_grad: bool = True
+
+    def __post_init__(self):
+        for key, limit, what in LAYER_LIMITS:
+            value = getattr(self, key)
+            if value > limit:
+                raise ConfigError(f"layer {self.name!r}: {key} = {value:,} is past the largest modelled "
+                                  f"({limit:,}, {what})")
 
     def grad_bytes(self, dtype_bytes: int) -> int:
         """Bytes of this layer's parameter gradient."""

@@ -347,3 +347,25 @@ def test_workloads_build_from_descriptions_not_totals():
     assert wider.params - base.params == 2 * 9 * 256 * 256 + 4 * 256
     assert wider.gemm_macs - base.gemm_macs == 2 * 19 * 19 * 9 * 256 * 256
     assert math.isclose(transformer_base(seq_len=256).gemm_macs / transformer_base(seq_len=128).gemm_macs, 2.0, rel_tol=0.1)
+
+
+@pytest.mark.parametrize("layers,says", [
+    ([{"kind": "linear", "out_features": 2**63 - 1}], "linear0': params = "),
+    ([{"kind": "gemm", "m": 10**9, "n": 10**9, "k": 10**9}], "gemm0': params = 1,000,000,000,000,000,000"),
+    ([{"kind": "gemm", "m": 2**30, "n": 2**5, "k": 2**30, "params": 0}], "fwd_flops = 73,786,976,294,838,206,464"),
+    ([{"kind": "linear", "out_features": 2**21}, {"kind": "linear", "out_features": 2**21}], "params = 4,398,048,608,256"),
+])
+def test_a_layer_past_the_largest_modelled_is_refused_by_name(layers, says):
+    # without the bound, train and train-system died on an int64 overflow in the schedule's chunk bounds
+    spec = {"name": "big", "input": [1024], "layers": layers}
+    with pytest.raises(ConfigError) as exc:
+        workload_from_dict(spec, source="net.toml")
+    assert says in str(exc.value) and "past the largest modelled" in str(exc.value)
+    assert str(exc.value).startswith("net.toml")
+
+
+def test_the_largest_layer_allowed_still_builds():
+    # 2^20 x 2^20 weights (+ 2^20 bias) is 2^40 + 2^20 elements: one bias past the bound
+    w = workload_from_dict({"name": "edge", "input": [2**20], "layers": [{"kind": "linear", "out_features": 2**20,
+                                                                              "bias": False}]})
+    assert w.layers[0].params == 2**40
