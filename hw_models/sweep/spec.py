@@ -181,9 +181,11 @@ def _range(path: str, where: str, spec: dict) -> tuple:
     if "step" in spec:
         if not inc > 0:
             raise _err(path, f"{where}.step", inc, "must be positive")
-        n = math.floor((hi - lo) / inc + 1e-9) + 1
-        if n > MAX_AXIS_VALUES:
-            raise _err(path, where, spec, f"{n:,} values; at most {MAX_AXIS_VALUES:,} per axis")
+        span = (hi - lo) / inc  # infinite when the range's arithmetic overflows a float
+        if not math.isfinite(span) or span + 1e-9 >= MAX_AXIS_VALUES:
+            count = f"{math.floor(span) + 1:,}" if math.isfinite(span) else "too many"
+            raise _err(path, where, spec, f"{count} values; at most {MAX_AXIS_VALUES:,} per axis")
+        n = math.floor(span + 1e-9) + 1
         values = [lo + k * inc if integers else round(lo + k * inc, 12) for k in range(n)]
     else:
         if not inc > 1:
@@ -194,6 +196,9 @@ def _range(path: str, where: str, spec: dict) -> tuple:
         while x <= hi * (1 + 1e-12):
             values.append(x if integers else round(x, 12))
             x = x * inc
+            if not math.isfinite(x) and x <= hi * (1 + 1e-12):
+                raise _err(path, where, spec, "the range's values overflow a floating-point number before reaching "
+                                              "'to'")
             if len(values) > MAX_AXIS_VALUES:
                 raise _err(path, where, spec, f"more than {MAX_AXIS_VALUES:,} values per axis")
     return tuple(values)

@@ -138,6 +138,10 @@ points = 50
     ('kind = "allreduce"\n[axes]\n"a.b" = [1]\n[sample]\nmethod = "random"\npoints = 1\nseed = -1',
      "sample.seed = -1: a seed must be an integer in [0, 4294967295]"),
     ('kind = "allreduce"\n[axes]\n"a" = {from = 1, to = 200000, step = 1}', "at most 100,000 per axis"),
+    # ranges whose arithmetic overflows a float (an OverflowError before)
+    ('kind = "allreduce"\n[axes]\n"a" = {from = 1, to = 1e300, step = 1e-300}', "too many values; at most 100,000"),
+    ('kind = "allreduce"\n[axes]\n"a" = {from = -1e308, to = 1e308, step = 1}', "too many values; at most 100,000"),
+    ('kind = "allreduce"\n[axes]\n"a" = {from = 1e300, to = 1.7976931348623157e308, times = 1e9}', "overflow a floating-point"),
 ])
 def test_a_bad_sweep_file_names_the_key_the_value_and_what_is_allowed(tmp_path, text, message):
     with pytest.raises(ConfigError) as info:
