@@ -69,7 +69,7 @@ def train_system(
                                              "slow:COUNT:FACTOR (the last COUNT workers FACTOR times slower), "
                                              "lognormal:SIGMA (a mean-one lognormal per step), combined with + "
                                              "(default: ps slow:2:3; easgd none, which skips the event simulation)."),
-    delays: Optional[str] = typer.Option(None, "--delays", help="ssd: comma-separated delays k (default "
+    delays: Optional[str] = typer.Option(None, "--delays", help="ssd: comma-separated delays k, each 1..1000 (default "
                                          "1,2,4,8)."),
     variants: Optional[str] = typer.Option(None, "--variants", help="easgd: comma-separated sync, async, "
                                            "measgd, hogwild (default all)."),

@@ -60,7 +60,7 @@ BAD = {
                  ["--seed", "4294967296"], ["--config", "CONFIG_BAD"], ["--trace-run", "ncf/ring/wfbp"],
                  ["--workloads", "ncf", "--trace", "JSON"]],
     ("train-system",): [[], ["ring"]],  # the group: no system, an unknown one
-    ("train-system", "ssd"): [["--servers", "2"], ["--delays", "0"], ["--task", "cnn"], ["--seed", "-1"],
+    ("train-system", "ssd"): [["--servers", "2"], ["--delays", "0"], ["--delays", "1000000000"], ["--task", "cnn"], ["--seed", "-1"],
                               ["--batch", "0"], ["-w", "resnet"], ["-t", "ring:²"]],
     ("train-system", "ps"): [["--modes", "bsp"], ["--stragglers", "slow:99:2"], ["--placement", "0,0"]],
     ("train-system", "compression"): [["--compressors", "topk:x"], ["--fix", "sideways"]],

@@ -111,13 +111,14 @@ def resolve_setting(sysname, workload, batch, device, topology, nis, algorithm, 
     return st, desc, settings
 
 
-def _ints(flag: str, text: str, lo: int) -> list[int]:
+def _ints(flag: str, text: str, lo: int, hi: int | None = None) -> list[int]:
+    allowed = f"comma-separated integers >= {lo}" if hi is None else f"comma-separated integers in {lo}..{hi}"
     try:
         vals = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise HwModelsError(f"{flag} {text!r}: must be comma-separated integers >= {lo}") from None
-    if not vals or any(v < lo for v in vals):
-        raise HwModelsError(f"{flag} {text!r}: must be comma-separated integers >= {lo}")
+        raise HwModelsError(f"{flag} {text!r}: must be {allowed}") from None
+    if not vals or any(v < lo or (hi is not None and v > hi) for v in vals):
+        raise HwModelsError(f"{flag} {text!r}: must be {allowed}")
     return list(dict.fromkeys(vals))
 
 
@@ -159,7 +160,9 @@ def system_params(sysname, n, compressors, fix, average_every, servers, placemen
             raise HwModelsError(f"--stragglers: {exc}") from None
         return {"servers": list(nodes), "modes": mlist, "stragglers": strag, "objects": (nodes, mlist, strag)}
     if sysname == "ssd":
-        ks = _ints("--delays", delays or "1,2,4,8", 1)
+        from hw_models.training.systems.ssd import MAX_DELAY  # noqa: PLC0415
+
+        ks = _ints("--delays", delays or "1,2,4,8", 1, MAX_DELAY)
         return {"delays": ks, "objects": (ks,)}
     if sysname == "easgd":
         vs = [v.strip().lower() for v in (variants or ",".join(VARIANTS)).split(",") if v.strip()]

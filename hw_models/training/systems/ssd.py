@@ -38,9 +38,14 @@ import numpy as np
 from noc.base.errors import ConfigError
 
 
+# the timeline simulates a few rounds of k steps each, so k bounds the run's length
+MAX_DELAY = 1000
+
+
 def _check_k(k) -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ConfigError(f"delay = {k!r}: must be an integer >= 1 (steps between global synchronisations)")
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_DELAY:
+        raise ConfigError(f"delay = {k!r}: must be an integer in 1..{MAX_DELAY} (steps between global "
+                          "synchronisations)")
     return k
 
 
