@@ -5,7 +5,7 @@ cluster — each point's row written to the store as it finishes.
 * :func:`resolve_points` validates every point (the kind's ``validate``) and returns the
   points, their keys and one message per invalid point: a sweep with an invalid point runs
   nothing.
-* :func:`unfinished` leaves out the points the store holds finished (or as imported records).
+* :func:`unfinished` leaves out the points the store holds finished.
 * :func:`execute` runs the rest. A backend runs :func:`run_points` (the kind's ``run`` on a
   batch of points, each point's error caught) on a worker: :class:`LocalPool` (worker
   processes forked once, each importing the kind — its Numba kernels load once per worker,
@@ -69,7 +69,6 @@ class Summary:
     points: int = 0  # distinct points of the sweep
     duplicates: int = 0  # points that resolved to one already listed
     finished_before: int = 0  # found finished in the store at the start
-    adopted: int = 0  # found as imported records (by legacy key)
     finished_elsewhere: int = 0  # finished by another process while this sweep ran
     done: int = 0  # run and finished here
     failed: int = 0  # run here and failed
@@ -402,35 +401,15 @@ def _check_reachable(address: str) -> None:
 # --- the run -----------------------------------------------------------------------------------
 
 def unfinished(points: list[Point], kind: Kind, store: SweepStore, *, fresh: bool = False,
-               summary: Summary | None = None,
-               on_event: Callable[[str, Point, Any], None] | None = None) -> list[Point]:
-    """The ``points`` that ``store`` does not hold finished (all of them with ``fresh``). A
-    point found as an imported record (by the kind's legacy key) is written under its own
-    key, with its full config, and counts as finished (``on_event("adopted", point, None)``)."""
+               summary: Summary | None = None) -> list[Point]:
+    """The ``points`` that ``store`` does not hold finished (all of them with ``fresh``)."""
     s = summary if summary is not None else Summary()
     s.points = len(points)
     if fresh:
         return list(points)
     finished = store.done_keys(p.key for p in points)
     s.finished_before = len(finished)
-    todo = [p for p in points if p.key not in finished]
-    if not todo or kind.legacy_key is None or not store.has_aliases(kind.name):
-        return todo
-    versions = kind.model_versions()
-    aliases = {p.key: kind.legacy_key(p.config) for p in todo}
-    found = store.done_by_alias(kind.name, aliases.values())
-    rest = []
-    for p in todo:
-        row = found.get(aliases[p.key])
-        if row is None:
-            rest.append(p)
-            continue
-        store.put(PointRecord(p.key, kind.name, "done", p.config, versions, row["metrics"], None, row["wall_s"],
-                              row["code_version"], row["origin"], alias=aliases[p.key], worker=row["worker"]))
-        s.adopted += 1
-        if on_event is not None:
-            on_event("adopted", p, None)
-    return rest
+    return [p for p in points if p.key not in finished]
 
 
 def execute(points: list[Point], kind: Kind, store: SweepStore, backend, *, origin: str, fresh: bool = False,

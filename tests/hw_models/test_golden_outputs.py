@@ -6,8 +6,8 @@ line (``command.txt``), what it printed (``stdout.txt``, the progress bar's line
 and the CSV files it wrote, as recorded by ``golden/make_golden.sh`` with the code of the
 release before the commands ran their points through :mod:`hw_models.sweep.plan`. Each
 case here runs the command again in a scratch directory and compares byte for byte; the
-one line allowed to differ is the one naming the result store the runs were reused from
-(a JSONL file then, the SQLite sweep store now). Then the same points run as a sweep file
+one part allowed to differ is the name of the result store the runs were reused from or
+appended to (a JSONL file then, the SQLite sweep store now). Then the same points run as a sweep file
 through ``hw-models sweep`` give the command's rows, field for field, and a sweep into the
 command's own store finds every point finished (one key for both ways of asking).
 """
@@ -30,13 +30,15 @@ GOLDEN = Path(__file__).parent / "golden"
 # shows wall time), and the tables' top rules with it
 _PROGRESS = re.compile(r"━")
 _STORE_NAME = re.compile(r"reused from [^;)]+")  # one store now; a JSONL store per model then
+_STORE_PATH = re.compile(r"every run appended to [^;]+;")  # train: runs.sqlite now, a JSONL store then
 
 
 def _text(text: str) -> str:
     """What a command printed, the progress bar's line left out, words joined by single
     spaces (a line wraps where the store's name ends) and the store's name as STORE."""
     kept = " ".join(ln for ln in text.splitlines() if not _PROGRESS.search(ln))
-    return _STORE_NAME.sub("reused from STORE", " ".join(kept.split()))
+    text = _STORE_NAME.sub("reused from STORE", " ".join(kept.split()))
+    return _STORE_PATH.sub("every run appended to STORE;", text)
 
 
 def run_case(name: str, tmp_path, capsys, monkeypatch, reused: int = 0) -> tuple[str, Path]:

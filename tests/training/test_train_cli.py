@@ -56,6 +56,14 @@ def net(tmp_path_factory):
     return d
 
 
+def stored(out):
+    """The training points in the output directory's sweep store, oldest first."""
+    from hw_models.sweep.store import SweepStore
+
+    with SweepStore(out / "runs.sqlite", create=False) as st:
+        return list(st.rows(kind="training", status="done"))
+
+
 def argv(net, out, *extra):
     return ["train", "--workloads", str(net / "tiny.toml"), "--topology", "torus:2x2", "--batch", str(BATCH),
             "--algorithms", "multitree", "--out", str(out), *extra]
@@ -88,8 +96,7 @@ def test_train_end_to_end_against_the_pieces(net, tmp_path, capsys):
     assert "multitree" in doc["otherData"]["comm"]
     assert gantt.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "train_torus_2x2_message_wfbp.png").read_bytes()[:4] == b"\x89PNG"
-    store = [json.loads(line) for line in (out / "train_torus_2x2_message.jsonl").read_text().splitlines()]
-    assert [s["algorithm"] for s in store] == ["ring", "multitree"]
+    assert [s["config"]["algorithm"] for s in stored(out)] == ["ring", "multitree"]
 
     # the same command again: the trace exists, so nothing runs and nothing changes
     before = {p.name: p.read_bytes() for p in out.iterdir()}
@@ -102,14 +109,14 @@ def test_train_end_to_end_against_the_pieces(net, tmp_path, capsys):
     # another configuration into the same folder: a note, and every run stays in the store
     code, stdout, err = run(argv(net, out, "--batch", "2"), capsys)
     assert code == 0, err
-    assert "note: replacing" in stdout and "train_torus_2x2_message.jsonl" in stdout
+    assert "note: replacing" in stdout and "runs.sqlite" in stdout
     assert [r["batch"] for r in read_csv(out / "train_torus_2x2_message_wfbp.csv")] == ["2", "2"]
-    store = [json.loads(line) for line in (out / "train_torus_2x2_message.jsonl").read_text().splitlines()]
-    assert [s["batch"] for s in store] == [BATCH, BATCH, 2, 2] and len({s["key"] for s in store}) == 4
-    # and the identical command again rewrites the same bytes, without a note
+    store = stored(out)
+    assert [s["config"]["batch"] for s in store] == [BATCH, BATCH, 2, 2] and len({s["key"] for s in store}) == 4
+    # and the identical command again reuses its runs and rewrites the same bytes, without a note
     same = (out / "train_torus_2x2_message_wfbp.csv").read_bytes()
     code, stdout, err = run(argv(net, out, "--batch", "2"), capsys)
-    assert code == 0 and "note: replacing" not in stdout
+    assert code == 0 and "note: replacing" not in stdout and "2 runs (2 reused from runs.sqlite)" in stdout
     assert (out / "train_torus_2x2_message_wfbp.csv").read_bytes() == same
 
 
