@@ -32,12 +32,7 @@ class LoadSweep:
     out_dir: Path
     stem: str
     booksim: bool
-
-    @property
-    def store_path(self) -> Path:
-        from hw_models.store import STORE_NAME
-
-        return self.out_dir / STORE_NAME
+    store_path: Path  # the output directory's sweep store
 
 
 def resolve(args: list[str] | None, booksim: Optional[Path], pattern: Optional[str], seed: Optional[int],
@@ -56,14 +51,16 @@ def resolve(args: list[str] | None, booksim: Optional[Path], pattern: Optional[s
         check_time(t, tr, sweep.max_points, yes)
         name = "sweep_" + booksim_stem(run)
         out_dir = booksim_out_dir(out, [f"{name}.{ext}" for ext in ("csv", "png")] + [STORE_NAME])
-        return LoadSweep(t, router, tr, sweep, _booksim_base(t, router), str(booksim), out_dir, name, True)
+        return LoadSweep(t, router, tr, sweep, _booksim_base(t, router), str(booksim), out_dir, name, True,
+                         out_dir / STORE_NAME)
     cfg, t = load_noc_experiment(config, pattern, seed)
     check_time(t, cfg.traffic, cfg.sweep.max_points, yes)
     name = f"sweep_{stem(t, cfg)}"
     out_dir = output_dir(out, cfg, config, [f"{name}.{ext}" for ext in ("csv", "png")] + [STORE_NAME])
     data = read_toml(config)  # the point's sections as a sweep file's [base] gives them: one key both ways
     base = {k: data[k] for k in ("network", "channels", "router") if k in data}
-    return LoadSweep(t, cfg.router, cfg.traffic, cfg.sweep, base, str(config), out_dir, name, False)
+    return LoadSweep(t, cfg.router, cfg.traffic, cfg.sweep, base, str(config), out_dir, name, False,
+                     out_dir / STORE_NAME)
 
 
 def _booksim_base(t, router) -> dict:
@@ -155,6 +152,7 @@ def sweep_load(args: list[str] | None, booksim: Optional[Path], pattern: Optiona
                out: Optional[Path], yes: bool, fresh: bool) -> None:
     """The whole command: resolve, sweep with a progress bar, print and write (module docstring)."""
     import typer
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from noc.base.errors import ConfigError
     from noc.flitsim_sweep import SweepDeadlockError, SweepInterrupted, sweep_load as sweep
@@ -168,12 +166,21 @@ def sweep_load(args: list[str] | None, booksim: Optional[Path], pattern: Optiona
               f"{', BookSim2 semantics and methodology' if s.booksim else ''}; seed {tr.seed}")
     title = f"{t.name}, {tr.pattern} traffic"
     points = StoredPoints(s, fresh)
+    progress = Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=con)
+    task = progress.add_task("load points", total=s.sweep.max_points)
+
+    def on_point(i, load, stats, saturated):
+        progress.update(task, completed=i, description=f"{load:.4f} flits/NI/cycle: "
+                        f"{'saturated' if saturated else fmt(stats.latency_avg, 1) + ' cycles'}")
+
     try:
-        with _progress(con, s.sweep.max_points) as on_point:
+        with progress:
             try:
                 res = sweep(t, router, tr, s.sweep, on_point=on_point, run_point=points)
             except ConfigError as exc:  # a first point that is not at near-zero load
                 raise ConfigError(f"{s.source}: {exc}") from None
+            progress.update(task, total=len(res.points), completed=len(res.points))
     except SweepInterrupted as exc:  # Ctrl-C: show and write what is finished; the store keeps it for a re-run
         part = _as_stored(s, points, exc.result)
         print_sweep(con, t, tr, part)
@@ -197,32 +204,6 @@ def sweep_load(args: list[str] | None, booksim: Optional[Path], pattern: Optiona
     written = write_sweep(con, s, res, title)
     reused = f" ({res.reused_points} point(s) reused from {s.store_path.name})" if res.reused_points else ""
     con.print(f"wrote {' and '.join(map(str, written))}{reused}")
-
-
-class _progress:
-    """A progress bar over the load points; entered, the sweep's ``on_point``."""
-
-    def __init__(self, con, total: int) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self.bar = Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), console=con)
-        self.task = self.bar.add_task("load points", total=total)
-        self.done = 0
-
-    def on_point(self, i, load, stats, saturated) -> None:
-        self.done = i
-        self.bar.update(self.task, completed=i, description=f"{load:.4f} flits/NI/cycle: "
-                        f"{'saturated' if saturated else fmt(stats.latency_avg, 1) + ' cycles'}")
-
-    def __enter__(self):
-        self.bar.__enter__()
-        return self.on_point
-
-    def __exit__(self, *exc):
-        if exc[0] is None:
-            self.bar.update(self.task, total=self.done, completed=self.done)
-        return self.bar.__exit__(*exc)
 
 
 def print_sweep(con, t, tr, res, deadlock_flits: float | None = None) -> None:

@@ -22,10 +22,6 @@ TX_QUEUE_NOTE = ("note: with a transmit queue (nic.tx_buffer_flits) the message 
                  "1 MiB (up to 33 % fast on some 4-NI runs at 256 KiB; docs/allreduce.md), and most layers' gradients "
                  "are smaller: check the figures that matter with --model flit.")
 ORIGIN = "hw-models train"
-# the training kind's point keys of the policy options (endtoend.POLICY_OPTIONS names)
-_POINT_OPTION = {"fusion_threshold_bytes": "fusion_threshold", "slice_bytes": "slice_bytes",
-                 "partition_bytes": "partition_bytes", "dear_threshold_bytes": "dear_threshold", "strict": "strict",
-                 "fused": "fused"}
 
 
 @dataclass(frozen=True)
@@ -74,12 +70,7 @@ class TrainSetup:
     pick: Optional[tuple]  # (workload, algorithm, policy label) of --trace / --gantt
     out_dir: Path
     stem: str
-
-    @property
-    def store_path(self) -> Path:
-        from hw_models.store import STORE_NAME
-
-        return self.out_dir / STORE_NAME
+    store_path: Path  # the output directory's sweep store
 
 
 def _size_flag(flag: str, text: Optional[str], zero: bool = True) -> Optional[int]:
@@ -183,7 +174,7 @@ def resolve(req: TrainRequest) -> TrainSetup:
         if path is not None:
             check_output_dir(path.parent, f"{flag} {path}: its directory")
     plan = _plan(req, data_with_flags(data, overrides, drop), design, works, algos, policies, options, source)
-    return TrainSetup(req, source, cfg, exp, design, algos, policies, plan, pick, out_dir, stem)
+    return TrainSetup(req, source, cfg, exp, design, algos, policies, plan, pick, out_dir, stem, out_dir / STORE_NAME)
 
 
 def workload_specs(spec: str) -> list[tuple[str, object]]:
@@ -216,9 +207,11 @@ def _plan(req: TrainRequest, data: dict, design: str, works, algos, policies, op
     """One training point per workload x algorithm x policy, in the table's order."""
     import copy
 
+    from hw_models.sweep.kinds.training import OPTION_KEYS
     from hw_models.sweep.plan import Plan
     from hw_models.training.endtoend import POLICY_OPTIONS
 
+    point_key = {opt: key for key, opt in OPTION_KEYS.items()}  # the kind's names of the policy options
     base = copy.deepcopy(data)
     base.pop("allreduce", None)  # the algorithms are the points'; a point's config has no [allreduce]
     base["nic"] = {**(base.get("nic") or {}), "design": design}
@@ -226,7 +219,7 @@ def _plan(req: TrainRequest, data: dict, design: str, works, algos, policies, op
     for spec, w in works:
         for a in algos:
             for p in policies:
-                own = {_POINT_OPTION[o]: v for o, v in options.items() if v is not None and POLICY_OPTIONS[o][0] == p.name}
+                own = {point_key[o]: v for o, v in options.items() if v is not None and POLICY_OPTIONS[o][0] == p.name}
                 configs.append({**copy.deepcopy(base), "training": {
                     "workload": spec, "algorithm": a, "policy": p.name, "batch": req.batch, "device": req.device,
                     "engine": req.engine, "model": req.model, "iterations": req.iterations, **own}})

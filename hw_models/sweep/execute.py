@@ -112,10 +112,11 @@ def resolve_points(spec: SweepSpec, kind: Kind | None = None) -> tuple[list[Poin
 
 # --- what runs on a worker ---------------------------------------------------------------------
 
-def run_point(kind_name: str, config: dict) -> Outcome:
+def run_point(kind_name: str, config: dict, raising: bool = False) -> Outcome:
     """Run one point of kind ``kind_name`` (on a worker): its metrics, or its error as one
     line (the exception's type and message, and where it was raised unless it is an error
-    of the input, :class:`noc.base.errors.HwModelsError`)."""
+    of the input, :class:`noc.base.errors.HwModelsError`); with ``raising`` the exception
+    propagates instead."""
     t0 = time.perf_counter()
     try:
         metrics = get_kind(kind_name).run(config)
@@ -124,12 +125,14 @@ def run_point(kind_name: str, config: dict) -> Outcome:
         text = json.dumps(metrics, sort_keys=True)  # plain JSON data (a TypeError otherwise; NaN is allowed)
         return Outcome("done", text, None, time.perf_counter() - t0, worker_name())
     except Exception as exc:  # noqa: BLE001 - a failing point is recorded; the sweep goes on
+        if raising:
+            raise
         return Outcome("failed", None, error_line(exc), time.perf_counter() - t0, worker_name())
 
 
-def run_points(kind_name: str, configs: list[dict]) -> list[Outcome]:
+def run_points(kind_name: str, configs: list[dict], raising: bool = False) -> list[Outcome]:
     """Run a batch of points on one worker, one after the other (:func:`run_point` each)."""
-    return [run_point(kind_name, c) for c in configs]
+    return [run_point(kind_name, c, raising) for c in configs]
 
 
 def error_line(exc: BaseException) -> str:
@@ -196,18 +199,20 @@ LOST = "lost"
 
 
 class InProcess:
-    """Runs each point in this process as it is handed out (``--workers 0``)."""
+    """Runs each point in this process as it is handed out (``--workers 0``); with
+    ``raising``, a point's exception (an input error, Ctrl-C, a bug) propagates instead of
+    being recorded, after the points before it are stored (a command's run)."""
 
     window = 1
     task_s = 0.0  # one point at a time: the progress bar moves with each
 
-    def __init__(self, kind_name: str) -> None:
-        self.kind_name = kind_name
+    def __init__(self, kind_name: str, raising: bool = False) -> None:
+        self.kind_name, self.raising = kind_name, raising
         self._done: list = []
 
     def submit(self, configs: list[dict]) -> object:
         handle = object()
-        self._done.append((handle, run_points(self.kind_name, configs)))
+        self._done.append((handle, run_points(self.kind_name, configs, self.raising)))
         return handle
 
     def wait(self, handles: list) -> list:

@@ -120,6 +120,31 @@ def test_train_end_to_end_against_the_pieces(net, tmp_path, capsys):
     assert (out / "train_torus_2x2_message_wfbp.csv").read_bytes() == same
 
 
+def test_ctrl_c_keeps_the_finished_runs_and_a_rerun_resumes(net, tmp_path, capsys, monkeypatch):
+    """Ctrl-C while the second run simulates: exit 130, the first run is in the store; the
+    same command again runs only the second and writes what an uninterrupted command writes."""
+    whole = tmp_path / "whole"
+    assert run(argv(net, whole), capsys)[0] == 0
+    real = NicComm._seconds
+
+    def press(self, kind, nbytes):  # Ctrl-C at multitree's first collective: the ring run is finished
+        if self.schedule.algorithm == "multitree":
+            raise KeyboardInterrupt
+        return real(self, kind, nbytes)
+
+    out = tmp_path / "out"
+    monkeypatch.setattr(NicComm, "_seconds", press)
+    code, stdout, _ = run(argv(net, out), capsys)
+    assert code == 130 and "run the same command again to resume" in " ".join(stdout.split())
+    assert [s["config"]["algorithm"] for s in stored(out)] == ["ring"]
+    assert not (out / "train_torus_2x2_message_wfbp.csv").exists()
+    monkeypatch.setattr(NicComm, "_seconds", real)
+    code, stdout, err = run(argv(net, out), capsys)
+    assert code == 0 and "2 runs (1 reused from runs.sqlite)" in " ".join(stdout.split()), err
+    name = "train_torus_2x2_message_wfbp.csv"
+    assert (out / name).read_bytes() == (whole / name).read_bytes()
+
+
 def test_train_every_policy_sequential_by_hand(net, tmp_path, capsys):
     out = tmp_path / "out"
     code, stdout, err = run(argv(net, out, "--policy", "all", "--slice-bytes", "4KiB", "--trace",
