@@ -2,7 +2,7 @@
 
     hw-models sweep FILE [--store S] [--workers N | --dask tcp://host:port] [--seed N] [--fresh] [--check]
     hw-models sweep export STORE --csv OUT.csv [--parquet OUT.parquet] [--kind K] [--overwrite]
-    hw-models sweep import-jsonl JSONL... --store S [--config NOC.toml]
+    hw-models sweep import-jsonl JSONL... --store S [--config TOML]
     hw-models sweep status STORE [--failed]
     hw-models sweep kinds
 
@@ -191,8 +191,9 @@ def import_jsonl_cmd(
                                        "train.", show_default=False),
     store: Path = typer.Option(..., "--store", "-s", help="The sweep store to copy them into (made if missing).",
                                show_default=False),
-    config: Optional[Path] = typer.Option(None, "--config", help="The hw-models noc TOML the load points were run "
-                                          "with: they become noc_load points the commands and sweeps reuse."),
+    config: Optional[Path] = typer.Option(None, "--config", help="The TOML the runs were made with (an experiment "
+                                          "config; for noc sweep-load points, the noc config; default: the "
+                                          "defaults): the runs it reproduces become points the commands reuse."),
 ) -> None:
     """Copy JSONL result stores into a sweep store; the commands and sweeps then reuse the runs they match."""
     from hw_models.sweep.jsonl import check_jsonl, import_jsonl
@@ -201,10 +202,10 @@ def import_jsonl_cmd(
 
     for f in files:  # all of them readable JSONL stores, before the sweep store is made
         check_jsonl(f)
-    noc_config = read_toml(config) if config is not None else None
+    data = read_toml(config) if config is not None else None
     with SweepStore(store, named="--store") as st:
         for f in files:
-            r = import_jsonl(f, st, noc_config)
+            r = import_jsonl(f, st, data)
             kinds = ", ".join(f"{n} {k}" for k, n in r.imported.items()) or "0"
             skipped = "; ".join(f"{n} skipped: {why}" for why, n in r.skipped.items())
             typer.echo(f"{f}: imported {kinds} record(s)" + (f" ({r.matched} as finished points)" if r.matched else "")

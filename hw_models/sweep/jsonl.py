@@ -12,13 +12,14 @@ key counts) and writes each into a sweep store:
   from a full point config and matches: a command or sweep asking for that point then
   reuses it. A ``train`` record's point is rebuilt from the record itself (its config
   source, topology, NIC, model, batch, device, engine, iterations, seed, workload, algorithm
-  and policy); a ``noc sweep-load`` record's from the experiment TOML it was run with
-  (``config``: its network, channels, router and traffic, with the record's pattern and
-  load);
+  and policy); an ``allreduce`` record's from the config it was run with (``config``: the
+  experiment TOML's data, default the defaults) with the record's topology, NIC, seed,
+  algorithm, size and model; a ``noc sweep-load`` record's from the ``hw-models noc`` TOML
+  it was run with (``config``: its network, channels, router and traffic, with the record's
+  pattern and load);
 * otherwise as **an imported row** keyed by the hash of its kind and old key (importing a
   file twice adds nothing), its config what the record tells about the run, its old key
-  in ``alias``: kept for export, not matched to new points (an ``allreduce`` record always:
-  the keys of that release cannot be recomputed).
+  in ``alias``: kept for export, not matched to new points.
 
 An imported row's wall time is unknown (NULL), its code version "unknown (imported from a
 JSONL store)".
@@ -128,6 +129,38 @@ def _train_row(record: dict) -> tuple[dict, dict]:
 
 
 # --- finished points: a record's point rebuilt and its old key checked ---------------------------
+
+def _allreduce_point(record: dict, config: dict | None) -> tuple[dict, dict] | None:
+    """(the allreduce point of ``record`` on the experiment data ``config``, its metrics), or
+    None when the record's old key is not that point's."""
+    from hw_models.sweep.kinds.allreduce import metrics, objects, validate
+    from nic.collectives import SCHEDULE_VERSION
+    from nic.message_sim import MODEL_VERSION as MESSAGE_MODEL_VERSION
+    from nic.result import AllreduceResult
+    from noc.flit import MODEL_VERSION as FLIT_MODEL_VERSION
+
+    data = {k: v for k, v in (config or {}).items() if k not in ("allreduce", "network", "nic", "run")}
+    net = {k: v for k, v in ((config or {}).get("network") or {}).items() if k not in ("nis_per_node", "routing")}
+    data.update(network={**net, "topology": record["topology"]}, nic={**((config or {}).get("nic") or {}),
+                "design": record["nic"]}, run={**((config or {}).get("run") or {}), "seed": record["seed"]},
+                allreduce={"algorithm": record["algorithm"], "size": record["size_bytes"], "model": record["model"]})
+    try:
+        resolved = validate(data, "imported record")
+    except (ConfigError, HwModelsError):
+        return None
+    t, _, nic, router = objects(resolved)
+    job = {"algorithm": resolved["algorithm"], "size_bytes": resolved["size_bytes"], "nic": record["nic"],
+           "model": resolved["model"]}
+    fields = {"topology": t.to_dict(), "job": job, "nic": nic.key_fields(), "network": router.key_fields(),
+              "seed": resolved["seed"], "schedule_version": SCHEDULE_VERSION,
+              f"{resolved['model']}_model_version": MESSAGE_MODEL_VERSION if resolved["model"] == "message"
+              else FLIT_MODEL_VERSION}
+    if resolved["schedule_options"]:
+        fields["schedule_options"] = {resolved["algorithm"]: resolved["schedule_options"]}
+    if hashlib.sha1(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12] != record["key"].rsplit("|", 1)[-1]:
+        return None
+    return resolved, metrics(AllreduceResult.from_json(json.dumps({k: v for k, v in record.items() if k != "key"})))
+
 
 def _noc_point(record: dict, noc_config: dict | None) -> tuple[dict, dict] | None:
     """(the noc_load point of ``record`` from the TOML data ``noc_config``, its metrics), or
@@ -242,9 +275,10 @@ def check_jsonl(path: str | Path) -> Path:
     return p
 
 
-def import_jsonl(path: str | Path, store: SweepStore, noc_config: dict | None = None) -> ImportReport:
+def import_jsonl(path: str | Path, store: SweepStore, config: dict | None = None) -> ImportReport:
     """Copy the valid records of JSONL store ``path`` into ``store`` (module docstring);
-    ``noc_config``: the data of the ``hw-models noc`` TOML its load points were run with."""
+    ``config``: the data of the TOML its runs were made with (an experiment config for
+    all-reduces, a ``hw-models noc`` config for load points)."""
     from hw_models.sweep.kinds import get_kind
 
     p = check_jsonl(path)
@@ -259,18 +293,18 @@ def import_jsonl(path: str | Path, store: SweepStore, noc_config: dict | None = 
             report.skip("not an all-reduce run, a load point or a training run")
             continue
         try:
-            found = trains.get(old) if kind == "training" else _noc_point(record, noc_config) \
-                if kind == "noc_load" else None
-            config, metrics = found if found is not None else rows[kind](record)
+            found = trains.get(old) if kind == "training" else _noc_point(record, config) \
+                if kind == "noc_load" else _allreduce_point(record, config)
+            point, metrics = found if found is not None else rows[kind](record)
         except (KeyError, TypeError, ValueError) as exc:
             report.skip(f"a {kind} record that does not read back ({type(exc).__name__})")
             continue
         if found is not None:
             versions = get_kind(kind).model_versions()
-            rec = PointRecord(point_key(kind, config, versions), kind, "done", config, versions, metrics, None, None,
+            rec = PointRecord(point_key(kind, point, versions), kind, "done", point, versions, metrics, None, None,
                               IMPORTED_CODE_VERSION, f"jsonl {p}", alias=old)
         else:
-            rec = PointRecord(imported_key(kind, old), kind, "done", config, {}, metrics, None, None,
+            rec = PointRecord(imported_key(kind, old), kind, "done", point, {}, metrics, None, None,
                               IMPORTED_CODE_VERSION, f"jsonl {p}", alias=old)
         if store.put(rec):
             report.imported[kind] = report.imported.get(kind, 0) + 1

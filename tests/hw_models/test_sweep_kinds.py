@@ -51,17 +51,21 @@ def test_allreduce_points_give_the_allreduce_commands_cycles_and_share_its_store
     assert stored == ran  # the same keys and metrics: one key function for both ways of asking
 
 
-def test_import_jsonl_brings_in_the_allreduce_store_of_the_release_before(tmp_path, capsys):
+def test_import_jsonl_brings_in_the_allreduce_store_and_the_command_reuses_it(tmp_path, capsys, monkeypatch):
     """A JSONL store written by ``hw-models allreduce`` before it ran into the sweep store
     (tests/hw_models/golden/allreduce, recorded by golden/make_golden.sh) imports whole, its
-    records' metrics those of its CSV; importing it again adds nothing."""
+    old keys checked, its records' metrics those of its CSV: the command then simulates none
+    of its runs and writes its CSV byte for byte; importing it again adds nothing."""
     from pathlib import Path
 
+    import nic.allreduce
+
     golden = Path(__file__).parent / "golden" / "allreduce"
-    store = tmp_path / "imported.sqlite"
+    monkeypatch.chdir(tmp_path)
+    store = tmp_path / "out" / "allreduce" / "runs.sqlite"
     code, text, err = run(["sweep", "import-jsonl", str(golden / "torus_2x2_message.jsonl"), "--store", str(store)],
                           capsys)
-    assert code == 0 and "imported 8 allreduce record(s)" in text, text + err
+    assert code == 0 and "imported 8 allreduce record(s) (8 as finished points)" in text, text + err
     rows = _rows(store)
     assert {r["origin"] for r in rows} == {f"jsonl {golden / 'torus_2x2_message.jsonl'}"}
     want = list(csv.DictReader((golden / "torus_2x2_message.csv").open()))
@@ -69,6 +73,15 @@ def test_import_jsonl_brings_in_the_allreduce_store_of_the_release_before(tmp_pa
     for w in want:
         m = got[(w["algorithm"], int(w["size_bytes"]), w["nic"])]
         assert all(str(m[c]) == w[c] for c in w if c not in ("speedup_vs_ring", "bound_percent")), w
+
+    def no_run(*args, **kw):
+        raise AssertionError("an all-reduce was simulated")
+
+    monkeypatch.setattr(nic.allreduce, "simulate_allreduce", no_run)
+    code, text, err = run(_golden_command("allreduce"), capsys)
+    assert code == 0 and "8 runs (8 reused from runs.sqlite)" in " ".join(text.split()), text + err
+    assert (tmp_path / "out" / "allreduce" / "torus_2x2_message.csv").read_bytes() == \
+        (golden / "torus_2x2_message.csv").read_bytes()
     code, text, _ = run(["sweep", "import-jsonl", str(golden / "torus_2x2_message.jsonl"), "--store", str(store)],
                         capsys)
     assert "imported 0 record(s); 8 already in" in text
