@@ -286,11 +286,11 @@ def _run(con, s: TrainSetup):
     import typer
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from hw_models.sweep.kinds.training import simulations, train_run
+    from hw_models.sweep.kinds.training import forget_comms, simulations, train_run
     from hw_models.sweep.plan import resolve as resolve_points, run_plan
 
     points = resolve_points(s.plan)
-    before = {a: simulations(points[0].config, a) for a in s.algorithms}
+    forget_comms()  # each size this command's runs need is simulated once per algorithm, and counted
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=con, transient=False) as progress:
         task = progress.add_task("simulating", total=len(points))
@@ -306,8 +306,7 @@ def _run(con, s: TrainSetup):
             raise typer.Exit(130) from None
         progress.update(task, completed=len(points), description="done")
     runs = [train_run(p.config, m) for p, m in zip(points, ran.metrics)]
-    after = {a: simulations(points[0].config, a) for a in s.algorithms}
-    sims = {a: {k: after[a][k] - before[a][k] for k in after[a]} for a in s.algorithms}
+    sims = {a: simulations(points[0].config, a) for a in s.algorithms}
     return points, runs, len(points) - ran.summary.done, sims
 
 

@@ -159,9 +159,16 @@ def _comm(resolved: dict, algorithm: str):
     return _COMMS[key]
 
 
+def forget_comms() -> None:
+    """Drop the communication models kept so far (a command starts afresh: its count of the
+    sizes it simulated is its own)."""
+    _COMMS.clear()
+
+
 def simulations(resolved: dict, algorithm: str) -> dict:
     """How many all-reduce, reduce-scatter and all-gather sizes this process has simulated
-    for ``algorithm`` on the network of ``resolved`` (a point), by kind (all 0 when none)."""
+    for ``algorithm`` on the network of ``resolved`` (a point) since :func:`forget_comms`,
+    by kind (all 0 when none)."""
     comm = _COMMS.get(_comm_key(resolved, algorithm))
     if comm is None:
         from hw_models.training.comm import KINDS
