@@ -38,7 +38,8 @@ for case in "${CASES[@]}"; do
   if [ $# -ge 2 ] && [ "$2" != "$name" ]; then continue; fi
   work=$(mktemp -d)
   cp "$HERE/noc.toml" "$work/noc.toml"
-  rm -rf "${HERE:?}/$name" && mkdir -p "$HERE/$name"
+  # the JSONL stores stay: the releases named above wrote them (the commands write runs.sqlite now)
+  mkdir -p "$HERE/$name" && find "${HERE:?}/$name" -maxdepth 1 -type f ! -name '*.jsonl' -delete
   echo "hw-models $args" > "$HERE/$name/command.txt"
   (cd "$work" && $HW $args) | grep -v '━' > "$HERE/$name/stdout.txt"
   kinds=(-name '*.csv')
