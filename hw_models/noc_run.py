@@ -57,14 +57,6 @@ def split_args(args: list[str] | None, booksim: Optional[Path], flags: dict) -> 
     return None, args
 
 
-def booksim_out_dir(out: Optional[Path], files: list[str]) -> Path:
-    """The output directory of a --booksim run (--out, default results/noc: a BookSim2 file
-    has no out_dir key), checked before simulating."""
-    from hw_models.store import check_output_dir
-
-    return check_output_dir(out if out is not None else Path("results/noc"), "--out", files)
-
-
 def booksim_stem(run) -> str:
     """Output names: the network, the pattern and a hash of every BookSim2 value, so
     different configurations never share a file."""
@@ -77,13 +69,15 @@ def stem(t, cfg) -> str:
     return f"{t.name.replace(':', '_')}_{cfg.traffic.pattern}"
 
 
-def output_dir(out: Optional[Path], cfg, config: Path, files: list[str]) -> Path:
-    """Make the output directory and check ``files`` can be written there, before simulating
-    (so a bad one costs no run); one-line errors naming --out or the config's out_dir."""
+def output_dir(out: Optional[Path], cfg, config: Optional[Path], files: list[str]) -> Path:
+    """Make the output directory (--out; else the config's out_dir, or results/noc for a
+    BookSim2 file, ``cfg`` None: it has no out_dir key) and check ``files`` can be written
+    there, before simulating (so a bad one costs no run); one-line errors naming --out or
+    the config's out_dir."""
     from hw_models.store import check_output_dir
 
-    out_dir = out if out is not None else Path(cfg.out_dir)
-    return check_output_dir(out_dir, "--out" if out is not None else f"{config}: out_dir =", files)
+    out_dir = out if out is not None else Path(cfg.out_dir if cfg is not None else "results/noc")
+    return check_output_dir(out_dir, "--out" if out is not None or cfg is None else f"{config}: out_dir =", files)
 
 
 def console():
@@ -144,7 +138,7 @@ def run_booksim_point(path: Path, overrides: list[str], out: Optional[Path], yes
     run = load_booksim(path, overrides)
     check_time(run.topology, run.traffic, 1, yes)
     name = booksim_stem(run)
-    out_dir = booksim_out_dir(out, [f"{name}.csv"])
+    out_dir = output_dir(out, None, None, [f"{name}.csv"])
     con = console()
     for note in run.notes:
         con.print(f"note: {note}")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from hw_models.noc_run import booksim_out_dir, booksim_stem, check_time, console, fmt, load_booksim, output_dir, stem
+from hw_models.noc_run import booksim_stem, check_time, console, fmt, load_booksim, output_dir, stem
 
 ORIGIN = "hw-models noc sweep-load"
 
@@ -50,7 +50,7 @@ def resolve(args: list[str] | None, booksim: Optional[Path], pattern: Optional[s
         t, router, tr, sweep = run.topology, run.network, run.traffic, SweepConfig()
         check_time(t, tr, sweep.max_points, yes)
         name = "sweep_" + booksim_stem(run)
-        out_dir = booksim_out_dir(out, [f"{name}.{ext}" for ext in ("csv", "png")] + [STORE_NAME])
+        out_dir = output_dir(out, None, None, [f"{name}.{ext}" for ext in ("csv", "png")] + [STORE_NAME])
         return LoadSweep(t, router, tr, sweep, _booksim_base(t, router), str(booksim), out_dir, name, True,
                          out_dir / STORE_NAME)
     cfg, t = load_noc_experiment(config, pattern, seed)
