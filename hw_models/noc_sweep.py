@@ -139,10 +139,10 @@ def _as_stored(s: LoadSweep, points: StoredPoints, partial):
 
 def _check_same_network(resolved: dict, s: LoadSweep) -> None:
     """A BookSim2 run's point names the network the run has (its topology rebuilt by name)."""
-    from hw_models.sweep.kinds.noc_load import network_of
+    from hw_models.sweep.kinds.noc_load import objects
     from noc.base.errors import ConfigError
 
-    t = network_of(resolved)
+    t = objects(resolved)[0]
     if t.to_dict() != s.topology.to_dict():
         raise ConfigError(f"{s.source}: its network {s.topology.name} is not one a noc_load point can name (its "
                           "links' latencies differ by more than the three kinds); it cannot be stored")

@@ -165,7 +165,7 @@ def _allreduce_point(record: dict, config: dict | None) -> tuple[dict, dict] | N
 def _noc_point(record: dict, noc_config: dict | None) -> tuple[dict, dict] | None:
     """(the noc_load point of ``record`` from the TOML data ``noc_config``, its metrics), or
     None when there is no config or the record's old key is not that point's."""
-    from hw_models.sweep.kinds.noc_load import metrics, network_of, stats_from_metrics, validate
+    from hw_models.sweep.kinds.noc_load import metrics, objects, stats_from_metrics, validate
     from noc.flit import MODEL_VERSION
 
     if noc_config is None:
@@ -177,7 +177,7 @@ def _noc_point(record: dict, noc_config: dict | None) -> tuple[dict, dict] | Non
         resolved = validate(point, "imported record")
     except (ConfigError, HwModelsError):
         return None
-    fields = {"topology": network_of(resolved).to_dict(), "router": resolved["router"],
+    fields = {"topology": objects(resolved)[0].to_dict(), "router": resolved["router"],
               "traffic": resolved["traffic"], "flit_model_version": MODEL_VERSION}
     if hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16] != digest:
         return None

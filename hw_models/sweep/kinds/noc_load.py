@@ -91,7 +91,8 @@ def _topology(network_json: str, latency_json: str):
     return t.with_latencies(router_cycles=lat["router"], inject_cycles=lat["inject"], eject_cycles=lat["eject"])
 
 
-def _objects(resolved: dict):
+def objects(resolved: dict):
+    """(topology with its links' latencies, router config, traffic config) a resolved point runs."""
     from noc.flit import FlitNetworkConfig
     from noc.flit_traffic import TrafficConfig
 
@@ -99,15 +100,10 @@ def _objects(resolved: dict):
     return t, FlitNetworkConfig.model_validate(resolved["router"]), TrafficConfig.model_validate(resolved["traffic"])
 
 
-def network_of(resolved: dict):
-    """The :class:`noc.topology.Topology` (with its links' latencies) a resolved point runs on."""
-    return _objects(resolved)[0]
-
-
 def run(resolved: dict) -> dict:
     from noc.flit_traffic import run_traffic
 
-    t, router, traffic = _objects(resolved)
+    t, router, traffic = objects(resolved)
     return metrics(run_traffic(t, router, traffic))
 
 
