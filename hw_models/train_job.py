@@ -26,35 +26,36 @@ ORIGIN = "hw-models train"
 
 @dataclass(frozen=True)
 class TrainRequest:
-    """The flags of ``hw-models train`` (None: the config's value, or the default)."""
+    """The flags of ``hw-models train`` (None: the config's value, or the default; the
+    defaults are the command's)."""
 
-    workloads: str = "all"
-    batch: int = 16
-    device: str = "multitree-node"
-    engine: str = "closed-form"
-    topology: Optional[str] = None
-    nis: Optional[int] = None
-    algorithms: Optional[str] = None
-    nic: Optional[str] = None
-    variant: Optional[str] = None
-    model: str = "message"
-    policy: str = "wfbp"
-    fusion_threshold: Optional[str] = None
-    slice_bytes: Optional[str] = None
-    partition_bytes: Optional[str] = None
-    strict: Optional[bool] = None
-    dear_threshold: Optional[str] = None
-    fused: Optional[bool] = None
-    iterations: int = 3
-    config: Optional[Path] = None
-    preset: Optional[str] = None
-    out: Optional[Path] = None
-    seed: Optional[int] = None
-    trace: Optional[Path] = None
-    gantt: Optional[Path] = None
-    trace_run: Optional[str] = None
-    yes: bool = False
-    fresh: bool = False
+    workloads: str
+    batch: int
+    device: str
+    engine: str
+    topology: Optional[str]
+    nis: Optional[int]
+    algorithms: Optional[str]
+    nic: Optional[str]
+    variant: Optional[str]
+    model: str
+    policy: str
+    fusion_threshold: Optional[str]
+    slice_bytes: Optional[str]
+    partition_bytes: Optional[str]
+    strict: Optional[bool]
+    dear_threshold: Optional[str]
+    fused: Optional[bool]
+    iterations: int
+    config: Optional[Path]
+    preset: Optional[str]
+    out: Optional[Path]
+    seed: Optional[int]
+    trace: Optional[Path]
+    gantt: Optional[Path]
+    trace_run: Optional[str]
+    yes: bool
+    fresh: bool
 
 
 @dataclass(frozen=True)
