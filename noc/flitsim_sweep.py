@@ -30,16 +30,17 @@ bound only for uniform traffic.
 
 Finished points are never lost: a point that deadlocks ends the sweep with
 :class:`SweepDeadlockError` and Ctrl-C with :class:`SweepInterrupted`, each carrying the
-points finished before it; with ``points=`` (a :class:`PointStore`, e.g. the CLI's result
-store) each finished point is kept as it finishes and reused by a later sweep, which then
-makes the same choices and gives the same result as an uninterrupted one.
+points finished before it; with ``run_point=`` (e.g. the CLI's: each point a point of sweep
+kind ``noc_load`` in a sweep store) each finished point is kept as it finishes and reused by
+a later sweep, which then makes the same choices and gives the same result as an
+uninterrupted one.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Annotated, Callable, Protocol
+from typing import Annotated, Callable
 
 import numpy as np
 from pydantic import Field
@@ -178,7 +179,7 @@ class SweepResult:
     first_saturated_flits: float = math.nan  # lowest saturated offered load (nan: never saturated)
     rows: list[dict] = field(default_factory=list)
     max_offered_flits: float = math.nan  # the highest load the generator offers: 1 packet/NI/cycle, in flits
-    reused_points: int = 0  # points taken from ``points=`` (a result store) instead of simulated
+    reused_points: int = 0  # points ``run_point`` found finished (in a store) instead of simulating them
 
     @property
     def saturation_reached(self) -> bool:
@@ -189,14 +190,10 @@ class SweepResult:
         return self.points[-1].offered_flits if self.points else math.nan
 
 
-class PointStore(Protocol):
-    """Finished load points kept across runs (e.g. a result store), so an interrupted sweep
-    resumes: ``get`` returns the stats of a run of exactly ``traffic`` (its ``rate_packets``
-    set to the point's load) on this sweep's topology and network, or None."""
-
-    def get(self, traffic: TrafficConfig) -> RunStats | None: ...
-
-    def put(self, traffic: TrafficConfig, stats: RunStats) -> None: ...
+# ``run_point(traffic)``: the stats of a run of exactly ``traffic`` (its ``rate_packets`` set
+# to the point's load) on the sweep's topology and network, and whether they were found
+# finished (e.g. in a store) rather than simulated now
+PointRunner = Callable[[TrafficConfig], tuple[RunStats, bool]]
 
 
 class SweepDeadlockError(DeadlockError):
@@ -221,14 +218,14 @@ class SweepInterrupted(KeyboardInterrupt):
 
 def sweep_load(topology: Topology, network: FlitNetworkConfig, traffic: TrafficConfig, sweep: SweepConfig | None = None,
                on_point: Callable[[int, float, RunStats, bool], None] | None = None,
-               points: PointStore | None = None) -> SweepResult:
+               run_point: PointRunner | None = None) -> SweepResult:
     """Sweep the offered load of ``traffic`` (its ``rate_packets`` is ignored) from near zero
     to saturation on ``topology``. Deterministic for a given ``traffic.seed``.
 
-    ``on_point(n, load, stats, saturated)`` follows each finished point. With ``points``, a
-    point found there is reused instead of simulated (the sweep's choices and results are
-    the same: every point is a run of its own) and each point simulated is put there once
-    it is finished (the first once it passed the zero-load check).
+    ``on_point(n, load, stats, saturated)`` follows each finished point. ``run_point`` runs
+    each point (default: :func:`noc.flit_traffic.run_traffic` here); one that finds a point
+    already finished returns it instead (the sweep's choices and results are the same:
+    every point is a run of its own) and counts in ``reused_points``.
     A point that deadlocks stops the sweep with :class:`SweepDeadlockError` and Ctrl-C with
     :class:`SweepInterrupted`; both carry the points finished before them."""
     sw = SweepConfig() if sweep is None else sweep
@@ -252,20 +249,17 @@ def sweep_load(topology: Topology, network: FlitNetworkConfig, traffic: TrafficC
     def run(load: float, first: bool = False) -> SweepPoint:
         nonlocal zero_load, reused
         tr = traffic.model_copy(update={"rate_packets": min(max_rate, load / mean)})
-        stats = points.get(tr) if points is not None else None
-        fresh = stats is None
-        if stats is None:
-            stats = run_traffic(topology, network, tr)
+        if run_point is None:
+            stats, found = run_traffic(topology, network, tr), False
         else:
-            reused += 1
+            stats, found = run_point(tr)
+        reused += found
         if first:
             zero_load = stats.latency_avg
             _check_zero_load(stats, start, analytic)
         sat = (not stats.stable) or not (stats.latency_avg <= sw.latency_limit_factor * zero_load)
         pt = SweepPoint(load, stats, sat)
         done[load] = pt
-        if fresh and points is not None:
-            points.put(tr, stats)
         if on_point is not None:
             on_point(len(done), load, stats, sat)
         return pt

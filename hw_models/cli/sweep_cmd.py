@@ -2,7 +2,7 @@
 
     hw-models sweep FILE [--store S] [--workers N | --dask tcp://host:port] [--seed N] [--fresh] [--check]
     hw-models sweep export STORE --csv OUT.csv [--parquet OUT.parquet] [--kind K] [--overwrite]
-    hw-models sweep import-jsonl JSONL... --store S
+    hw-models sweep import-jsonl JSONL... --store S [--config TOML]
     hw-models sweep status STORE [--failed]
     hw-models sweep kinds
 
@@ -97,7 +97,6 @@ def run_cmd(
         todo = unfinished(points, kind, st, fresh=fresh, summary=summary)
         console.print(f"{len(points)} points" + (f" ({duplicates} duplicates dropped)" if duplicates else "")
                       + (f", {summary.finished_before} finished before" if summary.finished_before else "")
-                      + (f", {summary.adopted} found as imported records" if summary.adopted else "")
                       + f"; store {store_path}")
         if todo:
             backend = make_backend(kind.name, workers, dask)
@@ -125,8 +124,6 @@ def run_cmd(
     parts = [f"{s.points} points"]
     if s.finished_before:
         parts.append(f"{s.finished_before} finished before")
-    if s.adopted:
-        parts.append(f"{s.adopted} from imported records")
     if s.finished_elsewhere:
         parts.append(f"{s.finished_elsewhere} finished by another sweep meanwhile")
     ran = s.done + s.failed
@@ -190,24 +187,29 @@ def export(
 
 @app.command(name="import-jsonl")
 def import_jsonl_cmd(
-    files: list[Path] = typer.Argument(..., help="JSONL result stores of hw-models allreduce or noc sweep-load.",
-                                       show_default=False),
+    files: list[Path] = typer.Argument(..., help="JSONL result stores of hw-models allreduce, noc sweep-load or "
+                                       "train.", show_default=False),
     store: Path = typer.Option(..., "--store", "-s", help="The sweep store to copy them into (made if missing).",
                                show_default=False),
+    config: Optional[Path] = typer.Option(None, "--config", help="The TOML the runs were made with (an experiment "
+                                          "config; for noc sweep-load points, the noc config; default: the "
+                                          "defaults): the runs it reproduces become points the commands reuse."),
 ) -> None:
-    """Copy JSONL result stores into a sweep store; sweeps then reuse their runs."""
+    """Copy JSONL result stores into a sweep store; the commands and sweeps then reuse the runs they match."""
     from hw_models.sweep.jsonl import check_jsonl, import_jsonl
     from hw_models.sweep.store import SweepStore
+    from noc.base.config import read_toml
 
     for f in files:  # all of them readable JSONL stores, before the sweep store is made
         check_jsonl(f)
+    data = read_toml(config) if config is not None else None
     with SweepStore(store, named="--store") as st:
         for f in files:
-            r = import_jsonl(f, st)
+            r = import_jsonl(f, st, data)
             kinds = ", ".join(f"{n} {k}" for k, n in r.imported.items()) or "0"
             skipped = "; ".join(f"{n} skipped: {why}" for why, n in r.skipped.items())
-            typer.echo(f"{f}: imported {kinds} record(s)" + (f"; {r.already} already in {store}" if r.already else "")
-                       + (f"; {skipped}" if skipped else ""))
+            typer.echo(f"{f}: imported {kinds} record(s)" + (f" ({r.matched} as finished points)" if r.matched else "")
+                       + (f"; {r.already} already in {store}" if r.already else "") + (f"; {skipped}" if skipped else ""))
 
 
 @app.command()

@@ -5,7 +5,7 @@ cluster — each point's row written to the store as it finishes.
 * :func:`resolve_points` validates every point (the kind's ``validate``) and returns the
   points, their keys and one message per invalid point: a sweep with an invalid point runs
   nothing.
-* :func:`unfinished` leaves out the points the store holds finished (or as imported records).
+* :func:`unfinished` leaves out the points the store holds finished.
 * :func:`execute` runs the rest. A backend runs :func:`run_points` (the kind's ``run`` on a
   batch of points, each point's error caught) on a worker: :class:`LocalPool` (worker
   processes forked once, each importing the kind — its Numba kernels load once per worker,
@@ -69,7 +69,6 @@ class Summary:
     points: int = 0  # distinct points of the sweep
     duplicates: int = 0  # points that resolved to one already listed
     finished_before: int = 0  # found finished in the store at the start
-    adopted: int = 0  # found as imported records (by legacy key)
     finished_elsewhere: int = 0  # finished by another process while this sweep ran
     done: int = 0  # run and finished here
     failed: int = 0  # run here and failed
@@ -113,10 +112,11 @@ def resolve_points(spec: SweepSpec, kind: Kind | None = None) -> tuple[list[Poin
 
 # --- what runs on a worker ---------------------------------------------------------------------
 
-def run_point(kind_name: str, config: dict) -> Outcome:
+def run_point(kind_name: str, config: dict, raising: bool = False) -> Outcome:
     """Run one point of kind ``kind_name`` (on a worker): its metrics, or its error as one
     line (the exception's type and message, and where it was raised unless it is an error
-    of the input, :class:`noc.base.errors.HwModelsError`)."""
+    of the input, :class:`noc.base.errors.HwModelsError`); with ``raising`` the exception
+    propagates instead."""
     t0 = time.perf_counter()
     try:
         metrics = get_kind(kind_name).run(config)
@@ -125,12 +125,14 @@ def run_point(kind_name: str, config: dict) -> Outcome:
         text = json.dumps(metrics, sort_keys=True)  # plain JSON data (a TypeError otherwise; NaN is allowed)
         return Outcome("done", text, None, time.perf_counter() - t0, worker_name())
     except Exception as exc:  # noqa: BLE001 - a failing point is recorded; the sweep goes on
+        if raising:
+            raise
         return Outcome("failed", None, error_line(exc), time.perf_counter() - t0, worker_name())
 
 
-def run_points(kind_name: str, configs: list[dict]) -> list[Outcome]:
+def run_points(kind_name: str, configs: list[dict], raising: bool = False) -> list[Outcome]:
     """Run a batch of points on one worker, one after the other (:func:`run_point` each)."""
-    return [run_point(kind_name, c) for c in configs]
+    return [run_point(kind_name, c, raising) for c in configs]
 
 
 def error_line(exc: BaseException) -> str:
@@ -197,18 +199,20 @@ LOST = "lost"
 
 
 class InProcess:
-    """Runs each point in this process as it is handed out (``--workers 0``)."""
+    """Runs each point in this process as it is handed out (``--workers 0``); with
+    ``raising``, a point's exception (an input error, Ctrl-C, a bug) propagates instead of
+    being recorded, after the points before it are stored (a command's run)."""
 
     window = 1
     task_s = 0.0  # one point at a time: the progress bar moves with each
 
-    def __init__(self, kind_name: str) -> None:
-        self.kind_name = kind_name
+    def __init__(self, kind_name: str, raising: bool = False) -> None:
+        self.kind_name, self.raising = kind_name, raising
         self._done: list = []
 
     def submit(self, configs: list[dict]) -> object:
         handle = object()
-        self._done.append((handle, run_points(self.kind_name, configs)))
+        self._done.append((handle, run_points(self.kind_name, configs, self.raising)))
         return handle
 
     def wait(self, handles: list) -> list:
@@ -402,35 +406,15 @@ def _check_reachable(address: str) -> None:
 # --- the run -----------------------------------------------------------------------------------
 
 def unfinished(points: list[Point], kind: Kind, store: SweepStore, *, fresh: bool = False,
-               summary: Summary | None = None,
-               on_event: Callable[[str, Point, Any], None] | None = None) -> list[Point]:
-    """The ``points`` that ``store`` does not hold finished (all of them with ``fresh``). A
-    point found as an imported record (by the kind's legacy key) is written under its own
-    key, with its full config, and counts as finished (``on_event("adopted", point, None)``)."""
+               summary: Summary | None = None) -> list[Point]:
+    """The ``points`` that ``store`` does not hold finished (all of them with ``fresh``)."""
     s = summary if summary is not None else Summary()
     s.points = len(points)
     if fresh:
         return list(points)
     finished = store.done_keys(p.key for p in points)
     s.finished_before = len(finished)
-    todo = [p for p in points if p.key not in finished]
-    if not todo or kind.legacy_key is None or not store.has_aliases(kind.name):
-        return todo
-    versions = kind.model_versions()
-    aliases = {p.key: kind.legacy_key(p.config) for p in todo}
-    found = store.done_by_alias(kind.name, aliases.values())
-    rest = []
-    for p in todo:
-        row = found.get(aliases[p.key])
-        if row is None:
-            rest.append(p)
-            continue
-        store.put(PointRecord(p.key, kind.name, "done", p.config, versions, row["metrics"], None, row["wall_s"],
-                              row["code_version"], row["origin"], alias=aliases[p.key], worker=row["worker"]))
-        s.adopted += 1
-        if on_event is not None:
-            on_event("adopted", p, None)
-    return rest
+    return [p for p in points if p.key not in finished]
 
 
 def execute(points: list[Point], kind: Kind, store: SweepStore, backend, *, origin: str, fresh: bool = False,

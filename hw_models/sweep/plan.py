@@ -12,15 +12,13 @@ committed before the next one starts, an error of the input raised by a point pr
 
 from __future__ import annotations
 
-import json
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from hw_models.sweep.execute import InProcess, Outcome, Point, Summary, execute, make_backend, unfinished
+from hw_models.sweep.execute import InProcess, Point, Summary, execute, make_backend, unfinished
 from hw_models.sweep.kinds import get_kind
-from hw_models.sweep.store import SweepStore, canonical_json, point_key, worker_name
+from hw_models.sweep.store import SweepStore, canonical_json, point_key
 from noc.base.errors import HwModelsError
 
 
@@ -42,23 +40,6 @@ class PlanRun:
     metrics: list[dict]  # per point, in the plan's order
     summary: Summary
     store: Path
-
-
-class InProcessRaising(InProcess):
-    """Runs each point in this process as it is handed out; a point's exception (an input
-    error, Ctrl-C, a bug) propagates instead of being recorded, after the points before it
-    are stored (a command's run, :func:`run_plan`)."""
-
-    def submit(self, configs: list[dict]) -> object:
-        kind = get_kind(self.kind_name)
-        handle = object()
-        out = []
-        for config in configs:
-            t0 = time.perf_counter()
-            metrics = json.dumps(kind.run(config), sort_keys=True)
-            out.append(Outcome("done", metrics, None, time.perf_counter() - t0, worker_name()))
-        self._done.append((handle, out))
-        return handle
 
 
 def resolve(plan: Plan) -> list[Point]:
@@ -88,7 +69,7 @@ def run_plan(plan: Plan, store_path: str | Path, *, fresh: bool = False, workers
     with SweepStore(store_path) as st:
         todo = unfinished(distinct, kind, st, fresh=fresh, summary=summary)
         if todo:
-            backend = InProcessRaising(kind.name) if workers == 0 and dask is None else \
+            backend = InProcess(kind.name, raising=True) if workers == 0 and dask is None else \
                 make_backend(kind.name, workers, dask)
             execute(todo, kind, st, backend, origin=plan.origin, fresh=fresh, summary=summary, on_event=on_event)
         if summary.failures:

@@ -50,7 +50,7 @@ CREATE TABLE IF NOT EXISTS points (
     code_version TEXT NOT NULL,
     finished_utc TEXT NOT NULL,      -- ISO 8601
     origin TEXT NOT NULL,            -- 'sweep FILE' or 'jsonl FILE'
-    alias TEXT,                      -- the point's key in an older JSONL store, when known
+    alias TEXT,                      -- an imported record's key in its JSONL store
     worker TEXT NOT NULL DEFAULT '',  -- host:pid that ran it
     CHECK ((status = 'done') = (metrics IS NOT NULL))
 );
@@ -209,24 +209,6 @@ class SweepStore:
             chunk = keys[i:i + 500]
             q = f"SELECT key, metrics FROM points WHERE status = 'done' AND key IN ({', '.join('?' * len(chunk))})"
             out.update((k, json.loads(m)) for k, m in self.db.execute(q, chunk))
-        return out
-
-    def has_aliases(self, kind: str) -> bool:
-        """Whether finished rows of ``kind`` with a legacy key (imported records) are here."""
-        q = "SELECT 1 FROM points WHERE kind = ? AND alias IS NOT NULL AND status = 'done' LIMIT 1"
-        return self.db.execute(q, (kind,)).fetchone() is not None
-
-    def done_by_alias(self, kind: str, aliases: Iterable[str]) -> dict[str, dict]:
-        """Finished rows of ``kind`` by legacy key, for those of ``aliases`` that are here."""
-        out: dict[str, dict] = {}
-        aliases = list(aliases)
-        for i in range(0, len(aliases), 500):
-            chunk = aliases[i:i + 500]
-            q = (f"SELECT {', '.join(_COLUMNS)} FROM points WHERE kind = ? AND status = 'done' "
-                 f"AND alias IN ({', '.join('?' * len(chunk))}) ORDER BY rowid")
-            for row in self.db.execute(q, (kind, *chunk)):
-                r = _row(row)
-                out[r["alias"]] = r
         return out
 
     def rows(self, kind: str | None = None, status: str | None = None) -> Iterator[dict]:

@@ -6,10 +6,11 @@ line (``command.txt``), what it printed (``stdout.txt``, the progress bar's line
 and the CSV files it wrote, as recorded by ``golden/make_golden.sh`` with the code of the
 release before the commands ran their points through :mod:`hw_models.sweep.plan`. Each
 case here runs the command again in a scratch directory and compares byte for byte; the
-one line allowed to differ is the one naming the result store the runs were reused from
-(a JSONL file then, the SQLite sweep store now). Then the same points run as a sweep file
+one part allowed to differ is the name of the result store the runs were reused from or
+appended to (a JSONL file then, the SQLite sweep store now). Then the same points run as a sweep file
 through ``hw-models sweep`` give the command's rows, field for field, and a sweep into the
-command's own store finds every point finished (one key for both ways of asking).
+command's own store finds every point finished (one key for both ways of asking; for
+``noc sweep-load`` and ``train`` the latter).
 """
 
 from __future__ import annotations
@@ -30,13 +31,15 @@ GOLDEN = Path(__file__).parent / "golden"
 # shows wall time), and the tables' top rules with it
 _PROGRESS = re.compile(r"━")
 _STORE_NAME = re.compile(r"reused from [^;)]+")  # one store now; a JSONL store per model then
+_STORE_PATH = re.compile(r"every run appended to [^;]+;")  # train: runs.sqlite now, a JSONL store then
 
 
 def _text(text: str) -> str:
     """What a command printed, the progress bar's line left out, words joined by single
     spaces (a line wraps where the store's name ends) and the store's name as STORE."""
     kept = " ".join(ln for ln in text.splitlines() if not _PROGRESS.search(ln))
-    return _STORE_NAME.sub("reused from STORE", " ".join(kept.split()))
+    text = _STORE_NAME.sub("reused from STORE", " ".join(kept.split()))
+    return _STORE_PATH.sub("every run appended to STORE;", text)
 
 
 def run_case(name: str, tmp_path, capsys, monkeypatch, reused: int = 0) -> tuple[str, Path]:
@@ -133,7 +136,31 @@ def test_the_main_job_reproduces_its_recorded_output_and_the_sweep_gives_its_row
                            '"allreduce.algorithm" = ["ring", "ring2d", "dbtree", "multitree"]\n')
 
 
-@pytest.mark.parametrize("name", ["noc_sweep_load", "train", "train_system_ps", "train_system_ssd",
+def _finished_in(tmp_path, capsys, sweep: str, store: Path, n: int) -> None:
+    """A sweep of ``sweep``'s points into the command's own store finds all ``n`` finished."""
+    out = _sweep(tmp_path, capsys, sweep, store)
+    assert f"{n} points" in out and f"{n} finished before" in out and "nothing left to run" in out, out
+
+
+def test_noc_sweep_load_reproduces_its_recorded_output_and_the_sweep_finds_its_points(tmp_path, capsys, monkeypatch):
+    _, out_dir = run_case("noc_sweep_load", tmp_path, capsys, monkeypatch)
+    with SweepStore(out_dir / "runs.sqlite", create=False) as st:
+        rates = sorted(r["config"]["traffic"]["rate_packets"] for r in st.rows(kind="noc_load"))
+    assert len(rates) == len(_csv_rows(GOLDEN / "noc_sweep_load" / "sweep_mesh_3x3_uniform.csv"))
+    base = (GOLDEN / "noc.toml").read_text().split("[sweep]")[0].replace("[", "[base.")
+    _finished_in(tmp_path, capsys, f'kind = "noc_load"\n{base}[axes]\n"traffic.rate_packets" = {rates!r}\n',
+                 out_dir / "runs.sqlite", len(rates))
+
+
+def test_train_reproduces_its_recorded_output_and_the_sweep_finds_its_points(tmp_path, capsys, monkeypatch):
+    _, out_dir = run_case("train", tmp_path, capsys, monkeypatch)
+    _finished_in(tmp_path, capsys, 'kind = "training"\n[base]\nnetwork.topology = "torus:2x2"\n'
+                 'network.nis_per_node = 1\ntraining.workload = "alexnet"\n[axes]\n'
+                 '"training.algorithm" = ["ring", "multitree"]\n"training.policy" = ["wfbp", "p3"]\n',
+                 out_dir / "runs.sqlite", 4)
+
+
+@pytest.mark.parametrize("name", ["train_system_ps", "train_system_ssd",
                                   "train_system_easgd", "train_system_kfac", "train_system_compression",
                                   "maddpg_accel"])
 def test_the_other_commands_reproduce_their_recorded_output(name, tmp_path, capsys, monkeypatch):

@@ -100,3 +100,21 @@ def test_unmodelled_cmesh_fattree_on_off_settings_are_one_line_errors(tmp_path, 
     cfg.write_text(text)
     code, _, err = run(["noc", "run", "--booksim", str(cfg), "--out", str(tmp_path / "o")], capsys)
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1
+
+
+def test_booksim_sweep_load_keeps_its_points_in_the_store_and_reuses_them(tmp_path, capsys):
+    """A BookSim2 file's load sweep runs its points as noc_load points of the output
+    directory's sweep store (its network named as a noc config would name it); the same
+    command again simulates none and writes the same CSV."""
+    cfg = tmp_path / "mesh22"
+    cfg.write_text("topology = mesh;\nk = 2;\nn = 2;\nrouting_function = dor;\nnum_vcs = 2;\n")
+    argv = ["noc", "sweep-load", "--booksim", str(cfg), "sample_period=100", "max_samples=2", "warmup_periods=1",
+            "--out", str(tmp_path / "o")]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    (csv_path,) = (tmp_path / "o").glob("sweep_booksim_mesh_2x2_uniform_*.csv")
+    first = csv_path.read_bytes()
+    n = len(list(csv.DictReader(csv_path.open())))
+    code, out, err = run(argv, capsys)
+    assert code == 0 and f"({n} point(s) reused from runs.sqlite)" in " ".join(out.split()), err
+    assert csv_path.read_bytes() == first

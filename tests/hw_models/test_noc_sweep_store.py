@@ -1,11 +1,11 @@
 """``hw-models noc sweep-load`` keeps finished points: a deadlock at a high load, Ctrl-C and
-a re-run lose none of them (the result store <stem>.jsonl), and another configuration's
-sweep of the same topology and pattern does not silently take its files."""
+a re-run lose none of them (every point a noc_load point in the output directory's sweep
+store, runs.sqlite), and another configuration's sweep of the same topology and pattern
+does not silently take its files."""
 
 from __future__ import annotations
 
 import csv
-import json
 import os
 import signal
 import subprocess
@@ -58,7 +58,11 @@ def _rows(path: Path) -> list[dict]:
 
 
 def _stored(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    """The finished noc_load points of sweep store ``path``."""
+    from hw_models.sweep.store import SweepStore
+
+    with SweepStore(path, create=False) as st:
+        return list(st.rows(kind="noc_load", status="done"))
 
 
 def test_a_deadlock_at_a_high_load_keeps_the_points_measured_before_it(tmp_path, capsys):
@@ -75,10 +79,10 @@ def test_a_deadlock_at_a_high_load_keeps_the_points_measured_before_it(tmp_path,
     assert [(r["offered_flits"], r["verdict"]) for r in rows] == [("0.02", "ok"), ("0.1", "ok"), ("0.2", "deadlock")]
     assert float(rows[1]["accepted_flits"]) > 0.09
     assert (out / "sweep_torus_4x4_uniform.png").read_bytes()[:4] == b"\x89PNG"
-    assert len(_stored(out / "sweep_torus_4x4_uniform.jsonl")) == 2
+    assert len(_stored(out / "runs.sqlite")) == 2
     # the same command again: the two points come from the store, the deadlock is found again
     code, _, err2 = run(["noc", "sweep-load", str(cfg), "--out", str(out)], capsys)
-    assert code == 2 and err2 == err and len(_stored(out / "sweep_torus_4x4_uniform.jsonl")) == 2
+    assert code == 2 and err2 == err and len(_stored(out / "runs.sqlite")) == 2
 
 
 def test_the_sweep_api_reports_a_deadlock_with_the_points_before_it():
@@ -113,7 +117,7 @@ class _Interrupt:
 
 
 def test_ctrl_c_keeps_the_finished_points_and_a_rerun_resumes(tmp_path, capsys, monkeypatch):
-    import noc.flitsim_sweep as fs
+    import noc.flit_traffic as fs  # the noc_load kind runs each point with its run_traffic
 
     cfg = tmp_path / "q.toml"
     cfg.write_text(QUICK)
@@ -129,12 +133,12 @@ def test_ctrl_c_keeps_the_finished_points_and_a_rerun_resumes(tmp_path, capsys, 
     text = " ".join(text.split())
     assert code == 130 and "interrupted after 2 point(s)" in text and "run the same command again to resume" in text
     assert _rows(out / "sweep_mesh_3x3_uniform.csv") == expect[:2]  # what was finished is written
-    assert len(_stored(out / "sweep_mesh_3x3_uniform.jsonl")) == 2
+    assert len(_stored(out / "runs.sqlite")) == 2
 
     count = _Interrupt(press.real, at=None)
     monkeypatch.setattr(fs, "run_traffic", count)
     code, text, _ = run(["noc", "sweep-load", str(cfg), "--out", str(out)], capsys)
-    assert code in (0, None) and "(2 point(s) reused from sweep_mesh_3x3_uniform.jsonl)" in " ".join(text.split())
+    assert code in (0, None) and "(2 point(s) reused from runs.sqlite)" in " ".join(text.split())
     assert count.calls == len(expect) - 2  # only the points not yet finished were simulated
     assert _rows(out / "sweep_mesh_3x3_uniform.csv") == expect  # and the sweep is the uninterrupted one
     assert (out / "sweep_mesh_3x3_uniform.png").read_bytes() == (whole / "sweep_mesh_3x3_uniform.png").read_bytes()
@@ -153,7 +157,7 @@ def test_another_configuration_keeps_its_points_and_its_files_are_not_taken_sile
     text = " ".join(text.split())
     assert code in (0, None) and "note: replacing" in text and "every point measured stays in" in text
     n_a = len(rows_a)
-    assert len(_stored(out / "sweep_mesh_3x3_uniform.jsonl")) == n_a + len(_rows(out / "sweep_mesh_3x3_uniform.csv"))
+    assert len(_stored(out / "runs.sqlite")) == n_a + len(_rows(out / "sweep_mesh_3x3_uniform.csv"))
     code, text, _ = run(argv_a, capsys)  # a's sweep again: every point from the store, its files back
     assert f"({n_a} point(s) reused" in " ".join(text.split())
     assert _rows(out / "sweep_mesh_3x3_uniform.csv") == rows_a
@@ -166,7 +170,7 @@ def test_a_real_ctrl_c_keeps_the_finished_points(tmp_path):
     cfg.write_text(QUICK.replace("measure_cycles = 800", "measure_cycles = 60000").replace("max_points = 6",
                                                                                             "max_points = 40"))
     out = tmp_path / "out"
-    store = out / "sweep_mesh_3x3_uniform.jsonl"
+    store = out / "runs.sqlite"
     proc = subprocess.Popen([sys.executable, "-m", "hw_models", "noc", "sweep-load", str(cfg), "--out", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

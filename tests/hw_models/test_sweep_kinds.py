@@ -1,13 +1,13 @@
 """The sweep kinds run what the commands they stand for run: a sweep of kind ``allreduce``
 gives the cycles ``hw-models allreduce`` gives (the command runs its points into a sweep
 store under the same keys), a ``noc_load`` point what ``hw-models noc sweep-load`` measured
-at that load; the records of the older JSONL stores, imported, count as the sweep's
-finished points where the kind still knows their keys (``noc_load``)."""
+at that load (the commands run their points into their sweep store under the keys a sweep
+file gives them); the records of the older JSONL stores, imported, are the finished points
+the commands then reuse where their old keys can be checked (``noc_load``, ``training``)."""
 
 from __future__ import annotations
 
 import csv
-import json
 
 import pytest
 
@@ -51,17 +51,21 @@ def test_allreduce_points_give_the_allreduce_commands_cycles_and_share_its_store
     assert stored == ran  # the same keys and metrics: one key function for both ways of asking
 
 
-def test_import_jsonl_brings_in_the_allreduce_store_of_the_release_before(tmp_path, capsys):
+def test_import_jsonl_brings_in_the_allreduce_store_and_the_command_reuses_it(tmp_path, capsys, monkeypatch):
     """A JSONL store written by ``hw-models allreduce`` before it ran into the sweep store
     (tests/hw_models/golden/allreduce, recorded by golden/make_golden.sh) imports whole, its
-    records' metrics those of its CSV; importing it again adds nothing."""
+    old keys checked, its records' metrics those of its CSV: the command then simulates none
+    of its runs and writes its CSV byte for byte; importing it again adds nothing."""
     from pathlib import Path
 
+    import nic.allreduce
+
     golden = Path(__file__).parent / "golden" / "allreduce"
-    store = tmp_path / "imported.sqlite"
+    monkeypatch.chdir(tmp_path)
+    store = tmp_path / "out" / "allreduce" / "runs.sqlite"
     code, text, err = run(["sweep", "import-jsonl", str(golden / "torus_2x2_message.jsonl"), "--store", str(store)],
                           capsys)
-    assert code == 0 and "imported 8 allreduce record(s)" in text, text + err
+    assert code == 0 and "imported 8 allreduce record(s) (8 as finished points)" in text, text + err
     rows = _rows(store)
     assert {r["origin"] for r in rows} == {f"jsonl {golden / 'torus_2x2_message.jsonl'}"}
     want = list(csv.DictReader((golden / "torus_2x2_message.csv").open()))
@@ -69,25 +73,84 @@ def test_import_jsonl_brings_in_the_allreduce_store_of_the_release_before(tmp_pa
     for w in want:
         m = got[(w["algorithm"], int(w["size_bytes"]), w["nic"])]
         assert all(str(m[c]) == w[c] for c in w if c not in ("speedup_vs_ring", "bound_percent")), w
+
+    def no_run(*args, **kw):
+        raise AssertionError("an all-reduce was simulated")
+
+    monkeypatch.setattr(nic.allreduce, "simulate_allreduce", no_run)
+    code, text, err = run(_golden_command("allreduce"), capsys)
+    assert code == 0 and "8 runs (8 reused from runs.sqlite)" in " ".join(text.split()), text + err
+    assert (tmp_path / "out" / "allreduce" / "torus_2x2_message.csv").read_bytes() == \
+        (golden / "torus_2x2_message.csv").read_bytes()
     code, text, _ = run(["sweep", "import-jsonl", str(golden / "torus_2x2_message.jsonl"), "--store", str(store)],
                         capsys)
     assert "imported 0 record(s); 8 already in" in text
 
 
-def test_import_jsonl_brings_in_the_noc_store_of_the_current_release(tmp_path, capsys):
-    """The JSONL store ``hw-models noc sweep-load`` writes (tests/hw_models/golden/noc_sweep_load,
-    recorded by golden/make_golden.sh) imports whole: one noc_load row per load point of its CSV."""
+def _golden_command(name: str) -> list[str]:
+    import shlex
     from pathlib import Path
 
-    golden = Path(__file__).parent / "golden" / "noc_sweep_load"
-    store = tmp_path / "imported.sqlite"
-    code, text, err = run(["sweep", "import-jsonl", str(golden / "sweep_mesh_3x3_uniform.jsonl"), "--store",
+    return shlex.split((Path(__file__).parent / "golden" / name / "command.txt").read_text())[1:]
+
+
+def test_import_jsonl_brings_in_the_noc_store_and_the_command_reuses_it(tmp_path, capsys, monkeypatch):
+    """The JSONL store ``hw-models noc sweep-load`` wrote before it ran into the sweep store
+    (tests/hw_models/golden/noc_sweep_load, recorded by golden/make_golden.sh), imported with
+    its config, gives the command every point: it simulates none and writes its CSV byte for
+    byte."""
+    from pathlib import Path
+
+    import noc.flit_traffic
+
+    golden = Path(__file__).parent / "golden"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "noc.toml").write_text((golden / "noc.toml").read_text())
+    store = tmp_path / "out" / "noc" / "runs.sqlite"
+    code, text, err = run(["sweep", "import-jsonl", str(golden / "noc_sweep_load" / "sweep_mesh_3x3_uniform.jsonl"),
+                           "--store", str(store), "--config", "noc.toml"], capsys)
+    assert code == 0 and "imported 3 noc_load record(s) (3 as finished points)" in text, text + err
+
+    def no_run(*args, **kw):
+        raise AssertionError("a load point was simulated")
+
+    monkeypatch.setattr(noc.flit_traffic, "run_traffic", no_run)
+    code, text, err = run(_golden_command("noc_sweep_load"), capsys)
+    assert code == 0 and "(3 point(s) reused from runs.sqlite)" in " ".join(text.split()), text + err
+    want = golden / "noc_sweep_load" / "sweep_mesh_3x3_uniform.csv"
+    assert (tmp_path / "out" / "noc" / want.name).read_bytes() == want.read_bytes()
+    # without its config the records are kept as imported rows, not points
+    code, text, _ = run(["sweep", "import-jsonl", str(golden / "noc_sweep_load" / "sweep_mesh_3x3_uniform.jsonl"),
+                         "--store", str(tmp_path / "rows.sqlite")], capsys)
+    assert "imported 3 noc_load record(s);" in text or text.rstrip().endswith("imported 3 noc_load record(s)")
+    assert {r["key"] for r in _rows(tmp_path / "rows.sqlite")}.isdisjoint({r["key"] for r in _rows(store)})
+
+
+def test_import_jsonl_brings_in_the_train_store_and_the_command_reuses_it(tmp_path, capsys, monkeypatch):
+    """The JSONL store ``hw-models train`` wrote before it ran into the sweep store
+    (tests/hw_models/golden/train) imports as training points, their old keys checked: the
+    command then simulates nothing and writes its CSV byte for byte."""
+    from pathlib import Path
+
+    from hw_models.training.comm import NicComm
+
+    golden = Path(__file__).parent / "golden" / "train"
+    monkeypatch.chdir(tmp_path)
+    store = tmp_path / "out" / "train" / "runs.sqlite"
+    code, text, err = run(["sweep", "import-jsonl", str(golden / "train_torus_2x2_message.jsonl"), "--store",
                            str(store)], capsys)
-    assert code == 0 and "imported 3 noc_load record(s)" in text, text + err
-    want = list(csv.DictReader((golden / "sweep_mesh_3x3_uniform.csv").open()))
-    assert len(want) == 3
-    got = sorted(r["metrics"]["packets"] for r in _rows(store))
-    assert got == sorted(int(w["packets"]) for w in want)
+    assert code == 0 and "imported 4 training record(s) (4 as finished points)" in text, text + err
+
+    def no_run(*args, **kw):
+        raise AssertionError("a collective was simulated")
+
+    monkeypatch.setattr(NicComm, "_seconds", no_run)
+    code, text, err = run(_golden_command("train"), capsys)
+    text = " ".join(text.split())
+    assert code == 0 and "4 runs (4 reused from runs.sqlite)" in text and "ring: none; multitree: none" in text, \
+        text + err
+    want = golden / "train_torus_2x2_message_wfbp-p3.csv"
+    assert (tmp_path / "out" / "train" / want.name).read_bytes() == want.read_bytes()
 
 
 NOC = """
@@ -102,33 +165,27 @@ drain_limit_cycles = 2000
 """
 
 
-def test_noc_load_points_give_what_noc_sweep_load_measured_and_reuse_its_store(tmp_path, capsys):
+def test_noc_load_points_give_what_noc_sweep_load_measured_and_share_its_store(tmp_path, capsys):
     cfg = tmp_path / "noc.toml"
     cfg.write_text(NOC + "[sweep]\nmax_points = 3\nrefine_steps = 0\n")
     out = tmp_path / "noc"
     code, _, err = run(["noc", "sweep-load", str(cfg), "--out", str(out)], capsys)
     assert code == 0, err
-    (jsonl,) = out.glob("*.jsonl")
-    records = [json.loads(line) for line in jsonl.read_text().splitlines()]
-    rates = [float(r["key"].split("|")[2]) for r in records]
+    stored = {r["config"]["traffic"]["rate_packets"]: r for r in _rows(out / "runs.sqlite")}
+    rates = sorted(stored)
     assert len(rates) == 3
+    rows = list(csv.DictReader((out / "sweep_mesh_3x3_uniform.csv").open()))
+    assert [int(r["packets"]) for r in rows] == [stored[x]["metrics"]["packets"] for x in rates]
     sweep = tmp_path / "load.toml"
     sweep.write_text('kind = "noc_load"\n' + NOC.replace("[", "[base.") + f'[axes]\n"traffic.rate_packets" = {rates!r}\n')
-    store = tmp_path / "s.sqlite"
-    assert run(["sweep", "import-jsonl", str(jsonl), "--store", str(store)], capsys)[0] == 0
-    code, text, err = run(["sweep", str(sweep), "--store", str(store), "--workers", "0"], capsys)
-    assert code == 0 and "3 found as imported records" in text and "nothing left to run" in text, text + err
-    # run afresh, the kind measures what the command measured at each load
+    # the command's points are the sweep's: a sweep into its store finds them finished
+    code, text, err = run(["sweep", str(sweep), "--store", str(out / "runs.sqlite"), "--workers", "0"], capsys)
+    assert code == 0 and "3 finished before" in text and "nothing left to run" in text, text + err
+    # run afresh, the kind measures what the command measured at each load, under the same keys
     code, text, err = run(["sweep", str(sweep), "--store", str(tmp_path / "fresh.sqlite"), "--workers", "0"], capsys)
     assert code == 0, err
-    fresh = {r["config"]["traffic"]["rate_packets"]: r["metrics"] for r in _rows(tmp_path / "fresh.sqlite")}
-    adopted = {r["config"]["traffic"]["rate_packets"]: r["metrics"] for r in _rows(store)
-               if "traffic" in r["config"]}  # the imported records under the sweep's keys
-    assert sorted(fresh) == sorted(rates) and adopted == fresh
-    for r in records:  # and what the command stored, figure by figure
-        m = fresh[float(r["key"].split("|")[2])]
-        assert m["latency_avg"] == round(r["latency_avg"], 3) and m["accepted_flits"] == round(r["accepted_flits"], 5)
-        assert (m["packets"], m["cycles"], m["stable"]) == (r["packets"], r["cycles"], r["stable"])
+    fresh = {r["key"]: r["metrics"] for r in _rows(tmp_path / "fresh.sqlite")}
+    assert fresh == {r["key"]: r["metrics"] for r in stored.values()}
 
 
 def test_noc_load_key_matches_the_noc_command_whatever_way_the_latencies_are_spelled():
@@ -137,7 +194,7 @@ def test_noc_load_key_matches_the_noc_command_whatever_way_the_latencies_are_spe
     b = kind.validate({"network": {"topology": "mesh:3x3", "link_latency_cycles": 1},
                        "channels": {"router_latency_cycles": 1, "inject_latency_cycles": 1},
                        "traffic": {"rate_packets": 0.05}})
-    assert a == b and kind.legacy_key(a) == kind.legacy_key(b)
+    assert a == b
 
 
 def test_kinds_refuse_bad_points_naming_the_key_and_value():

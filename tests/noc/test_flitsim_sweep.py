@@ -301,7 +301,13 @@ def test_noc_cli_sweep_with_a_high_start_load_is_one_error_line(tmp_path, capsys
     err = capsys.readouterr().err
     assert exc.value.code == 2 and err.count("\n") == 1
     assert err.startswith(f"error: {cfg}: sweep.start_flits = 0.95 flits/NI/cycle is not a near-zero load")
-    assert not list((tmp_path / "out").iterdir())  # made before simulating; nothing written into it
+    # made before simulating; no CSV or PNG: only the sweep store, holding the one point that ran
+    # (a finished run, reused when the same command comes again)
+    from hw_models.sweep.store import SweepStore
+
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["runs.sqlite"]
+    with SweepStore(tmp_path / "out" / "runs.sqlite", create=False) as st:
+        assert st.counts() == [("noc_load", "done", 1)]
 
 
 @pytest.mark.parametrize("command", ["run", "sweep-load"])

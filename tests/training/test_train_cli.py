@@ -56,6 +56,14 @@ def net(tmp_path_factory):
     return d
 
 
+def stored(out):
+    """The training points in the output directory's sweep store, oldest first."""
+    from hw_models.sweep.store import SweepStore
+
+    with SweepStore(out / "runs.sqlite", create=False) as st:
+        return list(st.rows(kind="training", status="done"))
+
+
 def argv(net, out, *extra):
     return ["train", "--workloads", str(net / "tiny.toml"), "--topology", "torus:2x2", "--batch", str(BATCH),
             "--algorithms", "multitree", "--out", str(out), *extra]
@@ -88,8 +96,7 @@ def test_train_end_to_end_against_the_pieces(net, tmp_path, capsys):
     assert "multitree" in doc["otherData"]["comm"]
     assert gantt.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "train_torus_2x2_message_wfbp.png").read_bytes()[:4] == b"\x89PNG"
-    store = [json.loads(line) for line in (out / "train_torus_2x2_message.jsonl").read_text().splitlines()]
-    assert [s["algorithm"] for s in store] == ["ring", "multitree"]
+    assert [s["config"]["algorithm"] for s in stored(out)] == ["ring", "multitree"]
 
     # the same command again: the trace exists, so nothing runs and nothing changes
     before = {p.name: p.read_bytes() for p in out.iterdir()}
@@ -102,15 +109,40 @@ def test_train_end_to_end_against_the_pieces(net, tmp_path, capsys):
     # another configuration into the same folder: a note, and every run stays in the store
     code, stdout, err = run(argv(net, out, "--batch", "2"), capsys)
     assert code == 0, err
-    assert "note: replacing" in stdout and "train_torus_2x2_message.jsonl" in stdout
+    assert "note: replacing" in stdout and "runs.sqlite" in stdout
     assert [r["batch"] for r in read_csv(out / "train_torus_2x2_message_wfbp.csv")] == ["2", "2"]
-    store = [json.loads(line) for line in (out / "train_torus_2x2_message.jsonl").read_text().splitlines()]
-    assert [s["batch"] for s in store] == [BATCH, BATCH, 2, 2] and len({s["key"] for s in store}) == 4
-    # and the identical command again rewrites the same bytes, without a note
+    store = stored(out)
+    assert [s["config"]["batch"] for s in store] == [BATCH, BATCH, 2, 2] and len({s["key"] for s in store}) == 4
+    # and the identical command again reuses its runs and rewrites the same bytes, without a note
     same = (out / "train_torus_2x2_message_wfbp.csv").read_bytes()
     code, stdout, err = run(argv(net, out, "--batch", "2"), capsys)
-    assert code == 0 and "note: replacing" not in stdout
+    assert code == 0 and "note: replacing" not in stdout and "2 runs (2 reused from runs.sqlite)" in stdout
     assert (out / "train_torus_2x2_message_wfbp.csv").read_bytes() == same
+
+
+def test_ctrl_c_keeps_the_finished_runs_and_a_rerun_resumes(net, tmp_path, capsys, monkeypatch):
+    """Ctrl-C while the second run simulates: exit 130, the first run is in the store; the
+    same command again runs only the second and writes what an uninterrupted command writes."""
+    whole = tmp_path / "whole"
+    assert run(argv(net, whole), capsys)[0] == 0
+    real = NicComm._seconds
+
+    def press(self, kind, nbytes):  # Ctrl-C at multitree's first collective: the ring run is finished
+        if self.schedule.algorithm == "multitree":
+            raise KeyboardInterrupt
+        return real(self, kind, nbytes)
+
+    out = tmp_path / "out"
+    monkeypatch.setattr(NicComm, "_seconds", press)
+    code, stdout, _ = run(argv(net, out), capsys)
+    assert code == 130 and "run the same command again to resume" in " ".join(stdout.split())
+    assert [s["config"]["algorithm"] for s in stored(out)] == ["ring"]
+    assert not (out / "train_torus_2x2_message_wfbp.csv").exists()
+    monkeypatch.setattr(NicComm, "_seconds", real)
+    code, stdout, err = run(argv(net, out), capsys)
+    assert code == 0 and "2 runs (1 reused from runs.sqlite)" in " ".join(stdout.split()), err
+    name = "train_torus_2x2_message_wfbp.csv"
+    assert (out / name).read_bytes() == (whole / name).read_bytes()
 
 
 def test_train_every_policy_sequential_by_hand(net, tmp_path, capsys):

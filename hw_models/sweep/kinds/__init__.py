@@ -16,9 +16,6 @@ else. Adding a kind is adding a module (docs/sweeps.md, "Adding a kind"):
   imports the kind's module once and runs many points.
 * ``model_versions()`` returns the versions of the models the kind runs (a dict); they are
   part of every point's key, so a new model version runs the points again.
-* ``legacy_key(resolved)`` (optional) returns the key the point has in a JSONL result store
-  of an older command (``hw-models allreduce``, ``hw-models noc sweep-load``), so records
-  imported from it (``hw-models sweep import-jsonl``) count as finished points.
 
 Heavy imports (Numba kernels) belong inside the functions: listing kinds and ``--help``
 stay fast.
@@ -30,7 +27,7 @@ import importlib
 import pkgutil
 import re
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable
 
 from noc.base.errors import ConfigError
 
@@ -44,7 +41,6 @@ class Kind:
     validate: Callable[[dict, str], dict]
     run: Callable[[dict], dict]
     model_versions: Callable[[], dict]
-    legacy_key: Optional[Callable[[dict], Optional[str]]] = None
 
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")

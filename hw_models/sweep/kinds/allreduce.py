@@ -141,7 +141,7 @@ def _router(router_json: str):
     return FlitNetworkConfig.model_validate(json.loads(router_json))
 
 
-def _objects(resolved: dict):
+def objects(resolved: dict):
     """(topology, schedule, NIC, router) of a resolved point; each built once per worker
     for the points that share it (the models are frozen)."""
     net = json.dumps(resolved["network"], sort_keys=True)
@@ -153,7 +153,7 @@ def _objects(resolved: dict):
 def run(resolved: dict) -> dict:
     from nic.allreduce import simulate_allreduce
 
-    t, schedule, nic, router = _objects(resolved)
+    t, schedule, nic, router = objects(resolved)
     res = simulate_allreduce(t, schedule, nic, router, resolved["size_bytes"], model=resolved["model"],
                              seed=resolved["seed"])
     return metrics(res)

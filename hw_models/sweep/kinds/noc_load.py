@@ -6,15 +6,14 @@ A point holds the sections of a ``hw-models noc`` config (docs/noc.md): ``networ
 ``channels``, ``router`` and ``traffic``, whose ``rate_packets`` is the point's load in
 packets per NI per cycle. It is checked as ``hw-models noc run`` checks its config (the
 pattern must suit the topology, the router the routing's VCs, packets a VC under virtual
-cut-through) and runs :func:`noc.flit_traffic.run_traffic`; the metrics are
-:meth:`noc.flit_traffic.RunStats.row` with the standard error, injected load and verdict.
-The legacy key is the key ``hw-models noc sweep-load`` stores a point under, so the
-records of its result stores count as finished points once imported.
+cut-through) and runs :func:`noc.flit_traffic.run_traffic`; the metrics are the whole
+:class:`noc.flit_traffic.RunStats` as plain data (every figure at full precision, the link
+utilisation as a list, :func:`stats_from_metrics` reads it back: ``hw-models noc`` renders
+its tables, CSV and PNG from them) and ``link_util_max``, as the command's CSV rounds it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from functools import lru_cache
 
@@ -92,7 +91,8 @@ def _topology(network_json: str, latency_json: str):
     return t.with_latencies(router_cycles=lat["router"], inject_cycles=lat["inject"], eject_cycles=lat["eject"])
 
 
-def _objects(resolved: dict):
+def objects(resolved: dict):
+    """(topology with its links' latencies, router config, traffic config) a resolved point runs."""
     from noc.flit import FlitNetworkConfig
     from noc.flit_traffic import TrafficConfig
 
@@ -103,20 +103,29 @@ def _objects(resolved: dict):
 def run(resolved: dict) -> dict:
     from noc.flit_traffic import run_traffic
 
-    t, router, traffic = _objects(resolved)
+    t, router, traffic = objects(resolved)
     return metrics(run_traffic(t, router, traffic))
 
 
 def metrics(stats) -> dict:
-    """The metrics of a :class:`noc.flit_traffic.RunStats` (a fresh run's and an imported record's)."""
-    out = stats.row()
-    out.update(latency_se=float(stats.latency_se), injected_flits=float(stats.injected_flits), verdict=stats.verdict)
+    """The metrics of a :class:`noc.flit_traffic.RunStats`: every field as plain data (the
+    link utilisation a list) and ``link_util_max`` as :meth:`~noc.flit_traffic.RunStats.row` has it."""
+    import dataclasses
+
+    import numpy as np
+
+    out = {}
+    for f in dataclasses.fields(stats):
+        v = getattr(stats, f.name)
+        out[f.name] = v.tolist() if isinstance(v, np.ndarray) else v.item() if isinstance(v, np.generic) else v
+    out["link_util_max"] = stats.row()["link_util_max"]
     return out
 
 
-def stats_from_record(record: dict):
-    """The :class:`noc.flit_traffic.RunStats` a ``hw-models noc sweep-load`` store record holds
-    (every field, the link utilisation as a list); a ``ValueError`` naming what does not fit."""
+def stats_from_metrics(data: dict):
+    """The :class:`noc.flit_traffic.RunStats` of a point's metrics (or of a record of the
+    JSONL store of an older ``hw-models noc sweep-load``: the same fields); a ``ValueError``
+    naming what does not fit."""
     import dataclasses
 
     import numpy as np
@@ -124,37 +133,26 @@ def stats_from_record(record: dict):
     from noc.flit_traffic import RunStats
 
     names = [f.name for f in dataclasses.fields(RunStats)]
-    missing = [n for n in names if n not in record]
+    missing = [n for n in names if n not in data]
     if missing:
-        raise ValueError(f"not a load point record: no {', '.join(missing)}")
-    data = {n: record[n] for n in names}
+        raise ValueError(f"not a load point: no {', '.join(missing)}")
+    fields = {n: data[n] for n in names}
     for n in ("packets", "cycles"):
-        if isinstance(data[n], bool) or not isinstance(data[n], int):
-            raise ValueError(f"{n} = {data[n]!r} is not a whole number")
-    if not isinstance(data["stable"], bool):
-        raise ValueError(f"stable = {data['stable']!r} is not a boolean")
-    data["link_utilisation"] = np.asarray(data["link_utilisation"], dtype=np.float64)
-    return RunStats(**data)
+        if isinstance(fields[n], bool) or not isinstance(fields[n], int):
+            raise ValueError(f"{n} = {fields[n]!r} is not a whole number")
+    if not isinstance(fields["stable"], bool):
+        raise ValueError(f"stable = {fields['stable']!r} is not a boolean")
+    fields["link_utilisation"] = np.asarray(fields["link_utilisation"], dtype=np.float64)
+    if fields["link_utilisation"].ndim != 1:
+        raise ValueError("link_utilisation is not a list of numbers")
+    return RunStats(**fields)
 
 
 def model_versions() -> dict:
     from noc.flit import MODEL_VERSION
 
-    return {"flit_model": MODEL_VERSION}
-
-
-def legacy_key(resolved: dict) -> str:
-    """The key ``hw-models noc sweep-load`` stores this point under: a hash of the topology
-    (with its link latencies), the router, the traffic and the flit model's version."""
-    from noc.flit import MODEL_VERSION
-
-    t, router, traffic = _objects(resolved)
-    fields = {"topology": t.to_dict(), "router": router.model_dump(mode="json"),
-              "traffic": traffic.model_dump(mode="json"), "flit_model_version": MODEL_VERSION}
-    digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
-    return f"{t.name}|{traffic.pattern}|{traffic.rate_packets!r}|{digest}"
+    return {"flit_model": MODEL_VERSION, "noc_load": 2}  # 2: the whole RunStats in the metrics
 
 
 KIND = Kind(name="noc_load", summary="one synthetic-traffic run of the flit-level network at one load "
-            "(a point of hw-models noc sweep-load)", validate=validate, run=run, model_versions=model_versions,
-            legacy_key=legacy_key)
+            "(a point of hw-models noc sweep-load)", validate=validate, run=run, model_versions=model_versions)

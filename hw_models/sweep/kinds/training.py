@@ -132,28 +132,89 @@ def _experiment(cfg, source: str, algorithm: str):
     return resolve_experiment(cfg, source, designs=[cfg.nic.design], algorithms=algos)
 
 
-def run(resolved: dict) -> dict:
-    from hw_models.config import ExperimentConfig
+# The communication model of each (config, model, algorithm) this process has run, kept
+# across points: a size is simulated once per algorithm, as `hw-models train` always did.
+_COMMS: dict[tuple[str, str, str], object] = {}
+
+
+def _comm_key(resolved: dict, algorithm: str) -> tuple[str, str, str]:
+    from hw_models.sweep.store import canonical_json
+
+    return canonical_json(resolved["config"]), resolved["model"], algorithm
+
+
+def _comm(resolved: dict, algorithm: str):
+    key = _comm_key(resolved, algorithm)
+    if key not in _COMMS:
+        from hw_models.config import ExperimentConfig
+        from hw_models.experiment import resolve_experiment
+        from hw_models.training import endtoend as e2e
+        from noc.base.config import validate as validate_model
+
+        cfg = validate_model(resolved["config"], ExperimentConfig, source="point")
+        exp = resolve_experiment(cfg, "point", designs=[cfg.nic.design], algorithms=[algorithm])
+        if len(_COMMS) >= 32:
+            _COMMS.clear()
+        _COMMS[key] = e2e.nic_comms(exp, cfg.nic.design, resolved["model"])[algorithm]
+    return _COMMS[key]
+
+
+def forget_comms() -> None:
+    """Drop the communication models kept so far (a command starts afresh: its count of the
+    sizes it simulated is its own)."""
+    _COMMS.clear()
+
+
+def simulations(resolved: dict, algorithm: str) -> dict:
+    """How many all-reduce, reduce-scatter and all-gather sizes this process has simulated
+    for ``algorithm`` on the network of ``resolved`` (a point) since :func:`forget_comms`,
+    by kind (all 0 when none)."""
+    comm = _COMMS.get(_comm_key(resolved, algorithm))
+    if comm is None:
+        from hw_models.training.comm import KINDS
+
+        return {k: 0 for k in KINDS}
+    return comm.cache_info()
+
+
+def _simulate(resolved: dict, algorithm: str):
     from hw_models.training import endtoend as e2e
     from hw_models.training.compute import get_device
-    from noc.base.config import validate as validate_model
+    from hw_models.training.timeline import simulate
 
-    cfg = validate_model(resolved["config"], ExperimentConfig, source="point")
-    algorithm = resolved["algorithm"]
-    exp = _experiment(cfg, "point", algorithm)
-    design = cfg.nic.design
     works = e2e.resolve_workloads(resolved["workload_spec"])
-    costs = e2e.workload_costs(works, resolved["batch"], get_device(resolved["device"]), resolved["engine"])
-    comms = e2e.nic_comms(exp, design, resolved["model"])
+    layers = e2e.workload_costs(works, resolved["batch"], get_device(resolved["device"]), resolved["engine"])
     policy = e2e.make_policies(resolved["policy"], resolved["options"])[0]
-    runs, _ = e2e.run_matrix(costs, comms, (policy,), iterations=resolved["iterations"])
-    by_alg = {r.algorithm: r for r in runs}
-    mine, ring = by_alg[algorithm], by_alg[RING]
+    return simulate(layers[resolved["workload"]], _comm(resolved, algorithm), policy,
+                    iterations=resolved["iterations"])
+
+
+def timeline(resolved: dict):
+    """The :class:`~hw_models.training.timeline.TimelineResult` of the point (its algorithm's
+    run; the same figures as its metrics), e.g. for a trace or a Gantt chart."""
+    return _simulate(resolved, resolved["algorithm"])
+
+
+def run(resolved: dict) -> dict:
+    from hw_models.training import endtoend as e2e
+
+    algorithm = resolved["algorithm"]
+    mine = e2e.TrainRun.from_result(resolved["workload"], algorithm, _simulate(resolved, algorithm))
+    ring = mine if algorithm == RING else e2e.TrainRun.from_result(resolved["workload"], RING,
+                                                                    _simulate(resolved, RING))
     m = {k: v for k, v in mine.row().items() if k not in ("workload", "algorithm", "policy")}
     m["policy_label"] = mine.policy  # with its options, as hw-models train names it (e.g. "p3 (1 MiB slices)")
     m["ring_iteration_s"] = ring.iteration_s
     m["reduction_vs_ring_pct"] = e2e.reduction_percent(mine.iteration_s, ring.iteration_s)
     return m
+
+
+def train_run(resolved: dict, metrics: dict):
+    """The :class:`hw_models.training.endtoend.TrainRun` a point's metrics hold."""
+    from hw_models.training.endtoend import TrainRun
+
+    fields = {k: metrics[k] for k in TrainRun.__dataclass_fields__ if k not in ("workload", "algorithm", "policy")}
+    return TrainRun(resolved["workload"], resolved["algorithm"], metrics["policy_label"], **fields)
 
 
 def model_versions() -> dict:

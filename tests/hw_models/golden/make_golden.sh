@@ -5,11 +5,12 @@
 # Each case NAME is run in a scratch directory with relative output paths; its stdout goes
 # to NAME/stdout.txt, without the lines holding a heavy rule (the progress bar's last
 # state, which shows wall time, and with it the tables' top rules), and
-# the CSV files it writes to NAME/ (and the JSONL result stores the release before the
-# SQLite store wrote, for the allreduce and noc_sweep_load cases: test data of
+# the CSV files it writes to NAME/ (and the JSONL result stores the releases before the
+# SQLite store wrote, for the allreduce, noc_sweep_load and train cases: test data of
 # `hw-models sweep import-jsonl`). The command line is in
 # CASES below and in NAME/command.txt. Recorded with the code of commit 66b2846 (a copy of
-# it first on PYTHONPATH, the same virtual environment):
+# it first on PYTHONPATH, the same virtual environment); train/*.jsonl with the code of
+# commit 0b7c9e8 in the same way (its CSV and stdout byte-identical to 66b2846's):
 #   git archive 66b2846 | tar -x -C /tmp/base
 #   PYTHONPATH=/tmp/base bash tests/hw_models/golden/make_golden.sh
 set -euo pipefail
@@ -37,11 +38,12 @@ for case in "${CASES[@]}"; do
   if [ $# -ge 2 ] && [ "$2" != "$name" ]; then continue; fi
   work=$(mktemp -d)
   cp "$HERE/noc.toml" "$work/noc.toml"
-  rm -rf "${HERE:?}/$name" && mkdir -p "$HERE/$name"
+  # the JSONL stores stay: the releases named above wrote them (the commands write runs.sqlite now)
+  mkdir -p "$HERE/$name" && find "${HERE:?}/$name" -maxdepth 1 -type f ! -name '*.jsonl' -delete
   echo "hw-models $args" > "$HERE/$name/command.txt"
   (cd "$work" && $HW $args) | grep -v '━' > "$HERE/$name/stdout.txt"
   kinds=(-name '*.csv')
-  case $name in allreduce|noc_sweep_load) kinds+=(-o -name '*.jsonl');; esac  # small JSONL stores
+  case $name in allreduce|noc_sweep_load|train) kinds+=(-o -name '*.jsonl');; esac  # small JSONL stores
   (cd "$work" && find out "${kinds[@]}" | sort) | while read -r f; do
     cp "$work/$f" "$HERE/$name/$(basename "$f")"
   done

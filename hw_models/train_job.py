@@ -1,0 +1,434 @@
+"""Training iterations as ``hw-models train`` runs them: a request (the flags, as plain
+values) checked and resolved into points of sweep kind ``training`` (one per workload x
+algorithm x policy), run through :mod:`hw_models.sweep.plan` into the output directory's
+sweep store (``<out>/runs.sqlite``), and rendered from the stored metrics — table, summary,
+CSV, PNG and, when asked, a Perfetto trace and a Gantt PNG of one run (docs/training.md).
+
+* :class:`TrainRequest` — what the flags ask for;
+* :func:`resolve` — every check before a run, in the order the command has always made
+  them, and the plan;
+* :func:`run_train` — the header, the runs, what they render to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from noc.base.errors import ConfigError, HwModelsError
+
+TX_QUEUE_NOTE = ("note: with a transmit queue (nic.tx_buffer_flits) the message model is least accurate below about "
+                 "1 MiB (up to 33 % fast on some 4-NI runs at 256 KiB; docs/allreduce.md), and most layers' gradients "
+                 "are smaller: check the figures that matter with --model flit.")
+ORIGIN = "hw-models train"
+
+
+@dataclass(frozen=True)
+class TrainRequest:
+    """The flags of ``hw-models train`` (None: the config's value, or the default; the
+    defaults are the command's)."""
+
+    workloads: str
+    batch: int
+    device: str
+    engine: str
+    topology: Optional[str]
+    nis: Optional[int]
+    algorithms: Optional[str]
+    nic: Optional[str]
+    variant: Optional[str]
+    model: str
+    policy: str
+    fusion_threshold: Optional[str]
+    slice_bytes: Optional[str]
+    partition_bytes: Optional[str]
+    strict: Optional[bool]
+    dear_threshold: Optional[str]
+    fused: Optional[bool]
+    iterations: int
+    config: Optional[Path]
+    preset: Optional[str]
+    out: Optional[Path]
+    seed: Optional[int]
+    trace: Optional[Path]
+    gantt: Optional[Path]
+    trace_run: Optional[str]
+    yes: bool
+    fresh: bool
+
+
+@dataclass(frozen=True)
+class TrainSetup:
+    request: TrainRequest
+    source: str
+    cfg: object  # hw_models.config.ExperimentConfig, flags applied
+    exp: object  # hw_models.experiment.ResolvedExperiment
+    design: str
+    algorithms: list
+    policies: tuple
+    plan: object  # hw_models.sweep.plan.Plan
+    pick: Optional[tuple]  # (workload, algorithm, policy label) of --trace / --gantt
+    out_dir: Path
+    stem: str
+    store_path: Path  # the output directory's sweep store
+
+
+def _size_flag(flag: str, text: Optional[str], zero: bool = True) -> Optional[int]:
+    """``text`` (e.g. 8MiB, 4096, or 0 where ``zero``) as bytes; errors name ``flag``."""
+    from noc.base.units import parse_size_bytes
+
+    if text is None:
+        return None
+    if zero and text.strip() == "0":
+        return 0
+    try:
+        return parse_size_bytes(text.strip())
+    except ConfigError as exc:
+        raise HwModelsError(f"{flag}: {exc}" + ("; or 0" if zero else "")) from None
+
+
+def _check_scalars(req: TrainRequest):
+    """The flags checked on their own; the device."""
+    from hw_models.training.compute import ENGINES, get_device
+    from nic.allreduce import MODELS
+
+    if isinstance(req.batch, bool) or req.batch < 1:
+        raise HwModelsError(f"--batch {req.batch}: must be an integer >= 1 (samples per worker)")
+    if req.iterations < 2:
+        raise HwModelsError(f"--iterations {req.iterations}: must be >= 2 (the first iteration is not steady state)")
+    try:
+        dev = get_device(req.device)
+    except ConfigError as exc:
+        raise HwModelsError(f"--device: {exc}") from None
+    if req.engine not in ENGINES:
+        raise HwModelsError(f"--engine {req.engine!r}: choose one of {', '.join(ENGINES)}")
+    if req.model not in MODELS:
+        raise HwModelsError(f"--model {req.model!r}: choose one of {', '.join(MODELS)}")
+    return dev
+
+
+def _policies(req: TrainRequest) -> tuple[tuple, dict]:
+    """The policies --policy asks for, with their options (endtoend's names -> values)."""
+    from hw_models.training import endtoend as e2e
+
+    options = {"fusion_threshold_bytes": _size_flag("--fusion-threshold", req.fusion_threshold),
+               "slice_bytes": _size_flag("--slice-bytes", req.slice_bytes, zero=False),
+               "partition_bytes": _size_flag("--partition-bytes", req.partition_bytes, zero=False),
+               "strict": req.strict, "dear_threshold_bytes": _size_flag("--dear-threshold", req.dear_threshold),
+               "fused": req.fused}
+    flags = {"fusion_threshold_bytes": "--fusion-threshold", "slice_bytes": "--slice-bytes",
+             "partition_bytes": "--partition-bytes", "dear_threshold_bytes": "--dear-threshold",
+             "strict": "--strict" if req.strict else "--no-strict", "fused": "--fused" if req.fused else "--per-layer",
+             "policy": "--policy"}
+    return e2e.make_policies(req.policy, options, flags), options
+
+
+def _check_trace_files(req: TrainRequest) -> None:
+    if req.trace_run is not None and not (req.trace or req.gantt):
+        raise HwModelsError("--trace-run chooses the run of --trace and --gantt; give one of them")
+    for flag, path in (("--trace", req.trace), ("--gantt", req.gantt)):
+        if path is not None:
+            if path.is_dir():
+                raise HwModelsError(f"{flag} {path}: is a directory; give a file name")
+            if path.exists():
+                raise HwModelsError(f"{flag} {path}: exists (another run's output?); choose another file name")
+    if req.trace is not None and req.gantt is not None and req.trace.resolve() == req.gantt.resolve():
+        raise HwModelsError(f"--trace and --gantt name one file, {req.trace}")
+
+
+def resolve(req: TrainRequest) -> TrainSetup:
+    """Every check before a run, in the order the command has always made them, and the plan."""
+    from hw_models.config import experiment_data
+    from hw_models.experiment import check_model_network, config_with_flags, data_with_flags, resolve_experiment
+    from hw_models.flags import flag_overlay
+    from hw_models.store import STORE_NAME, check_output_dir
+    from hw_models.training import endtoend as e2e
+    from nic.variants import DESIGNS
+
+    if req.config is not None and not req.config.is_file():
+        raise HwModelsError(f"--config {req.config}: {'is a directory' if req.config.is_dir() else 'no such file'}")
+    data, source = experiment_data(req.config, req.preset)
+    dev = _check_scalars(req)
+    policies, options = _policies(req)
+    works = workload_specs(req.workloads)
+    design, names, overrides, flags, drop = flag_overlay(
+        topology=req.topology, nis=req.nis, algorithms=req.algorithms, nic=req.nic, variant=req.variant,
+        seed=req.seed, designs=tuple(DESIGNS))
+    cfg = config_with_flags(data, source, overrides, flags, drop)
+    design = design or cfg.nic.design
+    exp = resolve_experiment(cfg, source, flags=flags, designs=[design], algorithms=names)
+    check_model_network(exp, design, req.model, source)
+    algos = list(exp.schedules)
+    pick = (_trace_pick(req.trace_run, [w for _, w in works], algos, policies)
+            if (req.trace or req.gantt or req.trace_run) else None)
+    _check_trace_files(req)
+    if req.model == "flit":
+        _check_flit_time(req, exp, design, algos, [w for _, w in works], dev)
+    out_dir = req.out or Path(cfg.run.out_dir) / "train"
+    tag = policies[0].name if len(policies) == 1 else (
+        "all_policies" if len(policies) == len(e2e.POLICIES) else "-".join(p.name for p in policies))
+    stem = f"train_{exp.topology.name.replace(':', '_')}_{req.model}_{tag}"
+    check_output_dir(out_dir, "--out" if req.out else f"{source}: run.out_dir = {cfg.run.out_dir!r}: its directory",
+                     [f"{stem}.csv", f"{stem}.png", STORE_NAME])
+    for flag, path in (("--trace", req.trace), ("--gantt", req.gantt)):
+        if path is not None:
+            check_output_dir(path.parent, f"{flag} {path}: its directory")
+    plan = _plan(req, data_with_flags(data, overrides, drop), design, works, algos, policies, options, source)
+    return TrainSetup(req, source, cfg, exp, design, algos, policies, plan, pick, out_dir, stem, out_dir / STORE_NAME)
+
+
+def workload_specs(spec: str) -> list[tuple[str, object]]:
+    """(the spec of one workload, the workload) for each workload ``spec`` names, in order:
+    a built-in's name, or the layer file's path as given."""
+    from hw_models.training import endtoend as e2e
+
+    works = e2e.resolve_workloads(spec)  # the whole spec checked first, as --workloads
+    out: dict[str, tuple[str, object]] = {}
+    for item in (s.strip() for s in spec.split(",")):
+        if item:
+            for w in e2e.resolve_workloads(item):
+                out.setdefault(w.name, (w.name if item.lower() == "all" else item, w))
+    return [out[w.name] for w in works]
+
+
+def _check_flit_time(req: TrainRequest, exp, design: str, algos: list, works: list, dev) -> None:
+    from hw_models.estimate import check_long_run, flit_allreduce_seconds
+    from hw_models.training import endtoend as e2e
+
+    costs = e2e.workload_costs(works, req.batch, dev, req.engine)
+    sizes = sorted({x.grad_bytes for layers in costs.values() for x in layers if x.grad_bytes > 0})
+    secs = flit_allreduce_seconds(exp.topology, exp.router, [(exp.schedules[a], exp.nics[design], s) for a in algos
+                                                             for s in sizes])
+    check_long_run(secs, "the flit-level all-reduces (one per layer gradient size, at least)", req.yes,
+                   "--model message, or fewer or smaller workloads")
+
+
+def _plan(req: TrainRequest, data: dict, design: str, works, algos, policies, options: dict, source: str):
+    """One training point per workload x algorithm x policy, in the table's order."""
+    import copy
+
+    from hw_models.sweep.kinds.training import OPTION_KEYS
+    from hw_models.sweep.plan import Plan
+    from hw_models.training.endtoend import POLICY_OPTIONS
+
+    point_key = {opt: key for key, opt in OPTION_KEYS.items()}  # the kind's names of the policy options
+    base = copy.deepcopy(data)
+    base.pop("allreduce", None)  # the algorithms are the points'; a point's config has no [allreduce]
+    base["nic"] = {**(base.get("nic") or {}), "design": design}
+    configs, labels = [], []
+    for spec, w in works:
+        for a in algos:
+            for p in policies:
+                own = {point_key[o]: v for o, v in options.items() if v is not None and POLICY_OPTIONS[o][0] == p.name}
+                configs.append({**copy.deepcopy(base), "training": {
+                    "workload": spec, "algorithm": a, "policy": p.name, "batch": req.batch, "device": req.device,
+                    "engine": req.engine, "model": req.model, "iterations": req.iterations, **own}})
+                labels.append(f"{w.name} / {a} / {p.label}")
+    return Plan("training", configs, source, ORIGIN, labels)
+
+
+def _trace_pick(text: Optional[str], works, algos: list[str], policies) -> tuple[str, str, str]:
+    """The (workload, algorithm, policy label) of --trace and --gantt."""
+    from nic.collectives import algorithm_name
+
+    if text is None:
+        return works[0].name, algos[-1], policies[0].label
+    parts = [p.strip() for p in text.split("/")]
+    if len(parts) != 3 or not all(parts):
+        raise HwModelsError(f"--trace-run {text!r}: give WORKLOAD/ALGORITHM/POLICY, e.g. "
+                            f"{works[0].name}/{algos[-1]}/{policies[0].name}")
+    w, a, p = parts
+    names = [x.name for x in works]
+    if w not in names:
+        raise HwModelsError(f"--trace-run {text!r}: workload {w!r} is not run (run: {', '.join(names)})")
+    try:
+        a = algorithm_name(a)
+    except HwModelsError:
+        pass
+    if a not in algos:
+        raise HwModelsError(f"--trace-run {text!r}: algorithm {parts[1]!r} is not run (run: {', '.join(algos)})")
+    by_name = {x.name: x.label for x in policies}
+    key = p.lower().replace("-", "_")
+    if key not in by_name:
+        raise HwModelsError(f"--trace-run {text!r}: policy {p!r} is not run (run: {', '.join(by_name)})")
+    return w, a, by_name[key]
+
+
+# --- the run and its outputs ---------------------------------------------------------------------
+
+def console():
+    import sys
+
+    from rich.console import Console
+
+    return Console(width=None if sys.stdout.isatty() else 120)
+
+
+def _print_header(con, s: TrainSetup) -> None:
+    req, t, network, nic_cfg = s.request, s.exp.topology, s.exp.router, s.exp.nics[s.design]
+    n = len(s.plan.configs)
+    n_works = n // (len(s.algorithms) * len(s.policies))
+    con.print(f"training iterations on {t.name} ({t.num_nodes} workers, {t.nis_per_node} NI(s)/node), "
+              f"{s.design} NIC, {req.model}-level all-reduces at {nic_cfg.clock_ghz:g} GHz; {n_works} workload(s) x "
+              f"{len(s.algorithms)} algorithm(s) x {len(s.policies)} polic{'y' if len(s.policies) == 1 else 'ies'} = "
+              f"{n} runs; {req.batch} samples per worker on {req.device} ({req.engine}); verifier seed "
+              f"{s.cfg.run.seed} (the timing models are deterministic)"
+              + (f"; arbiter seed {network.arbiter_seed}" if network.arbiter_seed is not None else "")
+              + f"; results in {s.out_dir}", soft_wrap=True)
+    for note in s.exp.left_out:
+        con.print(f"left out of the default algorithms: {note}")
+    con.print("each distinct all-reduce size is simulated once per algorithm and cached", soft_wrap=True)
+
+
+def _run(con, s: TrainSetup):
+    """(the runs in the plan's order, runs reused, sizes simulated now per algorithm): the
+    plan's points run into the store, a progress bar over them."""
+    import typer
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from hw_models.sweep.kinds.training import forget_comms, simulations, train_run
+    from hw_models.sweep.plan import resolve as resolve_points, run_plan
+
+    points = resolve_points(s.plan)
+    forget_comms()  # each size this command's runs need is simulated once per algorithm, and counted
+    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=con, transient=False) as progress:
+        task = progress.add_task("simulating", total=len(points))
+
+        def on_event(event, point, outcome):
+            progress.update(task, advance=1, description=point.values.get("label", ""))
+
+        try:
+            ran = run_plan(s.plan, s.store_path, fresh=s.request.fresh, on_event=on_event, points=points)
+        except KeyboardInterrupt:
+            progress.stop()
+            con.print(f"interrupted: finished runs are kept in {s.store_path}; run the same command again to resume")
+            raise typer.Exit(130) from None
+        progress.update(task, completed=len(points), description="done")
+    runs = [train_run(p.config, m) for p, m in zip(points, ran.metrics)]
+    sims = {a: simulations(points[0].config, a) for a in s.algorithms}
+    return points, runs, len(points) - ran.summary.done, sims
+
+
+def run_train(req: TrainRequest) -> None:
+    """Check, run and render ``req`` (module docstring)."""
+    from hw_models.training import endtoend as e2e
+
+    s = resolve(req)
+    con = console()
+    _print_header(con, s)
+    points, runs, reused, sims = _run(con, s)
+    rows = e2e.table_rows(runs)
+    _print_table(con, rows, s.exp.topology.name, e2e.baseline_policy(runs))
+    for line in _summary_lines(runs, s.algorithms, s.policies):
+        con.print(line, soft_wrap=True)
+    written = _write(con, s, runs, rows)
+    if s.pick is not None:
+        written += _trace(con, s, points)
+    done = "; ".join(f"{a}: " + (", ".join(f"{n} {k.replace('_', '-')}" for k, n in c.items() if n) or "none")
+                     for a, c in sims.items())
+    if req.model == "message" and s.exp.nics[s.design].tx_buffer_flits > 0:
+        con.print(TX_QUEUE_NOTE, soft_wrap=True)
+    con.print(f"{len(runs)} runs" + (f" ({reused} reused from {s.store_path.name})" if reused else "")
+              + f"; distinct sizes simulated ({req.model} level) per algorithm: {done}; every run appended to "
+              f"{s.store_path}; wrote {', '.join(str(w) for w in written)}", soft_wrap=True)
+
+
+def _write(con, s: TrainSetup, runs, rows: list[dict]) -> list[Path]:
+    """The CSV (the rows with the configuration) and PNG, under the output directory's lock,
+    with a note when they held other runs (every run stays in the store)."""
+    from hw_models.report.charts import training_chart
+    from hw_models.report.writer import replacing_note
+    from hw_models.store import csv_holds_other_rows, locked_directory, write_csv_atomic
+
+    req = s.request
+    config_fields = {"topology": s.exp.topology.name, "nic": s.design, "model": req.model, "batch": req.batch,
+                     "device": req.device, "engine": req.engine, "iterations": req.iterations, "config": s.source,
+                     "seed": int(s.cfg.run.seed)}
+    csv_rows = [{**r, **config_fields} for r in rows]
+    csv_path, png_path = s.out_dir / f"{s.stem}.csv", s.out_dir / f"{s.stem}.png"
+    with locked_directory(s.out_dir):  # another command writing these files waits: its note and its files come after
+        if csv_holds_other_rows(csv_path, csv_rows):
+            con.print(replacing_note(csv_path, "other runs than this command's", f"every run stays in {s.store_path}",
+                                     also="its PNG"), soft_wrap=True)
+        return [write_csv_atomic(csv_path, csv_rows),
+                training_chart(runs, png_path, f"training iterations on {s.exp.topology.name}, {s.design} NIC, "
+                                               f"{req.model} level, batch {req.batch} on {req.device}")]
+
+
+def _trace(con, s: TrainSetup, points) -> list[Path]:
+    """The --trace and --gantt of the picked run (its timeline simulated again: the same figures)."""
+    from hw_models.report.timeline import plot_gantt, write_trace
+    from hw_models.sweep.kinds.training import timeline
+
+    w, a, label = s.pick
+    by_name = {p.label: p.name for p in s.policies}
+    point = next(p for p in points if (p.config["workload"], p.config["algorithm"], p.config["policy"])
+                 == (w, a, by_name[label]))
+    res = timeline(point.config)
+    con.print(f"trace of {' / '.join(s.pick)}: steady iteration {res.iteration_s * 1e3:.4g} ms", soft_wrap=True)
+    written = []
+    if s.request.trace is not None:
+        written.append(write_trace(res, s.request.trace))
+    if s.request.gantt is not None:
+        written.append(plot_gantt(res, s.request.gantt))
+    return written
+
+
+def _pct(x) -> str:
+    return "-" if x is None or x != x else f"{x:+.1f} %"
+
+
+def _print_table(con, rows: list[dict], topo: str, policy_baseline: Optional[str]) -> None:
+    from rich.table import Table
+
+    from hw_models.training.endtoend import reduction_column
+
+    table = Table(title=f"training iterations on {topo} (steady state; reduction: shorter iteration, in per cent)")
+    cols = ["workload", "algorithm", "policy", "iteration ms", "compute ms", "exposed ms", "overlap", "vs ring"]
+    pcol = reduction_column(policy_baseline) if policy_baseline else None
+    if pcol:
+        cols.append(f"vs {policy_baseline}")
+    for c in cols:
+        table.add_column(c, justify="left" if c in ("workload", "algorithm", "policy") else "right")
+    for r in rows:
+        cells = [r["workload"], r["algorithm"], r["policy"], f"{r['iteration_s'] * 1e3:,.3f}",
+                 f"{r['compute_s'] * 1e3:,.3f}", f"{r['exposed_comm_s'] * 1e3:,.3f}", f"{r['overlap_ratio']:.2f}",
+                 _pct(r.get("reduction_vs_ring_percent"))]
+        if pcol:
+            cells.append(_pct(r.get(pcol)))
+        table.add_row(*cells)
+    con.print(table)
+
+
+def _summary_lines(runs, algos: list[str], policies) -> list[str]:
+    """One policy: each algorithm's largest reduction against ring and against the fastest
+    other algorithm. Several: per algorithm, the fastest policy on each workload."""
+    from hw_models.training.endtoend import baseline_policy, best_reductions, reduction_percent
+
+    out = []
+    if len(policies) > 1:
+        base = baseline_policy(runs)
+        for a in algos:
+            parts = []
+            for w in dict.fromkeys(r.workload for r in runs):
+                mine = {r.policy: r.iteration_s for r in runs if r.workload == w and r.algorithm == a}
+                best = min(mine, key=mine.get)
+                parts.append(f"{w} {best} ({reduction_percent(mine[best], mine[base]):+.1f} % against {base})")
+            out.append(f"fastest policy with {a}: " + "; ".join(parts))
+        return out
+    if len(algos) < 2:
+        return out
+    p = policies[0]
+    parts = []
+    for a in algos:
+        if a == "ring":
+            continue
+        ring, best = best_reductions(runs, a, p.label)
+        text = f"{a} {ring.percent:+.1f} % against ring ({ring.workload})"
+        if len(algos) > 2:
+            text += f", {best.percent:+.1f} % against the fastest other algorithm ({best.workload})"
+        parts.append(text)
+    out.append(f"largest reduction under {p.label}: " + "; ".join(parts))
+    return out
