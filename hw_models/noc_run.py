@@ -125,7 +125,8 @@ def booksim_rows(run, stats) -> list[tuple[str, str]]:
         ("Accepted packet rate average", fmt(stats.accepted_flits / t.mean_packet_flits, 6)),
         ("Injected flit rate average", fmt(stats.injected_flits, 6)),
         ("Accepted flit rate average", fmt(stats.accepted_flits, 6)),
-        ("Hops average", fmt(stats.hops_avg + 1, 4)),  # BookSim2 counts routers traversed
+        # BookSim2 counts routers traversed; no measured packet, no average
+        ("Hops average", fmt(stats.hops_avg + 1 if stats.packets else float("nan"), 4)),
         ("Simulated cycles (to the end of the measured drain)", f"{stats.cycles}"),
     ]
 
@@ -151,6 +152,9 @@ def run_booksim_point(path: Path, overrides: list[str], out: Optional[Path], yes
                                                     "then)")
     _print_figures(con, f"{path}: {run.topology.name}, {tr.pattern}, {tr.rate_packets:g} packets/node/cycle, seed "
                         f"{tr.seed} (BookSim2 semantics)", rows, verdict)
+    if stats.stable and not stats.packets:
+        con.print("note: no packet was measured (none was created in the sample periods after the warm-up), so "
+                  "there is no latency or hop average; raise injection_rate, sample_period or max_samples")
     record = {"file": str(path), "overrides": " ".join(overrides), "verdict": "stable" if stats.stable else "unstable",
               **{k: (str(v) if isinstance(v, list) else v) for k, v in run.values.items()},
               **{k.lower().replace(" ", "_").replace("(", "").replace(")", ""): v for k, v in rows}}

@@ -118,3 +118,14 @@ def test_booksim_sweep_load_keeps_its_points_in_the_store_and_reuses_them(tmp_pa
     code, out, err = run(argv, capsys)
     assert code == 0 and f"({n} point(s) reused from runs.sqlite)" in " ".join(out.split()), err
     assert csv_path.read_bytes() == first
+
+
+def test_a_run_that_measures_no_packet_says_so_and_what_to_change(tmp_path, capsys):
+    cfg = tmp_path / "quiet"
+    cfg.write_text(MESH + "sample_period = 20;\nwarmup_periods = 1;\nmax_samples = 2;\n")
+    code, out, err = run(["noc", "run", "--booksim", str(cfg), "injection_rate=0.00001", "--out",
+                          str(tmp_path / "o")], capsys)
+    assert code in (0, None), err
+    assert "no packet was measured" in out and "raise injection_rate, sample_period or max_samples" in out
+    (row,) = csv.DictReader(next((tmp_path / "o").glob("booksim_*.csv")).open())
+    assert row["hops_average"] == "-" and row["packet_latency_average"] == "-"  # not BookSim2's "1.0000" for none
