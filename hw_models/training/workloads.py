@@ -201,18 +201,13 @@ def _inception(b: NetBuilder, name: str, n1: int, r3: int, n3: int, r5: int, n5:
     b.relu(f"{name}.1x1_relu")
     outs.append(b.shape)
     b.shape = x
-    b.conv(f"{name}.3x3_reduce", r3, 1)
-    b.relu(f"{name}.3x3_reduce_relu")
-    b.conv(f"{name}.3x3", n3, 3, 1, 1)
-    b.relu(f"{name}.3x3_relu")
-    outs.append(b.shape)
-    b.shape = x
-    b.conv(f"{name}.5x5_reduce", r5, 1)
-    b.relu(f"{name}.5x5_reduce_relu")
-    b.conv(f"{name}.5x5", n5, 5, 1, 2)
-    b.relu(f"{name}.5x5_relu")
-    outs.append(b.shape)
-    b.shape = x
+    for k, r, n in ((3, r3, n3), (5, r5, n5)):  # a 1x1 reduction, then the kxk convolution ("same" padding)
+        b.conv(f"{name}.{k}x{k}_reduce", r, 1)
+        b.relu(f"{name}.{k}x{k}_reduce_relu")
+        b.conv(f"{name}.{k}x{k}", n, k, 1, k // 2)
+        b.relu(f"{name}.{k}x{k}_relu")
+        outs.append(b.shape)
+        b.shape = x
     b.pool(f"{name}.pool", "maxpool", 3, 1, 1)
     b.conv(f"{name}.pool_proj", pp, 1)
     b.relu(f"{name}.pool_proj_relu")
