@@ -7,13 +7,14 @@ from typing import Optional
 
 import typer
 
+from hw_models.cli.options import ConfigFile, Dask, Nis, Preset, Topology
 from nic.collectives import DEFAULT_ALGORITHMS, algorithm_choices
 from nic.variants import DESIGNS, variant_help
 
 
 def allreduce(
-    topology: Optional[str] = typer.Option(None, "--topology", "-t", help="Topology spec (default: the config's, torus:4x4)."),
-    nis: Optional[int] = typer.Option(None, "--nis", help="NIs per node on direct networks (default: the config's)."),
+    topology: Topology = None,
+    nis: Nis = None,
     algorithms: Optional[str] = typer.Option(
         None, "--algorithms", "-a", help=f"Comma-separated: {algorithm_choices()} "
         f"(default: the config's, {','.join(DEFAULT_ALGORITHMS)}, leaving out those the topology does not fit). "
@@ -40,8 +41,8 @@ def allreduce(
                                             "all in) or stream (as it arrives); rate and latency from [nic]."),
     model: str = typer.Option("message", "--model", help="message (fast, any size), flit (cycle-level reference), "
                               "or both (and the message model's deviation from the flit level)."),
-    config: Optional[Path] = typer.Option(None, "--config", help="Experiment TOML (see `hw-models config show`)."),
-    preset: Optional[str] = typer.Option(None, "--preset", help="A named config instead of a file: isca2021."),
+    config: ConfigFile = None,
+    preset: Preset = None,
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory (default: the config's run.out_dir/allreduce)."),
     fresh: bool = typer.Option(False, "--fresh", help="Run again the runs already in the output directory's sweep "
                                "store (runs.sqlite); their new rows replace the old (default: reuse them, resume)."),
@@ -55,8 +56,7 @@ def allreduce(
                                          "(docs/reports.md)."),
     workers: Optional[int] = typer.Option(0, "--workers", "-j", help="Local worker processes for the runs (0, the "
                                           "default: in this process), as `hw-models sweep` runs points."),
-    dask: Optional[str] = typer.Option(None, "--dask", help="Run on an existing Dask distributed cluster: its "
-                                       "scheduler's address, e.g. tcp://host:8786."),
+    dask: Dask = None,
 ) -> None:
     """Simulate all-reduces and print cycles, bus bandwidth, speedup over ring and % of the bound; write CSV and PNG."""
     from hw_models.allreduce_job import AllreduceRequest, run_allreduce

@@ -7,13 +7,15 @@ from typing import Optional
 
 import typer
 
+from hw_models.cli.options import Preset
+
 app = typer.Typer(help="Read and check experiment configs (TOML).", no_args_is_help=True)
 
 
 @app.command()
 def show(
     file: Optional[Path] = typer.Argument(None, help="TOML config file (omit to see the defaults)."),
-    preset: Optional[str] = typer.Option(None, help="A named preset instead of a file: isca2021."),
+    preset: Preset = None,
 ) -> None:
     """Print the config with every default filled in, as TOML, after the checks `hw-models allreduce` makes of it."""
     import tomli_w

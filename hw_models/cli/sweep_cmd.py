@@ -18,6 +18,8 @@ from typing import Optional
 import typer
 from typer.core import TyperGroup
 
+from hw_models.cli.options import Dask
+
 
 class _RunByDefault(TyperGroup):
     """``hw-models sweep FILE ...`` runs FILE: a first argument that is not a subcommand
@@ -40,10 +42,6 @@ def _console():
     return Console(width=None if sys.stdout.isatty() else 120, highlight=False)
 
 
-def default_store(file: Path, spec_store: Optional[str]) -> Path:
-    return Path(spec_store) if spec_store else Path("results") / "sweeps" / f"{file.stem}.sqlite"
-
-
 @app.command(name="run")
 def run_cmd(
     file: Path = typer.Argument(..., help="The sweep file (TOML; docs/sweeps.md).", show_default=False),
@@ -51,104 +49,18 @@ def run_cmd(
                                          "store key, else results/sweeps/<file name>.sqlite)."),
     workers: Optional[int] = typer.Option(None, "--workers", "-j", help="Local worker processes (default: one per "
                                           "core; 0 runs the points in this process)."),
-    dask: Optional[str] = typer.Option(None, "--dask", help="Run on an existing Dask distributed cluster: its "
-                                       "scheduler's address, e.g. tcp://host:8786 (workers need hw-models installed)."),
+    dask: Dask = None,
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the sampling (replaces the file's [sample] seed)."),
     fresh: bool = typer.Option(False, "--fresh", help="Run again the points already finished in the store; their new "
                                "rows replace the old (default: skip them, resume)."),
     check: bool = typer.Option(False, "--check", help="Validate every point and say how many are finished; run none."),
 ) -> None:
     """Run a sweep file: every point validated first (all invalid ones reported, exit 2), then the unfinished ones run."""
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                               TimeRemainingColumn)
+    from hw_models.sweep.run_file import run_sweep_file
 
-    from hw_models.sweep.execute import Summary, check_backend, execute, make_backend, resolve_points, unfinished
-    from hw_models.sweep.kinds import get_kind
-    from hw_models.sweep.spec import describe, expand, load_sweep
-    from hw_models.sweep.store import SweepStore
-    from noc.base.errors import HwModelsError
-
-    if not file.is_file():
-        raise HwModelsError(f"{file}: {'is a directory' if file.is_dir() else 'no such sweep file'}")
-    check_backend(workers, dask)
-    spec = load_sweep(file, seed)
-    kind = get_kind(spec.kind)
-    console = _console()
-    sampled = (f"{spec.sample.method.replace('_', ' ')} sample of {spec.sample.points} points, seed "
-               f"{spec.sample.seed}" if spec.sample else "every point of the grid")
-    grid = f"{spec.grid_points:,}-point grid" if spec.grid_points is not None else "a continuous space"
-    console.print(f"sweep {file}: kind {kind.name}, {len(spec.axes)} axes ({grid}); {sampled}")
-    with console.status(f"validating {len(expand(spec)):,} points ..."):
-        points, errors, duplicates = resolve_points(spec, kind)
-    if errors:  # one line per invalid point, all of them; nothing runs
-        for line in errors:
-            typer.echo(f"error: {line}", err=True)
-        raise typer.Exit(2)
-    store_path = default_store(file, spec.store) if store is None else store
-    named = "--store" if store is not None else (f"{file}: store =" if spec.store else "")
-    if check:
-        with SweepStore(store_path, create=False, named=named) if store_path.exists() else _NoStore() as st:
-            finished = len(st.done_keys(p.key for p in points))
-        console.print(f"{len(points)} points valid" + (f" ({duplicates} duplicates of others dropped)" if duplicates
-                                                       else "") + f"; {finished} finished in {store_path}")
-        return
-    summary = Summary(duplicates=duplicates)
-    with SweepStore(store_path, named=named) as st:
-        todo = unfinished(points, kind, st, fresh=fresh, summary=summary)
-        console.print(f"{len(points)} points" + (f" ({duplicates} duplicates dropped)" if duplicates else "")
-                      + (f", {summary.finished_before} finished before" if summary.finished_before else "")
-                      + f"; store {store_path}")
-        if todo:
-            backend = make_backend(kind.name, workers, dask)
-            where = (f"the Dask cluster at {dask}" if dask else "this process" if workers == 0 else
-                     f"{backend.workers} local worker process{'es' if backend.workers > 1 else ''}")
-            console.print(f"running {len(todo)} points on {where}")
-            progress = Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
-                                MofNCompleteColumn(), TextColumn("done {task.fields[done]}, failed {task.fields[failed]}"),
-                                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console)
-            task = progress.add_task("points", total=len(todo), done=0, failed=0)
-
-            def on_event(event, point, outcome):
-                progress.update(task, advance=1, done=summary.done, failed=summary.failed,
-                                description=f"point {point.index}")
-
-            try:
-                with progress:
-                    execute(todo, kind, st, backend, origin=f"sweep {file}", fresh=fresh, summary=summary,
-                            on_event=on_event)
-            except KeyboardInterrupt:
-                console.print(f"interrupted: {summary.done + summary.failed} point(s) run and stored in {store_path}; "
-                              "run the same command again to resume")
-                raise typer.Exit(130) from None
-    s = summary
-    parts = [f"{s.points} points"]
-    if s.finished_before:
-        parts.append(f"{s.finished_before} finished before")
-    if s.finished_elsewhere:
-        parts.append(f"{s.finished_elsewhere} finished by another sweep meanwhile")
-    ran = s.done + s.failed
-    rate = f", {ran / s.wall_s:.1f} points/s" if ran and s.wall_s > 0 else ""
-    parts.append(f"{ran} run now ({s.done} done, {s.failed} failed) in {s.wall_s:.1f} s{rate}" if ran else
-                 "nothing left to run")
-    console.print("; ".join(parts) + f"; store {store_path}")
-    if s.failures:
-        for p, err in s.failures[:10]:
-            console.print(f"failed: point {p.index} ({describe(p.values)}): {err}", soft_wrap=True)
-        more = f" ({len(s.failures) - 10} more)" if len(s.failures) > 10 else ""
-        console.print(f"{s.failed} point(s) failed{more}; their errors are in the store (hw-models sweep status "
-                      f"{store_path} --failed); a re-run runs them again")
-        raise typer.Exit(1)
-
-
-class _NoStore:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        pass
-
-    def done_keys(self, keys):
-        return set()
+    code = run_sweep_file(_console(), file, store, workers, dask, seed, fresh, check)
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()

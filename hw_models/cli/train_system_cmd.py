@@ -12,19 +12,15 @@ run's files (the same command writes the same bytes again).
 from __future__ import annotations
 
 import functools
-import hashlib
 import inspect
-import json
-import sys
 from pathlib import Path
-from typing import Optional
+from typing import Optional, get_args
 
 import typer
-
-from noc.base.errors import HwModelsError
-
 from typer.core import TyperCommand, TyperGroup
 
+from hw_models.cli.options import ConfigFile, Nis, Preset, Topology
+from noc.base.errors import HwModelsError
 from hw_models.training.compute import DEFAULT_DEVICE, device_choices
 from hw_models.training.systems import SUMMARIES
 from hw_models.training.systems.setup import DEFAULT_COMPRESSORS, OWN, SYSTEM_NAMES, not_for
@@ -37,12 +33,12 @@ def train_system(
                                  "layer file (docs/training_workloads.md)."),
     batch: int = typer.Option(16, "--batch", "-b", help="Samples per worker per iteration (the workload)."),
     device: str = typer.Option(DEFAULT_DEVICE, "--device", help=f"{device_choices()}."),
-    topology: Optional[str] = typer.Option(None, "--topology", "-t", help="Topology spec (default: the config's)."),
-    nis: Optional[int] = typer.Option(None, "--nis", help="NIs per node (default: the config's)."),
+    topology: Topology = None,
+    nis: Nis = None,
     algorithm: str = typer.Option("ring", "--algorithm", "-a", help="The all-reduce of the synchronous baseline: "
                                   f"{algorithm_choices()}."),
-    config: Optional[Path] = typer.Option(None, "--config", help="Experiment TOML."),
-    preset: Optional[str] = typer.Option(None, "--preset", help="A named config: isca2021."),
+    config: ConfigFile = None,
+    preset: Preset = None,
     task: str = typer.Option("logreg", "--task", help="Convergence task on digits: logreg, mlp, or none "
                              "(timing only)."),
     lr: Optional[float] = typer.Option(None, "--lr", help="Learning rate of the task (default: 0.1 logreg, 0.2 "
@@ -82,48 +78,22 @@ def train_system(
 ) -> None:
     """Time a training system on a workload over the network and check its convergence on a small task
     (the body of every ``hw-models train-system SYSTEM`` command)."""
-    from rich.console import Console
-
-    from hw_models.training.systems.setup import resolve_setting, run_system, system_params
+    from hw_models.train_system_run import run_train_system
 
     sysname = system.strip().lower()
     if sysname not in SYSTEM_NAMES:
         raise HwModelsError(f"SYSTEM {system!r}: unknown (allowed: {', '.join(SYSTEM_NAMES)})")
-    given = {"--compressors": compressors, "--fix": fix, "--average-every": average_every, "--servers": servers,
-             "--placement": placement, "--modes": modes, "--stragglers": stragglers, "--delays": delays,
-             "--variants": variants, "--alpha": alpha, "--tau": tau, "--inverse-efficiency": inverse_efficiency}
-    for flag, value in given.items():
+    own = {"compressors": compressors, "fix": fix, "average_every": average_every, "servers": servers,
+           "placement": placement, "modes": modes, "stragglers": stragglers, "delays": delays, "variants": variants,
+           "alpha": alpha, "tau": tau, "inverse_efficiency": inverse_efficiency}
+    for name, value in own.items():
+        flag = "--" + name.replace("_", "-")
         why = not_for(flag, sysname)
         if value is not None and why:
             raise HwModelsError(f"{flag} {why}; leave it out")
-    st, desc, settings = resolve_setting(sysname, workload, batch, device, topology, nis, algorithm, config, preset, task,
-                                  lr, target, max_iterations, seed)
-    n = st.comm.num_workers
-    params = system_params(sysname, n, compressors, fix, average_every, servers, placement, modes, stragglers,
-                            delays, variants, alpha, tau, inverse_efficiency, st)
-    settings.update({k: v for k, v in params.items() if k != "objects"})
-    from hw_models.store import check_output_dir
-
-    digest = hashlib.sha1(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:10]
-    stem = f"train_system_{sysname}_{st.topology.name.replace(':', '_')}_{st.workload.name}_{digest}"
-    check_output_dir(out, "--out", [f"{stem}.csv", f"{stem}_convergence.csv"])
-
-    console = Console(width=None if sys.stdout.isatty() else 140)
-    console.print(f"{sysname} on {desc}; task {task}"
-                  + (f" ({st.task.workers} workers, batch {st.task.batch}, lr {st.lr:g}, target {st.target:g})"
-                     if st.task is not None else "") + f"; seed {seed}", soft_wrap=True)
-    timing, conv = run_system(sysname, st, params["objects"], seed)
-    _table(console, f"{sysname}: time per iteration on {st.workload.name}", timing)
-    if conv:
-        _table(console, f"{sysname}: convergence on digits ({task})", conv)
-    from hw_models.store import write_csv_atomic
-
-    meta = {k: settings[k] for k in ("topology", "workload", "batch", "device", "algorithm", "seed")}
-    written = [write_csv_atomic(out / f"{stem}.csv", [{**r, **meta} for r in _uniform(timing)])]
-    if conv:
-        written.append(write_csv_atomic(out / f"{stem}_convergence.csv",
-                                        [{**r, "task": task, **meta} for r in _uniform(conv)]))
-    console.print(f"wrote {', '.join(str(w) for w in written)}", soft_wrap=True)
+    run_train_system(sysname, workload=workload, batch=batch, device=device, topology=topology, nis=nis,
+                     algorithm=algorithm, config=config, preset=preset, task=task, lr=lr, target=target,
+                     max_iterations=max_iterations, seed=seed, out=out, **own)
 
 
 # --- one subcommand per system, each with the common options and its own ------------------
@@ -158,11 +128,19 @@ class _SystemCommand(TyperCommand):
         return super().parse_args(ctx, args)
 
 
+def _flag(p: inspect.Parameter) -> str:
+    """A parameter's first flag, from its default (typer.Option) or its Annotated alias."""
+    if isinstance(p.default, typer.models.OptionInfo):
+        return p.default.param_decls[0]
+    info = get_args(p.annotation)[1]  # in an Annotated alias typer.Option's first argument is the flag
+    return info.default
+
+
 def _system_command(system: str):
     """The command of ``system``: :func:`train_system`'s options less the other systems'."""
     full = inspect.signature(train_system, eval_str=True)
     keep = [p for name, p in full.parameters.items() if name != "system"
-            and (p.default.param_decls[0] not in OWN or not not_for(p.default.param_decls[0], system))]
+            and (_flag(p) not in OWN or not not_for(_flag(p), system))]
 
     others = {name: None for name in full.parameters if name != "system" and name not in {p.name for p in keep}}
 
@@ -181,33 +159,3 @@ app = typer.Typer(cls=_SystemGroup,
                        "small task: one subcommand per system, each with its own options.")
 for _name in SYSTEM_NAMES:
     app.command(name=_name, cls=_SystemCommand, help=SUMMARIES[_name])(_system_command(_name))
-
-
-# ---------------------------------------------------------------------------------------
-
-
-def _uniform(rows: list[dict]) -> list[dict]:
-    """Rows with one set of columns (in first-seen order), blanks where a row has none."""
-    cols = list(dict.fromkeys(k for r in rows for k in r))
-    return [{c: r.get(c, "") for c in cols} for r in rows]
-
-
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        if v != v:
-            return "nan"
-        return f"{v:.4g}"
-    return str(v)
-
-
-def _table(console, title: str, rows: list[dict]) -> None:
-    from rich.table import Table
-
-    rows = _uniform(rows)
-    table = Table(title=title)
-    cols = [c for c in rows[0] if c != "system"]
-    for c in cols:
-        table.add_column(c.replace("_", " "), justify="left" if c == "run" else "right")
-    for r in rows:
-        table.add_row(*[_fmt(r[c]) for c in cols])
-    console.print(table)

@@ -201,18 +201,13 @@ def _inception(b: NetBuilder, name: str, n1: int, r3: int, n3: int, r5: int, n5:
     b.relu(f"{name}.1x1_relu")
     outs.append(b.shape)
     b.shape = x
-    b.conv(f"{name}.3x3_reduce", r3, 1)
-    b.relu(f"{name}.3x3_reduce_relu")
-    b.conv(f"{name}.3x3", n3, 3, 1, 1)
-    b.relu(f"{name}.3x3_relu")
-    outs.append(b.shape)
-    b.shape = x
-    b.conv(f"{name}.5x5_reduce", r5, 1)
-    b.relu(f"{name}.5x5_reduce_relu")
-    b.conv(f"{name}.5x5", n5, 5, 1, 2)
-    b.relu(f"{name}.5x5_relu")
-    outs.append(b.shape)
-    b.shape = x
+    for k, r, n in ((3, r3, n3), (5, r5, n5)):  # a 1x1 reduction, then the kxk convolution ("same" padding)
+        b.conv(f"{name}.{k}x{k}_reduce", r, 1)
+        b.relu(f"{name}.{k}x{k}_reduce_relu")
+        b.conv(f"{name}.{k}x{k}", n, k, 1, k // 2)
+        b.relu(f"{name}.{k}x{k}_relu")
+        outs.append(b.shape)
+        b.shape = x
     b.pool(f"{name}.pool", "maxpool", 3, 1, 1)
     b.conv(f"{name}.pool_proj", pp, 1)
     b.relu(f"{name}.pool_proj_relu")
@@ -268,6 +263,23 @@ def _attention(b: NetBuilder, prefix: str, q_len: int, kv_len: int, d: int, head
     b.linear(f"{prefix}.out", d)
 
 
+def _sublayer(b: NetBuilder, name: str, seq_len: int, d_model: int, heads: int, cross_from: tuple | None,
+              norm: str) -> None:
+    """Post-layer-norm attention sub-layer: attention ``name``, its residual add, layer norm ``norm``."""
+    _attention(b, name, seq_len, seq_len, d_model, heads, cross_from)
+    b.add(f"{name}_add")
+    b.layernorm(norm)
+
+
+def _feed_forward(b: NetBuilder, p: str, d_ff: int, d_model: int, norm: str) -> None:
+    """Post-layer-norm feed-forward sub-layer of layer ``p``: two linears with a ReLU, residual add, layer norm."""
+    b.linear(f"{p}.ffn1", d_ff)
+    b.relu(f"{p}.ffn_relu")
+    b.linear(f"{p}.ffn2", d_model)
+    b.add(f"{p}.ffn_add")
+    b.layernorm(norm)
+
+
 def transformer_base(seq_len: int = 128, vocab: int = 37000, d_model: int = 512, d_ff: int = 2048,
                      heads: int = 8, layers: int = 6) -> Workload:
     """Transformer (base) for translation: 6 encoder and 6 decoder layers, d_model 512,
@@ -279,30 +291,16 @@ def transformer_base(seq_len: int = 128, vocab: int = 37000, d_model: int = 512,
     b.add("src_pos")
     for i in range(layers):
         p = f"enc{i}"
-        _attention(b, f"{p}.attn", seq_len, seq_len, d_model, heads, None)
-        b.add(f"{p}.attn_add")
-        b.layernorm(f"{p}.ln1")
-        b.linear(f"{p}.ffn1", d_ff)
-        b.relu(f"{p}.ffn_relu")
-        b.linear(f"{p}.ffn2", d_model)
-        b.add(f"{p}.ffn_add")
-        b.layernorm(f"{p}.ln2")
+        _sublayer(b, f"{p}.attn", seq_len, d_model, heads, None, f"{p}.ln1")
+        _feed_forward(b, p, d_ff, d_model, f"{p}.ln2")
     memory = b.shape
     b.embedding("tgt_embed", vocab, d_model, seq_len, params=False)
     b.add("tgt_pos")
     for i in range(layers):
         p = f"dec{i}"
-        _attention(b, f"{p}.self_attn", seq_len, seq_len, d_model, heads, None)
-        b.add(f"{p}.self_attn_add")
-        b.layernorm(f"{p}.ln1")
-        _attention(b, f"{p}.cross_attn", seq_len, seq_len, d_model, heads, memory)
-        b.add(f"{p}.cross_attn_add")
-        b.layernorm(f"{p}.ln2")
-        b.linear(f"{p}.ffn1", d_ff)
-        b.relu(f"{p}.ffn_relu")
-        b.linear(f"{p}.ffn2", d_model)
-        b.add(f"{p}.ffn_add")
-        b.layernorm(f"{p}.ln3")
+        _sublayer(b, f"{p}.self_attn", seq_len, d_model, heads, None, f"{p}.ln1")
+        _sublayer(b, f"{p}.cross_attn", seq_len, d_model, heads, memory, f"{p}.ln2")
+        _feed_forward(b, p, d_ff, d_model, f"{p}.ln3")
     b.linear("out_proj", vocab, bias=False, params=0)
     b.softmax("out_softmax")
     return _workload(b, f"Transformer base: {layers}+{layers} layers, d_model {d_model}, d_ff {d_ff}, {heads} heads, "

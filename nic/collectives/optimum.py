@@ -127,25 +127,67 @@ def _ratio(graph: CutGraph, inside: set[int]) -> Fraction:
 
 
 def _shortest_cut(graph: CutGraph, x: Fraction) -> tuple[Fraction, set[int]] | None:
-    """The cut S minimising B+(S) - x|S ∩ V_c| over all sinks, if that is negative (x too large)."""
+    """The cut S minimising B+(S) - x|S ∩ V_c| over all sinks, if that is negative (x too large).
+
+    S is the source side of the minimum cut nearest the sink (every vertex that cannot reach
+    the sink in the residual graph): one set whatever maximum flow is found. The flows run in
+    scipy's Dinic on int32 capacities when the scaled capacities fit, else in networkx."""
     n = graph.num_nodes
     scale = math.lcm(x.denominator, *(c.denominator for c in graph.capacity.values()))
-    g = nx.DiGraph()
-    g.add_nodes_from(range(n + graph.num_routers))
-    for (a, b), c in graph.capacity.items():
-        g.add_edge(a, b, capacity=int(c * scale))
+    caps = {ab: int(c * scale) for ab, c in graph.capacity.items()}
     src_cap = int(x * scale)
-    for v in range(n):
-        g.add_edge(SOURCE, v, capacity=src_cap)
     full = n * src_cap
+    if sum(caps.values()) + full < 2**31 - 1:
+        cuts = _sink_cuts_scipy(n, n + graph.num_routers, caps, src_cap)
+    else:
+        cuts = _sink_cuts_networkx(n, n + graph.num_routers, caps, src_cap)
     best: tuple[int, set[int]] | None = None
-    for sink in range(n):
-        value, (side, _) = nx.minimum_cut(g, SOURCE, sink)
+    for value, side in cuts:
         if value < full and (best is None or value < best[0]):
-            best = (value, set(side) - {SOURCE})
+            best = (value, side())
     if best is None:
         return None
     return _ratio(graph, best[1]), best[1]
+
+
+def _sink_cuts_networkx(n: int, vertices: int, caps: dict, src_cap: int):
+    """Per sink 0..n-1: (max-flow value from a source feeding every compute vertex, the source side)."""
+    g = nx.DiGraph()
+    g.add_nodes_from(range(vertices))
+    for (a, b), c in caps.items():
+        g.add_edge(a, b, capacity=c)
+    for v in range(n):
+        g.add_edge(SOURCE, v, capacity=src_cap)
+    for sink in range(n):
+        value, (side, _) = nx.minimum_cut(g, SOURCE, sink)
+        yield value, lambda side=side: set(side) - {SOURCE}
+
+
+def _sink_cuts_scipy(n: int, vertices: int, caps: dict, src_cap: int):
+    """As :func:`_sink_cuts_networkx`, with scipy's maximum flow (vertex ``vertices`` is the source)."""
+    import numpy as np
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import breadth_first_order, maximum_flow
+
+    src = vertices
+    rows = [a for a, _ in caps] + [src] * n
+    cols = [b for _, b in caps] + list(range(n))
+    vals = list(caps.values()) + [src_cap] * n
+    size = vertices + 1
+    cap = csr_matrix((np.asarray(vals, dtype=np.int32), (rows, cols)), shape=(size, size))
+    cap.sum_duplicates()
+    for sink in range(n):
+        result = maximum_flow(cap, src, sink, method="dinic")
+
+        def side(result=result, sink=sink) -> set[int]:
+            residual = (cap - result.flow).tocsr()
+            residual.data[residual.data < 0] = 0
+            residual.eliminate_zeros()
+            # the vertices that reach the sink in the residual graph: a search from it over reversed edges
+            reach = breadth_first_order(residual.T.tocsr(), sink, directed=True, return_predecessors=False)
+            return set(range(vertices)) - {int(v) for v in reach}
+
+        yield int(result.flow_value), side
 
 
 def max_cut_ratio(graph: CutGraph) -> tuple[Fraction, set[int]]:
@@ -153,9 +195,15 @@ def max_cut_ratio(graph: CutGraph) -> tuple[Fraction, set[int]]:
     n = graph.num_nodes
     everything = set(range(n + graph.num_routers))
     # start from real cuts: one node alone, or everything but one node
-    starts = [{v} for v in range(n)] + [everything - {v} for v in range(n)]
-    inside = min(starts, key=lambda s: _ratio(graph, s))
-    x = _ratio(graph, inside)
+    leaving = [Fraction(0)] * len(everything)  # B+({v}) and B+(everything - {v}) = what enters v
+    entering = [Fraction(0)] * len(everything)
+    for (a, b), c in graph.capacity.items():
+        leaving[a] += c
+        entering[b] += c
+    ratios = [leaving[v] for v in range(n)] + [entering[v] / (n - 1) for v in range(n)]
+    first = ratios.index(min(ratios))  # the first of the least, as min() over the starts picks it
+    inside = {first} if first < n else everything - {first - n}
+    x = ratios[first]
     if x == 0:
         raise SpecError(f"the network is not connected: no link leaves the vertices {sorted(inside)} "
                         "(compute nodes first, then routers), so no collective can finish")

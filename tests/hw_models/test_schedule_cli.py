@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 
 from nic.collectives import Schedule, multitree
@@ -27,6 +29,44 @@ def test_json_output_round_trips(tmp_path, capsys):
     code, _, _ = run(["schedule", "-t", "torus:4x4", "-a", "multitree", "--format", "json", "--out", str(f)], capsys)
     assert code in (0, None)
     assert Schedule.from_json(f.read_text()) == multitree(parse_spec("torus:4x4"))
+
+
+
+@pytest.mark.parametrize("spec,algorithms", [("torus:4x4:c4", "ring,multitree,dbtree"), ("fattree:k4:l2", "ring,multitree"),
+                                             ("bigraph:4x4", "ring")])
+def test_summary_shows_the_exact_optimum_and_each_schedules_share_of_it(spec, algorithms, capsys):
+    from fractions import Fraction
+
+    from nic.collectives import build, ideal_cycles, optimal_bound
+
+    code, out, _ = run(["schedule", "-t", spec, "-a", algorithms, "--no-verify"], capsys)
+    assert code in (0, None)
+    t = parse_spec(spec)
+    opt = optimal_bound(t)
+    m = 1 << 20
+    ar, rs, ag = opt.all_reduce_cycles(m), opt.reduce_scatter_cycles(m), opt.all_gather_cycles(m)
+    assert all(v.denominator == 1 for v in (ar, rs, ag))  # power-of-two sizes and bandwidths: whole cycles
+    text = " ".join(out.split())
+    assert f"optimum (exact): {int(ar):,} cycles = reduce-scatter {int(rs):,} + all-gather {int(ag):,}" in text
+    cut = opt.all_gather_cut
+    assert f"({len(cut.nodes)} of {t.num_nodes})" in text and f"{float(cut.bytes_per_cycle):g} B/cycle leaving it" in text
+    for name in algorithms.split(","):
+        ideal = ideal_cycles(build(t, name), t, m)
+        assert Fraction(ideal) >= ar  # reduce-scatter then all-gather: never below the optimum
+        row = next(ln for ln in out.splitlines() if ln.startswith(f"│ {name} "))
+        assert row.split("│")[-2].strip() == f"{100 * float(ar) / ideal:.1f}"
+
+
+def test_a_cut_smaller_than_half_the_nodes_is_named_by_its_nodes():
+    from hw_models.schedule_report import describe_cut, node_ranges
+    from nic.collectives.optimum import Cut
+
+    t = parse_spec("torus:4x4")
+    assert node_ranges([7, 0, 1, 2, 5, 9, 8]) == "0-2,5,7-9"
+    inside = Cut(nodes=(0, 1, 4), vertices=(0, 1, 4, 16, 17), bytes_per_cycle=Fraction(48))
+    assert describe_cut(inside, t) == "nodes 0-1,4 (3 of 16) with 2 of 16 routers/switches"
+    most = Cut(nodes=tuple(range(1, 16)), vertices=tuple(range(1, 32)), bytes_per_cycle=Fraction(16))
+    assert describe_cut(most, t) == "every node but 0 (15 of 16) with 16 of 16 routers/switches"
 
 
 @pytest.mark.parametrize("argv,msg", [

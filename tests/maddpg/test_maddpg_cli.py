@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from hw_models.cli import app, main
-from hw_models.cli import maddpg_cmd
+from hw_models import maddpg_run
 from maddpg_standin_env import make_standin
 
 ARGS = ["maddpg", "train", "--env", "simple", "--agents", "1", "--seed", "3", "--batch-size", "16",
@@ -18,7 +18,7 @@ ARGS = ["maddpg", "train", "--env", "simple", "--agents", "1", "--seed", "3", "-
 
 @pytest.fixture(autouse=True)
 def _standin(monkeypatch):
-    monkeypatch.setattr(maddpg_cmd, "_env_factory", lambda: make_standin)
+    monkeypatch.setattr(maddpg_run, "env_factory", lambda: make_standin)
 
 
 def _rewards(path):

@@ -11,7 +11,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from typer.testing import CliRunner
 
 from hw_models.cli import app
-from hw_models.cli import maddpg_cmd
+from hw_models import maddpg_run
 from maddpg.train_log import TensorBoardLog, tag_of
 from maddpg.trainer import MADDPG, make_config
 
@@ -87,7 +87,7 @@ def test_per_agent_returns_are_the_environments_rewards():
 
 
 def test_cli_writes_metrics_csv_and_tensorboard_events_that_read_back(tmp_path, monkeypatch):
-    monkeypatch.setattr(maddpg_cmd, "_env_factory", lambda: make_standin)
+    monkeypatch.setattr(maddpg_run, "env_factory", lambda: make_standin)
     args = ["maddpg", "train", "--env", "simple", "--agents", "2", "--seed", "1", "--batch-size", "16",
             "--learning-starts", "50", "--random-episodes", "0", "--log-every", "2", "--checkpoint-every", "4"]
     r = CliRunner().invoke(app, [*args, "--episodes", "6", "--out", str(tmp_path)])

@@ -80,3 +80,16 @@ def table_of(point: dict, key: str, source: str, allowed: tuple[str, ...]) -> di
     if unknown:
         raise ConfigError(f"{source}: unknown key '{key}.{unknown[0]}' (allowed: {', '.join(allowed)})")
     return section
+
+
+def algorithm_of(value: object, source: str, key: str) -> str:
+    """The registry's name of the algorithm ``value`` (aliases taken) at dotted key ``key``;
+    a :class:`ConfigError` naming ``source``, the key and the value otherwise."""
+    from nic.collectives import ScheduleError, algorithm_name
+
+    try:
+        if not isinstance(value, str):
+            raise ScheduleError("not a name")
+        return algorithm_name(value)
+    except ScheduleError as exc:
+        raise ConfigError(f"{source}: key '{key}' = {value!r}: {exc}") from None

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
-from hw_models.sweep.kinds import Kind, table_of
+from hw_models.sweep.kinds import Kind, algorithm_of, table_of
 from noc.base.errors import ConfigError, HwModelsError
 
 POINT_KEYS = ("algorithm", "size", "model", "tree_order", "element_bytes")
@@ -29,7 +29,6 @@ def validate(point: dict, source: str = "point") -> dict:
     from noc.base.units import parse_size_bytes
     from nic.allreduce import MODELS
     from nic.preparation import check_size
-    from nic.collectives import ScheduleError, algorithm_name
     from nic.collectives.multitree import TREE_ORDERS
 
     ar = table_of(point, "allreduce", source, POINT_KEYS)
@@ -37,12 +36,7 @@ def validate(point: dict, source: str = "point") -> dict:
         if key not in ar:
             raise ConfigError(f"{source}: missing key 'allreduce.{key}' (the point's "
                               f"{'algorithm, e.g. ring or multitree' if key == 'algorithm' else 'size, e.g. 1MiB'})")
-    try:
-        if not isinstance(ar["algorithm"], str):
-            raise ScheduleError("not a name")
-        algorithm = algorithm_name(ar["algorithm"])
-    except ScheduleError as exc:
-        raise ConfigError(f"{source}: key 'allreduce.algorithm' = {ar['algorithm']!r}: {exc}") from None
+    algorithm = algorithm_of(ar["algorithm"], source, "allreduce.algorithm")
     size = ar["size"]
     if isinstance(size, bool) or not isinstance(size, (int, str)):
         raise ConfigError(f"{source}: key 'allreduce.size' = {size!r}: a size is bytes (an integer) or a string "

@@ -15,9 +15,10 @@ row of the command's two tables in order: ``t<i>_run`` and ``t<i>_iteration_s`` 
 from __future__ import annotations
 
 from hw_models.sweep.kinds import Kind
+from hw_models.training.compute import DEFAULT_DEVICE
 from noc.base.errors import ConfigError, HwModelsError
 
-COMMON = {"workload": "resnet50", "batch": 16, "device": "multitree-node", "preset": None, "topology": None,
+COMMON = {"workload": "resnet50", "batch": 16, "device": DEFAULT_DEVICE, "preset": None, "topology": None,
           "nis": None, "algorithm": "ring", "task": "logreg", "lr": None, "target": None, "max_iterations": 1500,
           "seed": 0}
 OPTIONS = ("compressors", "fix", "average_every", "servers", "placement", "modes", "stragglers", "delays",

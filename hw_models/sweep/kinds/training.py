@@ -21,14 +21,15 @@ from __future__ import annotations
 
 import hashlib
 
-from hw_models.sweep.kinds import Kind, table_of
+from hw_models.sweep.kinds import Kind, algorithm_of, table_of
+from hw_models.training.compute import DEFAULT_DEVICE
 from noc.base.errors import ConfigError, HwModelsError
 
 OPTION_KEYS = {"fusion_threshold": "fusion_threshold_bytes", "slice_bytes": "slice_bytes",
                "partition_bytes": "partition_bytes", "dear_threshold": "dear_threshold_bytes",
                "strict": "strict", "fused": "fused"}
 POINT_KEYS = ("workload", "algorithm", "policy", "batch", "device", "engine", "model", "iterations", *OPTION_KEYS)
-DEFAULTS = {"batch": 16, "device": "multitree-node", "engine": "closed-form", "model": "message", "iterations": 3}
+DEFAULTS = {"batch": 16, "device": DEFAULT_DEVICE, "engine": "closed-form", "model": "message", "iterations": 3}
 RING = "ring"
 
 
@@ -80,19 +81,13 @@ def validate(point: dict, source: str = "point") -> dict:
     from hw_models.training import endtoend as e2e
     from hw_models.training.compute import ENGINES, get_device
     from nic.allreduce import MODELS
-    from nic.collectives import ScheduleError, algorithm_name
     from noc.base.config import validate as validate_model
 
     tr = {**DEFAULTS, **table_of(point, "training", source, POINT_KEYS)}
     for key in ("workload", "algorithm", "policy"):
         if key not in tr:
             raise ConfigError(f"{source}: missing key '{_key(key)}'")
-    try:
-        if not isinstance(tr["algorithm"], str):
-            raise ScheduleError("not a name")
-        algorithm = algorithm_name(tr["algorithm"])
-    except ScheduleError as exc:
-        raise ConfigError(f"{source}: key '{_key('algorithm')}' = {tr['algorithm']!r}: {exc}") from None
+    algorithm = algorithm_of(tr["algorithm"], source, _key("algorithm"))
     if not isinstance(tr["workload"], str) or "," in tr["workload"] or tr["workload"].strip().lower() == "all":
         raise ConfigError(f"{source}: key '{_key('workload')}' = {tr['workload']!r}: one workload per point")
     try:

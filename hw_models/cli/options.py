@@ -1,0 +1,31 @@
+"""The options several commands share, declared once: typer ``Annotated`` aliases that a
+command's signature names with its default, e.g. ``topology: Topology = None``.
+
+Below the commands (every ``*_cmd.py`` may import it; it imports none of them). An option
+one command alone takes stays in that command's signature.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+Topology = Annotated[Optional[str], typer.Option("--topology", "-t", help="Topology spec (default: the config's, "
+                                                 "torus:4x4).")]
+Nis = Annotated[Optional[int], typer.Option("--nis", help="NIs per node on direct networks (default: the config's).")]
+ConfigFile = Annotated[Optional[Path], typer.Option("--config", help="Experiment TOML (see `hw-models config "
+                                                    "show`).")]
+Preset = Annotated[Optional[str], typer.Option("--preset", help="A named config instead of a file: isca2021.")]
+Dask = Annotated[Optional[str], typer.Option("--dask", help="Run on an existing Dask distributed cluster: its "
+                                             "scheduler's address, e.g. tcp://host:8786 (workers need hw-models "
+                                             "installed).")]
+FixedPoint = Annotated[Optional[str], typer.Option(
+    "--fixed-point", metavar="BITS.FRAC", help="Fixed-point datapath: every kernel output rounded to a signed "
+    "BITS-bit Q-format with FRAC fraction bits, saturating (e.g. 16.10). Default: float32.")]
+EnvBackend = Annotated[str, typer.Option("--env-backend", help="auto: the scenario's Numba port if it has one "
+                                         "(simple_spread, simple), else mpe2; port; mpe2. Same results either way.")]
+Simulator = Annotated[str, typer.Option("--sim", help="Simulator: verilator or icarus.")]
+Waves = Annotated[bool, typer.Option("--waves", help="Dump waveforms (FST on Icarus, VCD on Verilator); same as "
+                                     "WAVES=1.")]

@@ -1,0 +1,205 @@
+"""The RTL runs as ``hw-models rtl regress`` and ``hw-models rtl synth`` make them, below the
+commands: the regression's jobs (random schedules and MultiTree node tables), run with a
+progress bar and summarised into ``summary-<sim>.json``; the synthesis sweep's checks,
+tables (cost per DEPTH x NIS, the DEPTH MultiTree's tables need, the data path) and CSV.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from noc.base.errors import ConfigError
+
+DATAPATH_LANES = (1, 2, 4, 8, 16)
+
+
+def scheduler_params(depth: int, nis: int):
+    from nic.scheduler import SchedulerParams
+
+    return SchedulerParams(depth=depth, nis=nis)
+
+
+def check_sim(sim: str) -> None:
+    """--sim names a supported simulator (checked before any build)."""
+    from hw_models.toolchain import SIMULATORS
+
+    if sim not in SIMULATORS:
+        raise ConfigError(f"--sim = {sim!r} is not supported; choose one of {', '.join(SIMULATORS)}")
+
+
+def node_tables(specs: list[str]) -> dict[str, tuple]:
+    """MultiTree node tables of each -t spec ('none' skipped, duplicates once): a bad spec fails here, early."""
+    from hw_models.rtl.stimulus import multitree_node_tables
+
+    return {spec: multitree_node_tables(spec) for spec in dict.fromkeys(specs) if spec != "none"}
+
+
+# --- rtl regress -------------------------------------------------------------------------
+
+def check_seeds(seeds: int, first_seed: int) -> None:
+    """Every seed of first_seed .. first_seed + seeds - 1 is a valid seed."""
+    from noc.base.config import check_seed
+
+    check_seed(first_seed, "--first-seed")
+    if seeds:  # the last seed of the range follows the same rule
+        check_seed(first_seed + seeds - 1, f"--first-seed {first_seed} with --seeds {seeds}: the last seed")
+
+
+def regress_jobs(seeds: int, first_seed: int, depth: int, nis: int, topos: dict) -> list[tuple]:
+    """(label, params, episodes) per job: ``seeds`` random schedules on DEPTH x NIS, then every
+    node table of MultiTree on each topology (at the DEPTH and NIS its tables need)."""
+    from hw_models.rtl.regress import random_episodes
+    from hw_models.rtl.stimulus import params_for_tables, table_episodes
+
+    if not seeds and not topos:
+        raise ConfigError("nothing to compare: --seeds 0 and no topology (-t none); give --seeds N >= 1 "
+                          "or a -t topology")
+    jobs = []
+    if seeds:
+        p = scheduler_params(depth, nis)
+        jobs.append((f"random x{seeds} (DEPTH={depth}, NIS={nis})", p,
+                     random_episodes(p, range(first_seed, first_seed + seeds))))
+    for spec, (tables, tnis, _src) in topos.items():
+        p = params_for_tables(tables, tnis)
+        jobs.append((f"MultiTree {spec} (DEPTH={p.depth}, NIS={p.nis})", p, table_episodes(tables, spec)))
+    return jobs
+
+
+def run_regress_jobs(console, sim: str, jobs: list[tuple], out: Path, waves: bool) -> tuple[list, float]:
+    """Run the jobs in order, stopping after the first that fails: ([(label, result)], wall seconds)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from hw_models.rtl.regress import regress as run
+
+    results = []
+    t0 = time.perf_counter()
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=False) as prog:
+        for k, (label, p, eps) in enumerate(jobs):
+            task = prog.add_task(f"{sim} {label}", total=len(eps))
+            r = run(sim, p, eps, out_dir=out / f"{sim}-{k}", waves=waves or None,
+                    on_progress=lambda n, task=task: prog.update(task, completed=n))
+            prog.update(task, completed=r.schedules)
+            results.append((label, r))
+            if not r.ok:
+                break
+    return results, time.perf_counter() - t0
+
+
+def print_problems(console, results: list) -> None:
+    for label, r in results:
+        if r.mismatch_text:
+            console.print(f"[red]MISMATCH[/red] {label}: {r.mismatch_text}")
+        if r.error:
+            console.print(f"[red]ERROR[/red] {label}: {r.error}")
+        for cyc, what in r.violations:
+            console.print(f"[red]SCOREBOARD[/red] {label}: cycle {cyc}: {what}")
+
+
+def write_regress_summary(sim: str, results: list, wall: float, out: Path) -> str:
+    """``summary-<sim>.json`` in ``out``, and the one line that says it all."""
+    from noc.base.files import replace_atomically
+
+    schedules = sum(r.schedules for _, r in results)
+    cycles = sum(r.cycles for _, r in results)
+    mism = sum(r.mismatches for _, r in results)
+    sim_s = sum(r.sim_wall_s for _, r in results)
+    summary = {"sim": sim, "schedules": schedules, "cycles_compared": cycles, "mismatches": mism,
+               "simulated_cycles_per_s": round(cycles / sim_s, 1) if sim_s else 0.0, "wall_s": round(wall, 1),
+               "jobs": [{"label": label, "schedules": r.schedules, "cycles": r.cycles, "mismatches": r.mismatches,
+                         "error": r.error, "cycles_per_s": round(r.cycles_per_s, 1)} for label, r in results]}
+    summary_text = json.dumps(summary, indent=1)
+    replace_atomically(out / f"summary-{sim}.json", lambda tmp: tmp.write_text(summary_text, encoding="utf-8"))
+    return (f"{sim}: {schedules} schedules, {cycles} cycles compared, {mism} mismatches, "
+            f"{summary['simulated_cycles_per_s']:,.0f} simulated cycles/s, wall {wall:.1f} s")
+
+
+def regress_failed(results: list) -> bool:
+    return any(r.mismatches or r.error or r.violations for _, r in results)
+
+
+# --- rtl synth ---------------------------------------------------------------------------
+
+def synth_plan(depths: list[int], nis: list[int], lanes: list[int], ns_per_level: float, fixed_ns: float):
+    """The synthesis sweep's parameters checked (each DEPTH and NIS as the scheduler takes
+    them, the data path's LANES, the Fmax model's numbers): its delay model."""
+    from hw_models.rtl.synth import DelayModel
+
+    for n in lanes:
+        if n not in DATAPATH_LANES:
+            raise ConfigError(f"--datapath = {n}: LANES must be one of {', '.join(map(str, DATAPATH_LANES))}")
+    for d in depths:
+        scheduler_params(d, 1)
+    for n in nis:
+        scheduler_params(16, n)
+    for name, v in (("--ns-per-level", ns_per_level), ("--fixed-ns", fixed_ns)):
+        if not (v >= 0 and v < 1e6) or (name == "--ns-per-level" and v == 0):
+            raise ConfigError(f"{name} = {v}: must be a positive number of ns (--fixed-ns may be 0)")
+    return DelayModel(ns_per_level=ns_per_level, fixed_ns=fixed_ns)
+
+
+def synth_rows(console, depths, nis, delay, xilinx: bool, top: str, rev: str | None) -> list:
+    """Synthesise ``top`` over DEPTH x NIS (rtl/ as of git revision ``rev``, or the working tree)."""
+    import tempfile
+
+    from hw_models.rtl.synth import sources_at, sweep
+
+    with tempfile.TemporaryDirectory(prefix="hwm-synth-rev-") as tmp:
+        sources = sources_at(rev, Path(tmp)) if rev else None
+        if sources is not None and not any(s.name == f"{top}.v" for s in sources):
+            raise ConfigError(f"--rev {rev}: rtl/{top}.v does not exist at that revision (drop --axil)")
+        with console.status("synthesising...") as status:
+            return sweep(depths, nis, sources=sources, delay=delay, xilinx=xilinx, top=top,
+                         on_row=lambda r: status.update(f"synthesised DEPTH={r.depth} NIS={r.nis} ({r.seconds:.0f} s)"))
+
+
+def synth_table(rows: list, top: str, rev: str | None, delay):
+    from rich.table import Table
+
+    from hw_models.rtl.synth import fields_of
+
+    what = f"rtl/ at {rev}" if rev else "rtl/"
+    table = Table(title=f"{top} ({what}): Yosys synth -flatten; abc -lut 6; ltp -noff (other parameters at "
+                        f"defaults); Fmax estimated as 1000 / ({delay.fixed_ns:g} + {delay.ns_per_level:g} x LUT "
+                        "levels) MHz")
+    cols = fields_of(rows)
+    for f in cols:
+        table.add_column(f, justify="right")
+    for r in rows:
+        table.add_row(*(str(getattr(r, f)) for f in cols))
+    return table
+
+
+def depth_table(topos: dict):
+    """Entries per node of MultiTree's tables on each topology and the DEPTH that holds them."""
+    from rich.table import Table
+
+    t2 = Table(title="MultiTree node tables: entries per node and the DEPTH that holds them")
+    for c in ("topology", "nodes", "NIs/node", "max entries", "DEPTH needed"):
+        t2.add_column(c, justify="right")
+    for spec, (tables, tnis, _src) in topos.items():
+        m = max(len(t) for t in tables)
+        t2.add_row(spec, str(len(tables)), str(tnis), str(m), str(1 << max(0, (m - 1).bit_length())))
+    return t2
+
+
+def datapath_table(console, lanes: list[int], delay):
+    """Synthesise the reduction adder (fp32, int32) and nic_datapath (fp32) at each LANES."""
+    from rich.table import Table
+
+    from hw_models.rtl.synth import synth_datapath_module
+
+    dp_rows = []
+    with console.status("synthesising the data path...") as status:
+        for n in lanes:
+            for module, fmt in (("nic_reduce_add", 1), ("nic_reduce_add", 0), ("nic_datapath", 1)):
+                status.update(f"synthesising {module} LANES={n} {('int32', 'fp32')[fmt]}")
+                dp_rows.append(synth_datapath_module(module, n, fmt, delay=delay))
+    t3 = Table(title="Data path (rtl/ working tree): the same Yosys flow and Fmax estimate")
+    for c in dp_rows[0].as_dict():
+        t3.add_column(c, justify="right")
+    for r in dp_rows:
+        t3.add_row(*(str(v) for v in r.as_dict().values()))
+    return t3
