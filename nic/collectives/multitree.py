@@ -182,11 +182,9 @@ def _grow(topology: Topology, nis: int, tree_order: str):
     cand = candidates(topology) if tree_order == "ours" else paper_candidates(topology)
     first, later = _root_orders(topology, tree_order)
     rules = Rules(n, topology.num_links, nis + 1, max(4 * n * n, 16), first, later, tree_order == "paper")
-    most = int(np.diff(cand.off).max(initial=0))
     # (allocated here, where large arrays get huge pages: each tree's row is reached at random)
     node_t = np.int16 if n < 2**15 else np.int32
-    outside_t = np.int8 if most < 2**7 else np.int16 if most < 2**15 else np.int32
-    scratch = Scratch(np.empty((n, n), node_t), np.empty((n, n), node_t), np.empty((n, n), outside_t))
+    scratch = Scratch(np.empty((n, n), node_t), np.empty((n, n), node_t))
     edges, steps = build_trees(cand, rules, scratch)
     if steps < 0:
         raise ScheduleError(f"MultiTree construction stalled on {topology.name}: the topology is not connected")
