@@ -14,6 +14,7 @@ Both are ``@njit`` so a network co-simulation kernel can call them for every nod
 
 from __future__ import annotations
 
+from collections import namedtuple
 from dataclasses import dataclass
 
 import numpy as np
@@ -194,24 +195,33 @@ def sched_outputs(tab, regs, params, out):
     out[O_RD_SRC_CHK] = regs[R_RD_SRC_CHK]
 
 
-@njit(cache=True)
-def sched_edge(tab, regs, params, inp, out):
-    """Advance the state across one rising edge. ``out`` must hold this cycle's outputs."""
-    depth = params[P_DEPTH]
-    nis = params[P_NIS]
-    if inp[I_RST] != 0 or inp[I_CLEAR] != 0:
-        for i in range(depth):
-            for c in range(N_COLS):
-                tab[i, c] = 0
-        for r in range(N_REGS):
-            regs[r] = 0
-        return
+# --------------------------------------------------------------------------------------
+# The rising edge, one stage per rule of docs/nic_scheduler.md ("What happens at the
+# rising edge"); each stage reads the values during the cycle (``Sampled``) and the
+# inputs, and writes its part of the state.
+# --------------------------------------------------------------------------------------
 
-    errors = 0
-    # Values during the cycle that the run-state update needs (before any change).
-    state = regs[R_STATE]
-    act = regs[R_ACTIVE_STEP]
-    busy_before = regs[R_NI_BUSY]
+_stage = njit(cache=True, inline="always")
+
+# The values during the cycle that the edge's rules read (docs/nic_scheduler.md,
+# "Combinational view of the state"), sampled before any of them changes the state.
+Sampled = namedtuple("Sampled", ("state", "active_step", "busy", "first_pending", "active_pending", "next_step",
+                                 "out_valid", "fire", "held", "take_entry", "take_ni"))
+
+
+@_stage
+def _reset(tab, regs, depth):
+    """``rst`` or ``clear``: every entry and register back to zero (IDLE, empty request)."""
+    for i in range(depth):
+        for c in range(N_COLS):
+            tab[i, c] = 0
+    for r in range(N_REGS):
+        regs[r] = 0
+
+
+@_stage
+def _pending(tab, depth, act):
+    """``first_pending`` (-1: none) and whether a pending entry has the active step."""
     first_pending = -1
     active_pending = False
     for i in range(depth):
@@ -220,76 +230,119 @@ def sched_edge(tab, regs, params, inp, out):
                 first_pending = i
             if tab[i, C_STEP] == act:
                 active_pending = True
+    return first_pending, active_pending
+
+
+@_stage
+def _eligible(tab, i, act):
+    """Entry ``i`` is pending in the active step with its dependencies arrived (RUN checked
+    by the caller)."""
+    return (tab[i, C_VALID] == 1 and tab[i, C_ISSUED] == 0 and tab[i, C_STEP] == act
+            and tab[i, C_COUNT] >= tab[i, C_DEP_COUNT])
+
+
+@_stage
+def _take(tab, depth, nis, act, busy, held):
+    """``free_ni`` (the lowest NI neither busy nor held) and ``take_entry`` (the lowest
+    eligible REDUCE/GATHER entry), -1 each when there is none."""
+    take_ni = -1
+    for i in range(nis):
+        if ((busy | held) >> i) & 1 == 0:
+            take_ni = i
+            break
+    take_entry = -1
+    if take_ni >= 0:
+        for i in range(depth):
+            if _eligible(tab, i, act) and tab[i, C_OP] != OP_RECV:
+                take_entry = i
+                break
+    return take_entry, take_ni
+
+
+@_stage
+def _sample(tab, regs, params, inp):
+    """The values during the cycle (before the edge)."""
+    depth = params[P_DEPTH]
+    state = regs[R_STATE]
+    act = regs[R_ACTIVE_STEP]
+    busy = regs[R_NI_BUSY]
+    first_pending, active_pending = _pending(tab, depth, act)
     next_step = tab[first_pending, C_STEP] if first_pending >= 0 else 0
-    # the send request register: emptied by the handshake, refilled (same edge) with the
-    # lowest eligible REDUCE/GATHER entry and the lowest NI neither sending nor reserved
     out_valid = regs[R_OUT_VALID]
     fire = out_valid == 1 and inp[I_SEND_READY] != 0
     held = (np.int64(1) << regs[R_OUT_NI]) if out_valid == 1 else np.int64(0)
-    take_entry = -1
-    take_ni = -1
+    take_entry, take_ni = -1, -1
     if state == STATE_RUN and (out_valid == 0 or inp[I_SEND_READY] != 0):
-        for i in range(nis):
-            if ((busy_before | held) >> i) & 1 == 0:
-                take_ni = i
-                break
-        if take_ni >= 0:
-            for i in range(depth):
-                if (tab[i, C_VALID] == 1 and tab[i, C_ISSUED] == 0 and tab[i, C_STEP] == act
-                        and tab[i, C_COUNT] >= tab[i, C_DEP_COUNT] and tab[i, C_OP] != OP_RECV):
-                    take_entry = i
-                    break
+        take_entry, take_ni = _take(tab, depth, params[P_NIS], act, busy, held)
+    return Sampled(state, act, busy, first_pending, active_pending, next_step, out_valid, fire, held, take_entry,
+                   take_ni)
 
-    # 8. read port (samples the table before this edge's updates)
+
+@_stage
+def _read_port(tab, regs, params, inp):
+    """Rule 8: ``rd_en`` latches entry ``rd_addr`` as it was during the cycle (zeros past
+    DEPTH); ``rd_valid = rd_en``."""
     regs[R_RD_VALID] = 1 if inp[I_RD_EN] != 0 else 0
-    if inp[I_RD_EN] != 0:
-        a = _mask(inp[I_RD_ADDR], params[P_ADDR_W])
-        if a < depth:
-            regs[R_RD_ENTRY_VALID] = tab[a, C_VALID]
-            regs[R_RD_ISSUED] = tab[a, C_ISSUED]
-            regs[R_RD_OP] = tab[a, C_OP]
-            regs[R_RD_FLOW] = tab[a, C_FLOW]
-            regs[R_RD_PEER] = tab[a, C_PEER]
-            regs[R_RD_STEP] = tab[a, C_STEP]
-            regs[R_RD_LEN] = tab[a, C_LEN]
-            regs[R_RD_DEP_OP] = tab[a, C_DEP_OP]
-            regs[R_RD_DEP_COUNT] = tab[a, C_DEP_COUNT]
-            regs[R_RD_COUNT] = tab[a, C_COUNT]
-            regs[R_RD_SRC] = tab[a, C_SRC]
-            regs[R_RD_SRC_CHK] = tab[a, C_SRC_CHK]
-        else:
-            for r in range(R_RD_ENTRY_VALID, R_RD_COUNT + 1):
-                regs[r] = 0
-            regs[R_RD_SRC] = 0
-            regs[R_RD_SRC_CHK] = 0
+    if inp[I_RD_EN] == 0:
+        return
+    a = _mask(inp[I_RD_ADDR], params[P_ADDR_W])
+    if a < params[P_DEPTH]:
+        regs[R_RD_ENTRY_VALID] = tab[a, C_VALID]
+        regs[R_RD_ISSUED] = tab[a, C_ISSUED]
+        regs[R_RD_OP] = tab[a, C_OP]
+        regs[R_RD_FLOW] = tab[a, C_FLOW]
+        regs[R_RD_PEER] = tab[a, C_PEER]
+        regs[R_RD_STEP] = tab[a, C_STEP]
+        regs[R_RD_LEN] = tab[a, C_LEN]
+        regs[R_RD_DEP_OP] = tab[a, C_DEP_OP]
+        regs[R_RD_DEP_COUNT] = tab[a, C_DEP_COUNT]
+        regs[R_RD_COUNT] = tab[a, C_COUNT]
+        regs[R_RD_SRC] = tab[a, C_SRC]
+        regs[R_RD_SRC_CHK] = tab[a, C_SRC_CHK]
+    else:
+        for r in range(R_RD_ENTRY_VALID, R_RD_COUNT + 1):
+            regs[r] = 0
+        regs[R_RD_SRC] = 0
+        regs[R_RD_SRC_CHK] = 0
 
-    # 2. RECV entries retire (eligible = RUN, pending, active step, deps arrived)
-    if state == STATE_RUN:
-        for i in range(depth):
-            if (tab[i, C_VALID] == 1 and tab[i, C_ISSUED] == 0 and tab[i, C_STEP] == act
-                    and tab[i, C_COUNT] >= tab[i, C_DEP_COUNT] and tab[i, C_OP] == OP_RECV):
-                tab[i, C_ISSUED] = 1
 
-    # 1. send request: the handshake makes the held NI busy; an entry taken into the
-    # register is issued
-    busy = busy_before
-    if fire:
-        busy |= held
-    if take_entry >= 0:
+@_stage
+def _retire_recvs(tab, depth, s):
+    """Rule 2: in RUN every eligible RECV entry becomes issued (they need no NI)."""
+    if s.state != STATE_RUN:
+        return
+    for i in range(depth):
+        if _eligible(tab, i, s.active_step) and tab[i, C_OP] == OP_RECV:
+            tab[i, C_ISSUED] = 1
+
+
+@_stage
+def _send_request(tab, regs, s):
+    """Rule 1: the handshake makes the held NI busy; ``take`` fills the request register
+    with ``take_entry`` on ``free_ni`` and issues the entry; else a handshake empties it
+    (the payload holds). Returns the NIs busy after the handshake."""
+    busy = s.busy | s.held if s.fire else s.busy
+    e = s.take_entry
+    if e >= 0:
         regs[R_OUT_VALID] = 1
-        regs[R_OUT_ENTRY] = take_entry
-        regs[R_OUT_NI] = take_ni
-        regs[R_OUT_OP] = tab[take_entry, C_OP]
-        regs[R_OUT_FLOW] = tab[take_entry, C_FLOW]
-        regs[R_OUT_PEER] = tab[take_entry, C_PEER]
-        regs[R_OUT_LEN] = tab[take_entry, C_LEN]
-        regs[R_OUT_STEP] = act
-        tab[take_entry, C_ISSUED] = 1
-    elif fire:
+        regs[R_OUT_ENTRY] = e
+        regs[R_OUT_NI] = s.take_ni
+        regs[R_OUT_OP] = tab[e, C_OP]
+        regs[R_OUT_FLOW] = tab[e, C_FLOW]
+        regs[R_OUT_PEER] = tab[e, C_PEER]
+        regs[R_OUT_LEN] = tab[e, C_LEN]
+        regs[R_OUT_STEP] = s.active_step
+        tab[e, C_ISSUED] = 1
+    elif s.fire:
         regs[R_OUT_VALID] = 0
+    return busy
 
-    # 3. NI completion
-    done_mask = inp[I_NI_DONE]
+
+@_stage
+def _ni_completion(regs, nis, done_mask, busy, busy_before):
+    """Rule 3: ``ni_done[i]`` frees busy NI i; on an idle NI it is an error (a spurious
+    done). Returns the errors."""
+    errors = 0
     for i in range(nis):
         if (done_mask >> i) & 1:
             if (busy_before >> i) & 1:
@@ -297,119 +350,178 @@ def sched_edge(tab, regs, params, inp, out):
             else:
                 errors += 1
     regs[R_NI_BUSY] = busy
+    return errors
 
-    # 4. receives
-    rv = inp[I_RECV_VALID]
+
+@_stage
+def _port_matches(inp, nis, fw, p, flow, dep_op):
+    """Whether receive port ``p`` holds a message of ``flow`` with op ``dep_op``."""
+    return (_mask(inp[N_IN_HEADER + p], fw) == flow and (inp[N_IN_HEADER + nis + p] & 1) == dep_op)
+
+
+@_stage
+def _wrong_source(tab, depth, f, o, s):
+    """A checking entry of the message's flow and op expects another source than ``s``."""
+    for i in range(depth):
+        if (tab[i, C_VALID] == 1 and tab[i, C_FLOW] == f and tab[i, C_DEP_OP] == o
+                and tab[i, C_SRC_CHK] == 1 and tab[i, C_SRC] != s):
+            return True
+    return False
+
+
+@_stage
+def _needed(tab, inp, depth, nis, fw, rv, p, f, o):
+    """Some entry matching port ``p`` still needs it after the lower ports' matches."""
+    for i in range(depth):
+        if tab[i, C_VALID] == 1 and tab[i, C_FLOW] == f and tab[i, C_DEP_OP] == o:
+            prior = 0
+            for q in range(p):
+                if (rv >> q) & 1 and _port_matches(inp, nis, fw, q, f, o):
+                    prior += 1
+            if tab[i, C_COUNT] + prior < tab[i, C_DEP_COUNT]:
+                return True
+    return False
+
+
+@_stage
+def _count_receives(tab, inp, depth, nis, fw, rv):
+    """Every valid entry's count grows by the ports it matches, up to its dep_count."""
+    for i in range(depth):
+        if tab[i, C_VALID] == 1:
+            m = 0
+            for p in range(nis):
+                if (rv >> p) & 1 and _port_matches(inp, nis, fw, p, tab[i, C_FLOW], tab[i, C_DEP_OP]):
+                    m += 1
+            if m > 0:
+                c = tab[i, C_COUNT] + m
+                tab[i, C_COUNT] = c if c < tab[i, C_DEP_COUNT] else tab[i, C_DEP_COUNT]
+
+
+@_stage
+def _receives(tab, regs, params, inp):
+    """Rule 4: each valid port's message is checked (unexpected: no entry needs it, the
+    first one since reset recorded in err_src/err_flow; wrong source), then counted.
+    Returns (errors, unexpected messages, wrong-source messages)."""
+    depth = params[P_DEPTH]
+    nis = params[P_NIS]
     fw = params[P_FLOW_W]
+    rv = inp[I_RECV_VALID]
+    if rv & ((np.int64(1) << nis) - 1) == 0:
+        return 0, 0, 0
     n_unexp = 0
     n_wrong = 0
-    any_recv = False
     for p in range(nis):
-        if (rv >> p) & 1:
-            any_recv = True
-    if any_recv:
-        base_flow = N_IN_HEADER
-        base_op = N_IN_HEADER + nis
-        base_src = N_IN_HEADER + 2 * nis
-        for p in range(nis):
-            if (rv >> p) & 1 == 0:
-                continue
-            f = _mask(inp[base_flow + p], fw)
-            o = inp[base_op + p] & 1
-            s = _mask(inp[base_src + p], params[P_NODE_W])
-            needed = False
-            wrong = False
-            for i in range(depth):
-                # wrong source: a checking entry of the message's flow and op expects another
-                if (tab[i, C_VALID] == 1 and tab[i, C_FLOW] == f and tab[i, C_DEP_OP] == o
-                        and tab[i, C_SRC_CHK] == 1 and tab[i, C_SRC] != s):
-                    wrong = True
-                    break
-            if wrong:
-                errors += 1
-                n_wrong += 1
-            for i in range(depth):
-                if tab[i, C_VALID] == 1 and tab[i, C_FLOW] == f and tab[i, C_DEP_OP] == o:
-                    prior = 0
-                    for q in range(p):
-                        if (rv >> q) & 1 and _mask(inp[base_flow + q], fw) == f and (inp[base_op + q] & 1) == o:
-                            prior += 1
-                    if tab[i, C_COUNT] + prior < tab[i, C_DEP_COUNT]:
-                        needed = True
-                        break
-            if not needed:
-                errors += 1
-                n_unexp += 1
-                if regs[R_ERR_SEEN] == 0:
-                    regs[R_ERR_SEEN] = 1
-                    regs[R_ERR_SRC] = s
-                    regs[R_ERR_FLOW] = f
-        for i in range(depth):
-            if tab[i, C_VALID] == 1:
-                m = 0
-                for p in range(nis):
-                    if ((rv >> p) & 1 and _mask(inp[base_flow + p], fw) == tab[i, C_FLOW]
-                            and (inp[base_op + p] & 1) == tab[i, C_DEP_OP]):
-                        m += 1
-                if m > 0:
-                    c = tab[i, C_COUNT] + m
-                    tab[i, C_COUNT] = c if c < tab[i, C_DEP_COUNT] else tab[i, C_DEP_COUNT]
+        if (rv >> p) & 1 == 0:
+            continue
+        f = _mask(inp[N_IN_HEADER + p], fw)
+        o = inp[N_IN_HEADER + nis + p] & 1
+        s = _mask(inp[N_IN_HEADER + 2 * nis + p], params[P_NODE_W])
+        if _wrong_source(tab, depth, f, o, s):
+            n_wrong += 1
+        if not _needed(tab, inp, depth, nis, fw, rv, p, f, o):
+            n_unexp += 1
+            if regs[R_ERR_SEEN] == 0:
+                regs[R_ERR_SEEN] = 1
+                regs[R_ERR_SRC] = s
+                regs[R_ERR_FLOW] = f
+    _count_receives(tab, inp, depth, nis, fw, rv)
+    return n_unexp + n_wrong, n_unexp, n_wrong
 
-    # 5. load
-    if inp[I_LOAD_VALID] != 0:
-        a = _mask(inp[I_LOAD_ADDR], params[P_ADDR_W])
-        op = _mask(inp[I_LOAD_OP], 2)
-        if a >= depth or op == 3:
-            errors += 1
-        else:
-            tab[a, C_VALID] = 1
-            tab[a, C_OP] = op
-            tab[a, C_FLOW] = _mask(inp[I_LOAD_FLOW], fw)
-            tab[a, C_PEER] = _mask(inp[I_LOAD_PEER], params[P_NODE_W])
-            tab[a, C_STEP] = _mask(inp[I_LOAD_STEP], params[P_STEP_W])
-            tab[a, C_LEN] = _mask(inp[I_LOAD_LEN], params[P_LEN_W])
-            tab[a, C_DEP_OP] = inp[I_LOAD_DEP_OP] & 1
-            tab[a, C_DEP_COUNT] = _mask(inp[I_LOAD_DEP_COUNT], params[P_CNT_W])
-            tab[a, C_COUNT] = 0
-            tab[a, C_ISSUED] = 0
-            tab[a, C_SRC] = _mask(inp[I_LOAD_SRC], params[P_NODE_W])
-            tab[a, C_SRC_CHK] = inp[I_LOAD_SRC_CHK] & 1
 
-    # 9. timeout: timeout_cycles consecutive cycles in RUN without progress (a send
-    # handshake, a receive, an ni_done) is an error, once per stall
+@_stage
+def _load(tab, params, inp):
+    """Rule 5: ``load_valid`` writes entry ``load_addr`` (valid, count 0, not issued), over
+    anything this edge did to it; an address past DEPTH or op 3 is an error and writes
+    nothing. Returns the errors."""
+    if inp[I_LOAD_VALID] == 0:
+        return 0
+    a = _mask(inp[I_LOAD_ADDR], params[P_ADDR_W])
+    op = _mask(inp[I_LOAD_OP], 2)
+    if a >= params[P_DEPTH] or op == 3:
+        return 1
+    tab[a, C_VALID] = 1
+    tab[a, C_OP] = op
+    tab[a, C_FLOW] = _mask(inp[I_LOAD_FLOW], params[P_FLOW_W])
+    tab[a, C_PEER] = _mask(inp[I_LOAD_PEER], params[P_NODE_W])
+    tab[a, C_STEP] = _mask(inp[I_LOAD_STEP], params[P_STEP_W])
+    tab[a, C_LEN] = _mask(inp[I_LOAD_LEN], params[P_LEN_W])
+    tab[a, C_DEP_OP] = inp[I_LOAD_DEP_OP] & 1
+    tab[a, C_DEP_COUNT] = _mask(inp[I_LOAD_DEP_COUNT], params[P_CNT_W])
+    tab[a, C_COUNT] = 0
+    tab[a, C_ISSUED] = 0
+    tab[a, C_SRC] = _mask(inp[I_LOAD_SRC], params[P_NODE_W])
+    tab[a, C_SRC_CHK] = inp[I_LOAD_SRC_CHK] & 1
+    return 0
+
+
+@_stage
+def _timeout(regs, params, inp, s):
+    """Rule 9: ``timeout_cycles`` consecutive RUN cycles without progress (a send
+    handshake, a receive, an ni_done) are one timeout; the counter then stops until
+    progress. Returns whether it fired."""
+    nis = params[P_NIS]
     tmo = _mask(inp[I_TIMEOUT_CYCLES], params[P_TMO_W])
     ports = (np.int64(1) << nis) - 1
-    progress = fire or (rv & ports) != 0 or (done_mask & ports) != 0
-    timeout = False
-    if state != STATE_RUN or progress or tmo == 0:
+    progress = s.fire or (inp[I_RECV_VALID] & ports) != 0 or (inp[I_NI_DONE] & ports) != 0
+    if s.state != STATE_RUN or progress or tmo == 0:
         regs[R_TMO_CNT] = 0
     elif regs[R_TMO_CNT] < tmo:
         regs[R_TMO_CNT] += 1
         if regs[R_TMO_CNT] == tmo:
-            timeout = True
-            errors += 1
+            return True
+    return False
+
+
+@_stage
+def _errors(regs, params, errors, n_unexp, n_wrong, timeout):
+    """Rule 6: the cycle's error events, and ``err_count`` grown by its errors, saturating."""
     regs[R_EV_UNEXP] = 1 if n_unexp > 0 else 0
     regs[R_EV_WRONG_SRC] = 1 if n_wrong > 0 else 0
     regs[R_EV_TIMEOUT] = 1 if timeout else 0
-
-    # 6. errors
     if errors > 0:
         regs[R_ERR] = 1
         err_max = (np.int64(1) << params[P_ERR_W]) - 1
         e = regs[R_ERR_COUNT] + errors
         regs[R_ERR_COUNT] = e if e < err_max else err_max
 
-    # 7. run state
-    if state == STATE_IDLE or state == STATE_DONE:
+
+@_stage
+def _run_state(regs, inp, s):
+    """Rule 7: ``start`` in IDLE/DONE runs from ``next_step``; in RUN, ``step_over`` moves
+    to the next pending step, or to DONE when nothing is pending."""
+    if s.state == STATE_IDLE or s.state == STATE_DONE:
         if inp[I_START] != 0:
             regs[R_STATE] = STATE_RUN
-            regs[R_ACTIVE_STEP] = next_step
-    elif state == STATE_RUN:
-        if not active_pending and busy_before == 0 and out_valid == 0:
-            if first_pending >= 0:
-                regs[R_ACTIVE_STEP] = next_step
+            regs[R_ACTIVE_STEP] = s.next_step
+    elif s.state == STATE_RUN:
+        if not s.active_pending and s.busy == 0 and s.out_valid == 0:
+            if s.first_pending >= 0:
+                regs[R_ACTIVE_STEP] = s.next_step
             else:
                 regs[R_STATE] = STATE_DONE
+
+
+@njit(cache=True)
+def sched_edge(tab, regs, params, inp, out):
+    """Advance the state across one rising edge. ``out`` must hold this cycle's outputs.
+
+    The stages run in an order in which none reads what another wrote this edge: the
+    read port before any table update, the receives' counts before a load of the same
+    entry (a load overrides them)."""
+    if inp[I_RST] != 0 or inp[I_CLEAR] != 0:
+        _reset(tab, regs, params[P_DEPTH])
+        return
+    s = _sample(tab, regs, params, inp)
+    depth = params[P_DEPTH]
+    _read_port(tab, regs, params, inp)
+    _retire_recvs(tab, depth, s)
+    busy = _send_request(tab, regs, s)
+    errors = _ni_completion(regs, params[P_NIS], inp[I_NI_DONE], busy, s.busy)
+    recv_errors, n_unexp, n_wrong = _receives(tab, regs, params, inp)
+    errors += recv_errors + _load(tab, params, inp)
+    timeout = _timeout(regs, params, inp, s)
+    _errors(regs, params, errors + (1 if timeout else 0), n_unexp, n_wrong, timeout)
+    _run_state(regs, inp, s)
 
 
 # --------------------------------------------------------------------------------------

@@ -26,164 +26,18 @@ the paper does (2D tori and meshes only; :func:`multitree` lists the rules that 
 docs/collectives.md compares the two). Both orders run through the same kernel, which
 takes the roots' turn order and the rule that ends a step as arguments.
 
-The construction loop is a Numba kernel. Two observations make it fast without changing
-its result: within a step a parent that cannot add a child never can again (send slots,
-receive slots and links are only consumed, trees only grow), so each tree keeps a scan
-pointer per step; and a parent whose candidates are all in the tree is dropped from the
-tree's frontier for good.
+The construction loop and the layout of the schedule's columns are Numba kernels
+(:mod:`nic.collectives.multitree_growth`); this module turns a topology into their inputs.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from nic.collectives.multitree_growth import Candidates, Rules, Scratch, build_trees, schedule_columns
 from nic.collectives.schedule import Schedule, ScheduleError
-from nic.scheduler import OP_GATHER, OP_REDUCE
 from noc.routing import route
 from noc.topology import Topology
-
-
-@njit(cache=True)
-def _links_free(links, lo, hi, used, stamp):
-    for k in range(lo, hi):
-        if used[links[k]] == stamp:
-            return False
-    return True
-
-
-@njit(cache=True)
-def _mark(links, lo, hi, used, stamp):
-    for k in range(lo, hi):
-        used[links[k]] = stamp
-
-
-@njit(cache=True)
-def _has_outside_candidate(p, in_tree_row, cand_off, cand_node):
-    for j in range(cand_off[p], cand_off[p + 1]):
-        c = cand_node[j]
-        if not in_tree_row[c >> 3] & (1 << (c & 7)):
-            return True
-    return False
-
-
-@njit(cache=True)
-def build_trees(n, cand_off, cand_node, fwd_off, fwd_links, rev_off, rev_links, num_links, kary, max_steps,
-                first_order, order, last_root_ends_step, front, new_nodes):
-    """Grow the N trees. Returns (edge_tree, edge_child, edge_parent, edge_step, steps).
-
-    Roots take turns in ``first_order`` in the very first round, in ``order`` in every
-    later one. A step ends when a round adds nothing, or, with ``last_root_ends_step``
-    (the public implementation's rule), when the last root of a round adds nothing.
-    Edges come out in the order they were added. ``steps`` < 0 means the construction
-    stalled (a step added nothing: the topology is disconnected) or hit ``max_steps``.
-    ``front`` and ``new_nodes`` (int[N, N], any integer type that holds node ids; int16
-    halves their memory while the nodes fit) are scratch: per tree, the parents that may
-    still have children and the nodes added in the current step. Tree membership is a bit
-    per node.
-    """
-    total = n * (n - 1)
-    e_tree = np.empty(total, np.int32)
-    e_child = np.empty(total, np.int32)
-    e_parent = np.empty(total, np.int32)
-    e_step = np.empty(total, np.int32)
-    ne = 0
-    in_tree = np.zeros((n, (n + 7) >> 3), np.uint8)  # per tree, a bit per node
-    front_len = np.zeros(n, np.int32)
-    new_len = np.zeros(n, np.int32)
-    size = np.ones(n, np.int32)
-    for t in range(n):
-        in_tree[t, t >> 3] |= 1 << (t & 7)
-        front[t, 0] = t
-        front_len[t] = 1 if n > 1 else 0
-    ptr = np.zeros(n, np.int32)
-    send_cnt = np.zeros(n, np.int32)
-    recv_cnt = np.zeros(n, np.int32)
-    used = np.full(num_links, -1, np.int32)
-    complete = 1 if n == 1 else 0
-    if n == 1:
-        return e_tree[:0], e_child[:0], e_parent[:0], e_step[:0], 0
-    step = 0
-    cap = kary - 1
-    round_order = first_order
-    while complete < n:
-        if step >= max_steps:
-            return e_tree[:ne], e_child[:ne], e_parent[:ne], e_step[:ne], -1
-        # frontier at the start of the step: old live parents, then last step's new nodes
-        for t in range(n):
-            if size[t] == n:
-                front_len[t] = 0
-                continue
-            k = 0
-            for i in range(front_len[t]):
-                p = front[t, i]
-                if _has_outside_candidate(p, in_tree[t], cand_off, cand_node):
-                    front[t, k] = p
-                    k += 1
-            for i in range(new_len[t]):
-                p = new_nodes[t, i]
-                if _has_outside_candidate(p, in_tree[t], cand_off, cand_node):
-                    front[t, k] = p
-                    k += 1
-            front_len[t] = k
-            new_len[t] = 0
-            ptr[t] = 0
-        send_cnt[:] = 0
-        recv_cnt[:] = 0
-        added_in_step = 0
-        while True:
-            added_in_pass = 0
-            last_added = False
-            for k in range(n):
-                t = round_order[k]
-                last_added = False
-                if size[t] == n:
-                    continue
-                i = ptr[t]
-                found = False
-                while i < front_len[t]:
-                    p = front[t, i]
-                    if send_cnt[p] < cap:
-                        for j in range(cand_off[p], cand_off[p + 1]):
-                            c = cand_node[j]
-                            if in_tree[t, c >> 3] & (1 << (c & 7)) or recv_cnt[c] >= cap:
-                                continue
-                            if not _links_free(fwd_links, fwd_off[j], fwd_off[j + 1], used, step):
-                                continue
-                            if not _links_free(rev_links, rev_off[j], rev_off[j + 1], used, step):
-                                continue
-                            _mark(fwd_links, fwd_off[j], fwd_off[j + 1], used, step)
-                            _mark(rev_links, rev_off[j], rev_off[j + 1], used, step)
-                            send_cnt[p] += 1
-                            recv_cnt[c] += 1
-                            in_tree[t, c >> 3] |= 1 << (c & 7)
-                            size[t] += 1
-                            new_nodes[t, new_len[t]] = c
-                            new_len[t] += 1
-                            e_tree[ne] = t
-                            e_child[ne] = c
-                            e_parent[ne] = p
-                            e_step[ne] = step
-                            ne += 1
-                            found = True
-                            break
-                    if found:
-                        break
-                    i += 1
-                ptr[t] = i
-                if found:
-                    added_in_pass += 1
-                    last_added = True
-                    if size[t] == n:
-                        complete += 1
-            round_order = order
-            added_in_step += added_in_pass
-            if complete == n or added_in_pass == 0 or (last_root_ends_step and not last_added):
-                break
-        if added_in_step == 0:
-            return e_tree[:ne], e_child[:ne], e_parent[:ne], e_step[:ne], -1
-        step += 1
-    return e_tree[:ne], e_child[:ne], e_parent[:ne], e_step[:ne], step
 
 
 def _is_reversal(topology: Topology, there: list[int], back: list[int]) -> bool:
@@ -234,7 +88,8 @@ def candidates(topology: Topology):
 
     fwd_off, fwd_links = csr(fwd)
     rev_off, rev_links = csr(rev)
-    return (np.asarray(cand_off, np.int32), np.asarray(cand_node, np.int32), fwd_off, fwd_links, rev_off, rev_links)
+    return Candidates(np.asarray(cand_off, np.int32), np.asarray(cand_node, np.int32), fwd_off, fwd_links, rev_off,
+                      rev_links)
 
 
 TREE_ORDERS = ("ours", "paper")
@@ -273,8 +128,8 @@ def paper_candidates(topology: Topology):
         cand_off.append(len(cand_node))
     fwd_off = np.arange(len(fwd) + 1, dtype=np.int32)
     empty = np.zeros(len(fwd) + 1, dtype=np.int32)
-    return (np.asarray(cand_off, np.int32), np.asarray(cand_node, np.int32), fwd_off,
-            np.asarray(fwd, np.int32), empty, np.zeros(0, np.int32))
+    return Candidates(np.asarray(cand_off, np.int32), np.asarray(cand_node, np.int32), fwd_off,
+                      np.asarray(fwd, np.int32), empty, np.zeros(0, np.int32))
 
 
 def paper_priority(topology: Topology) -> np.ndarray:
@@ -313,21 +168,27 @@ def multitree_trees(topology: Topology, nis: int | None = None, tree_order: str 
     ``tree_order="paper"`` builds them as the public implementation of the paper does
     (see :func:`multitree`).
     """
-    n = topology.num_nodes
     nis = topology.nis_per_node if nis is None else int(nis)
     if nis < 1:
         raise ScheduleError(f"nis={nis}: a node needs at least one NI")
     _check_tree_order(topology, tree_order)
-    kary = nis + 1
-    arrays = candidates(topology) if tree_order == "ours" else paper_candidates(topology)
+    edges, steps = _grow(topology, nis, tree_order)
+    return edges.tree, edges.child, edges.parent, edges.step, steps
+
+
+def _grow(topology: Topology, nis: int, tree_order: str):
+    """(Edges, construction steps) of the trees (``nis`` checked by the caller)."""
+    n = topology.num_nodes
+    cand = candidates(topology) if tree_order == "ours" else paper_candidates(topology)
     first, later = _root_orders(topology, tree_order)
+    rules = Rules(n, topology.num_links, nis + 1, max(4 * n * n, 16), first, later, tree_order == "paper")
     # (allocated here, where large arrays get huge pages: each tree's row is reached at random)
-    scratch = [np.empty((n, n), np.int16 if n < 2**15 else np.int32) for _ in range(2)]
-    tree, child, parent, tstep, steps = build_trees(n, *arrays, topology.num_links, kary, max(4 * n * n, 16),
-                                                    first, later, tree_order == "paper", *scratch)
+    node_t = np.int16 if n < 2**15 else np.int32
+    scratch = Scratch(np.empty((n, n), node_t), np.empty((n, n), node_t))
+    edges, steps = build_trees(cand, rules, scratch)
     if steps < 0:
         raise ScheduleError(f"MultiTree construction stalled on {topology.name}: the topology is not connected")
-    return tree, child, parent, tstep, int(steps)
+    return edges, int(steps)
 
 
 def multitree(topology: Topology, nis: int | None = None, tree_order: str = "ours") -> Schedule:
@@ -346,15 +207,15 @@ def multitree(topology: Topology, nis: int | None = None, tree_order: str = "our
     """
     n = topology.num_nodes
     nis_eff = topology.nis_per_node if nis is None else int(nis)
-    tree, child, parent, tstep, steps = multitree_trees(topology, nis_eff, tree_order)
+    if nis_eff < 1:
+        raise ScheduleError(f"nis={nis_eff}: a node needs at least one NI")
+    _check_tree_order(topology, tree_order)
+    edges, steps = _grow(topology, nis_eff, tree_order)
     # reduce-scatter: each edge child -> parent at step T-1-t; all-gather: parent -> child at T+t
-    e = tree.shape[0]
-    step = np.concatenate([steps - 1 - tstep, steps + tstep]).astype(np.int32)
-    op = np.concatenate([np.full(e, OP_REDUCE, np.int8), np.full(e, OP_GATHER, np.int8)])
-    per_step = np.bincount(tstep, minlength=steps).tolist() if steps else []
+    columns = schedule_columns(edges, steps, n)  # already in canonical order
+    per_step = np.bincount(edges.step, minlength=steps).tolist() if steps else []
     return Schedule.from_columns(
-        "multitree", topology.name, n, nis_eff, n, step, np.concatenate([child, parent]),
-        np.concatenate([parent, child]), np.concatenate([tree, tree]), op,
+        "multitree", topology.name, n, nis_eff, n, *columns,
         params={"construction_steps": steps, "edges_per_step": per_step, "kary": nis_eff + 1,
                 "tree_order": tree_order},
     )

@@ -27,6 +27,7 @@ its message (a fault it does not find is an internal error).
 
 from __future__ import annotations
 
+from collections import namedtuple
 from dataclasses import dataclass
 
 import numpy as np
@@ -177,34 +178,51 @@ def _kinds_in_order(order, at, late):
         lo = hi
 
 
-def _verifier_data(s: Schedule, m: int, seed: int):
+# What the compiled replay reads and writes (namedtuples of arrays, one per role).
+# The transfers' columns.
+Transfers = namedtuple("Transfers", ("src", "dst", "flow", "op"))
+# Where the events come from: ``mode`` _STEPPED (``starts``: the steps' first transfers),
+# _ORDERED (``order``: ``i`` a start, ``~i`` an arrival) or _MERGED (the sorted streams of
+# :func:`_timed_streams`); the arrays of the other modes are empty.
+Events = namedtuple("Events", ("mode", "starts", "order", "i_start", "i_arr", "late", "by_start", "by_arrival"))
+# The data: each node's vector ``acc`` (summed into in place), the flows' element bounds,
+# their number, the payload slots (the most transfers in flight) and the widest chunk.
+Data = namedtuple("Data", ("acc", "bounds", "num_flows", "slots", "width"))
+# Per node and flow: nodes its partial sum holds, final value, has one, sent its partial
+# sum; per transfer: its payload's slot once it started (-1 before).
+ReplayState = namedtuple("ReplayState", ("count", "final", "has_final", "sent_reduce", "slot_of"))
+
+
+def _verifier_data(s: Schedule, m: int, seed: int, slots: int) -> tuple[Data, ReplayState]:
     if s.num_transfers >= 2**31 - 1:
         raise ScheduleError(f"{s.num_transfers:,} transfers are more than the compiled verifier's 32-bit indices hold")
     acc, _ = verifier_inputs(s, m, seed)
     bounds = s.chunk_bounds(m).astype(np.int64)
     width = int(np.diff(bounds).max(initial=1))
     n, nf = s.num_nodes, s.num_flows
-    # per node and flow: nodes its partial sum holds, final value, has one, sent its partial
-    # sum; per transfer: its payload's slot once it started (allocated here, where large
-    # arrays get huge pages: the replay reaches them at random)
-    state = (np.ones((n, nf), np.int32), np.zeros((n, m), np.int64), np.zeros((n, nf), np.bool_),
-             np.zeros((n, nf), np.bool_), np.full(s.num_transfers, -1, np.int32))
-    return acc, bounds, width, state
+    # (allocated here, where large arrays get huge pages: the replay reaches them at random)
+    state = ReplayState(np.ones((n, nf), np.int32), np.zeros((n, m), np.int64), np.zeros((n, nf), np.bool_),
+                        np.zeros((n, nf), np.bool_), np.full(s.num_transfers, -1, np.int32))
+    return Data(acc, bounds, nf, slots, width), state
+
+
+def _transfers(s: Schedule) -> Transfers:
+    return Transfers(s.src, s.dst, s.flow, s.op)
 
 
 def _fast_fault(s: Schedule, m: int, seed: int, order: np.ndarray | None) -> int:
     """-1 when the schedule (in ``order``, or step by step) is a correct all-reduce, else
     the index of the event where the compiled run found a fault."""
-    acc, bounds, width, state = _verifier_data(s, m, seed)
     if order is None:  # a step's sends, then its arrivals
         starts = np.searchsorted(s.step, np.arange(s.num_steps + 1)).astype(np.int64)
         slots = max(int(np.diff(starts).max(initial=0)), 1)
-        return int(_events_run(_STEPPED, s.src, s.dst, s.flow, s.op, starts, _NONE, *_NO_STREAMS, acc, bounds,
-                               s.num_flows, slots, width, state))
-    in_flight = np.cumsum(np.where(order >= 0, 1, -1))
-    slots = max(int(in_flight.max(initial=0)), 1)
-    return int(_events_run(_ORDERED, s.src, s.dst, s.flow, s.op, _NONE, np.asarray(order, np.int64), *_NO_STREAMS,
-                           acc, bounds, s.num_flows, slots, width, state))
+        events = Events(_STEPPED, starts, _NONE, *_NO_STREAMS)
+    else:
+        in_flight = np.cumsum(np.where(order >= 0, 1, -1))
+        slots = max(int(in_flight.max(initial=0)), 1)
+        events = Events(_ORDERED, _NONE, np.asarray(order, np.int64), *_NO_STREAMS)
+    data, state = _verifier_data(s, m, seed, slots)
+    return int(_events_run(_transfers(s), events, data, state))
 
 
 def _fast_fault_timed(s: Schedule, m: int, seed: int, times) -> int:
@@ -212,9 +230,8 @@ def _fast_fault_timed(s: Schedule, m: int, seed: int, times) -> int:
     starts and arrivals (:func:`_timed_streams`) rather than sorting all events at once."""
     streams = _timed_streams(s, times)
     slots = max(int(_most_in_flight(*streams)), 1)
-    acc, bounds, width, state = _verifier_data(s, m, seed)
-    return int(_events_run(_MERGED, s.src, s.dst, s.flow, s.op, _NONE, _NONE, *streams, acc, bounds, s.num_flows,
-                           slots, width, state))
+    data, state = _verifier_data(s, m, seed, slots)
+    return int(_events_run(_transfers(s), Events(_MERGED, _NONE, _NONE, *streams), data, state))
 
 
 _STEPPED, _ORDERED, _MERGED = 0, 1, 2  # where _events_run takes its events from
@@ -257,114 +274,148 @@ def _most_in_flight(i_start, i_arr, late, by_start, by_arrival):
     return most
 
 
+# The payload pool: ``slots`` payloads (values and the nodes they hold) and a stack of the
+# free ones.
+Pool = namedtuple("Pool", ("pay", "pay_count", "free", "n_free"))
+
+_stage = njit(cache=True, inline="always")
+
+
+@_stage
+def _new_pool(slots, width):
+    return Pool(np.zeros((slots, width), dtype=np.int64), np.zeros(slots, dtype=np.int64),
+                np.arange(slots)[::-1].copy(), np.zeros(1, dtype=np.int64) + slots)
+
+
+@_stage
+def _start(tr, data, st, pool, i):
+    """A start captures its sender's state in a free payload slot: a REDUCE its partial sum
+    (once per node and flow), a GATHER the final sum (or the complete partial sum).
+    Returns False on a fault (no slot, a second REDUCE, a GATHER of an incomplete sum)."""
+    n = data.acc.shape[0]
+    v, f = tr.src[i], tr.flow[i]
+    lo, hi = data.bounds[f], data.bounds[f + 1]
+    if pool.n_free[0] == 0:
+        return False
+    pool.n_free[0] -= 1
+    sl = pool.free[pool.n_free[0]]
+    st.slot_of[i] = sl
+    if tr.op[i] == 0:  # REDUCE (nic.scheduler.OP_REDUCE)
+        if st.sent_reduce[v, f]:
+            return False
+        st.sent_reduce[v, f] = True
+        for e in range(hi - lo):
+            pool.pay[sl, e] = data.acc[v, lo + e]
+        pool.pay_count[sl] = st.count[v, f]
+    elif st.has_final[v, f]:
+        for e in range(hi - lo):
+            pool.pay[sl, e] = st.final[v, lo + e]
+        pool.pay_count[sl] = n
+    elif st.count[v, f] == n:
+        for e in range(hi - lo):
+            pool.pay[sl, e] = data.acc[v, lo + e]
+        pool.pay_count[sl] = n
+    else:
+        return False
+    return True
+
+
+@_stage
+def _arrive(tr, data, st, pool, i):
+    """An arrival applies its payload at the receiver: a REDUCE adds it (unless the receiver
+    sent its own partial sum already, or nodes would be counted twice), a GATHER stores the
+    final sum. Returns False on a fault (also: the transfer never started)."""
+    n = data.acc.shape[0]
+    sl = st.slot_of[i]
+    if sl < 0:
+        return False
+    d, f = tr.dst[i], tr.flow[i]
+    lo, hi = data.bounds[f], data.bounds[f + 1]
+    if tr.op[i] == 0:
+        if st.sent_reduce[d, f] or st.count[d, f] + pool.pay_count[sl] > n:
+            return False
+        for e in range(hi - lo):
+            data.acc[d, lo + e] += pool.pay[sl, e]
+        st.count[d, f] += pool.pay_count[sl]
+    else:
+        for e in range(hi - lo):
+            st.final[d, lo + e] = pool.pay[sl, e]
+        st.has_final[d, f] = True
+    pool.free[pool.n_free[0]] = sl
+    pool.n_free[0] += 1
+    return True
+
+
+@_stage
+def _all_hold_the_sum(data, st, expected):
+    """At the end, every node holds the exact sum of every flow's chunk (its final value,
+    or its complete partial sum)."""
+    n = data.acc.shape[0]
+    for f in range(data.num_flows):
+        lo, hi = data.bounds[f], data.bounds[f + 1]
+        for v in range(n):
+            for e in range(lo, hi):
+                if st.has_final[v, f]:
+                    got = st.final[v, e]
+                elif st.count[v, f] == n:
+                    got = data.acc[v, e]
+                else:
+                    return False
+                if got != expected[e]:
+                    return False
+    return True
+
+
 @njit(cache=True, nogil=True)  # it may run beside a simulation (nic.allreduce.simulate_allreduce)
-def _events_run(mode, src, dst, flow, op, starts, order, i_start, i_arr, late, by_start, by_arrival, acc, bounds, nf,
-                slots, width, state):
+def _events_run(tr, ev, data, st):
     """Run the all-reduce's events on exact integers: a start captures its sender's state, an
     arrival applies it at the receiver. The events come step by step (``_STEPPED``: each
-    step's starts, then its arrivals, ``starts`` the steps' first transfers), from ``order``
-    (``_ORDERED``: ``i`` a start, ``~i`` an arrival) or from the sorted starts and arrivals
-    of a timed run (``_MERGED``, merged as in :func:`_most_in_flight`). Per node and flow the state is the
-    number of nodes its partial sum holds, its final value, whether it has one and whether
-    it sent its partial sum (``state``, from :func:`_verifier_data`, with each transfer's
-    payload slot once it started). Returns -1, or the index of the event where a fault was
-    found (``2T`` at the final check)."""
-    n, m = acc.shape
-    t = src.shape[0]
+    step's starts, then its arrivals), from ``order`` (``_ORDERED``) or from the sorted
+    starts and arrivals of a timed run (``_MERGED``, merged as in :func:`_most_in_flight`);
+    see :data:`Events`. ``st`` (from :func:`_verifier_data`) is updated in place. Returns
+    -1, or the index of the event where a fault was found (``2T`` at the final check)."""
+    t = tr.src.shape[0]
+    n, m = data.acc.shape
     expected = np.zeros(m, dtype=np.int64)
     for v in range(n):
         for e in range(m):
-            expected[e] += acc[v, e]
-    count, final, has_final, sent_reduce, slot_of = state
-    pay = np.zeros((slots, width), dtype=np.int64)
-    pay_count = np.zeros(slots, dtype=np.int64)
-    free = np.arange(slots)[::-1].copy()  # a stack of free payload slots
-    n_free = slots
+            expected[e] += data.acc[v, e]
+    pool = _new_pool(data.slots, data.width)
     ks = 0  # stepped: the step, whether in its arrivals, the next transfer
     arrivals = False
-    pos = starts[0] if mode == _STEPPED and starts.shape[0] > 0 else 0
+    pos = ev.starts[0] if ev.mode == _STEPPED and ev.starts.shape[0] > 0 else 0
     p = 0  # merged: next start, next arrival
     q = 0
     for k in range(2 * t):
-        if mode == _STEPPED:
-            while pos == starts[ks + 1]:
+        if ev.mode == _STEPPED:
+            while pos == ev.starts[ks + 1]:
                 if arrivals:
                     ks += 1
                     arrivals = False
                 else:
                     arrivals = True
-                pos = starts[ks]
+                pos = ev.starts[ks]
             i = pos
             pos += 1
             is_start = not arrivals
-        elif mode == _ORDERED:
-            ev = order[k]
-            is_start = ev >= 0
-            i = ev if is_start else ~ev
-        else:  # the next start or the next arrival, as in _most_in_flight
-            is_start = _start_is_next(p, q, t, by_start, by_arrival, i_start, i_arr, late)
+        elif ev.mode == _ORDERED:
+            is_start = ev.order[k] >= 0
+            i = ev.order[k] if is_start else ~ev.order[k]
+        else:
+            is_start = _start_is_next(p, q, t, ev.by_start, ev.by_arrival, ev.i_start, ev.i_arr, ev.late)
             if is_start:
-                i = by_start[p]
+                i = ev.by_start[p]
                 p += 1
             else:
-                i = by_arrival[q]
+                i = ev.by_arrival[q]
                 q += 1
-        if is_start:  # capture the sender's state
-            v, f = src[i], flow[i]
-            lo, hi = bounds[f], bounds[f + 1]
-            if n_free == 0:
-                return k
-            n_free -= 1
-            sl = free[n_free]
-            slot_of[i] = sl
-            if op[i] == 0:  # REDUCE (nic.scheduler.OP_REDUCE)
-                if sent_reduce[v, f]:
-                    return k
-                sent_reduce[v, f] = True
-                for e in range(hi - lo):
-                    pay[sl, e] = acc[v, lo + e]
-                pay_count[sl] = count[v, f]
-            elif has_final[v, f]:
-                for e in range(hi - lo):
-                    pay[sl, e] = final[v, lo + e]
-                pay_count[sl] = n
-            elif count[v, f] == n:
-                for e in range(hi - lo):
-                    pay[sl, e] = acc[v, lo + e]
-                pay_count[sl] = n
-            else:
-                return k
-        else:  # an arrival: apply the payload
-            sl = slot_of[i]
-            if sl < 0:  # it never started
-                return k
-            d, f = dst[i], flow[i]
-            lo, hi = bounds[f], bounds[f + 1]
-            if op[i] == 0:
-                if sent_reduce[d, f] or count[d, f] + pay_count[sl] > n:
-                    return k
-                for e in range(hi - lo):
-                    acc[d, lo + e] += pay[sl, e]
-                count[d, f] += pay_count[sl]
-            else:
-                for e in range(hi - lo):
-                    final[d, lo + e] = pay[sl, e]
-                has_final[d, f] = True
-            free[n_free] = sl
-            n_free += 1
-    for f in range(nf):
-        lo, hi = bounds[f], bounds[f + 1]
-        for v in range(n):
-            for e in range(lo, hi):
-                if has_final[v, f]:
-                    got = final[v, e]
-                elif count[v, f] == n:
-                    got = acc[v, e]
-                else:
-                    return 2 * t
-                if got != expected[e]:
-                    return 2 * t
-    return -1
+        if is_start:
+            ok = _start(tr, data, st, pool, i)
+        else:
+            ok = _arrive(tr, data, st, pool, i)
+        if not ok:
+            return k
+    return -1 if _all_hold_the_sum(data, st, expected) else 2 * t
 
 
 def verify_exact(schedule: Schedule, *, num_elements: int | None = None, seed: int = 0,
