@@ -8,7 +8,9 @@ Every kernel is written the way an HLS engineer writes C for an FPGA:
   tile per processing element in hardware; the tiles are independent);
 * register blocks: the dense kernels accumulate ``RB`` rows x ``VW`` columns in a local,
   fully partitioned array (``float acc[RB][VW]``) over the reduction loop, with the block's
-  loops fully unrolled — on the CPU, 16 AVX-512 registers of partial sums;
+  loops fully unrolled. On the CPU the block's columns follow the host's vector width
+  (``lanes``, :func:`host_lanes`): 6 x 64 in 24 AVX-512 registers, or each ``VW`` block as four
+  6 x 16 blocks in 12 AVX2 registers; both compute every element in the same order;
 * caller-provided output buffers (and scratch, e.g. a transposed weight copy) — nothing is
   allocated on the heap inside a kernel;
 * float32 everywhere (accumulators included); an optional fixed-point mode rounds every
@@ -18,9 +20,14 @@ Every kernel is written the way an HLS engineer writes C for an FPGA:
 
 Each kernel has a twin ``*_nest(shapes, tiling)`` returning a :class:`LoopNest` — its loop
 bounds, tile, block and unroll factors and its work (MACs, words moved) as plain data. The
-accelerator model turns a LoopNest into cycles; the kernel and its nest are defined side by
-side from the same shapes, so they cannot drift. The unroll factor is an HLS pragma: on the
-CPU, LLVM's vectoriser realises the innermost (contiguous) loop instead.
+accelerator model turns a LoopNest into cycles. A kernel and its nest are two pieces of code;
+what keeps them equal is that both take every path decision and bound from the same
+module constants (``NARROW_OUT``, ``VW``, ``RB``, ``RB_TAIL``, ``IN_CHUNK``) and the same shapes,
+and tests/maddpg/test_kernels.py, which checks the nests' trip counts and MACs against the
+shapes the kernels run. The nest describes the accelerator's datapath (``RB x VW`` blocks)
+and does not depend on the CPU's register block (``lanes``), which only splits a ``VW`` block
+into narrower ones. The unroll factor is an HLS pragma: on the CPU, LLVM's vectoriser
+realises the innermost (contiguous) loop instead.
 
 The kernels run serially on the rows they are given; :mod:`maddpg.batch_parts` runs a whole
 pass (several kernels) on row ranges of the minibatch in parallel, one fork-join per pass.
@@ -49,8 +56,40 @@ from numba.extending import intrinsic
 
 RB = 6  # rows of a register block (batch rows, or weight rows in the weight gradient)
 RB_TAIL = 2  # rows of the blocks that finish a tile (or the weight rows) when RB no longer fits
-VW = 64  # columns of a register block: four 16-lane float32 vectors (AVX-512), unrolled
+VW = 64  # columns of a register block in the loop nests (the datapath's width), and the granule
+# that chooses the kernels' paths: a layer is blocked where it has full VW-column blocks
 NARROW_OUT = 8  # below this output width the forward pass and weight gradient use narrow forms
+
+# The CPU's register block, chosen from the host's vector width (lanes of float32): RB rows x
+# CPU_COLS[lanes] columns of accumulators. 16 lanes (AVX-512, 32 registers): 6 x 64 = 24 zmm;
+# 8 lanes (AVX2, 16 registers): 6 x 16 = 12 ymm (BLIS's Haswell block), so a VW block of the
+# nest runs as VW / 16 register blocks side by side. The column block only splits a VW block:
+# the paths, the loop bounds and every element's order of summation are the same for both,
+# hence the same results bit for bit (tests/maddpg/test_kernel_blocking.py), and the loop
+# nests, which describe the accelerator's datapath, do not depend on it.
+CPU_COLS = {16: VW, 8: 16}
+LANES_ENV = "MADDPG_VECTOR_LANES"  # overrides the detected vector width: 8 or 16
+
+
+def host_lanes() -> int:
+    """float32 lanes of the vector registers the kernels are compiled for: ``MADDPG_VECTOR_LANES``
+    if set (8 or 16), else 16 where the target has AVX-512F (``NUMBA_CPU_FEATURES`` if set,
+    else the host's features as LLVM reports them), 8 otherwise."""
+    import os
+
+    raw = os.environ.get(LANES_ENV, "").strip()
+    if raw:
+        if raw not in ("8", "16"):
+            from noc.base.errors import ConfigError
+
+            raise ConfigError(f"{LANES_ENV}: {raw!r} is not a vector width; allowed: 8 (AVX2) or 16 (AVX-512)")
+        return int(raw)
+    feats = os.environ.get("NUMBA_CPU_FEATURES", "").strip()
+    if not feats:
+        import llvmlite.binding as llvm
+
+        feats = llvm.get_host_cpu_features().flatten()
+    return 16 if "+avx512f" in feats.split(",") else 8
 
 
 @dataclass(frozen=True)
@@ -332,6 +371,8 @@ def quantize_rows(y, q_frac, q_bits):
 # ---------------------------------------------------------------------------------------
 
 _RB_VW = RB * VW
+_RB_CW8 = RB * CPU_COLS[8]
+CW8 = CPU_COLS[8]
 IN_CHUNK = 128  # inputs per pass of a wide forward layer (128 x VW float32 weights = 32 KiB, in L1)
 
 # Float kernels: fastmath lets LLVM contract to FMA and vectorise; no bounds checks, numpy
@@ -407,39 +448,65 @@ def _prefetch(typingctx, arr, i, j):
 
 
 @njit(cache=True, inline="always")
-def _forward_rows(x, w, b, y, acc, bb, nr, n_blk, relu, i0, i1):
-    """Rows ``bb .. bb + nr`` of a wide forward pass over inputs ``i0 .. i1``: per block of ``VW``
-    outputs, the ``nr x VW`` register block ``acc`` starts from the bias (first chunk of
-    inputs) or the partial sums in ``y``, accumulates over the chunk and is stored (with the
-    ReLU after the last chunk)."""
+def _forward_rows(x, w, b, y, acc, bb, nr, n_cb, cw, relu, i0, i1):
+    """Rows ``bb .. bb + nr`` of a wide forward pass over inputs ``i0 .. i1``: per block of ``cw``
+    outputs (``n_cb`` blocks), the ``nr x cw`` register block ``acc`` starts from the bias
+    (first chunk of inputs) or the partial sums in ``y``, accumulates over the chunk and is
+    stored (with the ReLU after the last chunk)."""
     zero = np.float32(0.0)
     first = i0 == 0
     last = i1 == x.shape[1]
-    for ob in range(n_blk):
-        o0 = ob * VW
+    for ob in range(n_cb):
+        o0 = ob * cw
         if first:
             for r in range(nr):
-                for o in range(VW):
+                for o in range(cw):
                     acc[r, o] = b[o0 + o]
         else:
             for r in range(nr):
-                for o in range(VW):
+                for o in range(cw):
                     acc[r, o] = y[bb + r, o0 + o]
         for i in range(i0, i1):
             for r in range(nr):
                 xr = x[bb + r, i]
-                for o in range(VW):
+                for o in range(cw):
                     acc[r, o] += xr * w[i, o0 + o]
         for r in range(nr):
-            for o in range(VW):
+            for o in range(cw):
                 v = acc[r, o]
                 if last and relu and v < zero:
                     v = zero
                 y[bb + r, o0 + o] = v
 
 
+@njit(cache=True, inline="always")
+def _forward_blocks(x, w, b, y, acc, cw, relu, tile_b, n_tiles):
+    """The register-blocked part of a wide forward pass (the first ``VW * (n_out // VW)``
+    outputs) with ``RB x cw`` blocks: chunks of inputs outermost, then batch tiles, then rows
+    in blocks of ``RB``, ``RB_TAIL`` and 1."""
+    n_batch = x.shape[0]
+    n_in = x.shape[1]
+    n_cb = (w.shape[1] // VW) * (VW // cw)
+    for c in range((n_in + IN_CHUNK - 1) // IN_CHUNK):  # chunks of inputs: w's rows stay in L1
+        i0 = c * IN_CHUNK
+        i1 = min(i0 + IN_CHUNK, n_in)
+        for t in range(n_tiles):
+            r0 = t * tile_b
+            r1 = min(r0 + tile_b, n_batch)
+            bb = r0
+            while bb + RB <= r1:
+                _forward_rows(x, w, b, y, acc, bb, RB, n_cb, cw, relu, i0, i1)
+                bb += RB
+            while bb + RB_TAIL <= r1:
+                _forward_rows(x, w, b, y, acc, bb, RB_TAIL, n_cb, cw, relu, i0, i1)
+                bb += RB_TAIL
+            while bb < r1:
+                _forward_rows(x, w, b, y, acc, bb, 1, n_cb, cw, relu, i0, i1)
+                bb += 1
+
+
 @njit(**_KW)
-def dense_forward(x, w, wt, b, y, relu, tile_b, q_frac, q_bits):
+def dense_forward(x, w, wt, b, y, relu, tile_b, q_frac, q_bits, lanes=16):
     """``y[b, o] = act(sum_i x[b, i] * w[i, o] + b[o])``; ``act`` is ReLU if ``relu`` else identity.
 
     Wide layers (``n_out >= NARROW_OUT``): inside each batch tile, blocks of ``RB`` rows x
@@ -450,6 +517,8 @@ def dense_forward(x, w, wt, b, y, relu, tile_b, q_frac, q_bits):
     whole batch; partial sums wait in ``y``): each output still sums its inputs in order.
     Narrow layers (a critic's 1-wide head, an actor's logits): ``wt`` (``[n_out, n_in]``,
     caller's buffer) receives ``w`` transposed and each output is a contiguous dot product.
+    ``lanes``: the CPU's vector width (8 or 16), which sets the register block's columns
+    (``CPU_COLS``); the result does not depend on it.
     """
     _wide_vectors()
     n_batch = x.shape[0]
@@ -472,25 +541,14 @@ def dense_forward(x, w, wt, b, y, relu, tile_b, q_frac, q_bits):
                         a = zero
                     y[bb, o] = a
     else:
-        acc = carray(_local_f32(_RB_VW), (RB, VW))
         n_blk = n_out // VW
         o_tail = n_blk * VW
-        for c in range((n_in + IN_CHUNK - 1) // IN_CHUNK):  # chunks of inputs: w's rows stay in L1
-            i0 = c * IN_CHUNK
-            i1 = min(i0 + IN_CHUNK, n_in)
-            for t in range(n_tiles):
-                r0 = t * tile_b
-                r1 = min(r0 + tile_b, n_batch)
-                bb = r0
-                while bb + RB <= r1:
-                    _forward_rows(x, w, b, y, acc, bb, RB, n_blk, relu, i0, i1)
-                    bb += RB
-                while bb + RB_TAIL <= r1:
-                    _forward_rows(x, w, b, y, acc, bb, RB_TAIL, n_blk, relu, i0, i1)
-                    bb += RB_TAIL
-                while bb < r1:
-                    _forward_rows(x, w, b, y, acc, bb, 1, n_blk, relu, i0, i1)
-                    bb += 1
+        if lanes == 8:
+            acc8 = carray(_local_f32(_RB_CW8), (RB, CW8))
+            _forward_blocks(x, w, b, y, acc8, CW8, relu, tile_b, n_tiles)
+        else:
+            acc = carray(_local_f32(_RB_VW), (RB, VW))
+            _forward_blocks(x, w, b, y, acc, VW, relu, tile_b, n_tiles)
         for t in range(n_tiles):
             r0 = t * tile_b
             r1 = min(r0 + tile_b, n_batch)
@@ -540,9 +598,9 @@ def relu_backward(y, dy, dx, tile_b):
 
 
 @njit(cache=True, inline="always")
-def _weight_rows(x, dy, dw, db, acc, i0, o0):
-    """Rows ``i0 .. i0 + RB`` x outputs ``o0 .. o0 + VW`` of the gradient of the augmented
-    weights ``[W; b]`` (input ``[x, 1]``): the ``RB x VW`` register block ``acc`` accumulates
+def _weight_rows(x, dy, dw, db, acc, i0, o0, cw):
+    """Rows ``i0 .. i0 + RB`` x outputs ``o0 .. o0 + cw`` of the gradient of the augmented
+    weights ``[W; b]`` (input ``[x, 1]``): the ``RB x cw`` register block ``acc`` accumulates
     ``x[b, i] * dy[b, o]`` over the whole batch. Row ``n_in`` is the bias row (``x = 1``);
     rows past it are padding (``x = 0``, not stored)."""
     zero = np.float32(0.0)
@@ -550,13 +608,13 @@ def _weight_rows(x, dy, dw, db, acc, i0, o0):
     n_in = x.shape[1]
     last = i0 + RB > n_in
     for r in range(RB):
-        for o in range(VW):
+        for o in range(cw):
             acc[r, o] = zero
     if not last:
         for bb in range(x.shape[0]):
             for r in range(RB):
                 xr = x[bb, i0 + r]
-                for o in range(VW):
+                for o in range(cw):
                     acc[r, o] += xr * dy[bb, o0 + o]
     else:
         for bb in range(x.shape[0]):
@@ -564,15 +622,15 @@ def _weight_rows(x, dy, dw, db, acc, i0, o0):
                 i = i0 + r
                 xr = x[bb, min(i, n_in - 1)]
                 xr = xr if i < n_in else (one if i == n_in else zero)
-                for o in range(VW):
+                for o in range(cw):
                     acc[r, o] += xr * dy[bb, o0 + o]
     for r in range(RB):
         i = i0 + r
         if i < n_in:
-            for o in range(VW):
+            for o in range(cw):
                 dw[i, o0 + o] = acc[r, o]
         elif i == n_in:
-            for o in range(VW):
+            for o in range(cw):
                 db[o0 + o] = acc[r, o]
 
 
@@ -593,7 +651,7 @@ def _weight_column(x, dy, dw, db, o, i_from):
 
 
 @njit(**_KW)
-def dense_backward_weights(x, dy, dw, db, q_frac, q_bits):
+def dense_backward_weights(x, dy, dw, db, q_frac, q_bits, lanes=16):
     """``dw[i, o] = sum_b x[b, i] dy[b, o]``, ``db[o] = sum_b dy[b, o]`` (overwrites dw, db).
 
     Wide layers: the gradient of the augmented weights ``[W; b]`` (input ``[x, 1]``, so the
@@ -601,7 +659,8 @@ def dense_backward_weights(x, dy, dw, db, q_frac, q_bits):
     over the whole batch (``x[b, i0:i0+RB]`` broadcast, the contiguous ``dy[b, o0:o0+VW]``
     streamed); the last block is padded past the bias row. Narrow layers: per output, ``VW`` weight rows at a time
     accumulate ``dy[b, o] * x[b, i0:i0+VW]``. Every element is one accumulator summed over
-    the batch in order: the result does not depend on how blocks are scheduled.
+    the batch in order: the result does not depend on how blocks are scheduled, nor on
+    ``lanes`` (the CPU's vector width, which sets the register block's columns).
     """
     _wide_vectors()
     n_batch = x.shape[0]
@@ -627,9 +686,15 @@ def dense_backward_weights(x, dy, dw, db, q_frac, q_bits):
         n_blk = n_out // VW
         o_tail = n_blk * VW
         n_ib = n_in // RB + 1  # blocks over the n_in + 1 rows of [W; b]
-        for ob in range(n_blk):
-            for ib in range(n_ib):
-                _weight_rows(x, dy, dw, db, acc, ib * RB, ob * VW)
+        if lanes == 8:
+            acc8 = carray(_local_f32(_RB_CW8), (RB, CW8))
+            for ob in range(o_tail // CW8):
+                for ib in range(n_ib):
+                    _weight_rows(x, dy, dw, db, acc8, ib * RB, ob * CW8, CW8)
+        else:
+            for ob in range(n_blk):
+                for ib in range(n_ib):
+                    _weight_rows(x, dy, dw, db, acc, ib * RB, ob * VW, VW)
         for o in range(o_tail, n_out):
             _weight_column(x, dy, dw, db, o, 0)
     if q_bits != 0:
@@ -639,27 +704,43 @@ def dense_backward_weights(x, dy, dw, db, q_frac, q_bits):
 
 
 @njit(cache=True, inline="always")
-def _input_rows(dy, wt, dx, acc, bb, nr, n_blk):
-    """Input-gradient rows ``bb .. bb + nr``: per block of ``VW`` columns, the ``nr x VW``
-    register block ``acc`` accumulates ``dy[b, o] * wt[o, j]`` over ``out``."""
+def _input_rows(dy, wt, dx, acc, bb, nr, n_cb, cw):
+    """Input-gradient rows ``bb .. bb + nr``: per block of ``cw`` columns (``n_cb`` blocks), the
+    ``nr x cw`` register block ``acc`` accumulates ``dy[b, o] * wt[o, j]`` over ``out``."""
     zero = np.float32(0.0)
-    for jb in range(n_blk):
-        j0 = jb * VW
+    for jb in range(n_cb):
+        j0 = jb * cw
         for r in range(nr):
-            for j in range(VW):
+            for j in range(cw):
                 acc[r, j] = zero
         for o in range(dy.shape[1]):
             for r in range(nr):
                 d = dy[bb + r, o]
-                for j in range(VW):
+                for j in range(cw):
                     acc[r, j] += d * wt[o, j0 + j]
         for r in range(nr):
-            for j in range(VW):
+            for j in range(cw):
                 dx[bb + r, j0 + j] = acc[r, j]
 
 
+@njit(cache=True, inline="always")
+def _input_tile(dy, wt, dx, acc, cw, r0, r1):
+    """Rows ``r0 .. r1`` of a blocked input gradient in blocks of ``RB``, ``RB_TAIL`` and 1 rows."""
+    n_cb = dx.shape[1] // cw
+    bb = r0
+    while bb + RB <= r1:
+        _input_rows(dy, wt, dx, acc, bb, RB, n_cb, cw)
+        bb += RB
+    while bb + RB_TAIL <= r1:
+        _input_rows(dy, wt, dx, acc, bb, RB_TAIL, n_cb, cw)
+        bb += RB_TAIL
+    while bb < r1:
+        _input_rows(dy, wt, dx, acc, bb, 1, n_cb, cw)
+        bb += 1
+
+
 @njit(**_KW)
-def dense_backward_input(dy, w, wt, dx, col0, mask, tile_b, q_frac, q_bits):
+def dense_backward_input(dy, w, wt, dx, col0, mask, tile_b, q_frac, q_bits, lanes=16):
     """``dx[b, j] = sum_o dy[b, o] * w[col0 + j, o]`` for ``j < dx.shape[1]`` (overwrites dx):
     the input gradient, or the block of its columns ``col0 ..`` that the caller needs.
 
@@ -668,7 +749,8 @@ def dense_backward_input(dy, w, wt, dx, col0, mask, tile_b, q_frac, q_bits):
     ``VW``: ``wt`` (``[n_out, >= width]``, caller's buffer) receives the needed rows of ``w``
     transposed, and blocks of ``RB`` rows (the tile's last ones in blocks of ``RB_TAIL``, then
     singly) x ``VW`` columns accumulate in registers over ``out``; otherwise each element is
-    a contiguous dot product over ``w[col0 + j, :]``.
+    a contiguous dot product over ``w[col0 + j, :]``. ``lanes``: the CPU's vector width (8 or
+    16), which sets the register block's columns; the result does not depend on it.
     """
     _wide_vectors()
     n_batch = dy.shape[0]
@@ -683,20 +765,14 @@ def dense_backward_input(dy, w, wt, dx, col0, mask, tile_b, q_frac, q_bits):
             for j in range(n_cols):
                 wt[o, j] = w[col0 + j, o]
         acc = carray(_local_f32(_RB_VW), (RB, VW))
-        n_blk = n_cols // VW
+        acc8 = carray(_local_f32(_RB_CW8), (RB, CW8))
         for t in range(n_tiles):
             r0 = t * tile_b
             r1 = min(r0 + tile_b, n_batch)
-            bb = r0
-            while bb + RB <= r1:
-                _input_rows(dy, wt, dx, acc, bb, RB, n_blk)
-                bb += RB
-            while bb + RB_TAIL <= r1:
-                _input_rows(dy, wt, dx, acc, bb, RB_TAIL, n_blk)
-                bb += RB_TAIL
-            while bb < r1:
-                _input_rows(dy, wt, dx, acc, bb, 1, n_blk)
-                bb += 1
+            if lanes == 8:
+                _input_tile(dy, wt, dx, acc8, CW8, r0, r1)
+            else:
+                _input_tile(dy, wt, dx, acc, VW, r0, r1)
             if mask is not None:  # the ReLU gradient, over the tile while it is in L1
                 for bb in range(r0, r1):
                     for j in range(n_cols):
