@@ -112,6 +112,8 @@ def train(
     fixed_point: Optional[str] = typer.Option(None, "--fixed-point", metavar="BITS.FRAC",
                                               help="Fixed-point datapath: every kernel output rounded to a signed BITS-bit "
                                                    "Q-format with FRAC fraction bits, saturating (e.g. 16.10). Default: float32."),
+    critic: str = typer.Option("global", "--critic", help="global: MADDPG (each critic sees all agents' observations "
+                               "and actions); local: DDPG (each critic sees only its own agent's)."),
 ) -> None:
     """Train MADDPG; print the seed, show progress, write rewards.csv, metrics.csv, learning_curve.png, checkpoint.npz
     (+ checkpoint.replay/) and TensorBoard events. SIGINT/SIGTERM save a checkpoint, then exit (130/143)."""
@@ -131,12 +133,12 @@ def train(
     for s in run_seeds:  # the flags are checked by the trainer config's own rules, and named in its errors
         cfgs.append(validate({"env": env, "n_agents": agents, "seed": s, "batch_size": batch_size, "n_envs": envs,
                               "learning_starts": learning_starts, "fixed_point_bits": q_bits,
-                              "fixed_point_frac_bits": q_frac, "batch_parts": batch_parts}, MADDPGConfig,
+                              "fixed_point_frac_bits": q_frac, "batch_parts": batch_parts, "critic": critic}, MADDPGConfig,
                              source="maddpg train",
                              flags={"env": "--env", "n_agents": "--agents", "seed": "--seeds" if seeds else "--seed",
                                     "batch_size": "--batch-size", "n_envs": "--envs", "learning_starts": "--learning-starts",
                                     "fixed_point_bits": "--fixed-point", "fixed_point_frac_bits": "--fixed-point",
-                                    "batch_parts": "--batch-parts"}))
+                                    "batch_parts": "--batch-parts", "critic": "--critic"}))
     if episodes % envs:
         lo, hi = episodes // envs * envs, (episodes // envs + 1) * envs
         raise HwModelsError(f"--episodes {episodes}: not a multiple of --envs {envs}; allowed: a multiple of {envs} "
