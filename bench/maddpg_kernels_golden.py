@@ -88,16 +88,23 @@ def run_hashes(lanes: int | None = None) -> dict[str, str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="compare with the stored file instead of writing it")
-    ap.add_argument("--lanes", type=int, choices=(8, 16), default=None, help="register blocking (default: the host's)")
+    ap.add_argument("--lanes", type=int, nargs="+", choices=(8, 16), default=None,
+                    help="register blockings to check (default: the host's)")
     args = ap.parse_args()
-    outs = kernel_outputs(args.lanes)
-    hashes = run_hashes(args.lanes)
     if args.check:
         ref = np.load(OUT)
-        bad = [k for k in outs if not np.array_equal(outs[k], ref[k])]
-        bad += [k for k in hashes if str(ref["run/" + k]) != hashes[k]]
-        print(f"{len(outs)} kernel outputs, {len(hashes)} run hashes; {len(bad)} differ: {bad[:10]}")
-        return 1 if bad else 0
+        failed = 0
+        for lanes in args.lanes or [None]:
+            outs = kernel_outputs(lanes)
+            hashes = run_hashes(lanes)
+            bad = [k for k in outs if not np.array_equal(outs[k], ref[k])]
+            bad += [k for k in hashes if str(ref["run/" + k]) != hashes[k]]
+            print(f"lanes {lanes or 'host'}: {len(outs)} kernel outputs, {len(hashes)} run hashes; {len(bad)} differ: "
+                  f"{bad[:10]}", flush=True)
+            failed |= bool(bad)
+        return 1 if failed else 0
+    outs = kernel_outputs(None)
+    hashes = run_hashes(None)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     meta = {"command": "bench/maddpg_kernels_golden.py", "commit": commit, "run": repr(RUN),
             "run_episodes": str(RUN_EPISODES)}

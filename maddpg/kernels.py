@@ -379,6 +379,11 @@ IN_CHUNK = 128  # inputs per pass of a wide forward layer (128 x VW float32 weig
 # error model (no Python-exception paths inside the loops); the GIL released while a kernel
 # runs.
 _KW = dict(cache=True, fastmath=True, boundscheck=False, error_model="numpy", nogil=True)
+# The register-blocked loops: fastmath without ``reassoc``, so that LLVM keeps every output's
+# sum in order (it may not split a reduction into partial sums, whatever the block's width)
+# and a result does not depend on the blocking: contraction to FMA stays allowed.
+_BKW = dict(cache=True, fastmath={"contract", "nnan", "ninf", "nsz", "arcp", "afn"}, boundscheck=False,
+            error_model="numpy", nogil=True)
 
 
 @intrinsic
@@ -505,6 +510,22 @@ def _forward_blocks(x, w, b, y, acc, cw, relu, tile_b, n_tiles):
                 bb += 1
 
 
+@njit(**_BKW)
+def _forward_blocked16(x, w, b, y, relu, tile_b, n_tiles):
+    """:func:`_forward_blocks` with 6 x 64 register blocks (16 lanes: 24 AVX-512 registers)."""
+    _wide_vectors()
+    acc = carray(_local_f32(_RB_VW), (RB, VW))
+    _forward_blocks(x, w, b, y, acc, VW, relu, tile_b, n_tiles)
+
+
+@njit(**_BKW)
+def _forward_blocked8(x, w, b, y, relu, tile_b, n_tiles):
+    """:func:`_forward_blocks` with 6 x 16 register blocks (8 lanes: 12 AVX2 registers)."""
+    _wide_vectors()
+    acc = carray(_local_f32(_RB_CW8), (RB, CW8))
+    _forward_blocks(x, w, b, y, acc, CW8, relu, tile_b, n_tiles)
+
+
 @njit(**_KW)
 def dense_forward(x, w, wt, b, y, relu, tile_b, q_frac, q_bits, lanes=16):
     """``y[b, o] = act(sum_i x[b, i] * w[i, o] + b[o])``; ``act`` is ReLU if ``relu`` else identity.
@@ -543,12 +564,11 @@ def dense_forward(x, w, wt, b, y, relu, tile_b, q_frac, q_bits, lanes=16):
     else:
         n_blk = n_out // VW
         o_tail = n_blk * VW
-        if lanes == 8:
-            acc8 = carray(_local_f32(_RB_CW8), (RB, CW8))
-            _forward_blocks(x, w, b, y, acc8, CW8, relu, tile_b, n_tiles)
-        else:
-            acc = carray(_local_f32(_RB_VW), (RB, VW))
-            _forward_blocks(x, w, b, y, acc, VW, relu, tile_b, n_tiles)
+        if n_blk > 0:
+            if lanes == 8:
+                _forward_blocked8(x, w, b, y, relu, tile_b, n_tiles)
+            else:
+                _forward_blocked16(x, w, b, y, relu, tile_b, n_tiles)
         for t in range(n_tiles):
             r0 = t * tile_b
             r1 = min(r0 + tile_b, n_batch)
@@ -650,6 +670,26 @@ def _weight_column(x, dy, dw, db, o, i_from):
     db[o] = a
 
 
+@njit(**_BKW)
+def _weight_blocked16(x, dy, dw, db, o_tail, n_ib):
+    """The blocked weight gradient (outputs ``0 .. o_tail``) in 6 x 64 register blocks."""
+    _wide_vectors()
+    acc = carray(_local_f32(_RB_VW), (RB, VW))
+    for ob in range(o_tail // VW):
+        for ib in range(n_ib):
+            _weight_rows(x, dy, dw, db, acc, ib * RB, ob * VW, VW)
+
+
+@njit(**_BKW)
+def _weight_blocked8(x, dy, dw, db, o_tail, n_ib):
+    """The blocked weight gradient (outputs ``0 .. o_tail``) in 6 x 16 register blocks."""
+    _wide_vectors()
+    acc = carray(_local_f32(_RB_CW8), (RB, CW8))
+    for ob in range(o_tail // CW8):
+        for ib in range(n_ib):
+            _weight_rows(x, dy, dw, db, acc, ib * RB, ob * CW8, CW8)
+
+
 @njit(**_KW)
 def dense_backward_weights(x, dy, dw, db, q_frac, q_bits, lanes=16):
     """``dw[i, o] = sum_b x[b, i] dy[b, o]``, ``db[o] = sum_b dy[b, o]`` (overwrites dw, db).
@@ -686,15 +726,11 @@ def dense_backward_weights(x, dy, dw, db, q_frac, q_bits, lanes=16):
         n_blk = n_out // VW
         o_tail = n_blk * VW
         n_ib = n_in // RB + 1  # blocks over the n_in + 1 rows of [W; b]
-        if lanes == 8:
-            acc8 = carray(_local_f32(_RB_CW8), (RB, CW8))
-            for ob in range(o_tail // CW8):
-                for ib in range(n_ib):
-                    _weight_rows(x, dy, dw, db, acc8, ib * RB, ob * CW8, CW8)
-        else:
-            for ob in range(n_blk):
-                for ib in range(n_ib):
-                    _weight_rows(x, dy, dw, db, acc, ib * RB, ob * VW, VW)
+        if n_blk > 0:
+            if lanes == 8:
+                _weight_blocked8(x, dy, dw, db, o_tail, n_ib)
+            else:
+                _weight_blocked16(x, dy, dw, db, o_tail, n_ib)
         for o in range(o_tail, n_out):
             _weight_column(x, dy, dw, db, o, 0)
     if q_bits != 0:
@@ -739,6 +775,22 @@ def _input_tile(dy, wt, dx, acc, cw, r0, r1):
         bb += 1
 
 
+@njit(**_BKW)
+def _input_blocked16(dy, wt, dx, r0, r1):
+    """:func:`_input_tile` with 6 x 64 register blocks."""
+    _wide_vectors()
+    acc = carray(_local_f32(_RB_VW), (RB, VW))
+    _input_tile(dy, wt, dx, acc, VW, r0, r1)
+
+
+@njit(**_BKW)
+def _input_blocked8(dy, wt, dx, r0, r1):
+    """:func:`_input_tile` with 6 x 16 register blocks."""
+    _wide_vectors()
+    acc = carray(_local_f32(_RB_CW8), (RB, CW8))
+    _input_tile(dy, wt, dx, acc, CW8, r0, r1)
+
+
 @njit(**_KW)
 def dense_backward_input(dy, w, wt, dx, col0, mask, tile_b, q_frac, q_bits, lanes=16):
     """``dx[b, j] = sum_o dy[b, o] * w[col0 + j, o]`` for ``j < dx.shape[1]`` (overwrites dx):
@@ -764,15 +816,13 @@ def dense_backward_input(dy, w, wt, dx, col0, mask, tile_b, q_frac, q_bits, lane
         for o in range(n_out):
             for j in range(n_cols):
                 wt[o, j] = w[col0 + j, o]
-        acc = carray(_local_f32(_RB_VW), (RB, VW))
-        acc8 = carray(_local_f32(_RB_CW8), (RB, CW8))
         for t in range(n_tiles):
             r0 = t * tile_b
             r1 = min(r0 + tile_b, n_batch)
             if lanes == 8:
-                _input_tile(dy, wt, dx, acc8, CW8, r0, r1)
+                _input_blocked8(dy, wt, dx, r0, r1)
             else:
-                _input_tile(dy, wt, dx, acc, VW, r0, r1)
+                _input_blocked16(dy, wt, dx, r0, r1)
             if mask is not None:  # the ReLU gradient, over the tile while it is in L1
                 for bb in range(r0, r1):
                     for j in range(n_cols):

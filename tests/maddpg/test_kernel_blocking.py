@@ -41,6 +41,44 @@ def test_each_blocking_reproduces_the_original_kernels_bit_for_bit(lanes):
         assert np.array_equal(v, ref[k]), k
 
 
+def _fma(acc, a, b):
+    """float32 ``fma(a, b, acc)``: the product of two float32 values is exact in float64, and
+    the sum is rounded once to float64, then to float32 (double rounding differs from one
+    rounding only when the float64 sum lies within 2^-29 ulp of a float32 tie: never here)."""
+    return (acc.astype(np.float64) + a.astype(np.float64) * b.astype(np.float64)).astype(np.float32)
+
+
+@pytest.mark.parametrize("lanes", [8, 16])
+@pytest.mark.parametrize("batch,tile_b,n_in,n_out", [(7, 3, 69, 64), (133, 64, 70, 128), (64, 8, 200, 64)])
+def test_blocked_outputs_are_in_order_fma_sums(lanes, batch, tile_b, n_in, n_out):
+    """Every output of a register-blocked pass is the sum over its reduction index in order,
+    one FMA per term, from the bias (forward) or from zero (gradients), on either blocking."""
+    rng = np.random.default_rng(batch + n_in + n_out)
+    x = rng.normal(size=(batch, n_in)).astype(np.float32)
+    w = rng.normal(size=(n_in, n_out)).astype(np.float32)
+    b = rng.normal(size=n_out).astype(np.float32)
+    dy = rng.normal(size=(batch, n_out)).astype(np.float32)
+    wt = np.zeros((n_out, n_in), np.float32)
+    y = np.zeros((batch, n_out), np.float32)
+    K.dense_forward(x, w, wt, b, y, False, tile_b, 0, 0, lanes)
+    ref = np.tile(b, (batch, 1))
+    for i in range(n_in):
+        ref = _fma(ref, x[:, i : i + 1], w[i])
+    assert np.array_equal(y, ref)
+    dw, db = np.zeros_like(w), np.zeros_like(b)
+    K.dense_backward_weights(x, dy, dw, db, 0, 0, lanes)
+    ref = np.zeros((n_in, n_out), np.float32)
+    for r in range(batch):
+        ref = _fma(ref, x[r][:, None], dy[r][None, :])
+    assert np.array_equal(dw, ref)
+    dx = np.zeros((batch, 64), np.float32)
+    K.dense_backward_input(dy, w, wt, dx, 1, None, tile_b, 0, 0, lanes)  # columns 1 .. 64: the blocked form
+    ref = np.zeros((batch, 64), np.float32)
+    for o in range(n_out):
+        ref = _fma(ref, dy[:, o : o + 1], w[1:65, o][None, :])
+    assert np.array_equal(dx, ref)
+
+
 def test_a_training_run_is_the_same_on_both_blockings():
     """64-unit layers (the blocked paths) through whole updates: weights and Adam moments equal."""
     cfg = make_config(env="simple", n_agents=3, seed=2, batch_size=64, hidden_units=64, learning_starts=64,
