@@ -518,12 +518,94 @@ def _forward_blocked16(x, w, b, y, relu, tile_b, n_tiles):
     _forward_blocks(x, w, b, y, acc, VW, relu, tile_b, n_tiles)
 
 
+@njit(cache=True, inline="always")
+def _forward_rows8(x, w, b, y, a0, a1, a2, a3, a4, a5, bb, nr, n_cb, relu, i0, i1):
+    """:func:`_forward_rows` for ``CW8``-column blocks with the rows unrolled by hand, one
+    accumulator array per row (``nr`` is 6, 2 or 1: rows past it are not touched): LLVM then
+    vectorises along the columns only, where a loop over rows lets it vectorise across them
+    with gathers."""
+    zero = np.float32(0.0)
+    first = i0 == 0
+    last = i1 == x.shape[1]
+    for ob in range(n_cb):
+        o0 = ob * CW8
+        for o in range(CW8):
+            if first:
+                v = b[o0 + o]
+                a0[o] = v
+                a1[o] = v
+                a2[o] = v
+                a3[o] = v
+                a4[o] = v
+                a5[o] = v
+            else:
+                a0[o] = y[bb, o0 + o]
+                if nr > 1:
+                    a1[o] = y[bb + 1, o0 + o]
+                if nr > 2:
+                    a2[o] = y[bb + 2, o0 + o]
+                    a3[o] = y[bb + 3, o0 + o]
+                    a4[o] = y[bb + 4, o0 + o]
+                    a5[o] = y[bb + 5, o0 + o]
+        for i in range(i0, i1):
+            x0 = x[bb, i]
+            x1 = x[bb + 1, i] if nr > 1 else zero
+            x2 = x[bb + 2, i] if nr > 2 else zero
+            x3 = x[bb + 3, i] if nr > 2 else zero
+            x4 = x[bb + 4, i] if nr > 2 else zero
+            x5 = x[bb + 5, i] if nr > 2 else zero
+            for o in range(CW8):
+                wv = w[i, o0 + o]
+                a0[o] += x0 * wv
+                if nr > 1:
+                    a1[o] += x1 * wv
+                if nr > 2:
+                    a2[o] += x2 * wv
+                    a3[o] += x3 * wv
+                    a4[o] += x4 * wv
+                    a5[o] += x5 * wv
+        relu_now = last and relu
+        for o in range(CW8):
+            y[bb, o0 + o] = zero if (relu_now and a0[o] < zero) else a0[o]
+            if nr > 1:
+                y[bb + 1, o0 + o] = zero if (relu_now and a1[o] < zero) else a1[o]
+            if nr > 2:
+                y[bb + 2, o0 + o] = zero if (relu_now and a2[o] < zero) else a2[o]
+                y[bb + 3, o0 + o] = zero if (relu_now and a3[o] < zero) else a3[o]
+                y[bb + 4, o0 + o] = zero if (relu_now and a4[o] < zero) else a4[o]
+                y[bb + 5, o0 + o] = zero if (relu_now and a5[o] < zero) else a5[o]
+
+
 @njit(**_BKW)
 def _forward_blocked8(x, w, b, y, relu, tile_b, n_tiles):
-    """:func:`_forward_blocks` with 6 x 16 register blocks (8 lanes: 12 AVX2 registers)."""
+    """:func:`_forward_blocks` with 6 x 16 register blocks (8 lanes: 12 AVX2 registers), the
+    rows unrolled by hand (:func:`_forward_rows8`)."""
     _wide_vectors()
-    acc = carray(_local_f32(_RB_CW8), (RB, CW8))
-    _forward_blocks(x, w, b, y, acc, CW8, relu, tile_b, n_tiles)
+    a0 = carray(_local_f32(CW8), (CW8,))
+    a1 = carray(_local_f32(CW8), (CW8,))
+    a2 = carray(_local_f32(CW8), (CW8,))
+    a3 = carray(_local_f32(CW8), (CW8,))
+    a4 = carray(_local_f32(CW8), (CW8,))
+    a5 = carray(_local_f32(CW8), (CW8,))
+    n_batch = x.shape[0]
+    n_in = x.shape[1]
+    n_cb = (w.shape[1] // VW) * (VW // CW8)
+    for c in range((n_in + IN_CHUNK - 1) // IN_CHUNK):
+        i0 = c * IN_CHUNK
+        i1 = min(i0 + IN_CHUNK, n_in)
+        for t in range(n_tiles):
+            r0 = t * tile_b
+            r1 = min(r0 + tile_b, n_batch)
+            bb = r0
+            while bb + RB <= r1:
+                _forward_rows8(x, w, b, y, a0, a1, a2, a3, a4, a5, bb, RB, n_cb, relu, i0, i1)
+                bb += RB
+            while bb + RB_TAIL <= r1:
+                _forward_rows8(x, w, b, y, a0, a1, a2, a3, a4, a5, bb, RB_TAIL, n_cb, relu, i0, i1)
+                bb += RB_TAIL
+            while bb < r1:
+                _forward_rows8(x, w, b, y, a0, a1, a2, a3, a4, a5, bb, 1, n_cb, relu, i0, i1)
+                bb += 1
 
 
 @njit(**_KW)
@@ -680,14 +762,85 @@ def _weight_blocked16(x, dy, dw, db, o_tail, n_ib):
             _weight_rows(x, dy, dw, db, acc, ib * RB, ob * VW, VW)
 
 
+@njit(cache=True, inline="always")
+def _aug_x(x, bb, i, n_in):
+    """Row ``bb``, column ``i`` of the augmented input ``[x, 1]`` (0 past it: padding)."""
+    v = x[bb, min(i, n_in - 1)]
+    return v if i < n_in else (np.float32(1.0) if i == n_in else np.float32(0.0))
+
+
+@njit(cache=True, inline="always")
+def _weight_store8(dw, db, a, i, o0, n_in):
+    if i < n_in:
+        for o in range(CW8):
+            dw[i, o0 + o] = a[o]
+    elif i == n_in:
+        for o in range(CW8):
+            db[o0 + o] = a[o]
+
+
 @njit(**_BKW)
 def _weight_blocked8(x, dy, dw, db, o_tail, n_ib):
-    """The blocked weight gradient (outputs ``0 .. o_tail``) in 6 x 16 register blocks."""
+    """The blocked weight gradient (outputs ``0 .. o_tail``) in 6 x 16 register blocks, the
+    six weight rows unrolled by hand (one accumulator array each), as :func:`_weight_rows`."""
     _wide_vectors()
-    acc = carray(_local_f32(_RB_CW8), (RB, CW8))
+    a0 = carray(_local_f32(CW8), (CW8,))
+    a1 = carray(_local_f32(CW8), (CW8,))
+    a2 = carray(_local_f32(CW8), (CW8,))
+    a3 = carray(_local_f32(CW8), (CW8,))
+    a4 = carray(_local_f32(CW8), (CW8,))
+    a5 = carray(_local_f32(CW8), (CW8,))
+    zero = np.float32(0.0)
+    n_in = x.shape[1]
     for ob in range(o_tail // CW8):
+        o0 = ob * CW8
         for ib in range(n_ib):
-            _weight_rows(x, dy, dw, db, acc, ib * RB, ob * CW8, CW8)
+            i0 = ib * RB
+            for o in range(CW8):
+                a0[o] = zero
+                a1[o] = zero
+                a2[o] = zero
+                a3[o] = zero
+                a4[o] = zero
+                a5[o] = zero
+            if i0 + RB <= n_in:
+                for bb in range(x.shape[0]):
+                    x0 = x[bb, i0]
+                    x1 = x[bb, i0 + 1]
+                    x2 = x[bb, i0 + 2]
+                    x3 = x[bb, i0 + 3]
+                    x4 = x[bb, i0 + 4]
+                    x5 = x[bb, i0 + 5]
+                    for o in range(CW8):
+                        d = dy[bb, o0 + o]
+                        a0[o] += x0 * d
+                        a1[o] += x1 * d
+                        a2[o] += x2 * d
+                        a3[o] += x3 * d
+                        a4[o] += x4 * d
+                        a5[o] += x5 * d
+            else:  # the last block: the bias row (x = 1), then padding
+                for bb in range(x.shape[0]):
+                    x0 = _aug_x(x, bb, i0, n_in)
+                    x1 = _aug_x(x, bb, i0 + 1, n_in)
+                    x2 = _aug_x(x, bb, i0 + 2, n_in)
+                    x3 = _aug_x(x, bb, i0 + 3, n_in)
+                    x4 = _aug_x(x, bb, i0 + 4, n_in)
+                    x5 = _aug_x(x, bb, i0 + 5, n_in)
+                    for o in range(CW8):
+                        d = dy[bb, o0 + o]
+                        a0[o] += x0 * d
+                        a1[o] += x1 * d
+                        a2[o] += x2 * d
+                        a3[o] += x3 * d
+                        a4[o] += x4 * d
+                        a5[o] += x5 * d
+            _weight_store8(dw, db, a0, i0, o0, n_in)
+            _weight_store8(dw, db, a1, i0 + 1, o0, n_in)
+            _weight_store8(dw, db, a2, i0 + 2, o0, n_in)
+            _weight_store8(dw, db, a3, i0 + 3, o0, n_in)
+            _weight_store8(dw, db, a4, i0 + 4, o0, n_in)
+            _weight_store8(dw, db, a5, i0 + 5, o0, n_in)
 
 
 @njit(**_KW)
@@ -783,12 +936,69 @@ def _input_blocked16(dy, wt, dx, r0, r1):
     _input_tile(dy, wt, dx, acc, VW, r0, r1)
 
 
+@njit(cache=True, inline="always")
+def _input_rows8(dy, wt, dx, a0, a1, a2, a3, a4, a5, bb, nr, n_cb):
+    """:func:`_input_rows` for ``CW8``-column blocks, the rows unrolled by hand (``nr``: 6, 2
+    or 1), as :func:`_forward_rows8`."""
+    zero = np.float32(0.0)
+    for jb in range(n_cb):
+        j0 = jb * CW8
+        for j in range(CW8):
+            a0[j] = zero
+            a1[j] = zero
+            a2[j] = zero
+            a3[j] = zero
+            a4[j] = zero
+            a5[j] = zero
+        for o in range(dy.shape[1]):
+            d0 = dy[bb, o]
+            d1 = dy[bb + 1, o] if nr > 1 else zero
+            d2 = dy[bb + 2, o] if nr > 2 else zero
+            d3 = dy[bb + 3, o] if nr > 2 else zero
+            d4 = dy[bb + 4, o] if nr > 2 else zero
+            d5 = dy[bb + 5, o] if nr > 2 else zero
+            for j in range(CW8):
+                wv = wt[o, j0 + j]
+                a0[j] += d0 * wv
+                if nr > 1:
+                    a1[j] += d1 * wv
+                if nr > 2:
+                    a2[j] += d2 * wv
+                    a3[j] += d3 * wv
+                    a4[j] += d4 * wv
+                    a5[j] += d5 * wv
+        for j in range(CW8):
+            dx[bb, j0 + j] = a0[j]
+            if nr > 1:
+                dx[bb + 1, j0 + j] = a1[j]
+            if nr > 2:
+                dx[bb + 2, j0 + j] = a2[j]
+                dx[bb + 3, j0 + j] = a3[j]
+                dx[bb + 4, j0 + j] = a4[j]
+                dx[bb + 5, j0 + j] = a5[j]
+
+
 @njit(**_BKW)
 def _input_blocked8(dy, wt, dx, r0, r1):
-    """:func:`_input_tile` with 6 x 16 register blocks."""
+    """:func:`_input_tile` with 6 x 16 register blocks, the rows unrolled by hand."""
     _wide_vectors()
-    acc = carray(_local_f32(_RB_CW8), (RB, CW8))
-    _input_tile(dy, wt, dx, acc, CW8, r0, r1)
+    a0 = carray(_local_f32(CW8), (CW8,))
+    a1 = carray(_local_f32(CW8), (CW8,))
+    a2 = carray(_local_f32(CW8), (CW8,))
+    a3 = carray(_local_f32(CW8), (CW8,))
+    a4 = carray(_local_f32(CW8), (CW8,))
+    a5 = carray(_local_f32(CW8), (CW8,))
+    n_cb = dx.shape[1] // CW8
+    bb = r0
+    while bb + RB <= r1:
+        _input_rows8(dy, wt, dx, a0, a1, a2, a3, a4, a5, bb, RB, n_cb)
+        bb += RB
+    while bb + RB_TAIL <= r1:
+        _input_rows8(dy, wt, dx, a0, a1, a2, a3, a4, a5, bb, RB_TAIL, n_cb)
+        bb += RB_TAIL
+    while bb < r1:
+        _input_rows8(dy, wt, dx, a0, a1, a2, a3, a4, a5, bb, 1, n_cb)
+        bb += 1
 
 
 @njit(**_KW)
