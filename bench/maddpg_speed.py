@@ -373,13 +373,13 @@ def kernel_gflops(batch: int, lanes_list: list[int], repeats: int, rounds: int) 
 def print_peak(args) -> None:
     import numba
 
-    from maddpg.kernels import host_lanes
+    from maddpg.kernels import host_lanes, vector_width
 
     numba.set_num_threads(1)
     load0 = os.getloadavg()
     lanes_list = args.lanes or [8, 16]
     print(f"# the machine's limit and the dense kernels at batch {args.batch}, 1 thread; commit {_commit()}; "
-          f"{_cpu_name()}; NUMBA_CPU_NAME={os.environ.get('NUMBA_CPU_NAME', 'host')}, detected lanes {host_lanes()}; "
+          f"{_cpu_name()}; NUMBA_CPU_NAME={os.environ.get('NUMBA_CPU_NAME', 'host')}, vector width {vector_width()} lanes, blocking {host_lanes()}; "
           f"numba {numba.__version__}; load average {load0[0]:.2f}")
     peaks = fma_peak(max(args.rounds, 3))
     peak = max(peaks.values())

@@ -68,13 +68,33 @@ NARROW_OUT = 8  # below this output width the forward pass and weight gradient u
 # hence the same results bit for bit (tests/maddpg/test_kernel_blocking.py), and the loop
 # nests, which describe the accelerator's datapath, do not depend on it.
 CPU_COLS = {16: VW, 8: 16}
-LANES_ENV = "MADDPG_VECTOR_LANES"  # overrides the detected vector width: 8 or 16
+LANES_ENV = "MADDPG_VECTOR_LANES"  # overrides the blocking: 8 or 16
+# The blocking used for each vector width. Measured with bench/maddpg_speed.py --peak on an
+# AMD EPYC (Zen 4) compiled for AVX2 only (NUMBA_CPU_FEATURES without avx512f), the 8-lane
+# block runs the wide layers at 30-44 GFLOP/s and the 16-lane one, spilling, at 41-56
+# (docs/maddpg.md): LLVM keeps 6 broadcasts live beside the 12 accumulators and spills too.
+# Until the 8-lane block wins, both widths use the 16-lane block; MADDPG_VECTOR_LANES=8
+# selects the other.
+BLOCK_FOR_WIDTH = {16: 16, 8: 16}
+
+
+def vector_width() -> int:
+    """float32 lanes of the vector registers the kernels are compiled for: 16 where the
+    target has AVX-512F (``NUMBA_CPU_FEATURES`` if set, else the host's features as LLVM
+    reports them), 8 otherwise."""
+    import os
+
+    feats = os.environ.get("NUMBA_CPU_FEATURES", "").strip()
+    if not feats:
+        import llvmlite.binding as llvm
+
+        feats = llvm.get_host_cpu_features().flatten()
+    return 16 if "+avx512f" in feats.split(",") else 8
 
 
 def host_lanes() -> int:
-    """float32 lanes of the vector registers the kernels are compiled for: ``MADDPG_VECTOR_LANES``
-    if set (8 or 16), else 16 where the target has AVX-512F (``NUMBA_CPU_FEATURES`` if set,
-    else the host's features as LLVM reports them), 8 otherwise."""
+    """The register blocking the kernels use (the ``lanes`` argument): ``MADDPG_VECTOR_LANES``
+    if set (8 or 16), else :data:`BLOCK_FOR_WIDTH` of :func:`vector_width`."""
     import os
 
     raw = os.environ.get(LANES_ENV, "").strip()
@@ -84,12 +104,7 @@ def host_lanes() -> int:
 
             raise ConfigError(f"{LANES_ENV}: {raw!r} is not a vector width; allowed: 8 (AVX2) or 16 (AVX-512)")
         return int(raw)
-    feats = os.environ.get("NUMBA_CPU_FEATURES", "").strip()
-    if not feats:
-        import llvmlite.binding as llvm
-
-        feats = llvm.get_host_cpu_features().flatten()
-    return 16 if "+avx512f" in feats.split(",") else 8
+    return BLOCK_FOR_WIDTH[vector_width()]
 
 
 @dataclass(frozen=True)
@@ -514,6 +529,7 @@ def _forward_blocks(x, w, b, y, acc, cw, relu, tile_b, n_tiles):
 def _forward_blocked16(x, w, b, y, relu, tile_b, n_tiles):
     """:func:`_forward_blocks` with 6 x 64 register blocks (16 lanes: 24 AVX-512 registers)."""
     _wide_vectors()
+    tile_b = max(tile_b, 1)  # known positive: row indices need no negative-index wraparound
     acc = carray(_local_f32(_RB_VW), (RB, VW))
     _forward_blocks(x, w, b, y, acc, VW, relu, tile_b, n_tiles)
 
@@ -581,6 +597,7 @@ def _forward_blocked8(x, w, b, y, relu, tile_b, n_tiles):
     """:func:`_forward_blocks` with 6 x 16 register blocks (8 lanes: 12 AVX2 registers), the
     rows unrolled by hand (:func:`_forward_rows8`)."""
     _wide_vectors()
+    tile_b = max(tile_b, 1)  # known positive: row indices need no negative-index wraparound
     a0 = carray(_local_f32(CW8), (CW8,))
     a1 = carray(_local_f32(CW8), (CW8,))
     a2 = carray(_local_f32(CW8), (CW8,))
@@ -932,6 +949,7 @@ def _input_tile(dy, wt, dx, acc, cw, r0, r1):
 def _input_blocked16(dy, wt, dx, r0, r1):
     """:func:`_input_tile` with 6 x 64 register blocks."""
     _wide_vectors()
+    r0 = max(r0, 0)  # known non-negative: row indices need no negative-index wraparound
     acc = carray(_local_f32(_RB_VW), (RB, VW))
     _input_tile(dy, wt, dx, acc, VW, r0, r1)
 
@@ -982,6 +1000,7 @@ def _input_rows8(dy, wt, dx, a0, a1, a2, a3, a4, a5, bb, nr, n_cb):
 def _input_blocked8(dy, wt, dx, r0, r1):
     """:func:`_input_tile` with 6 x 16 register blocks, the rows unrolled by hand."""
     _wide_vectors()
+    r0 = max(r0, 0)  # known non-negative: row indices need no negative-index wraparound
     a0 = carray(_local_f32(CW8), (CW8,))
     a1 = carray(_local_f32(CW8), (CW8,))
     a2 = carray(_local_f32(CW8), (CW8,))

@@ -112,11 +112,12 @@ def test_vector_width_is_detected_and_overridable(monkeypatch):
     monkeypatch.delenv(K.LANES_ENV, raising=False)
     monkeypatch.delenv("NUMBA_CPU_FEATURES", raising=False)
     host = "+avx512f" in llvm.get_host_cpu_features().flatten().split(",")
-    assert K.host_lanes() == (16 if host else 8)
+    assert K.vector_width() == (16 if host else 8)
+    assert K.host_lanes() == K.BLOCK_FOR_WIDTH[K.vector_width()]
     monkeypatch.setenv("NUMBA_CPU_FEATURES", "+avx,+avx2,+fma,-avx512f")
-    assert K.host_lanes() == 8
+    assert K.vector_width() == 8 and K.host_lanes() == K.BLOCK_FOR_WIDTH[8]
     monkeypatch.setenv("NUMBA_CPU_FEATURES", "+avx2,+fma,+avx512f")
-    assert K.host_lanes() == 16
+    assert K.vector_width() == 16 and K.host_lanes() == K.BLOCK_FOR_WIDTH[16]
     monkeypatch.setenv(K.LANES_ENV, "8")
     assert K.host_lanes() == 8 and MLP([4, 64, 5]).lanes == 8
     monkeypatch.setenv(K.LANES_ENV, "12")
