@@ -21,6 +21,16 @@ each network pass (critic / target critic / actor / target actor, forward or bac
 Adam, the soft target updates, the replay gather, the random numbers and the small
 kernels, by wrapping each call with a timer (about 1 us per call of overhead).
 
+``--peak`` instead measures the machine's limit and the dense kernels against it, on one
+thread: an FMA-throughput microbenchmark (register-resident accumulators, ``acc = acc * a +
+c``, as 6 x 64 and 6 x 16 float32 blocks: the two register blocks of the kernels; the larger
+is the core's peak), then each dense kernel of a 3-agent simple_spread update at batch 1024
+(the critic's 69 -> 64 -> 64 -> 1, the actor's 18 -> 64 -> 64 -> 5; forward, weight
+gradient, input gradient) with each register blocking (``--lanes``, default both), its
+GFLOP/s (2 x MACs of its loop nest / time, median of ``--repeats`` calls in each of
+``--rounds`` interleaved rounds) and its share of the peak. To measure a CPU without
+AVX-512 on one that has it: ``NUMBA_CPU_NAME=znver3 MADDPG_VECTOR_LANES=8``.
+
 PyTorch is the optional ``bench`` extra (``pip install -e '.[bench]'``); without it the
 PyTorch column is skipped with a message.
 """
@@ -63,11 +73,11 @@ def _fill(rp, rng: np.random.Generator) -> None:
     rp.size = rp.pos = REPLAY
 
 
-def build_ours(n: int, batch: int, batch_parts: int | None = None):
+def build_ours(n: int, batch: int, batch_parts: int | None = None, lanes: int | None = None):
     """A fresh trainer with a filled replay, warmed up; returns its update."""
     extra = {} if batch_parts is None else {"batch_parts": batch_parts}
     cfg = make_config(env="simple_spread", n_agents=n, seed=0, batch_size=batch, buffer_size=REPLAY, **extra)
-    t = MADDPG(cfg, lambda *a: _ShapeOnlyEnv(n))
+    t = MADDPG(cfg, lambda *a: _ShapeOnlyEnv(n), lanes=lanes)
     _fill(t.replay, np.random.default_rng(0))
     t.update()  # warm-up (compilation, workspaces)
     return t.update
@@ -236,6 +246,165 @@ def _threading_layer(n: int, batch: int, parts: int) -> str:
         return "none started"
 
 
+# ---- the machine's limit -------------------------------------------------------------------
+
+def _peak_kernels():
+    from numba import carray, njit
+
+    from maddpg.kernels import _local_f32, _wide_vectors
+
+    @njit(fastmath=True, nogil=True)
+    def fma_6x64(n_iter, a, c):
+        _wide_vectors()
+        acc = carray(_local_f32(384), (6, 64))
+        for r in range(6):
+            for o in range(64):
+                acc[r, o] = np.float32(r * 64 + o) * np.float32(1e-3)
+        for _ in range(n_iter):
+            for r in range(6):
+                for o in range(64):
+                    acc[r, o] = acc[r, o] * a + c
+        s = np.float32(0.0)
+        for r in range(6):
+            for o in range(64):
+                s += acc[r, o]
+        return s
+
+    @njit(fastmath=True, nogil=True)
+    def fma_6x16(n_iter, a, c):  # rows unrolled by hand, as the kernels' 8-lane block
+        _wide_vectors()
+        r0 = carray(_local_f32(16), (16,))
+        r1 = carray(_local_f32(16), (16,))
+        r2 = carray(_local_f32(16), (16,))
+        r3 = carray(_local_f32(16), (16,))
+        r4 = carray(_local_f32(16), (16,))
+        r5 = carray(_local_f32(16), (16,))
+        for o in range(16):
+            v = np.float32(o) * np.float32(1e-3)
+            r0[o] = v
+            r1[o] = v + np.float32(1.0)
+            r2[o] = v + np.float32(2.0)
+            r3[o] = v + np.float32(3.0)
+            r4[o] = v + np.float32(4.0)
+            r5[o] = v + np.float32(5.0)
+        for _ in range(n_iter):
+            for o in range(16):
+                r0[o] = r0[o] * a + c
+                r1[o] = r1[o] * a + c
+                r2[o] = r2[o] * a + c
+                r3[o] = r3[o] * a + c
+                r4[o] = r4[o] * a + c
+                r5[o] = r5[o] * a + c
+        s = np.float32(0.0)
+        for o in range(16):
+            s += r0[o] + r1[o] + r2[o] + r3[o] + r4[o] + r5[o]
+        return s
+
+    return {"6x64": (fma_6x64, 384), "6x16": (fma_6x16, 96)}
+
+
+def fma_peak(rounds: int) -> dict[str, float]:
+    """GFLOP/s of each register-resident FMA block on one thread (median of ``rounds``)."""
+    out = {}
+    a, c = np.float32(0.999), np.float32(1e-4)
+    for name, (fn, width) in _peak_kernels().items():
+        fn(10, a, c)  # compile
+        n_iter = 8_000_000 // width  # calls of about 50 us: the median of many short calls is
+        times = []  # what one core delivers while it runs, on a loaded machine too
+        for _ in range(100 * rounds):
+            t0 = time.perf_counter()
+            fn(n_iter, a, c)
+            times.append(time.perf_counter() - t0)
+        out[name] = 2 * width * n_iter / float(np.median(times)) / 1e9
+    return out
+
+
+KERNEL_SHAPES = [("critic", 69, 64), ("critic", 64, 64), ("critic", 64, 1), ("actor", 18, 64), ("actor", 64, 64),
+                 ("actor", 64, 5)]
+
+
+def kernel_gflops(batch: int, lanes_list: list[int], repeats: int, rounds: int) -> list[tuple]:
+    """(net, n_in, n_out, kernel, lanes, GFLOP/s median, min, max) for each dense kernel, serial."""
+    from maddpg import kernels as K
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for net, n_in, n_out in KERNEL_SHAPES:
+        x = K.aligned_zeros((batch, n_in))
+        x[...] = rng.normal(size=x.shape)
+        w = K.aligned_zeros((n_in, n_out))
+        w[...] = rng.normal(size=w.shape) * 0.1
+        b = K.aligned_zeros(n_out)
+        y = K.aligned_zeros((batch, n_out))
+        dy = K.aligned_zeros((batch, n_out))
+        dy[...] = rng.normal(size=dy.shape)
+        h = K.aligned_zeros((batch, n_in))
+        h[...] = np.maximum(rng.normal(size=h.shape), 0)
+        wt = K.aligned_zeros((n_out, n_in))
+        dw = K.aligned_zeros((n_in, n_out))
+        db = K.aligned_zeros(n_out)
+        dx = K.aligned_zeros((batch, n_in))
+        calls = {
+            "dense_forward": (lambda L: K.dense_forward(x, w, wt, b, y, True, 64, 0, 0, L),
+                              K.dense_forward_nest(batch, n_in, n_out).macs),
+            "dense_backward_weights": (lambda L: K.dense_backward_weights(x, dy, dw, db, 0, 0, L),
+                                       K.dense_backward_weights_nest(batch, n_in, n_out).macs),
+            "dense_backward_input": (lambda L: K.dense_backward_input(dy, w, wt, dx, 0, h, 64, 0, 0, L),
+                                     K.dense_backward_input_nest(batch, n_in, n_out).macs),
+        }
+        for kname, (call, macs) in calls.items():
+            per_round = {L: [] for L in lanes_list}
+            for L in lanes_list:
+                call(L)  # compile, warm
+            for _ in range(rounds):  # interleaved: each round times every blocking
+                for L in lanes_list:
+                    ts = []
+                    for _ in range(repeats):
+                        t0 = time.perf_counter()
+                        call(L)
+                        ts.append(time.perf_counter() - t0)
+                    per_round[L].append(2 * macs / float(np.median(ts)) / 1e9)
+            for L in lanes_list:
+                g = per_round[L]
+                rows.append((net, n_in, n_out, kname, L, float(np.median(g)), min(g), max(g)))
+    return rows
+
+
+def print_peak(args) -> None:
+    import numba
+
+    from maddpg.kernels import host_lanes, vector_width
+
+    numba.set_num_threads(1)
+    load0 = os.getloadavg()
+    lanes_list = args.lanes or [8, 16]
+    print(f"# the machine's limit and the dense kernels at batch {args.batch}, 1 thread; commit {_commit()}; "
+          f"{_cpu_name()}; NUMBA_CPU_NAME={os.environ.get('NUMBA_CPU_NAME', 'host')}, vector width {vector_width()} lanes, blocking {host_lanes()}; "
+          f"numba {numba.__version__}; load average {load0[0]:.2f}")
+    peaks = fma_peak(max(args.rounds, 3))
+    peak = max(peaks.values())
+    for name, g in peaks.items():
+        print(f"# FMA throughput, {name} float32 accumulators in registers: {g:.1f} GFLOP/s")
+    print(f"# peak (the larger): {peak:.1f} GFLOP/s")
+    print(f"{'net':<7} {'in':>4} {'out':>4} {'kernel':<24} {'lanes':>5} {'GFLOP/s':>8} {'range':>13} {'of peak':>8}")
+    for net, n_in, n_out, kname, L, g, lo, hi in kernel_gflops(args.batch, lanes_list, args.repeats, args.rounds):
+        print(f"{net:<7} {n_in:>4} {n_out:>4} {kname:<24} {L:>5} {g:>8.1f} {lo:>6.1f}-{hi:<6.1f} {g / peak:>7.0%}",
+              flush=True)
+    load1 = os.getloadavg()
+    print(f"# load average after: {load1[0]:.2f}")
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip() + f", {os.cpu_count()} CPUs"
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def _commit() -> str:
     import subprocess
 
@@ -260,8 +429,15 @@ def main() -> None:
                     help="threads of both ours (Numba) and PyTorch (default: Numba's, one per CPU)")
     ap.add_argument("--profile", action="store_true", help="time the parts of our update instead")
     ap.add_argument("--batch-parts", type=int, default=None, help="minibatch parts of ours (default: the trainer's)")
+    ap.add_argument("--peak", action="store_true", help="FMA peak and each dense kernel's GFLOP/s instead")
+    ap.add_argument("--lanes", type=int, nargs="+", choices=(8, 16), default=None,
+                    help="register blockings (--peak: default both; otherwise the trainer's, detected)")
     args = ap.parse_args()
     import numba
+
+    if args.peak:
+        print_peak(args)
+        return
 
     if args.threads is not None:
         if not 1 <= args.threads <= numba.config.NUMBA_NUM_THREADS:

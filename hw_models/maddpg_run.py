@@ -48,7 +48,7 @@ def check_threads(threads: Optional[int]) -> None:
 
 
 def trainer_configs(run_seeds: list[int], several: bool, *, env, agents, batch_size, envs, learning_starts,
-                    fixed_point, batch_parts) -> list:
+                    fixed_point, batch_parts, critic="global") -> list:
     """One trainer config per seed (``fixed_point``: (bits, fraction bits), (0, 0) for float32), checked by the config's own rules and named as the flags in its errors."""
     from maddpg.trainer import MADDPGConfig
     from noc.base.config import validate
@@ -56,10 +56,11 @@ def trainer_configs(run_seeds: list[int], several: bool, *, env, agents, batch_s
     q_bits, q_frac = fixed_point
     flags = {"env": "--env", "n_agents": "--agents", "seed": "--seeds" if several else "--seed",
              "batch_size": "--batch-size", "n_envs": "--envs", "learning_starts": "--learning-starts",
-             "fixed_point_bits": "--fixed-point", "fixed_point_frac_bits": "--fixed-point", "batch_parts": "--batch-parts"}
+             "fixed_point_bits": "--fixed-point", "fixed_point_frac_bits": "--fixed-point", "batch_parts": "--batch-parts",
+             "critic": "--critic"}
     return [validate({"env": env, "n_agents": agents, "seed": s, "batch_size": batch_size, "n_envs": envs,
                       "learning_starts": learning_starts, "fixed_point_bits": q_bits, "fixed_point_frac_bits": q_frac,
-                      "batch_parts": batch_parts}, MADDPGConfig, source="maddpg train", flags=flags)
+                      "batch_parts": batch_parts, "critic": critic}, MADDPGConfig, source="maddpg train", flags=flags)
             for s in run_seeds]
 
 

@@ -45,33 +45,35 @@ def _layer(params, seg_start, layer):
 
 
 @njit(cache=True, inline="always")
-def _forward_rows(x, params, seg_start, wt, acts, p, lo, hi, tile_b, q_frac, q_bits):
+def _forward_rows(x, params, seg_start, wt, acts, p, lo, hi, tile_b, q_frac, q_bits, lanes):
     """Rows ``lo .. hi`` of an MLP's forward pass (ReLU after every layer but the last)."""
     nl = len(acts)
     w, b = _layer(params, seg_start, 0)
-    K.dense_forward(x[lo:hi], w, wt[0][p], b, acts[0][lo:hi], nl > 1, tile_b, q_frac, q_bits)
+    K.dense_forward(x[lo:hi], w, wt[0][p], b, acts[0][lo:hi], nl > 1, tile_b, q_frac, q_bits, lanes)
     for layer in range(1, nl):
         w, b = _layer(params, seg_start, layer)
         K.dense_forward(acts[layer - 1][lo:hi], w, wt[layer][p], b, acts[layer][lo:hi], layer < nl - 1, tile_b,
-                        q_frac, q_bits)
+                        q_frac, q_bits, lanes)
 
 
 @njit(**_PKW)
-def forward(x, params, seg_start, wt, acts, parts, tile_b, q_frac, q_bits):
+def forward(x, params, seg_start, wt, acts, parts, tile_b, q_frac, q_bits, lanes):
     """An MLP's forward pass over ``x[batch, in]`` into the per-layer activations ``acts``.
 
     ``params`` and ``seg_start``: the flat parameter vector and its tensor boundaries
     (``W0, b0, W1, b1, ...``); ``wt``: per layer a ``[parts, out, in]`` scratch (each part
-    its own transposed copy of the weights)."""
+    its own transposed copy of the weights); ``lanes``: the CPU's register blocking
+    (:func:`maddpg.kernels.host_lanes`), which does not change the results."""
     n = x.shape[0]
     for p in prange(parts):
         _wide_vectors()
         lo, hi = _rows(n, p, parts)
-        _forward_rows(x, params, seg_start, wt, acts, p, lo, hi, tile_b, q_frac, q_bits)
+        _forward_rows(x, params, seg_start, wt, acts, p, lo, hi, tile_b, q_frac, q_bits, lanes)
 
 
 @njit(**_PKW)
-def forward_sample(x, params, seg_start, wt, acts, u, out, temperature, dst, col0, parts, tile_b, q_frac, q_bits):
+def forward_sample(x, params, seg_start, wt, acts, u, out, temperature, dst, col0, parts, tile_b, q_frac, q_bits,
+                   lanes):
     """:func:`forward`, then the Gumbel-softmax sample of the logits with uniforms ``u``
     into ``out``, copied into the columns ``col0 ..`` of ``dst`` when ``col0 >= 0`` (a
     target actor's sample into the next-state critic input)."""
@@ -79,14 +81,15 @@ def forward_sample(x, params, seg_start, wt, acts, u, out, temperature, dst, col
     for p in prange(parts):
         _wide_vectors()
         lo, hi = _rows(n, p, parts)
-        _forward_rows(x, params, seg_start, wt, acts, p, lo, hi, tile_b, q_frac, q_bits)
+        _forward_rows(x, params, seg_start, wt, acts, p, lo, hi, tile_b, q_frac, q_bits, lanes)
         K.gumbel_softmax(acts[len(acts) - 1][lo:hi], u[lo:hi], out[lo:hi], temperature, tile_b)
         if col0 >= 0:
             K.put_columns(out[lo:hi], dst[lo:hi], col0)
 
 
 @njit(**_PKW)
-def backward(x, dout, params, seg_start, wt, acts, grads, grad_parts, weights, col0, dx, parts, tile_b, q_frac, q_bits):
+def backward(x, dout, params, seg_start, wt, acts, grads, grad_parts, weights, col0, dx, parts, tile_b, q_frac, q_bits,
+             lanes):
     """Back-propagate ``dout`` through the forward pass that left ``acts`` (input ``x``).
 
     ``weights``: the weight and bias gradients, part ``p``'s into ``grad_parts[p]`` (flat,
@@ -105,16 +108,16 @@ def backward(x, dout, params, seg_start, wt, acts, grads, grad_parts, weights, c
             h_in = acts[layer - 1][lo:hi]
             if weights:
                 dw, db = _layer(grad_parts[p], seg_start, layer)
-                K.dense_backward_weights(h_in, g, dw, db, 0, 0)  # wide (float) partial sums
+                K.dense_backward_weights(h_in, g, dw, db, 0, 0, lanes)  # wide (float) partial sums
             gi = grads[layer - 1][lo:hi]
-            K.dense_backward_input(g, w, wt[layer][p], gi, 0, h_in, tile_b, q_frac, q_bits)
+            K.dense_backward_input(g, w, wt[layer][p], gi, 0, h_in, tile_b, q_frac, q_bits, lanes)
             g = gi
         w, b = _layer(params, seg_start, 0)
         if weights:
             dw, db = _layer(grad_parts[p], seg_start, 0)
-            K.dense_backward_weights(x[lo:hi], g, dw, db, 0, 0)
+            K.dense_backward_weights(x[lo:hi], g, dw, db, 0, 0, lanes)
         if col0 >= 0:
-            K.dense_backward_input(g, w, wt[0][p], dx[lo:hi], col0, None, tile_b, q_frac, q_bits)
+            K.dense_backward_input(g, w, wt[0][p], dx[lo:hi], col0, None, tile_b, q_frac, q_bits, lanes)
     if weights:
         total = grad_parts[0]
         for p in range(1, parts):

@@ -8,7 +8,9 @@ Every kernel is written the way an HLS engineer writes C for an FPGA:
   tile per processing element in hardware; the tiles are independent);
 * register blocks: the dense kernels accumulate ``RB`` rows x ``VW`` columns in a local,
   fully partitioned array (``float acc[RB][VW]``) over the reduction loop, with the block's
-  loops fully unrolled — on the CPU, 16 AVX-512 registers of partial sums;
+  loops fully unrolled. On the CPU the block's columns follow the host's vector width
+  (``lanes``, :func:`host_lanes`): 6 x 64 in 24 AVX-512 registers, or each ``VW`` block as four
+  6 x 16 blocks in 12 AVX2 registers; both compute every element in the same order;
 * caller-provided output buffers (and scratch, e.g. a transposed weight copy) — nothing is
   allocated on the heap inside a kernel;
 * float32 everywhere (accumulators included); an optional fixed-point mode rounds every
@@ -18,9 +20,14 @@ Every kernel is written the way an HLS engineer writes C for an FPGA:
 
 Each kernel has a twin ``*_nest(shapes, tiling)`` returning a :class:`LoopNest` — its loop
 bounds, tile, block and unroll factors and its work (MACs, words moved) as plain data. The
-accelerator model turns a LoopNest into cycles; the kernel and its nest are defined side by
-side from the same shapes, so they cannot drift. The unroll factor is an HLS pragma: on the
-CPU, LLVM's vectoriser realises the innermost (contiguous) loop instead.
+accelerator model turns a LoopNest into cycles. A kernel and its nest are two pieces of code;
+what keeps them equal is that both take every path decision and bound from the same
+module constants (``NARROW_OUT``, ``VW``, ``RB``, ``RB_TAIL``, ``IN_CHUNK``) and the same shapes,
+and tests/maddpg/test_kernels.py, which checks the nests' trip counts and MACs against the
+shapes the kernels run. The nest describes the accelerator's datapath (``RB x VW`` blocks)
+and does not depend on the CPU's register block (``lanes``), which only splits a ``VW`` block
+into narrower ones. The unroll factor is an HLS pragma: on the CPU, LLVM's vectoriser
+realises the innermost (contiguous) loop instead.
 
 The kernels run serially on the rows they are given; :mod:`maddpg.batch_parts` runs a whole
 pass (several kernels) on row ranges of the minibatch in parallel, one fork-join per pass.
@@ -49,8 +56,55 @@ from numba.extending import intrinsic
 
 RB = 6  # rows of a register block (batch rows, or weight rows in the weight gradient)
 RB_TAIL = 2  # rows of the blocks that finish a tile (or the weight rows) when RB no longer fits
-VW = 64  # columns of a register block: four 16-lane float32 vectors (AVX-512), unrolled
+VW = 64  # columns of a register block in the loop nests (the datapath's width), and the granule
+# that chooses the kernels' paths: a layer is blocked where it has full VW-column blocks
 NARROW_OUT = 8  # below this output width the forward pass and weight gradient use narrow forms
+
+# The CPU's register block, chosen from the host's vector width (lanes of float32): RB rows x
+# CPU_COLS[lanes] columns of accumulators. 16 lanes (AVX-512, 32 registers): 6 x 64 = 24 zmm;
+# 8 lanes (AVX2, 16 registers): 6 x 16 = 12 ymm (BLIS's Haswell block), so a VW block of the
+# nest runs as VW / 16 register blocks side by side. The column block only splits a VW block:
+# the paths, the loop bounds and every element's order of summation are the same for both,
+# hence the same results bit for bit (tests/maddpg/test_kernel_blocking.py), and the loop
+# nests, which describe the accelerator's datapath, do not depend on it.
+CPU_COLS = {16: VW, 8: 16}
+LANES_ENV = "MADDPG_VECTOR_LANES"  # overrides the blocking: 8 or 16
+# The blocking used for each vector width. Measured with bench/maddpg_speed.py --peak on an
+# AMD EPYC (Zen 4) compiled for AVX2 only (NUMBA_CPU_FEATURES without avx512f), the 8-lane
+# block runs the wide layers at 30-44 GFLOP/s and the 16-lane one, spilling, at 41-56
+# (docs/maddpg.md): LLVM keeps 6 broadcasts live beside the 12 accumulators and spills too.
+# Until the 8-lane block wins, both widths use the 16-lane block; MADDPG_VECTOR_LANES=8
+# selects the other.
+BLOCK_FOR_WIDTH = {16: 16, 8: 16}
+
+
+def vector_width() -> int:
+    """float32 lanes of the vector registers the kernels are compiled for: 16 where the
+    target has AVX-512F (``NUMBA_CPU_FEATURES`` if set, else the host's features as LLVM
+    reports them), 8 otherwise."""
+    import os
+
+    feats = os.environ.get("NUMBA_CPU_FEATURES", "").strip()
+    if not feats:
+        import llvmlite.binding as llvm
+
+        feats = llvm.get_host_cpu_features().flatten()
+    return 16 if "+avx512f" in feats.split(",") else 8
+
+
+def host_lanes() -> int:
+    """The register blocking the kernels use (the ``lanes`` argument): ``MADDPG_VECTOR_LANES``
+    if set (8 or 16), else :data:`BLOCK_FOR_WIDTH` of :func:`vector_width`."""
+    import os
+
+    raw = os.environ.get(LANES_ENV, "").strip()
+    if raw:
+        if raw not in ("8", "16"):
+            from noc.base.errors import ConfigError
+
+            raise ConfigError(f"{LANES_ENV}: {raw!r} is not a vector width; allowed: 8 (AVX2) or 16 (AVX-512)")
+        return int(raw)
+    return BLOCK_FOR_WIDTH[vector_width()]
 
 
 @dataclass(frozen=True)
@@ -332,12 +386,19 @@ def quantize_rows(y, q_frac, q_bits):
 # ---------------------------------------------------------------------------------------
 
 _RB_VW = RB * VW
+_RB_CW8 = RB * CPU_COLS[8]
+CW8 = CPU_COLS[8]
 IN_CHUNK = 128  # inputs per pass of a wide forward layer (128 x VW float32 weights = 32 KiB, in L1)
 
 # Float kernels: fastmath lets LLVM contract to FMA and vectorise; no bounds checks, numpy
 # error model (no Python-exception paths inside the loops); the GIL released while a kernel
 # runs.
 _KW = dict(cache=True, fastmath=True, boundscheck=False, error_model="numpy", nogil=True)
+# The register-blocked loops: fastmath without ``reassoc``, so that LLVM keeps every output's
+# sum in order (it may not split a reduction into partial sums, whatever the block's width)
+# and a result does not depend on the blocking: contraction to FMA stays allowed.
+_BKW = dict(cache=True, fastmath={"contract", "nnan", "ninf", "nsz", "arcp", "afn"}, boundscheck=False,
+            error_model="numpy", nogil=True)
 
 
 @intrinsic
@@ -407,39 +468,165 @@ def _prefetch(typingctx, arr, i, j):
 
 
 @njit(cache=True, inline="always")
-def _forward_rows(x, w, b, y, acc, bb, nr, n_blk, relu, i0, i1):
-    """Rows ``bb .. bb + nr`` of a wide forward pass over inputs ``i0 .. i1``: per block of ``VW``
-    outputs, the ``nr x VW`` register block ``acc`` starts from the bias (first chunk of
-    inputs) or the partial sums in ``y``, accumulates over the chunk and is stored (with the
-    ReLU after the last chunk)."""
+def _forward_rows(x, w, b, y, acc, bb, nr, n_cb, cw, relu, i0, i1):
+    """Rows ``bb .. bb + nr`` of a wide forward pass over inputs ``i0 .. i1``: per block of ``cw``
+    outputs (``n_cb`` blocks), the ``nr x cw`` register block ``acc`` starts from the bias
+    (first chunk of inputs) or the partial sums in ``y``, accumulates over the chunk and is
+    stored (with the ReLU after the last chunk)."""
     zero = np.float32(0.0)
     first = i0 == 0
     last = i1 == x.shape[1]
-    for ob in range(n_blk):
-        o0 = ob * VW
+    for ob in range(n_cb):
+        o0 = ob * cw
         if first:
             for r in range(nr):
-                for o in range(VW):
+                for o in range(cw):
                     acc[r, o] = b[o0 + o]
         else:
             for r in range(nr):
-                for o in range(VW):
+                for o in range(cw):
                     acc[r, o] = y[bb + r, o0 + o]
         for i in range(i0, i1):
             for r in range(nr):
                 xr = x[bb + r, i]
-                for o in range(VW):
+                for o in range(cw):
                     acc[r, o] += xr * w[i, o0 + o]
         for r in range(nr):
-            for o in range(VW):
+            for o in range(cw):
                 v = acc[r, o]
                 if last and relu and v < zero:
                     v = zero
                 y[bb + r, o0 + o] = v
 
 
+@njit(cache=True, inline="always")
+def _forward_blocks(x, w, b, y, acc, cw, relu, tile_b, n_tiles):
+    """The register-blocked part of a wide forward pass (the first ``VW * (n_out // VW)``
+    outputs) with ``RB x cw`` blocks: chunks of inputs outermost, then batch tiles, then rows
+    in blocks of ``RB``, ``RB_TAIL`` and 1."""
+    n_batch = x.shape[0]
+    n_in = x.shape[1]
+    n_cb = (w.shape[1] // VW) * (VW // cw)
+    for c in range((n_in + IN_CHUNK - 1) // IN_CHUNK):  # chunks of inputs: w's rows stay in L1
+        i0 = c * IN_CHUNK
+        i1 = min(i0 + IN_CHUNK, n_in)
+        for t in range(n_tiles):
+            r0 = t * tile_b
+            r1 = min(r0 + tile_b, n_batch)
+            bb = r0
+            while bb + RB <= r1:
+                _forward_rows(x, w, b, y, acc, bb, RB, n_cb, cw, relu, i0, i1)
+                bb += RB
+            while bb + RB_TAIL <= r1:
+                _forward_rows(x, w, b, y, acc, bb, RB_TAIL, n_cb, cw, relu, i0, i1)
+                bb += RB_TAIL
+            while bb < r1:
+                _forward_rows(x, w, b, y, acc, bb, 1, n_cb, cw, relu, i0, i1)
+                bb += 1
+
+
+@njit(**_BKW)
+def _forward_blocked16(x, w, b, y, relu, tile_b, n_tiles):
+    """:func:`_forward_blocks` with 6 x 64 register blocks (16 lanes: 24 AVX-512 registers)."""
+    _wide_vectors()
+    tile_b = max(tile_b, 1)  # known positive: row indices need no negative-index wraparound
+    acc = carray(_local_f32(_RB_VW), (RB, VW))
+    _forward_blocks(x, w, b, y, acc, VW, relu, tile_b, n_tiles)
+
+
+@njit(cache=True, inline="always")
+def _forward_rows8(x, w, b, y, a0, a1, a2, a3, a4, a5, bb, nr, n_cb, relu, i0, i1):
+    """:func:`_forward_rows` for ``CW8``-column blocks with the rows unrolled by hand, one
+    accumulator array per row (``nr`` is 6, 2 or 1: rows past it are not touched): LLVM then
+    vectorises along the columns only, where a loop over rows lets it vectorise across them
+    with gathers."""
+    zero = np.float32(0.0)
+    first = i0 == 0
+    last = i1 == x.shape[1]
+    for ob in range(n_cb):
+        o0 = ob * CW8
+        for o in range(CW8):
+            if first:
+                v = b[o0 + o]
+                a0[o] = v
+                a1[o] = v
+                a2[o] = v
+                a3[o] = v
+                a4[o] = v
+                a5[o] = v
+            else:
+                a0[o] = y[bb, o0 + o]
+                if nr > 1:
+                    a1[o] = y[bb + 1, o0 + o]
+                if nr > 2:
+                    a2[o] = y[bb + 2, o0 + o]
+                    a3[o] = y[bb + 3, o0 + o]
+                    a4[o] = y[bb + 4, o0 + o]
+                    a5[o] = y[bb + 5, o0 + o]
+        for i in range(i0, i1):
+            x0 = x[bb, i]
+            x1 = x[bb + 1, i] if nr > 1 else zero
+            x2 = x[bb + 2, i] if nr > 2 else zero
+            x3 = x[bb + 3, i] if nr > 2 else zero
+            x4 = x[bb + 4, i] if nr > 2 else zero
+            x5 = x[bb + 5, i] if nr > 2 else zero
+            for o in range(CW8):
+                wv = w[i, o0 + o]
+                a0[o] += x0 * wv
+                if nr > 1:
+                    a1[o] += x1 * wv
+                if nr > 2:
+                    a2[o] += x2 * wv
+                    a3[o] += x3 * wv
+                    a4[o] += x4 * wv
+                    a5[o] += x5 * wv
+        relu_now = last and relu
+        for o in range(CW8):
+            y[bb, o0 + o] = zero if (relu_now and a0[o] < zero) else a0[o]
+            if nr > 1:
+                y[bb + 1, o0 + o] = zero if (relu_now and a1[o] < zero) else a1[o]
+            if nr > 2:
+                y[bb + 2, o0 + o] = zero if (relu_now and a2[o] < zero) else a2[o]
+                y[bb + 3, o0 + o] = zero if (relu_now and a3[o] < zero) else a3[o]
+                y[bb + 4, o0 + o] = zero if (relu_now and a4[o] < zero) else a4[o]
+                y[bb + 5, o0 + o] = zero if (relu_now and a5[o] < zero) else a5[o]
+
+
+@njit(**_BKW)
+def _forward_blocked8(x, w, b, y, relu, tile_b, n_tiles):
+    """:func:`_forward_blocks` with 6 x 16 register blocks (8 lanes: 12 AVX2 registers), the
+    rows unrolled by hand (:func:`_forward_rows8`)."""
+    _wide_vectors()
+    tile_b = max(tile_b, 1)  # known positive: row indices need no negative-index wraparound
+    a0 = carray(_local_f32(CW8), (CW8,))
+    a1 = carray(_local_f32(CW8), (CW8,))
+    a2 = carray(_local_f32(CW8), (CW8,))
+    a3 = carray(_local_f32(CW8), (CW8,))
+    a4 = carray(_local_f32(CW8), (CW8,))
+    a5 = carray(_local_f32(CW8), (CW8,))
+    n_batch = x.shape[0]
+    n_in = x.shape[1]
+    n_cb = (w.shape[1] // VW) * (VW // CW8)
+    for c in range((n_in + IN_CHUNK - 1) // IN_CHUNK):
+        i0 = c * IN_CHUNK
+        i1 = min(i0 + IN_CHUNK, n_in)
+        for t in range(n_tiles):
+            r0 = t * tile_b
+            r1 = min(r0 + tile_b, n_batch)
+            bb = r0
+            while bb + RB <= r1:
+                _forward_rows8(x, w, b, y, a0, a1, a2, a3, a4, a5, bb, RB, n_cb, relu, i0, i1)
+                bb += RB
+            while bb + RB_TAIL <= r1:
+                _forward_rows8(x, w, b, y, a0, a1, a2, a3, a4, a5, bb, RB_TAIL, n_cb, relu, i0, i1)
+                bb += RB_TAIL
+            while bb < r1:
+                _forward_rows8(x, w, b, y, a0, a1, a2, a3, a4, a5, bb, 1, n_cb, relu, i0, i1)
+                bb += 1
+
+
 @njit(**_KW)
-def dense_forward(x, w, wt, b, y, relu, tile_b, q_frac, q_bits):
+def dense_forward(x, w, wt, b, y, relu, tile_b, q_frac, q_bits, lanes=16):
     """``y[b, o] = act(sum_i x[b, i] * w[i, o] + b[o])``; ``act`` is ReLU if ``relu`` else identity.
 
     Wide layers (``n_out >= NARROW_OUT``): inside each batch tile, blocks of ``RB`` rows x
@@ -450,6 +637,8 @@ def dense_forward(x, w, wt, b, y, relu, tile_b, q_frac, q_bits):
     whole batch; partial sums wait in ``y``): each output still sums its inputs in order.
     Narrow layers (a critic's 1-wide head, an actor's logits): ``wt`` (``[n_out, n_in]``,
     caller's buffer) receives ``w`` transposed and each output is a contiguous dot product.
+    ``lanes``: the CPU's vector width (8 or 16), which sets the register block's columns
+    (``CPU_COLS``); the result does not depend on it.
     """
     _wide_vectors()
     n_batch = x.shape[0]
@@ -472,25 +661,13 @@ def dense_forward(x, w, wt, b, y, relu, tile_b, q_frac, q_bits):
                         a = zero
                     y[bb, o] = a
     else:
-        acc = carray(_local_f32(_RB_VW), (RB, VW))
         n_blk = n_out // VW
         o_tail = n_blk * VW
-        for c in range((n_in + IN_CHUNK - 1) // IN_CHUNK):  # chunks of inputs: w's rows stay in L1
-            i0 = c * IN_CHUNK
-            i1 = min(i0 + IN_CHUNK, n_in)
-            for t in range(n_tiles):
-                r0 = t * tile_b
-                r1 = min(r0 + tile_b, n_batch)
-                bb = r0
-                while bb + RB <= r1:
-                    _forward_rows(x, w, b, y, acc, bb, RB, n_blk, relu, i0, i1)
-                    bb += RB
-                while bb + RB_TAIL <= r1:
-                    _forward_rows(x, w, b, y, acc, bb, RB_TAIL, n_blk, relu, i0, i1)
-                    bb += RB_TAIL
-                while bb < r1:
-                    _forward_rows(x, w, b, y, acc, bb, 1, n_blk, relu, i0, i1)
-                    bb += 1
+        if n_blk > 0:
+            if lanes == 8:
+                _forward_blocked8(x, w, b, y, relu, tile_b, n_tiles)
+            else:
+                _forward_blocked16(x, w, b, y, relu, tile_b, n_tiles)
         for t in range(n_tiles):
             r0 = t * tile_b
             r1 = min(r0 + tile_b, n_batch)
@@ -540,9 +717,9 @@ def relu_backward(y, dy, dx, tile_b):
 
 
 @njit(cache=True, inline="always")
-def _weight_rows(x, dy, dw, db, acc, i0, o0):
-    """Rows ``i0 .. i0 + RB`` x outputs ``o0 .. o0 + VW`` of the gradient of the augmented
-    weights ``[W; b]`` (input ``[x, 1]``): the ``RB x VW`` register block ``acc`` accumulates
+def _weight_rows(x, dy, dw, db, acc, i0, o0, cw):
+    """Rows ``i0 .. i0 + RB`` x outputs ``o0 .. o0 + cw`` of the gradient of the augmented
+    weights ``[W; b]`` (input ``[x, 1]``): the ``RB x cw`` register block ``acc`` accumulates
     ``x[b, i] * dy[b, o]`` over the whole batch. Row ``n_in`` is the bias row (``x = 1``);
     rows past it are padding (``x = 0``, not stored)."""
     zero = np.float32(0.0)
@@ -550,13 +727,13 @@ def _weight_rows(x, dy, dw, db, acc, i0, o0):
     n_in = x.shape[1]
     last = i0 + RB > n_in
     for r in range(RB):
-        for o in range(VW):
+        for o in range(cw):
             acc[r, o] = zero
     if not last:
         for bb in range(x.shape[0]):
             for r in range(RB):
                 xr = x[bb, i0 + r]
-                for o in range(VW):
+                for o in range(cw):
                     acc[r, o] += xr * dy[bb, o0 + o]
     else:
         for bb in range(x.shape[0]):
@@ -564,15 +741,15 @@ def _weight_rows(x, dy, dw, db, acc, i0, o0):
                 i = i0 + r
                 xr = x[bb, min(i, n_in - 1)]
                 xr = xr if i < n_in else (one if i == n_in else zero)
-                for o in range(VW):
+                for o in range(cw):
                     acc[r, o] += xr * dy[bb, o0 + o]
     for r in range(RB):
         i = i0 + r
         if i < n_in:
-            for o in range(VW):
+            for o in range(cw):
                 dw[i, o0 + o] = acc[r, o]
         elif i == n_in:
-            for o in range(VW):
+            for o in range(cw):
                 db[o0 + o] = acc[r, o]
 
 
@@ -592,8 +769,99 @@ def _weight_column(x, dy, dw, db, o, i_from):
     db[o] = a
 
 
+@njit(**_BKW)
+def _weight_blocked16(x, dy, dw, db, o_tail, n_ib):
+    """The blocked weight gradient (outputs ``0 .. o_tail``) in 6 x 64 register blocks."""
+    _wide_vectors()
+    acc = carray(_local_f32(_RB_VW), (RB, VW))
+    for ob in range(o_tail // VW):
+        for ib in range(n_ib):
+            _weight_rows(x, dy, dw, db, acc, ib * RB, ob * VW, VW)
+
+
+@njit(cache=True, inline="always")
+def _aug_x(x, bb, i, n_in):
+    """Row ``bb``, column ``i`` of the augmented input ``[x, 1]`` (0 past it: padding)."""
+    v = x[bb, min(i, n_in - 1)]
+    return v if i < n_in else (np.float32(1.0) if i == n_in else np.float32(0.0))
+
+
+@njit(cache=True, inline="always")
+def _weight_store8(dw, db, a, i, o0, n_in):
+    if i < n_in:
+        for o in range(CW8):
+            dw[i, o0 + o] = a[o]
+    elif i == n_in:
+        for o in range(CW8):
+            db[o0 + o] = a[o]
+
+
+@njit(**_BKW)
+def _weight_blocked8(x, dy, dw, db, o_tail, n_ib):
+    """The blocked weight gradient (outputs ``0 .. o_tail``) in 6 x 16 register blocks, the
+    six weight rows unrolled by hand (one accumulator array each), as :func:`_weight_rows`."""
+    _wide_vectors()
+    a0 = carray(_local_f32(CW8), (CW8,))
+    a1 = carray(_local_f32(CW8), (CW8,))
+    a2 = carray(_local_f32(CW8), (CW8,))
+    a3 = carray(_local_f32(CW8), (CW8,))
+    a4 = carray(_local_f32(CW8), (CW8,))
+    a5 = carray(_local_f32(CW8), (CW8,))
+    zero = np.float32(0.0)
+    n_in = x.shape[1]
+    for ob in range(o_tail // CW8):
+        o0 = ob * CW8
+        for ib in range(n_ib):
+            i0 = ib * RB
+            for o in range(CW8):
+                a0[o] = zero
+                a1[o] = zero
+                a2[o] = zero
+                a3[o] = zero
+                a4[o] = zero
+                a5[o] = zero
+            if i0 + RB <= n_in:
+                for bb in range(x.shape[0]):
+                    x0 = x[bb, i0]
+                    x1 = x[bb, i0 + 1]
+                    x2 = x[bb, i0 + 2]
+                    x3 = x[bb, i0 + 3]
+                    x4 = x[bb, i0 + 4]
+                    x5 = x[bb, i0 + 5]
+                    for o in range(CW8):
+                        d = dy[bb, o0 + o]
+                        a0[o] += x0 * d
+                        a1[o] += x1 * d
+                        a2[o] += x2 * d
+                        a3[o] += x3 * d
+                        a4[o] += x4 * d
+                        a5[o] += x5 * d
+            else:  # the last block: the bias row (x = 1), then padding
+                for bb in range(x.shape[0]):
+                    x0 = _aug_x(x, bb, i0, n_in)
+                    x1 = _aug_x(x, bb, i0 + 1, n_in)
+                    x2 = _aug_x(x, bb, i0 + 2, n_in)
+                    x3 = _aug_x(x, bb, i0 + 3, n_in)
+                    x4 = _aug_x(x, bb, i0 + 4, n_in)
+                    x5 = _aug_x(x, bb, i0 + 5, n_in)
+                    for o in range(CW8):
+                        d = dy[bb, o0 + o]
+                        a0[o] += x0 * d
+                        a1[o] += x1 * d
+                        a2[o] += x2 * d
+                        a3[o] += x3 * d
+                        a4[o] += x4 * d
+                        a5[o] += x5 * d
+            _weight_store8(dw, db, a0, i0, o0, n_in)
+            _weight_store8(dw, db, a1, i0 + 1, o0, n_in)
+            _weight_store8(dw, db, a2, i0 + 2, o0, n_in)
+            _weight_store8(dw, db, a3, i0 + 3, o0, n_in)
+            _weight_store8(dw, db, a4, i0 + 4, o0, n_in)
+            _weight_store8(dw, db, a5, i0 + 5, o0, n_in)
+
+
 @njit(**_KW)
-def dense_backward_weights(x, dy, dw, db, q_frac, q_bits):
+def dense_backward_weights(x, dy, dw, db, q_frac, q_bits, lanes=16):
     """``dw[i, o] = sum_b x[b, i] dy[b, o]``, ``db[o] = sum_b dy[b, o]`` (overwrites dw, db).
 
     Wide layers: the gradient of the augmented weights ``[W; b]`` (input ``[x, 1]``, so the
@@ -601,7 +869,8 @@ def dense_backward_weights(x, dy, dw, db, q_frac, q_bits):
     over the whole batch (``x[b, i0:i0+RB]`` broadcast, the contiguous ``dy[b, o0:o0+VW]``
     streamed); the last block is padded past the bias row. Narrow layers: per output, ``VW`` weight rows at a time
     accumulate ``dy[b, o] * x[b, i0:i0+VW]``. Every element is one accumulator summed over
-    the batch in order: the result does not depend on how blocks are scheduled.
+    the batch in order: the result does not depend on how blocks are scheduled, nor on
+    ``lanes`` (the CPU's vector width, which sets the register block's columns).
     """
     _wide_vectors()
     n_batch = x.shape[0]
@@ -627,9 +896,11 @@ def dense_backward_weights(x, dy, dw, db, q_frac, q_bits):
         n_blk = n_out // VW
         o_tail = n_blk * VW
         n_ib = n_in // RB + 1  # blocks over the n_in + 1 rows of [W; b]
-        for ob in range(n_blk):
-            for ib in range(n_ib):
-                _weight_rows(x, dy, dw, db, acc, ib * RB, ob * VW)
+        if n_blk > 0:
+            if lanes == 8:
+                _weight_blocked8(x, dy, dw, db, o_tail, n_ib)
+            else:
+                _weight_blocked16(x, dy, dw, db, o_tail, n_ib)
         for o in range(o_tail, n_out):
             _weight_column(x, dy, dw, db, o, 0)
     if q_bits != 0:
@@ -639,27 +910,118 @@ def dense_backward_weights(x, dy, dw, db, q_frac, q_bits):
 
 
 @njit(cache=True, inline="always")
-def _input_rows(dy, wt, dx, acc, bb, nr, n_blk):
-    """Input-gradient rows ``bb .. bb + nr``: per block of ``VW`` columns, the ``nr x VW``
-    register block ``acc`` accumulates ``dy[b, o] * wt[o, j]`` over ``out``."""
+def _input_rows(dy, wt, dx, acc, bb, nr, n_cb, cw):
+    """Input-gradient rows ``bb .. bb + nr``: per block of ``cw`` columns (``n_cb`` blocks), the
+    ``nr x cw`` register block ``acc`` accumulates ``dy[b, o] * wt[o, j]`` over ``out``."""
     zero = np.float32(0.0)
-    for jb in range(n_blk):
-        j0 = jb * VW
+    for jb in range(n_cb):
+        j0 = jb * cw
         for r in range(nr):
-            for j in range(VW):
+            for j in range(cw):
                 acc[r, j] = zero
         for o in range(dy.shape[1]):
             for r in range(nr):
                 d = dy[bb + r, o]
-                for j in range(VW):
+                for j in range(cw):
                     acc[r, j] += d * wt[o, j0 + j]
         for r in range(nr):
-            for j in range(VW):
+            for j in range(cw):
                 dx[bb + r, j0 + j] = acc[r, j]
 
 
+@njit(cache=True, inline="always")
+def _input_tile(dy, wt, dx, acc, cw, r0, r1):
+    """Rows ``r0 .. r1`` of a blocked input gradient in blocks of ``RB``, ``RB_TAIL`` and 1 rows."""
+    n_cb = dx.shape[1] // cw
+    bb = r0
+    while bb + RB <= r1:
+        _input_rows(dy, wt, dx, acc, bb, RB, n_cb, cw)
+        bb += RB
+    while bb + RB_TAIL <= r1:
+        _input_rows(dy, wt, dx, acc, bb, RB_TAIL, n_cb, cw)
+        bb += RB_TAIL
+    while bb < r1:
+        _input_rows(dy, wt, dx, acc, bb, 1, n_cb, cw)
+        bb += 1
+
+
+@njit(**_BKW)
+def _input_blocked16(dy, wt, dx, r0, r1):
+    """:func:`_input_tile` with 6 x 64 register blocks."""
+    _wide_vectors()
+    r0 = max(r0, 0)  # known non-negative: row indices need no negative-index wraparound
+    acc = carray(_local_f32(_RB_VW), (RB, VW))
+    _input_tile(dy, wt, dx, acc, VW, r0, r1)
+
+
+@njit(cache=True, inline="always")
+def _input_rows8(dy, wt, dx, a0, a1, a2, a3, a4, a5, bb, nr, n_cb):
+    """:func:`_input_rows` for ``CW8``-column blocks, the rows unrolled by hand (``nr``: 6, 2
+    or 1), as :func:`_forward_rows8`."""
+    zero = np.float32(0.0)
+    for jb in range(n_cb):
+        j0 = jb * CW8
+        for j in range(CW8):
+            a0[j] = zero
+            a1[j] = zero
+            a2[j] = zero
+            a3[j] = zero
+            a4[j] = zero
+            a5[j] = zero
+        for o in range(dy.shape[1]):
+            d0 = dy[bb, o]
+            d1 = dy[bb + 1, o] if nr > 1 else zero
+            d2 = dy[bb + 2, o] if nr > 2 else zero
+            d3 = dy[bb + 3, o] if nr > 2 else zero
+            d4 = dy[bb + 4, o] if nr > 2 else zero
+            d5 = dy[bb + 5, o] if nr > 2 else zero
+            for j in range(CW8):
+                wv = wt[o, j0 + j]
+                a0[j] += d0 * wv
+                if nr > 1:
+                    a1[j] += d1 * wv
+                if nr > 2:
+                    a2[j] += d2 * wv
+                    a3[j] += d3 * wv
+                    a4[j] += d4 * wv
+                    a5[j] += d5 * wv
+        for j in range(CW8):
+            dx[bb, j0 + j] = a0[j]
+            if nr > 1:
+                dx[bb + 1, j0 + j] = a1[j]
+            if nr > 2:
+                dx[bb + 2, j0 + j] = a2[j]
+                dx[bb + 3, j0 + j] = a3[j]
+                dx[bb + 4, j0 + j] = a4[j]
+                dx[bb + 5, j0 + j] = a5[j]
+
+
+@njit(**_BKW)
+def _input_blocked8(dy, wt, dx, r0, r1):
+    """:func:`_input_tile` with 6 x 16 register blocks, the rows unrolled by hand."""
+    _wide_vectors()
+    r0 = max(r0, 0)  # known non-negative: row indices need no negative-index wraparound
+    a0 = carray(_local_f32(CW8), (CW8,))
+    a1 = carray(_local_f32(CW8), (CW8,))
+    a2 = carray(_local_f32(CW8), (CW8,))
+    a3 = carray(_local_f32(CW8), (CW8,))
+    a4 = carray(_local_f32(CW8), (CW8,))
+    a5 = carray(_local_f32(CW8), (CW8,))
+    n_cb = dx.shape[1] // CW8
+    bb = r0
+    while bb + RB <= r1:
+        _input_rows8(dy, wt, dx, a0, a1, a2, a3, a4, a5, bb, RB, n_cb)
+        bb += RB
+    while bb + RB_TAIL <= r1:
+        _input_rows8(dy, wt, dx, a0, a1, a2, a3, a4, a5, bb, RB_TAIL, n_cb)
+        bb += RB_TAIL
+    while bb < r1:
+        _input_rows8(dy, wt, dx, a0, a1, a2, a3, a4, a5, bb, 1, n_cb)
+        bb += 1
+
+
 @njit(**_KW)
-def dense_backward_input(dy, w, wt, dx, col0, mask, tile_b, q_frac, q_bits):
+def dense_backward_input(dy, w, wt, dx, col0, mask, tile_b, q_frac, q_bits, lanes=16):
     """``dx[b, j] = sum_o dy[b, o] * w[col0 + j, o]`` for ``j < dx.shape[1]`` (overwrites dx):
     the input gradient, or the block of its columns ``col0 ..`` that the caller needs.
 
@@ -668,7 +1030,8 @@ def dense_backward_input(dy, w, wt, dx, col0, mask, tile_b, q_frac, q_bits):
     ``VW``: ``wt`` (``[n_out, >= width]``, caller's buffer) receives the needed rows of ``w``
     transposed, and blocks of ``RB`` rows (the tile's last ones in blocks of ``RB_TAIL``, then
     singly) x ``VW`` columns accumulate in registers over ``out``; otherwise each element is
-    a contiguous dot product over ``w[col0 + j, :]``.
+    a contiguous dot product over ``w[col0 + j, :]``. ``lanes``: the CPU's vector width (8 or
+    16), which sets the register block's columns; the result does not depend on it.
     """
     _wide_vectors()
     n_batch = dy.shape[0]
@@ -682,21 +1045,13 @@ def dense_backward_input(dy, w, wt, dx, col0, mask, tile_b, q_frac, q_bits):
         for o in range(n_out):
             for j in range(n_cols):
                 wt[o, j] = w[col0 + j, o]
-        acc = carray(_local_f32(_RB_VW), (RB, VW))
-        n_blk = n_cols // VW
         for t in range(n_tiles):
             r0 = t * tile_b
             r1 = min(r0 + tile_b, n_batch)
-            bb = r0
-            while bb + RB <= r1:
-                _input_rows(dy, wt, dx, acc, bb, RB, n_blk)
-                bb += RB
-            while bb + RB_TAIL <= r1:
-                _input_rows(dy, wt, dx, acc, bb, RB_TAIL, n_blk)
-                bb += RB_TAIL
-            while bb < r1:
-                _input_rows(dy, wt, dx, acc, bb, 1, n_blk)
-                bb += 1
+            if lanes == 8:
+                _input_blocked8(dy, wt, dx, r0, r1)
+            else:
+                _input_blocked16(dy, wt, dx, r0, r1)
             if mask is not None:  # the ReLU gradient, over the tile while it is in L1
                 for bb in range(r0, r1):
                     for j in range(n_cols):

@@ -35,9 +35,12 @@ class MLP:
     """``sizes = [in, h1, ..., out]``; ReLU after every layer but the last (linear output)."""
 
     def __init__(self, sizes: list[int], tiling: K.Tiling = K.Tiling(), q_frac: int = 0, q_bits: int = 0,
-                 parts: int = 1) -> None:
+                 parts: int = 1, lanes: int | None = None) -> None:
         if int(parts) < 1:
             raise ValueError(f"parts must be >= 1, got {parts}")
+        self.lanes = K.host_lanes() if lanes is None else int(lanes)  # the CPU's register blocking
+        if self.lanes not in K.CPU_COLS:
+            raise ValueError(f"lanes: {lanes} is not a vector width; allowed: {sorted(K.CPU_COLS)}")
         self.sizes = [int(s) for s in sizes]
         self.parts = int(parts)
         self.tiling = tiling
@@ -93,7 +96,7 @@ class MLP:
         ws = self.workspace(x.shape[0])
         self._x = x
         P.forward(x, self.params, self.seg_start, self.WT, ws.acts, P.effective_parts(self.parts, x.shape[0]),
-                  self.tiling.tile_b, self.q_frac, self.q_bits)
+                  self.tiling.tile_b, self.q_frac, self.q_bits, self.lanes)
         return ws.acts[-1]
 
     def forward_sample(self, x: np.ndarray, u: np.ndarray, out: np.ndarray, temperature: float,
@@ -105,7 +108,7 @@ class MLP:
         self._x = x
         dst, col0 = into if into is not None else (out, -1)
         P.forward_sample(x, self.params, self.seg_start, self.WT, ws.acts, u, out, float(temperature), dst, int(col0),
-                         P.effective_parts(self.parts, x.shape[0]), self.tiling.tile_b, self.q_frac, self.q_bits)
+                         P.effective_parts(self.parts, x.shape[0]), self.tiling.tile_b, self.q_frac, self.q_bits, self.lanes)
         return out
 
     def backward(self, dout: np.ndarray, weights: bool = True, inputs: bool | tuple[int, int] = False) -> np.ndarray | None:
@@ -126,7 +129,8 @@ class MLP:
                 raise ValueError(f"input columns {col0}..{col0 + width} outside 0..{self.sizes[0]}")
         dx = ws.dx_buffer(width)
         P.backward(x, dout, self.params, self.seg_start, self.WT, ws.acts, ws.grads, self.grad_parts, bool(weights),
-                   col0, dx, P.effective_parts(self.parts, x.shape[0]), self.tiling.tile_b, self.q_frac, self.q_bits)
+                   col0, dx, P.effective_parts(self.parts, x.shape[0]), self.tiling.tile_b, self.q_frac, self.q_bits,
+                   self.lanes)
         return dx if col0 >= 0 else None
 
     def loop_nests(self, batch: int, forward: bool = True, backward: bool = True, weights: bool = True,

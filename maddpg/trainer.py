@@ -42,7 +42,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional
+from typing import Annotated, Any, Callable, Literal, Optional
 
 import numpy as np
 from numba import njit
@@ -119,6 +119,8 @@ class MADDPGConfig(StrictModel):
     unroll: int = Field(8, ge=1, description="innermost unroll factor (loop-nest data)")
     fixed_point_bits: int = Field(0, ge=0, le=32, description="total bits of the Q-format datapath; 0: float32")
     fixed_point_frac_bits: int = Field(0, ge=0, le=31)
+    critic: Literal["global", "local"] = Field("global", description="global: MADDPG, each critic sees every agent's "
+                                                "observation and action; local: DDPG, only its own agent's")
 
     @model_validator(mode="after")
     def _check(self) -> "MADDPGConfig":
@@ -162,34 +164,42 @@ _SKW = dict(cache=True, fastmath=True, boundscheck=False, error_model="numpy", n
 
 
 @njit(**_SKW)
-def act_rows(x, params, seg_start, wt, acts, u, out, temperature, tile_b, q_frac, q_bits):
+def act_rows(x, params, seg_start, wt, acts, u, out, temperature, tile_b, q_frac, q_bits, lanes):
     """Acting, serial: an actor's forward pass over the rows of ``x`` (one per env) and the
     Gumbel-softmax sample of its logits with uniforms ``u`` into ``out``. The same arithmetic
     as :func:`maddpg.batch_parts.forward` in one part; no parallel region, so acting never
     wakes Numba's thread pool."""
     _wide_vectors()
-    BP._forward_rows(x, params, seg_start, wt, acts, 0, 0, x.shape[0], tile_b, q_frac, q_bits)
+    BP._forward_rows(x, params, seg_start, wt, acts, 0, 0, x.shape[0], tile_b, q_frac, q_bits, lanes)
     K.gumbel_softmax(acts[len(acts) - 1], u, out, temperature, 1)
 
 
 class _Agent:
-    def __init__(self, i: int, obs_dims: list[int], act_dims: list[int], cfg: MADDPGConfig) -> None:
+    def __init__(self, i: int, obs_dims: list[int], act_dims: list[int], cfg: MADDPGConfig, lanes: int) -> None:
         tiling = K.Tiling(cfg.tile_b, cfg.unroll)
         q = (cfg.fixed_point_frac_bits, cfg.fixed_point_bits)
         hidden = [cfg.hidden_units] * cfg.hidden_layers
         a_sizes = [obs_dims[i], *hidden, act_dims[i]]
-        c_sizes = [sum(obs_dims) + sum(act_dims), *hidden, 1]
+        c_sizes = [critic_inputs(cfg.critic, i, obs_dims, act_dims), *hidden, 1]
         parts = cfg.batch_parts
-        self.actor = MLP(a_sizes, tiling, *q, parts=parts)
-        self.critic = MLP(c_sizes, tiling, *q, parts=parts)
-        self.actor_t = MLP(a_sizes, tiling, *q, parts=parts)
-        self.critic_t = MLP(c_sizes, tiling, *q, parts=parts)
+        self.actor = MLP(a_sizes, tiling, *q, parts=parts, lanes=lanes)
+        self.critic = MLP(c_sizes, tiling, *q, parts=parts, lanes=lanes)
+        self.actor_t = MLP(a_sizes, tiling, *q, parts=parts, lanes=lanes)
+        self.critic_t = MLP(c_sizes, tiling, *q, parts=parts, lanes=lanes)
         self.opt = {}
         for name, net in (("actor", self.actor), ("critic", self.critic)):
             self.opt[name] = [K.aligned_zeros(net.n_params), K.aligned_zeros(net.n_params), 0]
 
     def nets(self) -> dict[str, MLP]:
         return {"actor": self.actor, "critic": self.critic, "actor_t": self.actor_t, "critic_t": self.critic_t}
+
+
+def critic_inputs(critic: str, i: int, obs_dims: list[int], act_dims: list[int]) -> int:
+    """Width of agent ``i``'s critic input: every agent's observation and action (MADDPG's
+    centralised critic, ``critic="global"``) or only agent ``i``'s (DDPG, ``"local"``)."""
+    if critic == "local":
+        return obs_dims[i] + act_dims[i]
+    return sum(obs_dims) + sum(act_dims)
 
 
 class _Minibatch:
@@ -215,6 +225,9 @@ class _Minibatch:
         u_off = np.cumsum([0, *act_dims]) * B
         self.u = [self.u_all[u_off[j] : u_off[j + 1]].reshape(B, d) for j, d in enumerate(act_dims)]
         self.u_actor = [self.u_all[B * n_u : B * (n_u + d)].reshape(B, d) for d in act_dims]
+        # DDPG's local critics: agent i's own [obs_i, a_i] and [next obs_i, mu'_i(next obs_i)]
+        self.loc_in = [K.aligned_zeros((B, o + a)) for o, a in zip(obs_dims, act_dims)]
+        self.loc_in_next = [K.aligned_zeros((B, o + a)) for o, a in zip(obs_dims, act_dims)]
 
 
 class _UpdateStats:
@@ -254,8 +267,9 @@ class MADDPG:
     may use (None: all of ``NUMBA_NUM_THREADS``); results do not depend on it."""
 
     def __init__(self, config: MADDPGConfig, env_factory: EnvFactory | None = None, env_backend: str = "auto",
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, lanes: int | None = None) -> None:
         self.cfg = cfg = config
+        self.lanes = K.host_lanes() if lanes is None else int(lanes)  # register blocking; results do not depend on it
         self.venv: VecEnv = make_vec_env(cfg.env, cfg.n_envs, cfg.n_agents, cfg.seed, cfg.max_cycles, env_backend,
                                          env_factory)
         self.n_envs = cfg.n_envs
@@ -263,7 +277,7 @@ class MADDPG:
         self.obs_dims = [int(d) for d in self.venv.obs_dims]
         self.act_dims = [int(d) for d in self.venv.act_dims]
         self.rng = np.random.default_rng(cfg.seed)
-        self.agents = [_Agent(i, self.obs_dims, self.act_dims, cfg) for i in range(self.n)]
+        self.agents = [_Agent(i, self.obs_dims, self.act_dims, cfg, self.lanes) for i in range(self.n)]
         for ag in self.agents:
             ag.actor.init_glorot(self.rng)
             ag.critic.init_glorot(self.rng)
@@ -321,7 +335,7 @@ class MADDPG:
                 self.rng.random(out=u, dtype=np.float32)
             net = ag.actor
             act_rows(x, net.params, net.seg_start, net.WT, net.workspace(rows).acts, u, out_bufs[j],
-                     float(self.cfg.temperature), net.tiling.tile_b, net.q_frac, net.q_bits)
+                     float(self.cfg.temperature), net.tiling.tile_b, net.q_frac, net.q_bits, net.lanes)
             out.append(out_bufs[j][0].copy() if single else out_bufs[j].copy())
         return out
 
@@ -380,12 +394,16 @@ class MADDPG:
             losses = 0.0
             mb = self.mb
             c = self.cfg
+            local = c.critic == "local"
             for i, ag in enumerate(self.agents):
                 self._sample(i, mb)
-                for j in range(self.n):  # every target actor's sample, into the next-state critic input
-                    self.agents[j].actor_t.forward_sample(mb.nobs[j], mb.u[j], mb.act[j], c.temperature,
+                for j in ([i] if local else range(self.n)):  # the target actors' samples, into the next-state
+                    self.agents[j].actor_t.forward_sample(mb.nobs[j], mb.u[j], mb.act[j], c.temperature,  # critic input
                                                           into=(mb.c_in_next, self.act_off[j]))
-                ag.critic.forward(mb.c_in)  # Q(x, a) on the sampled actions
+                if local:  # DDPG: agent i's own observation and action columns only
+                    self._local_inputs(i, mb)
+                x, _, _ = self._critic_in(i, mb)
+                ag.critic.forward(x)  # Q(x, a) on the sampled actions
                 ag.actor.forward_sample(mb.obs[i], mb.u_actor[i], mb.pi[i], c.temperature)
                 losses += self._update_agent(i, ag, mb)
         finally:
@@ -396,6 +414,21 @@ class MADDPG:
         self.stats.rows += self.cfg.batch_size
         return losses / self.n
 
+    def _local_inputs(self, i: int, mb: "_Minibatch") -> None:
+        """Copy agent ``i``'s observation and action columns of the sampled critic inputs into
+        its local critic's inputs (``[o_i, a_i]`` and ``[o'_i, mu'_i(o'_i)]``)."""
+        o, a0, d = self.obs_dims[i], self.act_off[i], self.act_dims[i]
+        for src, dst in ((mb.c_in, mb.loc_in[i]), (mb.c_in_next, mb.loc_in_next[i])):
+            o0 = sum(self.obs_dims[:i])
+            K.put_columns(src[:, o0 : o0 + o], dst, 0)
+            K.put_columns(src[:, a0 : a0 + d], dst, o)
+
+    def _critic_in(self, i: int, mb: "_Minibatch") -> tuple[np.ndarray, np.ndarray, int]:
+        """Agent ``i``'s critic inputs (sampled, next) and the column where its action starts."""
+        if self.cfg.critic == "local":
+            return mb.loc_in[i], mb.loc_in_next[i], self.obs_dims[i]
+        return mb.c_in, mb.c_in_next, self.act_off[i]
+
     def _update_agent(self, i: int, ag: _Agent, mb: "_Minibatch") -> float:
         """Agent ``i``'s critic step, actor step and target updates on the prepared ``mb``."""
         c = self.cfg
@@ -405,7 +438,8 @@ class MADDPG:
         temp = c.temperature
         st = self.stats.a
         # critic: minimise (Q(x, a) - (r + gamma Q'(x', mu'(o'))))^2 (Q(x, a) ran in update)
-        q_next = ag.critic_t.forward(mb.c_in_next)
+        x, x_next, a_col = self._critic_in(i, mb)
+        q_next = ag.critic_t.forward(x_next)
         q = ag.critic.workspace(B).acts[-1]
         loss = K.td_loss_grad(q, q_next, rp.rew[i], rp.done, mb.idx, c.gamma, self.dq)
         st["critic_loss"][i] += loss
@@ -419,13 +453,13 @@ class MADDPG:
         # actor's forward pass and sample ran in update; it replaces the sampled action in
         # the critic input only now, since the critic step needed the sampled one)
         logits = ag.actor.workspace(B).acts[-1]
-        K.put_columns(mb.pi[i], mb.c_in, self.act_off[i])
-        q_pi = ag.critic.forward(mb.c_in)
+        K.put_columns(mb.pi[i], x, a_col)
+        q_pi = ag.critic.forward(x)
         # the actor's loss at its pre-step parameters: -mean Q(x, .. pi_i ..) + reg * mean(logits^2)
         st["actor_loss"][i] += (-np.mean(q_pi, dtype=np.float64)
                                 + c.actor_reg * float(np.mean(np.square(logits, dtype=np.float64))))
         self.dq.fill(np.float32(-1.0 / B))
-        da = ag.critic.backward(self.dq, weights=False, inputs=(self.act_off[i], self.act_dims[i]))
+        da = ag.critic.backward(self.dq, weights=False, inputs=(a_col, self.act_dims[i]))
         K.gumbel_softmax_backward(mb.pi[i], da, self.b_dlogits[i], temp, tb)
         K.add_l2_grad(self.b_dlogits[i], logits, c.actor_reg)
         ag.actor.backward(self.b_dlogits[i], weights=True)
@@ -730,7 +764,7 @@ class MADDPG:
         for i, ag in enumerate(self.agents):
             nests.append(K.counter_rng_nest(B, t))  # minibatch indices
             nests.append(K.counter_rng_nest(B * (sum(self.act_dims) + self.act_dims[i]), t))  # Gumbel uniforms
-            for j in range(self.n):
+            for j in ([i] if self.cfg.critic == "local" else range(self.n)):
                 nests += [K.dense_forward_nest(B, a, b, t) for a, b in zip(self.agents[j].actor_t.sizes[:-1], self.agents[j].actor_t.sizes[1:])]
                 nests.append(K.gumbel_softmax_nest(B, self.act_dims[j], t))
             cs = ag.critic.sizes
@@ -738,7 +772,8 @@ class MADDPG:
             nests += ag.critic.loop_nests(B)  # critic step
             nests += ag.actor.loop_nests(B, backward=False)
             nests.append(K.gumbel_softmax_nest(B, self.act_dims[i], t))
-            nests += ag.critic.loop_nests(B, weights=False, inputs=(self.act_off[i], self.act_dims[i]))  # dQ/da_i
+            a_col = self.obs_dims[i] if self.cfg.critic == "local" else self.act_off[i]
+            nests += ag.critic.loop_nests(B, weights=False, inputs=(a_col, self.act_dims[i]))  # dQ/da_i
             nests.append(K.gumbel_softmax_backward_nest(B, self.act_dims[i], t))
             nests += ag.actor.loop_nests(B, forward=False)
             nests.append(K.adam_nest(ag.actor.n_params, len(ag.actor.seg_start) - 1, t))

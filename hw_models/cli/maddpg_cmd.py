@@ -65,6 +65,8 @@ def train(
                                           "else all); results do not depend on it."),
     random_episodes: int = typer.Option(100, "--random-episodes", min=0, help="Episodes of a uniformly random policy measured for the plot (0: skip)."),
     fixed_point: FixedPoint = None,
+    critic: str = typer.Option("global", "--critic", help="global: MADDPG (each critic sees all agents' observations "
+                               "and actions); local: DDPG (each critic sees only its own agent's)."),
 ) -> None:
     """Train MADDPG; print the seed, show progress, write rewards.csv, metrics.csv, learning_curve.png, checkpoint.npz
     (+ checkpoint.replay/) and TensorBoard events. SIGINT/SIGTERM save a checkpoint, then exit (130/143)."""
@@ -77,7 +79,8 @@ def train(
     run.check_threads(threads)
     run_seeds = list(dict.fromkeys(seeds)) if seeds else [seed]
     cfgs = run.trainer_configs(run_seeds, bool(seeds), env=env, agents=agents, batch_size=batch_size, envs=envs,
-                               learning_starts=learning_starts, fixed_point=(q_bits, q_frac), batch_parts=batch_parts)
+                               learning_starts=learning_starts, fixed_point=(q_bits, q_frac), batch_parts=batch_parts,
+                               critic=critic)
     run.check_episodes(episodes, envs)
     base, dirs = run.output_dirs(out, env, agents, run_seeds)
     note = run.no_learning_note(cfgs[0], episodes)

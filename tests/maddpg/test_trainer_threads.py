@@ -45,11 +45,11 @@ def test_serial_acting_equals_the_parallel_pass(rows):
     u = rng.random((rows, 5), dtype=np.float32)
     ref_out = np.zeros((rows, 5), np.float32)
     logits = net.forward(x).copy()  # 1 row: one part (effective_parts), the old acting path
-    BP.forward(x, net.params, net.seg_start, net.WT, net.workspace(rows).acts, 1, 64, 0, 0)
+    BP.forward(x, net.params, net.seg_start, net.WT, net.workspace(rows).acts, 1, 64, 0, 0, net.lanes)
     np.testing.assert_array_equal(net.workspace(rows).acts[-1], logits)
     K.gumbel_softmax(logits, u, ref_out, 1.0, 1)
     out = np.zeros((rows, 5), np.float32)
-    act_rows(x, net.params, net.seg_start, net.WT, net.workspace(rows).acts, u, out, 1.0, 64, 0, 0)
+    act_rows(x, net.params, net.seg_start, net.WT, net.workspace(rows).acts, u, out, 1.0, 64, 0, 0, net.lanes)
     np.testing.assert_array_equal(out, ref_out)
     # and against numpy: softmax(logits - log(-log u)) to float32 accuracy
     h = x.astype(np.float64)
