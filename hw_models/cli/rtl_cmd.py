@@ -45,20 +45,14 @@ def lint(
     """verilator --lint-only -Wall on rtl/ (exit 1 on any warning): the scheduler with DEPTH and NIS,
     the scheduler with its AXI-Lite register map, and the NIC with its data path (nic_top: one NI)
     with DEPTH."""
-    import subprocess
+    from hw_models.rtl.lint import lint_warnings
+    from hw_models.toolchain import axil_sources, datapath_sources, rtl_sources
 
-    from hw_models.toolchain import axil_sources, datapath_sources, rtl_sources, use_verilator
-
-    p = _params(depth, nis)
-    gs = [f"-G{k}={v}" for k, v in p.verilog_parameters().items()]
-    runs = [(rtl_sources(), ["--top-module", "nic_scheduler", *gs]),
-            (axil_sources(), ["--top-module", "nic_axil_scheduler", *gs]),
-            (datapath_sources(), [f"-GDEPTH={depth}", "--top-module", "nic_top"])]
-    for sources, args in runs:
-        r = subprocess.run([str(use_verilator()), "--lint-only", "-Wall", *args, *map(str, sources)],
-                           capture_output=True, text=True)
-        out = (r.stdout + r.stderr).strip()
-        if r.returncode != 0 or "%Warning" in out:
+    gs = _params(depth, nis).verilog_parameters()
+    for sources, top, params in ((rtl_sources(), "nic_scheduler", gs), (axil_sources(), "nic_axil_scheduler", gs),
+                                 (datapath_sources(), "nic_top", {"DEPTH": depth})):
+        out = lint_warnings(sources, top, params)
+        if out is not None:
             typer.echo(out)
             raise typer.Exit(1)
     typer.echo(f"lint clean: nic_scheduler and nic_axil_scheduler DEPTH={depth} NIS={nis}; "
