@@ -44,7 +44,7 @@ def prove(top: str, sources: Sequence[Path], parameters: Mapping[str, int] | Non
         names.append(Path(src).name)
     ch = " ".join(f"-set {k} {v}" for k, v in (parameters or {}).items())
     script = (f"read_verilog -sv -formal -DFORMAL {' '.join(names)}; {f'chparam {ch} {top}; ' if ch else ''}"
-              f"prep -flatten -top {top}; async2sync; dffunmap; "
+              f"prep -flatten -top {top}; memory_map; opt_clean; async2sync; dffunmap; "
               f"sat -tempinduct -prove-asserts -set-assumes -set-init-zero -maxsteps {max_steps}")
     p = subprocess.run([*yosys_command(), "-p", script], cwd=work, capture_output=True, text=True)
     log = p.stdout + p.stderr
