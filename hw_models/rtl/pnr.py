@@ -85,13 +85,23 @@ class PnrRow:
 
 
 @cache
-def tool_versions() -> tuple[str, str]:
-    """(Yosys version, nextpnr version): the words after the tool name, e.g. ("0.70", "0.11.1")."""
-    y = subprocess.run([*yosys_command(), "-V"], capture_output=True, text=True).stdout
+def yosys_version() -> str:
+    """The installed Yosys's version, e.g. "0.70"."""
+    m = re.search(r"Yosys (\S+)", subprocess.run([*yosys_command(), "-V"], capture_output=True, text=True).stdout)
+    return m.group(1) if m else "unknown"
+
+
+@cache
+def nextpnr_version() -> str:
+    """The installed nextpnr-ecp5's version, e.g. "0.11.1"."""
     n = subprocess.run([*nextpnr_ecp5_command(), "--version"], capture_output=True, text=True)
-    ym = re.search(r"Yosys (\S+)", y)
-    nm = re.search(r"nextpnr-(\S+?)\)", n.stdout + n.stderr)
-    return (ym.group(1) if ym else "unknown", nm.group(1) if nm else "unknown")
+    m = re.search(r"nextpnr-(\S+?)\)", n.stdout + n.stderr)
+    return m.group(1) if m else "unknown"
+
+
+def tool_versions() -> tuple[str, str]:
+    """(Yosys version, nextpnr-ecp5 version)."""
+    return yosys_version(), nextpnr_version()
 
 
 def ecp5_counts(stat: Mapping) -> dict[str, int]:
