@@ -73,7 +73,6 @@ GENERIC_CONFIGS = {
     "nic_reduce_add LANES=1 fp32": False,
     "nic_reduce_add LANES=1 int32": True,
     "nic_scheduler DEPTH=64 NIS=4": False,
-    "nic_datapath LANES=4 fp32 BUF_WORDS=64": False,
 }
 
 #: configurations placed and routed on ECP5 (hw_models.rtl.pnr): minutes each
@@ -95,8 +94,6 @@ def measure_generic(name: str) -> dict[str, float]:
         return figures(synth_one(SchedulerParams(depth=64, nis=4)), GENERIC_KEYS)
     if name.startswith("nic_reduce_add LANES=1 "):
         return figures(synth_datapath_module("nic_reduce_add", 1, int(name.endswith("fp32"))), GENERIC_KEYS)
-    if name == "nic_datapath LANES=4 fp32 BUF_WORDS=64":
-        return figures(synth_datapath_module("nic_datapath", 4, 1, buf_words=64), GENERIC_KEYS)
     raise KeyError(name)
 
 
