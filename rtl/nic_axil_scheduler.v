@@ -76,6 +76,16 @@ module nic_axil_scheduler #(
     output wire                   irq
 );
 
+// the scheduler's parameters are checked by nic_scheduler, AXIL_ADDR_W by nic_regs
+`ifndef SYNTHESIS
+initial begin
+    if (AXIL_ADDR_W < 7 || AXIL_ADDR_W > 16)
+        $fatal(1, "nic_axil_scheduler: AXIL_ADDR_W = %0d out of range 7..16", AXIL_ADDR_W);
+    if (ADDR_W != ((DEPTH > 1) ? $clog2(DEPTH) : 1)) $fatal(1, "nic_axil_scheduler: ADDR_W is derived; do not override");
+    if (NI_W != ((NIS > 1) ? $clog2(NIS) : 1)) $fatal(1, "nic_axil_scheduler: NI_W is derived; do not override");
+end
+`endif
+
 wire               start;
 wire               clear;
 wire               load_valid;

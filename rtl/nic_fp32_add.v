@@ -80,6 +80,7 @@ always @* begin : addsub
     sum = sub ? ({1'b0, m_big} - {1'b0, al}) : ({1'b0, m_big} + {1'b0, al});
     lz = 5'd0;
     found = 1'b0;
+    k = 0;  // assigned on every path: no latch for the loop variable (synth_ecp5 refuses one)
     if (sum[27]) begin
         // carry: shift right by one, keeping the sticky bit
         m = {sum[27:2], sum[1] | sum[0]};

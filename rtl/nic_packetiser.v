@@ -173,6 +173,24 @@ always @(posedge clk) begin
     end
 end
 
+`ifdef FORMAL
+// Invariants of every state reachable from reset, so that the stream rules
+// (tests/rtl/formal/props_packetiser.v) are proved by one-step temporal induction: a
+// beat on offer belongs to the message in progress; the message's final beat leaves no
+// word; the packet in progress never outruns the message, and when it is the message's
+// last packet it ends with it.
+always @* begin
+    if (!rst) begin
+        if (tx_tvalid) assert(active_reg);
+        if (tx_tvalid && tx_tlast && tx_tuser[0]) assert(left_reg == {LEN_W{1'b0}});
+        assert(pkt_left_reg <= left_reg);
+        if (pkt_left_reg != {LEN_W{1'b0}} && pkt_last_reg) assert(left_reg == pkt_left_reg);
+        if (tx_tvalid && !tx_tlast) assert(pkt_left_reg != {LEN_W{1'b0}});
+        if (tx_tvalid && !tx_tlast) assert(tx_tuser[0] == pkt_last_reg);
+    end
+end
+`endif
+
 endmodule
 
 `resetall

@@ -81,6 +81,18 @@ module nic_sched_entry #(
     output reg                   e_src_chk
 );
 
+`ifndef SYNTHESIS
+initial begin
+    if (NIS < 1 || NIS > 16) $fatal(1, "nic_sched_entry: NIS = %0d out of range 1..16", NIS);
+    if (FLOW_W < 1 || FLOW_W > 16) $fatal(1, "nic_sched_entry: FLOW_W = %0d out of range 1..16", FLOW_W);
+    if (NODE_W < 1 || NODE_W > 16) $fatal(1, "nic_sched_entry: NODE_W = %0d out of range 1..16", NODE_W);
+    if (STEP_W < 1 || STEP_W > 16) $fatal(1, "nic_sched_entry: STEP_W = %0d out of range 1..16", STEP_W);
+    if (CNT_W < 1 || CNT_W > 8) $fatal(1, "nic_sched_entry: CNT_W = %0d out of range 1..8", CNT_W);
+    if (PRIOR_W < 1 || PRIOR_W > 8 || (1 << PRIOR_W) < NIS)
+        $fatal(1, "nic_sched_entry: PRIOR_W = %0d out of range 1..8 or cannot count NIS - 1 = %0d ports", PRIOR_W, NIS - 1);
+end
+`endif
+
 localparam [1:0] OP_RECV = 2'd2;
 // wide enough for count + NIS (at most 16) matching messages without overflow
 localparam SUM_W = CNT_W + 6;

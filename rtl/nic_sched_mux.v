@@ -16,6 +16,13 @@ module nic_sched_mux #(
     output reg  [W-1:0]   out
 );
 
+`ifndef SYNTHESIS
+initial begin
+    if (N < 1) $fatal(1, "nic_sched_mux: N = %0d must be at least 1", N);
+    if (W < 1) $fatal(1, "nic_sched_mux: W = %0d must be at least 1", W);
+end
+`endif
+
 always @* begin : or_mux
     integer k;
     out = {W{1'b0}};

@@ -27,6 +27,15 @@ module nic_sched_ram #(
     output reg  [W-1:0]      q
 );
 
+`ifndef SYNTHESIS
+initial begin
+    if (DEPTH < 1 || DEPTH > 65536) $fatal(1, "nic_sched_ram: DEPTH = %0d out of range 1..65536", DEPTH);
+    if (W < 1) $fatal(1, "nic_sched_ram: W = %0d must be at least 1", W);
+    if (ADDR_W < 1 || ADDR_W > 16 || (1 << ADDR_W) < DEPTH)
+        $fatal(1, "nic_sched_ram: ADDR_W = %0d out of range 1..16 or cannot address DEPTH = %0d words", ADDR_W, DEPTH);
+end
+`endif
+
 reg [W-1:0] mem [0:DEPTH-1];
 
 always @(posedge clk) begin

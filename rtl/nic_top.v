@@ -105,6 +105,19 @@ module nic_top #(
     output wire [LANES*32-1:0]           host_rdata
 );
 
+// the field widths are checked again by nic_scheduler and nic_datapath
+`ifndef SYNTHESIS
+initial begin
+    if (DEPTH < 1 || DEPTH > 4096) $fatal(1, "nic_top: DEPTH = %0d out of range 1..4096", DEPTH);
+    if (LANES != 1 && LANES != 2 && LANES != 4 && LANES != 8 && LANES != 16)
+        $fatal(1, "nic_top: LANES = %0d must be 1, 2, 4, 8 or 16", LANES);
+    if (FMT != 0 && FMT != 1) $fatal(1, "nic_top: FMT = %0d must be 0 (int32) or 1 (fp32)", FMT);
+    if (BUF_WORDS < 2 || BUF_WORDS > 65536) $fatal(1, "nic_top: BUF_WORDS = %0d out of range 2..65536", BUF_WORDS);
+    if (ADDR_W != ((DEPTH > 1) ? $clog2(DEPTH) : 1)) $fatal(1, "nic_top: ADDR_W is derived; do not override");
+    if (BA_W != $clog2(BUF_WORDS)) $fatal(1, "nic_top: BA_W is derived; do not override");
+end
+`endif
+
 wire              s_valid;
 wire              s_ready;
 wire              s_op;

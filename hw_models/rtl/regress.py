@@ -10,19 +10,17 @@ bench/rtl_speed.py.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import logging
 import json
 import os
 import tempfile
 import threading
 import time
-import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from hw_models.rtl.cocotb_run import bench_outcomes, build_dir_lock, build_hdl, run_tests  # noqa: F401 (re-exported)
 from hw_models.rtl.lockstep import Fault
 from hw_models.rtl.stimulus import Episode, random_episode
 from hw_models.toolchain import SIMULATORS, ToolchainError, require_simulator, rtl_sources, sim_build_root
@@ -31,22 +29,6 @@ from noc.base.errors import ConfigError, HwModelsError
 
 TOPLEVEL = "nic_scheduler"
 REGRESS_MODULE = "hw_models.rtl.cocotb_regress"
-
-
-@contextlib.contextmanager
-def build_dir_lock(build_dir: Path):
-    """Hold an exclusive lock on ``build_dir`` while a simulator builds into it, so processes
-    building the same design at once (parallel test workers, two regressions) take turns: the
-    first compiles, the others find the build up to date."""
-    import fcntl
-
-    build_dir.parent.mkdir(parents=True, exist_ok=True)
-    with open(build_dir.parent / f".{build_dir.name}.lock", "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 class RegressionError(HwModelsError):
@@ -80,8 +62,6 @@ def build(sim: str, params: SchedulerParams, *, waves: bool | None = None, build
     ``sources``: other Verilog files than rtl/'s (bench/rtl_mutation.py builds mutants);
     they get a build directory of their own.
     """
-    from cocotb_tools.runner import get_runner
-
     if sim not in SIMULATORS:
         raise ToolchainError(f"simulator {sim!r} is not supported; choose one of {', '.join(SIMULATORS)}")
     require_simulator(sim)
@@ -101,19 +81,9 @@ def build(sim: str, params: SchedulerParams, *, waves: bool | None = None, build
         root = Path(build_root) if build_root else sim_build_root()
         bdir = root / f"{sim}-{_params_tag(params)}{'-waves' if waves else ''}{src_tag}"
         bdir.mkdir(parents=True, exist_ok=True)
-        runner = get_runner(sim)
-        runner.log.setLevel(logging.ERROR)  # "Skipping compilation of ..." is the normal case here
         try:
-            with build_dir_lock(bdir):
-                runner.build(
-                    sources=srcs,
-                    hdl_toplevel=TOPLEVEL,
-                    parameters=params.verilog_parameters(),
-                    build_dir=bdir,
-                    waves=waves,
-                    build_args=["-O3"] if sim == "verilator" else [],
-                    log_file=log_file if log_file is not None else bdir / "build.log",
-                )
+            runner = build_hdl(sim, TOPLEVEL, srcs, params.verilog_parameters(), bdir, waves=waves,
+                               build_args=["-O3"] if sim == "verilator" else [], log_file=log_file)
         except (RuntimeError, SystemExit) as exc:
             raise RegressionError(f"{sim} build of {TOPLEVEL} with {params.verilog_parameters()} failed: {exc} "
                                   f"(log: {bdir / 'build.log'})") from exc
@@ -132,17 +102,6 @@ def unique_wave_path(work_dir: Path, sim: str) -> Path:
         if not path.exists():
             return path
         k += 1
-
-
-def bench_outcomes(results_xml: Path) -> dict[str, str | None]:
-    """A cocotb run's results.xml as bench name -> None (passed) or the failure (or error) text."""
-    out: dict[str, str | None] = {}
-    for case in ET.parse(results_xml).getroot().iter("testcase"):
-        fail = case.find("failure")
-        if fail is None:
-            fail = case.find("error")
-        out[case.get("name")] = None if fail is None else (fail.get("message") or "") + (fail.text or "")
-    return out
 
 
 def run_job(b: Build, job: dict, *, work_dir: Path, test_module: str = REGRESS_MODULE, testcase: str | None = None,
@@ -171,21 +130,9 @@ def run_job(b: Build, job: dict, *, work_dir: Path, test_module: str = REGRESS_M
 
     def target():
         try:
-            runner.test(
-                test_module=test_module,
-                hdl_toplevel=TOPLEVEL,
-                testcase=testcase,
-                build_dir=b.build_dir,
-                test_dir=work_dir,
-                parameters=b.params.verilog_parameters(),
-                # cocotb rewrites asserts of every imported module by default (seconds of start-up)
-                extra_env={"HWM_RTL_JOB": str(job_path),
-                           "COCOTB_REWRITE_ASSERTION_FILES": test_module.rsplit(".", 1)[-1] + ".py"},
-                waves=b.waves,
-                plusargs=plusargs,
-                results_xml=str(work_dir / "results.xml"),
-                log_file=log,
-            )
+            run_tests(runner, toplevel=TOPLEVEL, test_module=test_module, build_dir=b.build_dir, work_dir=work_dir,
+                      parameters=b.params.verilog_parameters(), testcase=testcase,
+                      env={"HWM_RTL_JOB": str(job_path)}, waves=b.waves, plusargs=plusargs, log_name=log_name)
         except BaseException as exc:  # noqa: BLE001 - SystemExit from the runner included
             err.append(exc)
 

@@ -203,3 +203,14 @@ def datapath_table(console, lanes: list[int], delay):
     for r in dp_rows:
         t3.add_row(*(str(v) for v in r.as_dict().values()))
     return t3
+
+
+def pnr_markdown(console, depths: list[int], nis: list[int], lanes: list[int], top: str) -> str:
+    """Place and route every scheduler (DEPTH x NIS) and data path (LANES) with nextpnr-ecp5;
+    the post-route table as Markdown."""
+    from hw_models.rtl.pnr import markdown_table, pnr_jobs, pnr_sweep
+
+    with console.status("placing and routing (nextpnr-ecp5)...") as status:
+        rows = pnr_sweep(pnr_jobs(depths, nis, lanes, top=top),
+                         on_row=lambda r: status.update(f"routed {r.top} {r.label} ({r.seconds:.0f} s)"))
+    return markdown_table(rows)

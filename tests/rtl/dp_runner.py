@@ -1,50 +1,38 @@
-"""Build and run one cocotb bench of the data path (tests/rtl/test_datapath.py,
-tests/rtl/test_allreduce_rtl.py): a build directory per (simulator, top level, parameter
-set) in sim_build/, the bench's parameters and knobs in a JSON job file ($HWM_DP_JOB)."""
+"""Build and run one cocotb bench of a module (tests/rtl/test_datapath.py,
+tests/rtl/test_allreduce_rtl.py, tests/rtl/test_modules.py) through the shared runner
+(hw_models.rtl.cocotb_run): a build directory per (simulator, top level, parameter set) in
+sim_build/, the bench's parameters and knobs in a JSON job file ($HWM_DP_JOB, or the
+variable ``job_env`` names)."""
 
 from __future__ import annotations
 
 import json
-import logging
 
 import pytest
 
 from rtl_matrix import SIMS
-from hw_models.rtl.regress import build_dir_lock
-from hw_models.toolchain import REPO_ROOT, RTL_DIR, require_simulator
+from hw_models.rtl.cocotb_run import build_hdl, run_tests
+from hw_models.toolchain import REPO_ROOT, RTL_DIR
 
 DP_SOURCES = ["nic_fp32_add.v", "nic_reduce_add.v", "nic_packetiser.v", "nic_depacketiser.v", "nic_datapath.v"]
 
 
 def run_bench(sim, toplevel, bench, params, job, tmp_path, sources=DP_SOURCES, test_module="datapath_benches",
-              build_tag=None, rtl_dir=None, build_root=None):
+              build_tag=None, rtl_dir=None, build_root=None, job_env="HWM_DP_JOB", build_prefix="dp"):
     """Build ``toplevel`` from ``sources`` (file names in ``rtl_dir``, default rtl/, or paths)
     with ``params`` (once per tag, in ``build_root``, default sim_build/) and run one cocotb
     bench; return the simulation log; fail with its tail when the bench fails."""
-    from cocotb_tools.runner import get_runner
-
-    require_simulator(sim)
     tag = build_tag or "-".join(f"{k}{v}" for k, v in params.items())
-    build_dir = (build_root or REPO_ROOT / "sim_build") / f"dp-{sim}-{toplevel}-{tag}"
+    build_dir = (build_root or REPO_ROOT / "sim_build") / f"{build_prefix}-{sim}-{toplevel}-{tag}"
     rtl_dir = rtl_dir or RTL_DIR
-    runner = get_runner(sim)
-    runner.log.setLevel(logging.ERROR)
-    with build_dir_lock(build_dir):
-        runner.build(sources=[rtl_dir / s if isinstance(s, str) else s for s in sources], hdl_toplevel=toplevel,
-                     parameters=params, build_dir=build_dir, build_args=["-Wno-fatal"] if sim == "verilator" else [],
-                     log_file=build_dir / "build.log")
+    runner = build_hdl(sim, toplevel, [rtl_dir / s if isinstance(s, str) else s for s in sources], params, build_dir,
+                       build_args=["-Wno-fatal"] if sim == "verilator" else [])
     job_path = tmp_path / "job.json"
     job_path.write_text(json.dumps({**params, **job}))
-    try:
-        runner.test(test_module=test_module, hdl_toplevel=toplevel, testcase=bench, build_dir=build_dir,
-                    test_dir=tmp_path, parameters=params,
-                    extra_env={"HWM_DP_JOB": str(job_path), "COCOTB_REWRITE_ASSERTION_FILES": test_module + ".py"},
-                    results_xml=str(tmp_path / "results.xml"), log_file=tmp_path / "sim.log")
-    except SystemExit:  # cocotb's runner exits when a test fails: the log says why
-        pass
-    text = (tmp_path / "results.xml").read_text() if (tmp_path / "results.xml").exists() else ""
+    outcomes = run_tests(runner, toplevel=toplevel, test_module=test_module, build_dir=build_dir, work_dir=tmp_path,
+                         parameters=params, testcase=bench, env={job_env: str(job_path)})
     log = (tmp_path / "sim.log").read_text() if (tmp_path / "sim.log").exists() else ""
-    assert "<failure" not in text and "<error" not in text and 'name="' + bench in text, log[-4000:]
+    assert bench in outcomes and outcomes[bench] is None, log[-4000:]
     return log
 
 

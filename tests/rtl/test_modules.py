@@ -6,14 +6,10 @@ the rest with ``-m slow``.
 
 from __future__ import annotations
 
-import json
-import logging
-
 import pytest
 
+from dp_runner import run_bench
 from rtl_matrix import SIMS
-from hw_models.rtl.regress import build_dir_lock
-from hw_models.toolchain import REPO_ROOT, RTL_DIR, require_simulator
 
 
 def _clog2(n):
@@ -48,25 +44,5 @@ def _cases():
 
 @pytest.mark.parametrize("sim,module,bench,params", _cases())
 def test_module_bench(sim, module, bench, params, tmp_path):
-    from cocotb_tools.runner import get_runner
-
-    require_simulator(sim)
-    tag = "-".join(f"{k}{v}" for k, v in params.items())
-    build_dir = REPO_ROOT / "sim_build" / f"mod-{sim}-{module}-{tag}"
-    runner = get_runner(sim)
-    runner.log.setLevel(logging.ERROR)
-    with build_dir_lock(build_dir):
-        runner.build(sources=[RTL_DIR / f"{module}.v"], hdl_toplevel=module, parameters=params, build_dir=build_dir,
-                     build_args=["-Wno-fatal"] if sim == "verilator" else [], log_file=build_dir / "build.log")
-    job = tmp_path / "job.json"
-    job.write_text(json.dumps(params))
-    try:
-        runner.test(test_module="module_benches", hdl_toplevel=module, testcase=bench, build_dir=build_dir,
-                    test_dir=tmp_path, parameters=params, extra_env={"HWM_MOD_JOB": str(job),
-                    "COCOTB_REWRITE_ASSERTION_FILES": "module_benches.py"},
-                    results_xml=str(tmp_path / "results.xml"), log_file=tmp_path / "sim.log")
-    except SystemExit:  # cocotb's runner exits when a test fails: the log says why
-        pass
-    text = (tmp_path / "results.xml").read_text() if (tmp_path / "results.xml").exists() else ""
-    assert "<failure" not in text and "<error" not in text and 'name="' + bench in text, \
-        (tmp_path / "sim.log").read_text()[-3000:]
+    run_bench(sim, module, bench, params, {}, tmp_path, sources=[f"{module}.v"], test_module="module_benches",
+              job_env="HWM_MOD_JOB", build_prefix="mod")

@@ -227,3 +227,36 @@ def test_synth_refuses_a_data_path_lane_count_the_rtl_does_not_take(capsys, no_w
     code, _out, err = run(["rtl", "synth", "--depths", "16", "--nis", "1", "-t", "none", "--datapath", "2,3"], capsys)
     one_line_error(code, err, "--datapath = 3", "1, 2, 4, 8, 16")
     assert no_work == []
+
+
+def test_synth_refuses_an_unknown_pnr_family_before_synthesising(capsys, no_work):
+    code, _, err = run(["rtl", "synth", "--depths", "16", "--nis", "1", "-t", "none", "--pnr", "ice40"], capsys)
+    one_line_error(code, err, "--pnr = 'ice40'", "ecp5")
+    assert no_work == []
+
+
+def test_synth_pnr_routes_every_depth_and_ni_count_and_prints_the_table(capsys, monkeypatch):
+    from hw_models.rtl import pnr as P
+
+    monkeypatch.setattr(Y, "sweep", lambda depths, nis_list, **k: [
+        Y.SynthRow(depth=d, nis=n, cells=1, flip_flops=1, luts=1, ff_bits_per_entry=1.0, lut_levels=3,
+                   fmax_mhz_est=1.0, seconds=0.0) for n in nis_list for d in depths])
+    monkeypatch.setattr(Y, "synth_datapath_module", lambda module, lanes, fmt, delay=None: Y.DatapathSynthRow(
+        module=module, lanes=lanes, fmt="fp32", buf_words=0, cells=1, flip_flops=0, luts=1, lut_levels=1,
+        fmax_mhz_est=1.0, seconds=0.0))
+    seen = []
+
+    def pnr_sweep(jobs, on_row=None, **k):
+        seen.extend(j.label for j in jobs)
+        return [P.PnrRow(top=j.top, label=j.label, lut4=10, ccu2c=1, flip_flops=5, ebr=0, dsp=0, comb_used=12,
+                         comb_available=83640, fmax_mhz=50.0, target_mhz=125.0, crit_from="a.Q", crit_to="b.M",
+                         crit_logic_levels=3, crit_ns=20.0, crit_routing_ns=15.0, part="LFE5U-85F-6CABGA381", seed=1,
+                         yosys="0.70", nextpnr="0.11.1", seconds=1.0) for j in jobs]
+
+    monkeypatch.setattr(P, "pnr_sweep", pnr_sweep)
+    code, out, err = run(["rtl", "synth", "--depths", "16,64", "--nis", "4", "-t", "none", "--datapath", "4",
+                          "--pnr", "ecp5"], capsys)
+    assert code in (None, 0), err
+    assert seen == ["DEPTH=16 NIS=4", "DEPTH=64 NIS=4", "LANES=4 fp32 BUF_WORDS=64"]
+    assert "LFE5U-85F-6CABGA381, Yosys 0.70 synth_ecp5, nextpnr-ecp5 0.11.1" in out
+    assert out.count("| 50.0 |") == 3
