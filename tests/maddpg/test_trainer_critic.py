@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from hw_models import maddpg_run
 from hw_models.cli import main
-from hw_models.cli import maddpg_cmd
 from maddpg.trainer import MADDPG, make_config
 
 from maddpg_standin_env import make_standin
@@ -70,7 +70,7 @@ def test_local_critic_trains_deterministically_and_learns_differently():
 
 
 def test_critic_flag(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(maddpg_cmd, "_env_factory", lambda: make_standin)
+    monkeypatch.setattr(maddpg_run, "env_factory", lambda: make_standin)
     args = ["maddpg", "train", "--env", "simple", "--agents", "2", "--seed", "3", "--batch-size", "16",
             "--learning-starts", "50", "--random-episodes", "0", "--episodes", "8", "--no-tensorboard"]
     with pytest.raises(SystemExit) as exc:
