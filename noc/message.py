@@ -45,6 +45,66 @@ def max_min_rates(active, priority, path_links, path_len, link_capacity, rates, 
     so the work follows the flows, not the network.
     """
     n = active.shape[0]
+    max_min_rates_in(active, priority, path_links, path_len, link_capacity, rates, cap_left, users,
+                     np.empty(n, dtype=np.int64), np.empty(n, dtype=np.bool_))
+
+
+@njit(cache=True, inline="always")
+def _served_before(priority, active, a, b):
+    """Flow at position ``a`` of ``active`` is served before the one at ``b``: more urgent,
+    or as urgent and earlier (the order of a stable sort by priority)."""
+    pa = priority[active[a]]
+    pb = priority[active[b]]
+    return pa < pb or (pa == pb and a < b)
+
+
+@njit(cache=True, inline="always")
+def _sift_positions(pos, k, n, priority, active):
+    """Heap order (served last first) for ``pos[k]`` within ``pos[:n]``."""
+    while True:
+        j = 2 * k + 1
+        if j >= n:
+            return
+        if j + 1 < n and _served_before(priority, active, pos[j], pos[j + 1]):
+            j += 1
+        if not _served_before(priority, active, pos[k], pos[j]):
+            return
+        pos[k], pos[j] = pos[j], pos[k]
+        k = j
+
+
+@njit(cache=True, _nrt=False)
+def _flows_by_priority(active, priority, flows):
+    """``flows[:n]`` = ``active`` stably sorted by priority, allocating nothing: a copy when
+    it is in order already (one priority class, the usual case), else a heapsort of the
+    positions by (priority, position)."""
+    n = active.shape[0]
+    in_order = True
+    for k in range(1, n):
+        if priority[active[k]] < priority[active[k - 1]]:
+            in_order = False
+            break
+    if in_order:
+        for k in range(n):
+            flows[k] = active[k]
+        return
+    for k in range(n):
+        flows[k] = k
+    for k in range(n // 2 - 1, -1, -1):
+        _sift_positions(flows, k, n, priority, active)
+    for end in range(n - 1, 0, -1):
+        flows[0], flows[end] = flows[end], flows[0]
+        _sift_positions(flows, 0, end, priority, active)
+    for k in range(n):
+        flows[k] = active[flows[k]]
+
+
+@njit(cache=True, _nrt=False)
+def max_min_rates_in(active, priority, path_links, path_len, link_capacity, rates, cap_left, users, flows, frozen):
+    """:func:`max_min_rates` with its scratch arrays given (``flows``: int, ``frozen``: bool,
+    at least ``active``'s length each): allocates nothing, for callers compiled without
+    reference counting."""
+    n = active.shape[0]
     if n == 0:
         return
     for k in range(n):
@@ -55,11 +115,9 @@ def max_min_rates(active, priority, path_links, path_len, link_capacity, rates, 
             cap_left[lk] = link_capacity[lk]
             users[lk] = 0
     # classes in order of urgency, each a run of the flows sorted by priority
-    pr = np.empty(n, dtype=np.int64)
+    _flows_by_priority(active, priority, flows)
     for k in range(n):
-        pr[k] = priority[active[k]]
-    flows = active[np.argsort(pr, kind="mergesort")]
-    frozen = np.zeros(n, dtype=np.bool_)
+        frozen[k] = False
     lo = 0
     while lo < n:
         hi = lo + 1
