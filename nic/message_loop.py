@@ -106,7 +106,7 @@ Nodes = namedtuple("Nodes", [
 
 # (and the rate pass's scratch: the flows by priority, which are frozen)
 Lists = namedtuple("Lists", ["active", "heads", "fly", "rel", "queued", "due", "comp", "gone", "pend", "by_prio",
-                             "frozen"])
+                             "frozen", "prio_count"])
 
 # binary min-heaps of (key, id) of fixed capacity (:func:`heap_capacities`): waiting
 # transfers by when they may start, steps opening later (co-designed) by (open_at, node),
@@ -333,7 +333,7 @@ def _new_state(tr, rt, wh, nt, pool, hr, work_i8, work_i32, work_f64):
     ls = Lists(np.empty(pool, dtype=np.int32), np.empty(pool, dtype=np.int32), np.empty(pool, dtype=np.int32),
                np.empty(pool, dtype=np.int32), np.empty(pool, dtype=np.int32), np.empty(pool, dtype=np.int32),
                np.empty(pool, dtype=np.int32), np.empty(pool, dtype=np.int32), np.empty(pool, dtype=np.int32),
-               np.empty(pool, dtype=np.int32), np.empty(pool, dtype=np.bool_))
+               np.empty(pool, dtype=np.int32), np.empty(pool, dtype=np.bool_), np.empty(pool + 1, dtype=np.int64))
     nd = _new_nodes(tr, nt, work_i32[1])
     return Progress(status, deps_left, rdy), sl, rs, nd, ls, np.zeros(N_COUNTERS, dtype=np.int64)
 
@@ -779,10 +779,10 @@ def _rate_pass(wh, sl, rs, ls, c):
     else:
         nc = _components(sl, rs, ls, c)
     max_min_rates_in(ls.comp[:nc], sl.priority, sl.rate_links, sl.rate_len, rs.rate_cap, sl.rates, rs.cap_left, rs.users,
-                     ls.by_prio, ls.frozen)
+                     ls.by_prio, ls.frozen, ls.prio_count)
     if wh.hol > 0.0 and _head_of_line_caps(ls.active, na, sl, rs, wh.saturated, wh.hol):
         max_min_rates_in(ls.active[:na], sl.priority, sl.rate_links, sl.rate_len, rs.cap_eff, sl.rates, rs.cap_left,
-                         rs.users, ls.by_prio, ls.frozen)
+                         rs.users, ls.by_prio, ls.frozen, ls.prio_count)
     c[C_DIRTY] = 0
     _buffer_slack(wh, sl, rs, ls.comp, nc)
 

@@ -46,7 +46,7 @@ def max_min_rates(active, priority, path_links, path_len, link_capacity, rates, 
     """
     n = active.shape[0]
     max_min_rates_in(active, priority, path_links, path_len, link_capacity, rates, cap_left, users,
-                     np.empty(n, dtype=np.int64), np.empty(n, dtype=np.bool_))
+                     np.empty(n, dtype=np.int64), np.empty(n, dtype=np.bool_), np.empty(n + 1, dtype=np.int64))
 
 
 @njit(cache=True, inline="always")
@@ -74,19 +74,38 @@ def _sift_positions(pos, k, n, priority, active):
 
 
 @njit(cache=True, _nrt=False)
-def _flows_by_priority(active, priority, flows):
+def _flows_by_priority(active, priority, flows, counts):
     """``flows[:n]`` = ``active`` stably sorted by priority, allocating nothing: a copy when
-    it is in order already (one priority class, the usual case), else a heapsort of the
-    positions by (priority, position)."""
+    it is in order already (one priority class, the usual case); a counting sort when the
+    priorities span fewer values than ``counts`` holds; else a heapsort of the positions by
+    (priority, position)."""
     n = active.shape[0]
     in_order = True
+    lo = priority[active[0]] if n > 0 else 0
+    hi = lo
     for k in range(1, n):
-        if priority[active[k]] < priority[active[k - 1]]:
+        p = priority[active[k]]
+        if p < priority[active[k - 1]]:
             in_order = False
-            break
+        lo = min(lo, p)
+        hi = max(hi, p)
     if in_order:
         for k in range(n):
             flows[k] = active[k]
+        return
+    span = hi - lo + 1
+    if span < counts.shape[0]:
+        for v in range(span + 1):
+            counts[v] = 0
+        for k in range(n):
+            counts[priority[active[k]] - lo + 1] += 1
+        for v in range(1, span + 1):
+            counts[v] += counts[v - 1]
+        for k in range(n):
+            f = active[k]
+            v = priority[f] - lo
+            flows[counts[v]] = f
+            counts[v] += 1
         return
     for k in range(n):
         flows[k] = k
@@ -100,10 +119,12 @@ def _flows_by_priority(active, priority, flows):
 
 
 @njit(cache=True, _nrt=False)
-def max_min_rates_in(active, priority, path_links, path_len, link_capacity, rates, cap_left, users, flows, frozen):
+def max_min_rates_in(active, priority, path_links, path_len, link_capacity, rates, cap_left, users, flows, frozen,
+                     counts):
     """:func:`max_min_rates` with its scratch arrays given (``flows``: int, ``frozen``: bool,
-    at least ``active``'s length each): allocates nothing, for callers compiled without
-    reference counting."""
+    at least ``active``'s length each; ``counts``: int, any length, the more the fewer
+    heapsorts by priority): allocates nothing, for callers compiled without reference
+    counting."""
     n = active.shape[0]
     if n == 0:
         return
@@ -115,7 +136,7 @@ def max_min_rates_in(active, priority, path_links, path_len, link_capacity, rate
             cap_left[lk] = link_capacity[lk]
             users[lk] = 0
     # classes in order of urgency, each a run of the flows sorted by priority
-    _flows_by_priority(active, priority, flows)
+    _flows_by_priority(active, priority, flows, counts)
     for k in range(n):
         frozen[k] = False
     lo = 0
