@@ -37,6 +37,7 @@ import numpy as np
 from numba import njit
 
 from nic.reduction import reduce_done
+from noc.flit_pipeline import FlitCompiler
 from noc.message import max_min_rates_in
 
 POLICY_BASELINE = 0
@@ -52,6 +53,9 @@ STARTED = 1  # per transfer: no longer waiting (its slot holds the state above)
 # in place); with it, every read of an array field of a state value was an atomic incref and
 # decref. ``error_model="numpy"``: no ZeroDivisionError branch after a division.
 _kernel = njit(cache=True, error_model="numpy", _nrt=False)
+# the loop itself also with noc.flit's two promises to the compiler (noc.flit_pipeline): no
+# negative indices (-1 marks "none" and is tested before use) and no aliased arrays
+_loop_kernel = njit(cache=True, error_model="numpy", _nrt=False, pipeline_class=FlitCompiler)
 _stage = njit(cache=True, error_model="numpy", _nrt=False, inline="always")
 
 TransferArrays = namedtuple("TransferArrays", [
@@ -1325,7 +1329,7 @@ def run(tr, rt, wh, nt, red, out, pool, hr, work_i8, work_i32, work_f64):
     return _event_loop(tr, rt, wh, nt, red, out, LoopState(pg, sl, rs, nd, ls, c, hp))
 
 
-@_kernel
+@_loop_kernel
 def _event_loop(tr, rt, wh, nt, red, out, st):
     """The stages, event by event, until every transfer has arrived (see the module's
     docstring); compiled without reference counting (it allocates nothing)."""
