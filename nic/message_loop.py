@@ -37,7 +37,8 @@ import numpy as np
 from numba import njit
 
 from nic.reduction import reduce_done
-from noc.message import max_min_rates
+from noc.flit_pipeline import FlitCompiler
+from noc.message import max_min_rates_in
 
 POLICY_BASELINE = 0
 POLICY_CODESIGNED = 1
@@ -46,7 +47,16 @@ POLICY_CODESIGNED = 1
 WAITING, QUEUED, HEAD, SENDING, DRAINING, IN_FLIGHT, ARRIVED = 0, 1, 2, 3, 4, 5, 6
 STARTED = 1  # per transfer: no longer waiting (its slot holds the state above)
 
-_stage = njit(cache=True, inline="always")
+# The event loop (:func:`_event_loop`) and its stages, inlined into it, are compiled without
+# Numba's reference counting (``_nrt=False``), as ``noc.flit``'s kernels are: they only index
+# arrays their caller owns and never allocate (the heaps have fixed capacities, the sorts are
+# in place); with it, every read of an array field of a state value was an atomic incref and
+# decref. ``error_model="numpy"``: no ZeroDivisionError branch after a division.
+_kernel = njit(cache=True, error_model="numpy", _nrt=False)
+# the loop itself also with noc.flit's two promises to the compiler (noc.flit_pipeline): no
+# negative indices (-1 marks "none" and is tested before use) and no aliased arrays
+_loop_kernel = njit(cache=True, error_model="numpy", _nrt=False, pipeline_class=FlitCompiler)
+_stage = njit(cache=True, error_model="numpy", _nrt=False, inline="always")
 
 TransferArrays = namedtuple("TransferArrays", [
     "src_node", "step", "wire_bytes", "dep_ptr", "rdep_ptr", "rdep_idx",
@@ -98,17 +108,24 @@ Nodes = namedtuple("Nodes", [
     "wake_flag", "wake_list", "lock_flag", "lock_list",
 ])
 
-Lists = namedtuple("Lists", ["active", "heads", "fly", "rel", "queued", "due", "comp", "gone", "pend"])
+# (and the rate pass's scratch: the flows by priority, which are frozen)
+Lists = namedtuple("Lists", ["active", "heads", "fly", "rel", "queued", "due", "comp", "gone", "pend", "by_prio",
+                             "frozen", "prio_count"])
+
+# binary min-heaps of (key, id) of fixed capacity (:func:`heap_capacities`): waiting
+# transfers by when they may start, steps opening later (co-designed) by (open_at, node),
+# heads offered a VC in one instant by (head_key, transfer)
+Heaps = namedtuple("Heaps", ["wake_key", "wake_id", "open_key", "open_id", "hp_key", "hp_id"])
 
 # counters (an int64 array): list lengths, slots in use, the component stamp, marked nodes,
-# heap sizes, arrivals, whether the rates must be recomputed
+# heap sizes, arrivals, whether the rates must be recomputed, whether a heap overflowed
 (C_ACTIVE, C_HEADS, C_FLY, C_REL, C_QUEUED, C_PEND, C_GONE, C_LIVE, C_STAMP, C_WK, C_LK, C_WAKE, C_OPEN,
- C_ARRIVED, C_DIRTY, N_COUNTERS) = range(16)
+ C_ARRIVED, C_DIRTY, C_FULL, N_COUNTERS) = range(17)
 
 
 # ---- small helpers ----------------------------------------------------------------------
 
-@njit(cache=True, inline="always")
+@_stage
 def _heap_push(keys, ids, size, key, ident):
     """Push ``(key, ident)`` on the binary min-heap in ``keys[:size]``, ``ids[:size]``; returns the new size."""
     k = size
@@ -124,19 +141,53 @@ def _heap_push(keys, ids, size, key, ident):
     return size + 1
 
 
-@njit(cache=True, inline="always")
-def _heap_push_grow(keys, ids, size, key, ident):
-    """:func:`_heap_push`, doubling the heap's arrays when full. Returns (keys, ids, size)."""
+@_stage
+def _heap_push_capped(keys, ids, size, key, ident, c):
+    """:func:`_heap_push` onto a heap of fixed capacity; when it is full, the entry is
+    dropped and ``c[C_FULL]`` set (the run is void: the caller runs it again with a larger
+    pool, and so larger heaps). Returns the new size."""
     if size == keys.shape[0]:
-        k = np.empty(2 * size + 1)
-        d = np.empty(2 * size + 1, dtype=np.int64)
-        k[:size] = keys[:size]
-        d[:size] = ids[:size]
-        keys, ids = k, d
-    return keys, ids, _heap_push(keys, ids, size, key, ident)
+        c[C_FULL] = 1
+        return size
+    return _heap_push(keys, ids, size, key, ident)
 
 
-@njit(cache=True, inline="always")
+@_stage
+def _sift_down(a, k, n):
+    """Heap order (largest first) for ``a[k]`` within ``a[:n]``."""
+    while True:
+        j = 2 * k + 1
+        if j >= n:
+            return
+        if j + 1 < n and a[j + 1] > a[j]:
+            j += 1
+        if a[k] >= a[j]:
+            return
+        a[k], a[j] = a[j], a[k]
+        k = j
+
+
+@_stage
+def _sort_in_place(a, n):
+    """Sort ``a[:n]`` ascending where it is, allocating nothing (the loop runs without
+    reference counting): insertion sort for a few entries, heapsort for more."""
+    if n <= 16:
+        for k in range(1, n):
+            v = a[k]
+            j = k - 1
+            while j >= 0 and a[j] > v:
+                a[j + 1] = a[j]
+                j -= 1
+            a[j + 1] = v
+        return
+    for k in range(n // 2 - 1, -1, -1):
+        _sift_down(a, k, n)
+    for end in range(n - 1, 0, -1):
+        a[0], a[end] = a[end], a[0]
+        _sift_down(a, 0, end)
+
+
+@_stage
 def _heap_pop(keys, ids, size):
     """Remove the smallest entry of the heap of ``size`` entries; returns the new size."""
     size -= 1
@@ -158,7 +209,7 @@ def _heap_pop(keys, ids, size):
     return size
 
 
-@njit(cache=True, inline="always")
+@_stage
 def _mark(flag, lst, n, v):
     """Add ``v`` to the set kept as ``flag`` and ``lst[:n]``; returns the new count."""
     if not flag[v]:
@@ -168,7 +219,7 @@ def _mark(flag, lst, n, v):
     return n
 
 
-@njit(cache=True, inline="always")
+@_stage
 def _mark_woken(ident, src_node, num_nodes, flag, lst, n):
     """A wake-up for transfer ``ident`` (-1: every transfer without dependencies) marks its node(s)."""
     if ident < 0:
@@ -178,7 +229,7 @@ def _mark_woken(ident, src_node, num_nodes, flag, lst, n):
     return _mark(flag, lst, n, src_node[ident])
 
 
-@njit(cache=True, inline="always")
+@_stage
 def _gap_limit(t_next, now):
     """A bound above ``t_next - now`` by far more than the rounding of ``now + x / y`` (and of
     the test ``x >= bound * y``): a quotient x / y at or above it cannot give a time before
@@ -186,7 +237,7 @@ def _gap_limit(t_next, now):
     return (t_next - now) + (abs(t_next - now) + abs(now) + 1.0) * 1e-9
 
 
-@njit(cache=True, inline="always")
+@_stage
 def _state(p, status, tid, mask, sst):
     """Transfer p's state: waiting, the state of its slot, or arrived once its slot is free again."""
     if status[p] == WAITING:
@@ -195,7 +246,7 @@ def _state(p, status, tid, mask, sst):
     return sst[s] if tid[s] == p else ARRIVED
 
 
-@njit(cache=True, inline="always")
+@_stage
 def _buffered_beyond(hshare, p, c, bn):
     """Buffer bytes flow p may hold at the ends of hops c .. bn - 1."""
     s = 0.0
@@ -204,7 +255,7 @@ def _buffered_beyond(hshare, p, c, bn):
     return s
 
 
-@njit(cache=True, inline="always")
+@_stage
 def _join_users(res, res_first, nd_next, hr, comp_mark, stamp, comp, nc):
     """Append to ``comp[:nc]`` the flows on resource ``res`` not yet in it (marked with
     ``stamp``); returns the new count."""
@@ -219,15 +270,15 @@ def _join_users(res, res_first, nd_next, hr, comp_mark, stamp, comp, nc):
     return nc
 
 
-@njit(cache=True, inline="always")
-def _offer_head(s, ident, res, key, b_first, b_next, b_res, hp_key, hp_id, n_hp):
+@_stage
+def _offer_head(s, ident, res, key, b_first, b_next, b_res, hp, n_hp, c):
     """Head in slot ``s`` (transfer ``ident``) may take a VC of resource ``res`` in this
-    instant: into that resource's bucket and onto the heap by ``(key, ident)`` (grown when
-    full). Returns the heap."""
+    instant: into that resource's bucket and onto the heap by ``(key, ident)``. Returns
+    the heap's size."""
     b_next[s] = b_first[res]
     b_first[res] = s
     b_res[s] = res
-    return _heap_push_grow(hp_key, hp_id, n_hp, key, ident)
+    return _heap_push_capped(hp.hp_key, hp.hp_id, n_hp, key, ident, c)
 
 
 # ---- the loop's state ---------------------------------------------------------------------
@@ -285,7 +336,8 @@ def _new_state(tr, rt, wh, nt, pool, hr, work_i8, work_i32, work_f64):
         np.zeros(pool, dtype=np.bool_), np.zeros(pool, dtype=np.int32))
     ls = Lists(np.empty(pool, dtype=np.int32), np.empty(pool, dtype=np.int32), np.empty(pool, dtype=np.int32),
                np.empty(pool, dtype=np.int32), np.empty(pool, dtype=np.int32), np.empty(pool, dtype=np.int32),
-               np.empty(pool, dtype=np.int32), np.empty(pool, dtype=np.int32), np.empty(pool, dtype=np.int32))
+               np.empty(pool, dtype=np.int32), np.empty(pool, dtype=np.int32), np.empty(pool, dtype=np.int32),
+               np.empty(pool, dtype=np.int32), np.empty(pool, dtype=np.bool_), np.empty(pool + 1, dtype=np.int64))
     nd = _new_nodes(tr, nt, work_i32[1])
     return Progress(status, deps_left, rdy), sl, rs, nd, ls, np.zeros(N_COUNTERS, dtype=np.int64)
 
@@ -505,7 +557,7 @@ def _start_transfers(tr, rt, wh, nt, pg, sl, rs, nd, ls, c, out, now):
     codesigned = nt.policy == POLICY_CODESIGNED
     whole = n_wk * 8 > num_nodes
     if not whole and n_wk > 1:
-        nd.wake_list[:n_wk] = np.sort(nd.wake_list[:n_wk])
+        _sort_in_place(nd.wake_list, n_wk)
     n_scan = num_nodes if whole else n_wk
     wake_list, wake_flag, ni_busy, cur, node_ptr, node_tx = nd.wake_list, nd.wake_flag, nd.ni_busy, nd.cur, nd.node_ptr, nd.node_tx
     status, deps_left, rdy, step, open_step, open_at = pg.status, pg.deps_left, pg.rdy, tr.step, nd.open_step, nd.open_at
@@ -552,7 +604,7 @@ def _start_transfers(tr, rt, wh, nt, pg, sl, rs, nd, ls, c, out, now):
 # ---- 2. VC holding ------------------------------------------------------------------------
 
 @_stage
-def _acquire_vcs(rt, wh, sl, rs, ls, c, hp_key, hp_id, now):
+def _acquire_vcs(rt, wh, sl, rs, ls, c, hp, now):
     """**VC holding** (``hold``: one packet per transfer, the co-designed NIC's bulk flow
     control). The head acquires a VC of its route's class on every hop in turn, in real
     time (it reaches hop ``h``'s router ``head_lat[:, h]`` after it left or after it was
@@ -563,9 +615,10 @@ def _acquire_vcs(rt, wh, sl, rs, ls, c, hp_key, hp_id, now):
     earliest, then the one earlier in the schedule; resources are served in the order of
     their earliest eligible head. ``vcs_per_class`` VCs per (link, class) therefore bound
     how many transfers can cross a link at once, and blocked heads block the transfers
-    behind them. Returns the heap's arrays (grown when full)."""
+    behind them."""
     if c[C_HEADS] == 0:
-        return hp_key, hp_id
+        return
+    hp_key, hp_id = hp.hp_key, hp.hp_id
     n_cls = wh.n_cls
     mask = sl.mask
     heads, head_hop, head_key, catch_hops, plink, pcls = ls.heads, sl.head_hop, sl.head_key, sl.catch_hops, sl.plink, sl.pcls
@@ -579,8 +632,7 @@ def _acquire_vcs(rt, wh, sl, rs, ls, c, hp_key, hp_id, now):
         if head_key[s] <= now or h < catch_hops[s]:
             r = plink[s, h] * n_cls + pcls[s, h]
             if vc_free[r] > 0:
-                hp_key, hp_id, n_hp = _offer_head(s, tid[s], r, head_key[s], b_first, b_next, b_res, hp_key, hp_id,
-                                                  n_hp)
+                n_hp = _offer_head(s, tid[s], r, head_key[s], b_first, b_next, b_res, hp, n_hp, c)
     while n_hp > 0:
         cs = hp_id[0] & mask
         ck = hp_key[0]
@@ -604,8 +656,7 @@ def _acquire_vcs(rt, wh, sl, rs, ls, c, hp_key, hp_id, now):
                     head_key[s] = max(head_key[s], now) + head_lat[s, h + 1] - head_lat[s, h]
                 rn = plink[s, h + 1] * n_cls + pcls[s, h + 1]
                 if (head_key[s] <= now or h + 1 < catch_hops[s]) and vc_free[rn] > 0:  # on at once: eligible again
-                    hp_key, hp_id, n_hp = _offer_head(s, tid[s], rn, head_key[s], b_first, b_next, b_res, hp_key,
-                                                      hp_id, n_hp)
+                    n_hp = _offer_head(s, tid[s], rn, head_key[s], b_first, b_next, b_res, hp, n_hp, c)
             else:
                 _head_arrived(sl, ls, c, s, h)
     # empty the buckets; keep the heads still acquiring, in their order
@@ -619,7 +670,6 @@ def _acquire_vcs(rt, wh, sl, rs, ls, c, hp_key, hp_id, now):
             heads[kept] = s
             kept += 1
     c[C_HEADS] = kept
-    return hp_key, hp_id
 
 
 @_stage
@@ -728,13 +778,15 @@ def _rate_pass(wh, sl, rs, ls, c):
     na = c[C_ACTIVE]
     if wh.hol > 0.0:  # the head-of-line rule looks at every input port: all flows at once
         nc = na
-        ls.comp[:na] = ls.active[:na]
+        for k in range(na):
+            ls.comp[k] = ls.active[k]
     else:
         nc = _components(sl, rs, ls, c)
-    max_min_rates(ls.comp[:nc], sl.priority, sl.rate_links, sl.rate_len, rs.rate_cap, sl.rates, rs.cap_left, rs.users)
+    max_min_rates_in(ls.comp[:nc], sl.priority, sl.rate_links, sl.rate_len, rs.rate_cap, sl.rates, rs.cap_left, rs.users,
+                     ls.by_prio, ls.frozen, ls.prio_count)
     if wh.hol > 0.0 and _head_of_line_caps(ls.active, na, sl, rs, wh.saturated, wh.hol):
-        max_min_rates(ls.active[:na], sl.priority, sl.rate_links, sl.rate_len, rs.cap_eff, sl.rates, rs.cap_left,
-                      rs.users)
+        max_min_rates_in(ls.active[:na], sl.priority, sl.rate_links, sl.rate_len, rs.cap_eff, sl.rates, rs.cap_left,
+                         rs.users, ls.by_prio, ls.frozen, ls.prio_count)
     c[C_DIRTY] = 0
     _buffer_slack(wh, sl, rs, ls.comp, nc)
 
@@ -765,7 +817,7 @@ def _buffer_slack(wh, sl, rs, comp, nc):
             sl.slack[comp[k]] = sl.pipe[comp[k]]
 
 
-@njit(cache=True)
+@_kernel
 def _head_of_line_caps(active, na, sl, rs, saturated, limit):
     """**Head-of-line blocking** (per-packet flows). A router input port sends one flit per
     cycle, whichever VC it comes from. A port whose packets go two ways, some ejecting at
@@ -784,10 +836,10 @@ def _head_of_line_caps(active, na, sl, rs, saturated, limit):
     Returns True when some input was lowered."""
     rates, path_links, path_len, link_cap, in_res, rate_cap = sl.rates, sl.plink, sl.plen, rs.lcap, sl.in_res, rs.rate_cap
     load, injected, in_load, blocked, keep, cap_eff = rs.load, rs.injected, rs.in_load, rs.blocked, rs.keep, rs.cap_eff
-    load[:] = 0.0
-    injected[:] = False
-    in_load[:] = 0.0
-    blocked[:] = False
+    load.fill(0.0)
+    injected.fill(False)
+    in_load.fill(0.0)
+    blocked.fill(False)
     for k in range(na):
         i = active[k]
         n = path_len[i]
@@ -804,7 +856,7 @@ def _head_of_line_caps(active, na, sl, rs, saturated, limit):
     # an input that stays blocked: on an open chain the last input drains and nothing is lost
     changed = True
     while changed:
-        keep[:] = False
+        keep.fill(False)
         for k in range(na):
             i = active[k]
             for h in range(1, path_len[i] - 2):
@@ -824,7 +876,7 @@ def _head_of_line_caps(active, na, sl, rs, saturated, limit):
     return lowered
 
 
-@njit(cache=True)
+@_kernel
 def _bottlenecks(active, na, rates, path_links, path_len, link_cap, load, max_rate, bneck):
     """Each flow's first bottleneck: the first saturated link of its route on which it gets
     the largest rate (or any saturated one when it is starved); 0 when none."""
@@ -852,7 +904,7 @@ def _bottlenecks(active, na, rates, path_links, path_len, link_cap, load, max_ra
         bneck[i] = bn
 
 
-@njit(cache=True)
+@_kernel
 def _count_backed(active, na, path_links, bneck, n_backed):
     """Per link: how many flows are held back beyond the buffer at its far end (set on the
     links before each flow's bottleneck, the only ones read)."""
@@ -942,9 +994,10 @@ def _next_flow_event(nt, pg, sl, ls, c, now):
 
 
 @_stage
-def _due_wakeups(tr, nt, nd, c, wake_key, wake_id, open_key, open_id, now):
+def _due_wakeups(tr, nt, nd, c, hp, now):
     """Inputs ready and steps opening by ``now`` mark their nodes: to look for starts, and
     (a step opened) for the step's end."""
+    wake_key, wake_id, open_key, open_id = hp.wake_key, hp.wake_id, hp.open_key, hp.open_id
     n_wake = c[C_WAKE]
     n_wk = c[C_WK]
     while n_wake > 0 and wake_key[0] <= now:  # those may start (or wait for their NI or step) now
@@ -963,15 +1016,15 @@ def _due_wakeups(tr, nt, nd, c, wake_key, wake_id, open_key, open_id, now):
 
 
 @_stage
-def _next_event(tr, nt, pg, sl, nd, ls, c, wake_key, wake_id, open_key, open_id, now):
+def _next_event(tr, nt, pg, sl, nd, ls, c, hp, now):
     """The earliest time anything changes (:func:`_next_flow_event`, a wake-up, a step
     opening, an NI release); marks what is due now on the way. ``inf``: nothing will."""
     t_next = _next_flow_event(nt, pg, sl, ls, c, now)
-    _due_wakeups(tr, nt, nd, c, wake_key, wake_id, open_key, open_id, now)
-    if c[C_WAKE] > 0 and wake_key[0] < t_next:
-        t_next = wake_key[0]
-    if c[C_OPEN] > 0 and open_key[0] < t_next:
-        t_next = open_key[0]
+    _due_wakeups(tr, nt, nd, c, hp, now)
+    if c[C_WAKE] > 0 and hp.wake_key[0] < t_next:
+        t_next = hp.wake_key[0]
+    if c[C_OPEN] > 0 and hp.open_key[0] < t_next:
+        t_next = hp.open_key[0]
     for q in range(c[C_REL]):
         if sl.free_at[ls.rel[q]] < t_next:
             t_next = sl.free_at[ls.rel[q]]
@@ -1062,7 +1115,9 @@ def _release_queued(wh, pg, sl, ls, c, now):
         return
     mask = sl.mask
     n_due = c[C_QUEUED]
-    ls.due[:n_due] = np.sort(ls.queued[:n_due])  # in schedule order
+    for q in range(n_due):
+        ls.due[q] = ls.queued[q]
+    _sort_in_place(ls.due, n_due)  # in schedule order
     nq = 0
     for q in range(n_due):
         i = ls.due[q]
@@ -1134,12 +1189,11 @@ def _reduction_ready(red, nd, i, arrived):
 
 
 @_stage
-def _arrivals(tr, nt, red, pg, sl, nd, ls, c, out, wake_key, wake_id, now):
+def _arrivals(tr, nt, red, pg, sl, nd, ls, c, out, hp, now):
     """Transfers whose tail arrived by ``now`` (the tail's latency after their last byte
     passed the bottleneck: with a wormhole, after the tail flit's slot *began*) arrive, in
     schedule order; each releases the transfers that wait for it, which may start
-    ``issue_delay`` after the last of their inputs is usable (a wake-up). Returns the
-    wake-up heap's arrays (grown when full)."""
+    ``issue_delay`` after the last of their inputs is usable (a wake-up)."""
     mask = sl.mask
     fly, done_at, tail_lat, due, tid, sst, free_at, pend = ls.fly, sl.done_at, sl.tail_lat, ls.due, sl.tid, sl.sst, sl.free_at, ls.pend
     rdep_ptr, rdep_idx, deps_left, rdy, not_before = tr.rdep_ptr, tr.rdep_idx, pg.deps_left, pg.rdy, tr.not_before
@@ -1156,7 +1210,7 @@ def _arrivals(tr, nt, red, pg, sl, nd, ls, c, out, wake_key, wake_id, now):
         else:
             q += 1
     if n_due > 1:
-        due[:n_due] = np.sort(due[:n_due])
+        _sort_in_place(due, n_due)
     n_wake = c[C_WAKE]
     for q in range(n_due):
         i = due[q]
@@ -1175,26 +1229,24 @@ def _arrivals(tr, nt, red, pg, sl, nd, ls, c, out, wake_key, wake_id, now):
             if deps_left[d] == 0:
                 rdy[d] = rdy[d] + issue_delay
                 key = max(rdy[d], not_before[d]) if has_nb else rdy[d]
-                wake_key, wake_id, n_wake = _heap_push_grow(wake_key, wake_id, n_wake, key, d)
+                n_wake = _heap_push_capped(hp.wake_key, hp.wake_id, n_wake, key, d, c)
                 if key <= now:
                     c[C_WK] = _mark(wake_flag, wake_list, c[C_WK], src_node[d])
         if free_at[s] == np.inf:  # its NI was released already: the slot is free again
             pend[c[C_PEND]] = s
             c[C_PEND] += 1
     c[C_WAKE] = n_wake
-    return wake_key, wake_id
 
 
 # ---- 10. lockstep -------------------------------------------------------------------------
 
 @_stage
-def _lockstep(tr, nt, pg, nd, c, open_key, open_id, now):
+def _lockstep(tr, nt, pg, nd, c, hp, now):
     """**Lockstep** (co-designed NIC): a node's next step opens only when every transfer
     of its current step has started and all its NIs are idle, ``step_advance`` later; the
-    next step is that of the node's first waiting transfer. Returns the heap of steps
-    opening later (grown when full)."""
+    next step is that of the node's first waiting transfer (steps opening later: a heap)."""
     if nt.policy != POLICY_CODESIGNED:
-        return open_key, open_id
+        return
     n_open = c[C_OPEN]
     for q in range(c[C_LK]):
         n = nd.lock_list[q]
@@ -1219,46 +1271,69 @@ def _lockstep(tr, nt, pg, nd, c, open_key, open_id, now):
                 if nd.open_at[n] <= now:
                     c[C_WK] = _mark(nd.wake_flag, nd.wake_list, c[C_WK], n)
                 else:
-                    open_key, open_id, n_open = _heap_push_grow(open_key, open_id, n_open, nd.open_at[n], n)
+                    n_open = _heap_push_capped(hp.open_key, hp.open_id, n_open, nd.open_at[n], n, c)
     c[C_LK] = 0
     c[C_OPEN] = n_open
-    return open_key, open_id
 
 
 # ---- the driver ---------------------------------------------------------------------------
+
+# the loop's state: what :func:`_new_state` allocates and the heaps
+LoopState = namedtuple("LoopState", ["pg", "sl", "rs", "nd", "ls", "c", "hp"])
+
+# the heaps' capacities per slot of the pool (a run that overflows one runs again with a
+# larger pool): waiting transfers whose inputs are in (their issue delay not over yet), and
+# heads offered a VC in one instant (each head once, and again at each hop it takes at once)
+WAKE_PER_SLOT = 2
+OFFERS_PER_SLOT = 2
+
+
+@njit(cache=True)
+def _new_heaps(tr, nt, pg, nd, c, pool):
+    """The heaps, of fixed capacity (the loop allocates nothing): a wake-up per transfer
+    with ``not_before`` (every transfer may wait at once), otherwise ``WAKE_PER_SLOT`` per
+    slot; a step opening per node (each node has one step opening at a time);
+    ``OFFERS_PER_SLOT`` per slot and one per hop for heads offered a VC in one instant.
+    Holds the first wake-ups: the transfers without dependencies (without ``not_before``,
+    one entry, transfer -1, at ``first_start``); every node is marked to look for starts."""
+    t_count = tr.src_node.shape[0]
+    n_wake = t_count + 1 if tr.has_not_before else min(t_count, WAKE_PER_SLOT * pool) + 1
+    n_hp = OFFERS_PER_SLOT * pool + tr.links.shape[1]
+    hp = Heaps(np.empty(n_wake), np.empty(n_wake, dtype=np.int64), np.empty(nt.num_nodes + 1),
+               np.empty(nt.num_nodes + 1, dtype=np.int64), np.empty(n_hp), np.empty(n_hp, dtype=np.int64))
+    for n in range(nt.num_nodes):
+        c[C_WK] = _mark(nd.wake_flag, nd.wake_list, c[C_WK], n)
+    any_free = False
+    for i in range(t_count):
+        if pg.deps_left[i] == 0:
+            if tr.has_not_before:
+                c[C_WAKE] = _heap_push(hp.wake_key, hp.wake_id, c[C_WAKE], max(pg.rdy[i], tr.not_before[i]), i)
+            else:
+                any_free = True
+    if any_free:
+        c[C_WAKE] = _heap_push(hp.wake_key, hp.wake_id, c[C_WAKE], nt.first_start, -1)
+    return hp
+
 
 @njit(cache=True)
 def run(tr, rt, wh, nt, red, out, pool, hr, work_i8, work_i32, work_f64):
     """The event loop over a pool of ``pool`` slots (a power of two) of ``hr`` rate
     resources each: transfer i's state while it is under way lives in slot ``i & (pool - 1)``,
     taken when it starts and given back once it has arrived and its NI is released
-    (``out.stats[0]`` = 1 and -1 returned when a transfer finds its slot taken;
-    ``out.stats[1]`` = the most slots in use). ``work_*``: per-transfer scratch the caller
-    owns. Returns the number of events (more than ``out.max_events``: stopped there)."""
+    (``out.stats[0]`` = 1 and -1 returned when a transfer finds its slot taken or a heap
+    is full; ``out.stats[1]`` = the most slots in use). ``work_*``: per-transfer scratch the
+    caller owns. Returns the number of events (more than ``out.max_events``: stopped there).
+    Allocates the loop's state, then runs :func:`_event_loop` on it."""
     pg, sl, rs, nd, ls, c = _new_state(tr, rt, wh, nt, pool, hr, work_i8, work_i32, work_f64)
-    num_nodes = nt.num_nodes
-    for n in range(num_nodes):
-        c[C_WK] = _mark(nd.wake_flag, nd.wake_list, c[C_WK], n)
-    # waiting transfers whose data is ready: a heap of (when they may start, transfer); without
-    # not_before, those without dependencies are one entry (transfer -1) at first_start
-    wake_key = np.empty(1024)
-    wake_id = np.empty(1024, dtype=np.int64)
-    n_wake = 0
-    any_free = False
-    for i in range(tr.src_node.shape[0]):
-        if pg.deps_left[i] == 0:
-            if tr.has_not_before:
-                wake_key, wake_id, n_wake = _heap_push_grow(wake_key, wake_id, n_wake, max(pg.rdy[i], tr.not_before[i]), i)
-            else:
-                any_free = True
-    if any_free:
-        wake_key, wake_id, n_wake = _heap_push_grow(wake_key, wake_id, n_wake, nt.first_start, -1)
-    c[C_WAKE] = n_wake
-    # steps opening later (co-designed): a heap of (open_at, node)
-    open_key = np.empty(num_nodes + 1)
-    open_id = np.empty(num_nodes + 1, dtype=np.int64)
-    hp_key = np.empty(1024)  # heads offered a VC in one instant
-    hp_id = np.empty(1024, dtype=np.int64)
+    hp = _new_heaps(tr, nt, pg, nd, c, pool)
+    return _event_loop(tr, rt, wh, nt, red, out, LoopState(pg, sl, rs, nd, ls, c, hp))
+
+
+@_loop_kernel
+def _event_loop(tr, rt, wh, nt, red, out, st):
+    """The stages, event by event, until every transfer has arrived (see the module's
+    docstring); compiled without reference counting (it allocates nothing)."""
+    pg, sl, rs, nd, ls, c, hp = st
     t_count = tr.src_node.shape[0]
     now = 0.0
     c[C_DIRTY] = 1
@@ -1269,18 +1344,21 @@ def run(tr, rt, wh, nt, red, out, pool, hr, work_i8, work_i32, work_f64):
             return n_events
         if not _start_transfers(tr, rt, wh, nt, pg, sl, rs, nd, ls, c, out, now):
             return -1
-        hp_key, hp_id = _acquire_vcs(rt, wh, sl, rs, ls, c, hp_key, hp_id, now)
+        _acquire_vcs(rt, wh, sl, rs, ls, c, hp, now)
         _rate_pass(wh, sl, rs, ls, c)
         _free_pending(sl, ls, c)
-        t_next = _next_event(tr, nt, pg, sl, nd, ls, c, wake_key, wake_id, open_key, open_id, now)
+        t_next = _next_event(tr, nt, pg, sl, nd, ls, c, hp, now)
+        if c[C_FULL]:
+            out.stats[0] = 1
+            return -1
         if t_next == np.inf:
             return n_events  # stalled: the caller reports the transfer that never arrived
         dt = t_next - now
         now = t_next
         _advance_flows(nt, wh, sl, rs, ls, c, out, now, dt)
-        _due_wakeups(tr, nt, nd, c, wake_key, wake_id, open_key, open_id, now)
+        _due_wakeups(tr, nt, nd, c, hp, now)
         _release_queued(wh, pg, sl, ls, c, now)
         _release_nis(tr, nt, sl, nd, ls, c, now)
-        wake_key, wake_id = _arrivals(tr, nt, red, pg, sl, nd, ls, c, out, wake_key, wake_id, now)
-        open_key, open_id = _lockstep(tr, nt, pg, nd, c, open_key, open_id, now)
+        _arrivals(tr, nt, red, pg, sl, nd, ls, c, out, hp, now)
+        _lockstep(tr, nt, pg, nd, c, hp, now)
     return n_events

@@ -45,6 +45,87 @@ def max_min_rates(active, priority, path_links, path_len, link_capacity, rates, 
     so the work follows the flows, not the network.
     """
     n = active.shape[0]
+    max_min_rates_in(active, priority, path_links, path_len, link_capacity, rates, cap_left, users,
+                     np.empty(n, dtype=np.int64), np.empty(n, dtype=np.bool_), np.empty(n + 1, dtype=np.int64))
+
+
+@njit(cache=True, inline="always")
+def _served_before(priority, active, a, b):
+    """Flow at position ``a`` of ``active`` is served before the one at ``b``: more urgent,
+    or as urgent and earlier (the order of a stable sort by priority)."""
+    pa = priority[active[a]]
+    pb = priority[active[b]]
+    return pa < pb or (pa == pb and a < b)
+
+
+@njit(cache=True, inline="always")
+def _sift_positions(pos, k, n, priority, active):
+    """Heap order (served last first) for ``pos[k]`` within ``pos[:n]``."""
+    while True:
+        j = 2 * k + 1
+        if j >= n:
+            return
+        if j + 1 < n and _served_before(priority, active, pos[j], pos[j + 1]):
+            j += 1
+        if not _served_before(priority, active, pos[k], pos[j]):
+            return
+        pos[k], pos[j] = pos[j], pos[k]
+        k = j
+
+
+@njit(cache=True, _nrt=False)
+def _flows_by_priority(active, priority, flows, counts):
+    """``flows[:n]`` = ``active`` stably sorted by priority, allocating nothing: a copy when
+    it is in order already (one priority class, the usual case); a counting sort when the
+    priorities span fewer values than ``counts`` holds; else a heapsort of the positions by
+    (priority, position)."""
+    n = active.shape[0]
+    in_order = True
+    lo = priority[active[0]] if n > 0 else 0
+    hi = lo
+    for k in range(1, n):
+        p = priority[active[k]]
+        if p < priority[active[k - 1]]:
+            in_order = False
+        lo = min(lo, p)
+        hi = max(hi, p)
+    if in_order:
+        for k in range(n):
+            flows[k] = active[k]
+        return
+    span = hi - lo + 1
+    if span < counts.shape[0]:
+        for v in range(span + 1):
+            counts[v] = 0
+        for k in range(n):
+            counts[priority[active[k]] - lo + 1] += 1
+        for v in range(1, span + 1):
+            counts[v] += counts[v - 1]
+        for k in range(n):
+            f = active[k]
+            v = priority[f] - lo
+            flows[counts[v]] = f
+            counts[v] += 1
+        return
+    for k in range(n):
+        flows[k] = k
+    for k in range(n // 2 - 1, -1, -1):
+        _sift_positions(flows, k, n, priority, active)
+    for end in range(n - 1, 0, -1):
+        flows[0], flows[end] = flows[end], flows[0]
+        _sift_positions(flows, 0, end, priority, active)
+    for k in range(n):
+        flows[k] = active[flows[k]]
+
+
+@njit(cache=True, _nrt=False)
+def max_min_rates_in(active, priority, path_links, path_len, link_capacity, rates, cap_left, users, flows, frozen,
+                     counts):
+    """:func:`max_min_rates` with its scratch arrays given (``flows``: int, ``frozen``: bool,
+    at least ``active``'s length each; ``counts``: int, any length, the more the fewer
+    heapsorts by priority): allocates nothing, for callers compiled without reference
+    counting."""
+    n = active.shape[0]
     if n == 0:
         return
     for k in range(n):
@@ -55,11 +136,9 @@ def max_min_rates(active, priority, path_links, path_len, link_capacity, rates, 
             cap_left[lk] = link_capacity[lk]
             users[lk] = 0
     # classes in order of urgency, each a run of the flows sorted by priority
-    pr = np.empty(n, dtype=np.int64)
+    _flows_by_priority(active, priority, flows, counts)
     for k in range(n):
-        pr[k] = priority[active[k]]
-    flows = active[np.argsort(pr, kind="mergesort")]
-    frozen = np.zeros(n, dtype=np.bool_)
+        frozen[k] = False
     lo = 0
     while lo < n:
         hi = lo + 1

@@ -9,6 +9,7 @@ GATHER away from it, one transfer per (step, sender, flow).
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from nic.collectives.schedule import Schedule, ScheduleError
 from nic.scheduler import OP_GATHER, OP_REDUCE
@@ -75,19 +76,39 @@ def ring_order(topology: Topology) -> list[int]:
 def _ring_columns(order: list[int], flow_base: int, direction: int) -> tuple[np.ndarray, ...]:
     """Ring all-reduce of len(order) flows ``flow_base + c`` (flow c owned by order[c]), as
     (step, src, dst, flow, op) columns: flow c's reduce-scatter chain ends at c's owner in
-    step n - 2; its all-gather runs from the owner onwards in steps n - 1 .. 2n - 3."""
+    step n - 2; its all-gather runs from the owner onwards in steps n - 1 .. 2n - 3. One
+    transfer per (step, sender), in the schedule's canonical order (by step, then sender)
+    and its column types, so that :meth:`Schedule.from_columns` has nothing to reorder."""
     ring = np.asarray(order, np.int64)
     n = len(ring)
-    c = np.repeat(np.arange(n, dtype=np.int64), n - 1)
-    s = np.tile(np.arange(n - 1, dtype=np.int64), n)
-    a_rs, b_rs = (c + direction * (1 + s)) % n, (c + direction * (2 + s)) % n
-    a_ag, b_ag = (c + direction * s) % n, (c + direction * (s + 1)) % n
-    step = np.concatenate([s, n - 1 + s])
-    src = ring[np.concatenate([a_rs, a_ag])]
-    dst = ring[np.concatenate([b_rs, b_ag])]
-    flow = np.concatenate([flow_base + c, flow_base + c])
-    op = np.concatenate([np.full(c.shape, R, np.int64), np.full(c.shape, G, np.int64)])
-    return step, src, dst, flow, op
+    pos = np.empty(n, np.int64)
+    pos[ring] = np.arange(n, dtype=np.int64)  # each node's place on the ring
+    t = 2 * n * (n - 1)
+    cols = (np.empty(t, np.int32), np.empty(t, np.int32), np.empty(t, np.int32), np.empty(t, np.int32),
+            np.empty(t, np.int8))
+    _fill_ring(ring, pos, flow_base, direction, R, G, *cols)
+    return cols
+
+
+@njit(cache=True)
+def _fill_ring(ring, pos, flow_base, direction, op_rs, op_ag, step, src, dst, flow, op):
+    """The ring's transfers, step by step and within a step by sender: in reduce-scatter
+    step s (< n - 1) the node at place p sends flow (p - direction (1 + s)) mod n on to the
+    next place; in all-gather step n - 1 + s, flow (p - direction s) mod n."""
+    n = ring.shape[0]
+    k = 0
+    for st in range(2 * (n - 1)):
+        ag = st >= n - 1
+        s = st - (n - 1) if ag else st
+        back = direction * s if ag else direction * (1 + s)
+        for v in range(n):
+            p = pos[v]
+            step[k] = st
+            src[k] = v
+            dst[k] = ring[(p + direction) % n]
+            flow[k] = flow_base + (p - back) % n
+            op[k] = op_ag if ag else op_rs
+            k += 1
 
 
 def _need_nodes(topology: Topology, k: int, what: str) -> int:

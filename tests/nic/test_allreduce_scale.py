@@ -294,8 +294,12 @@ _MEASURE = textwrap.dedent("""
 @pytest.mark.slow
 def test_the_memory_estimate_is_within_a_quarter_of_a_measured_run():
     """A 24x24 torus with 4 NIs (662,400 transfers) in a fresh process: the peak memory the
-    run adds over the process's warmed-up base, against message_run_bytes."""
-    out = subprocess.run([sys.executable, "-c", _MEASURE, "torus:24x24:c4"], capture_output=True, text=True,
-                         check=True, timeout=600)
+    run adds over the process's warmed-up base, against message_run_bytes. The same script
+    runs twice: the first process compiles whatever kernels Numba's cache lacks (the
+    compiler's own peak would be in the base of a cold run, or in the run itself), the
+    second finds them compiled and is the measurement."""
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", _MEASURE, "torus:24x24:c4"], capture_output=True, text=True,
+                             check=True, timeout=900)
     r = json.loads(out.stdout.strip().splitlines()[-1])
     assert 0.75 <= r["used"] / r["need"] <= 1.25, r
