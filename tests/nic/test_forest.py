@@ -13,10 +13,17 @@ import numpy as np
 import pytest
 
 from nic.collectives import ScheduleError, build, contention, ideal_cycles, optimal_bound, transfer_paths, verify
-from nic.collectives.forest import forest
+from nic.collectives.forest import forest, torus_forest
 from nic.nic_table import check_representable
 from nic.scheduler import OP_GATHER, OP_REDUCE
 from noc.topology import parse_spec
+
+
+def test_the_registered_forest_is_the_torus_construction_on_square_tori_only():
+    square, oblong = parse_spec("torus:4x4:c4"), parse_spec("torus:4x6")
+    assert build(square, "forest") == torus_forest(square)
+    assert build(oblong, "forest").params["construction"] == "packing"
+
 
 def whole_chunks(t) -> int:
     """A size of whole number of 4-byte elements per flow (4N flows), so chunks are equal."""
@@ -25,7 +32,7 @@ def whole_chunks(t) -> int:
 
 @pytest.mark.parametrize("spec", ["torus:3x3", "torus:4x4", "torus:4x4:c4", "torus:3x5", "torus:5x4:c2", "torus:8x8:c4"])
 def test_forest_is_a_correct_allreduce(spec):
-    s = forest(parse_spec(spec))
+    s = torus_forest(parse_spec(spec))
     verify(s, seed=1)
     verify(s, num_elements=s.num_flows, seed=2)
     check_representable(s)
@@ -64,13 +71,13 @@ def test_non_square_torus_is_off_the_optimum_by_its_busier_direction(k1, k2):
     factor = Fraction(max((k1 - 1) * (k2 + 1), (k2 - 1) * (k1 + 1)), n - 1)
     size = whole_chunks(t)
     opt = optimal_bound(t).all_reduce_cycles(size)
-    assert ideal_cycles(forest(t), t, size) == pytest.approx(float(opt * factor), rel=1e-12)
+    assert ideal_cycles(torus_forest(t), t, size) == pytest.approx(float(opt * factor), rel=1e-12)
 
 
 @pytest.mark.parametrize("spec", ["mesh:4x4", "torus:4x4x4", "ring:8", "torus:2x4", "fattree:k4:l2"])
-def test_other_networks_are_refused(spec):
+def test_the_torus_construction_refuses_other_networks(spec):
     with pytest.raises(ScheduleError, match="2D torus"):
-        forest(parse_spec(spec))
+        torus_forest(parse_spec(spec))
 
 
 @pytest.mark.parametrize("spec", ["torus:4x4", "torus:4x4:c2", "torus:4x4:c4"])
