@@ -45,7 +45,10 @@ from noc.topology import Topology
 MAX_TREES_PER_ROOT = 8
 PACKING_ROUNDS = 8
 PRICE_EXPONENT = 8.0
-DEPTH_WEIGHT = 0.3
+DEPTH_WEIGHTS = (0.1, 0.3, 1.0)
+"""The packings tried: the premium per level of depth a tree's next edge pays (deeper trees
+pack closer to the optimum's loads, shallower ones leave the steps more to choose from);
+the one whose lockstep time is least is kept."""
 
 
 def resource_capacities(topology: Topology) -> np.ndarray:
@@ -171,7 +174,7 @@ def _remove_tree(taken, r_off, r_ids, load):
             load[r_ids[k]] -= 1.0
 
 
-def pack(topology: Topology, k: int, rounds: int = PACKING_ROUNDS) -> np.ndarray:
+def pack(topology: Topology, k: int, depth_weight: float, rounds: int = PACKING_ROUNDS) -> np.ndarray:
     """int64[K N, N]: the parent of every node in each flow's tree (-1 at its root); flow
     ``K r + j`` is rooted at node ``r``."""
     n = topology.num_nodes
@@ -191,7 +194,7 @@ def pack(topology: Topology, k: int, rounds: int = PACKING_ROUNDS) -> np.ndarray
         for f in range(k * n):
             if taken[f] is not None:
                 _remove_tree(taken[f], r_off, r_ids, load)
-            taken[f] = _grow_tree(f // k, n, e_src, e_dst, r_off, r_ids, load, inv_cap, scale, PRICE_EXPONENT, DEPTH_WEIGHT,
+            taken[f] = _grow_tree(f // k, n, e_src, e_dst, r_off, r_ids, load, inv_cap, scale, PRICE_EXPONENT, depth_weight,
                                   parent[f], depth)
             if taken[f].shape[0] != n - 1:
                 raise ScheduleError(f"{topology.name}: node {f // k} reaches only {taken[f].shape[0] + 1} of {n} "
@@ -227,10 +230,12 @@ def _subtree_heights(parents: np.ndarray, depth: np.ndarray) -> np.ndarray:
     return height
 
 
-def gather_steps(topology: Topology, parents: np.ndarray) -> tuple[np.ndarray, ...]:
+def gather_steps(topology: Topology, parents: np.ndarray, reverse: bool = False) -> tuple[np.ndarray, ...]:
     """(step, parent, child, flow) of every tree's all-gather edges, placed by list
     scheduling: each step, the ready edges with the longest path still below them first,
-    each into the step if its sender, receiver and route's links have a free slot."""
+    each into the step if its sender, receiver and route's links have a free slot.
+    ``reverse``: the edges are the reduce-scatter's, run backwards in time (each loads
+    the route child -> parent, the child's send and the parent's receive)."""
     f_count, n = parents.shape
     depth = _depths(parents)
     below = _subtree_heights(parents, depth)
@@ -238,8 +243,10 @@ def gather_steps(topology: Topology, parents: np.ndarray) -> tuple[np.ndarray, .
     par = parents[flows, child]
     m = len(flows)
     priority = below[flows, child]
-    off, links = route_links(topology, par, child)
+    off, links = route_links(topology, child, par) if reverse else route_links(topology, par, child)
     cap = resource_capacities(topology)
+    if reverse:  # the sender's send slots are the child's, the receiver's the parent's
+        cap = np.concatenate([cap[:topology.num_links], cap[topology.num_links + n:], cap[topology.num_links:][:n]])
     nl = topology.num_links
     unit = float(cap[np.nonzero(topology.is_router_link)[0] if topology.is_direct else np.arange(nl)].min())
     slots = np.maximum(1, np.floor(cap / unit + 1e-9)).astype(np.int64)
@@ -253,9 +260,10 @@ def gather_steps(topology: Topology, parents: np.ndarray) -> tuple[np.ndarray, .
     step = np.full(m, -1, np.int64)
     ready = [i for i in range(m) if parents[flows[i], par[i]] < 0]
     pair_slots = _pair_slots(topology, slots, nl)
+    routes = None if topology.is_direct else [links[off[i]:off[i + 1]] for i in range(m)]
     placed, s = 0, 0
     while placed < m:
-        chosen = _match_step(ready, par, child, priority, slots, nl, n, pair_slots)
+        chosen = _match_step(ready, par, child, priority, slots, nl, n, pair_slots, routes)
         taken = set(chosen)
         nxt = [i for i in ready if i not in taken]
         for i in chosen:
@@ -284,7 +292,7 @@ def _pair_slots(topology: Topology, slots: np.ndarray, nl: int) -> dict[tuple[in
 
 
 def _match_step(ready: list[int], par, child, priority, slots, nl: int, n: int,
-                pair_slots: dict) -> list[int]:
+                pair_slots: dict, route_links: list | None = None) -> list[int]:
     """The ready edges one step carries: a most-transfers matching of senders' send slots
     to receivers' receive slots (and each pair's link slots), the most urgent first."""
     if not ready:
@@ -299,9 +307,19 @@ def _match_step(ready: list[int], par, child, priority, slots, nl: int, n: int,
         g.add_edge(("v", v), "t", capacity=int(slots[nl + n + v]), weight=0)
         g.add_edge(("u", u), ("v", v), capacity=cap, weight=-int(priority[edges[0]]))
     flow = nx.max_flow_min_cost(g, "s", "t")
+    matched = [i for (u, v), edges in by_pair.items() for i in edges[:flow[("u", u)][("v", v)]]]
+    if not route_links:  # a direct network: one link per pair, matched already
+        return matched
+    # a switched network: routes share links; keep the matched transfers whose links are free
+    # (the most urgent first), then fill the step with any ready transfer that still fits
+    used = np.zeros(slots.shape[0], np.int64)
     out = []
-    for (u, v), edges in by_pair.items():
-        out.extend(edges[:flow[("u", u)][("v", v)]])
+    rest = sorted(set(ready) - set(matched), key=lambda i: (-int(priority[i]), i))
+    for i in sorted(matched, key=lambda i: (-int(priority[i]), i)) + rest:
+        res = np.concatenate([route_links[i], [nl + int(par[i]), nl + n + int(child[i])]])
+        if np.all(used[res] < slots[res]):
+            used[res] += 1
+            out.append(i)
     return out
 
 
@@ -309,10 +327,13 @@ def schedule_steps(topology: Topology, parents: np.ndarray) -> tuple[np.ndarray,
     """(step, src, dst, flow, op) of the reduce and gather transfers of every tree: the
     all-gather by :func:`gather_steps` in steps ``T .. 2T-1``, the reduce-scatter its
     mirror in steps ``0 .. T-1`` (the gather of step ``T + s`` reversed at step
-    ``T - 1 - s``), so a node reduces what arrives from its children before it sends up."""
+    ``T - 1 - s``), so a node reduces what arrives from its children before it sends up.
+    On a switched network a route back is not the way out reversed: the reduce-scatter
+    is scheduled on its own routes, backwards in time."""
     g_step, par, child, flows = gather_steps(topology, parents)
-    t = int(g_step.max()) + 1
-    step = np.concatenate([t - 1 - g_step, t + g_step])
+    r_step = gather_steps(topology, parents, reverse=True)[0] if not topology.is_direct else g_step
+    t = int(r_step.max()) + 1
+    step = np.concatenate([t - 1 - r_step, t + g_step])
     src = np.concatenate([child, par])
     dst = np.concatenate([par, child])
     flow = np.concatenate([flows, flows])
@@ -329,8 +350,19 @@ def treepack(topology: Topology, trees: int | None = None) -> Schedule:
     k = trees_per_root(topology) if trees is None else int(trees)
     if not 1 <= k <= 64:
         raise ScheduleError(f"trees={trees}: must be 1 .. 64")
-    parents = pack(topology, k)
-    step, src, dst, flow, op = schedule_steps(topology, parents)
+    from nic.collectives.analysis import ideal_cycles  # noqa: PLC0415
+
+    size = 4 * 1024 * k * n  # whole 4-byte elements per flow: the lockstep time per byte
+    best = None
+    for weight in DEPTH_WEIGHTS:
+        parents = pack(topology, k, weight)
+        cols = schedule_steps(topology, parents)
+        s = Schedule.from_columns("forest", topology.name, n, topology.nis_per_node, k * n, *cols)
+        cycles = ideal_cycles(s, topology, size)
+        if best is None or cycles < best[0] - 1e-9:
+            best = (cycles, weight, parents, cols)
+    _, weight, parents, (step, src, dst, flow, op) = best
     height = int(_depths(parents).max())
     return Schedule.from_columns("forest", topology.name, n, topology.nis_per_node, k * n, step, src, dst, flow, op,
-                                 {"trees_per_root": k, "depth": height, "construction": "packing"})
+                                 {"trees_per_root": k, "depth": height, "construction": "packing",
+                                  "depth_weight": weight})
