@@ -18,7 +18,9 @@ tree to a new node whose resources' loads rise least under a steep convex price
 ``(load / capacity)^p``, the loads updated edge by edge; then every tree is in turn torn out
 and regrown against the others' loads, for a few rounds, and the packing with the least
 busiest resource is kept. Candidate edges are the router links' neighbours on a direct
-network and every pair of nodes on a switched one.
+network and every pair of nodes on a switched one. The ring's path trees
+(:func:`ring_trees`) are one more packing; of all, the one with the least lockstep time
+(:func:`nic.collectives.ideal_cycles`) is kept.
 
 **Steps** (:func:`schedule_steps`): list scheduling under the co-designed NIC's lockstep:
 a transfer is placed in the first step after its dependencies' in which its sender has a
@@ -205,6 +207,32 @@ def pack(topology: Topology, k: int, depth_weight: float, rounds: int = PACKING_
     return best
 
 
+def ring_trees(topology: Topology, k: int) -> np.ndarray | None:
+    """The ring's trees as a packing: root ``r``'s ``j``-th tree is the path from ``r``
+    around :func:`nic.collectives.ring_order`, forwards for even ``j``, backwards for odd
+    (K = 1 is the ring all-reduce, K = 2 the bidirectional ring). None when consecutive
+    nodes of the order are not candidate pairs (no one-hop link on a direct network)."""
+    from nic.collectives.baselines import ring_order  # noqa: PLC0415
+
+    order = np.asarray(ring_order(topology), np.int64)
+    n = len(order)
+    a, b = candidate_pairs(topology)
+    pairs = set(zip(a.tolist(), b.tolist()))
+    nxt = np.roll(order, -1)
+    if not all((int(u), int(v)) in pairs and (int(v), int(u)) in pairs for u, v in zip(order, nxt)):
+        return None
+    parents = np.full((k * n, n), -1, np.int64)
+    pos = np.empty(n, np.int64)
+    pos[order] = np.arange(n)
+    for r in range(n):
+        for j in range(k):
+            step = 1 if j % 2 == 0 else -1
+            for d in range(1, n):
+                child = order[(pos[r] + step * d) % n]
+                parents[k * r + j, child] = order[(pos[r] + step * (d - 1)) % n]
+    return parents
+
+
 def _depths(parents: np.ndarray) -> np.ndarray:
     """int64[F, N]: each node's depth in each flow's tree."""
     f, n = parents.shape
@@ -354,8 +382,12 @@ def treepack(topology: Topology, trees: int | None = None) -> Schedule:
 
     size = 4 * 1024 * k * n  # whole 4-byte elements per flow: the lockstep time per byte
     best = None
-    for weight in DEPTH_WEIGHTS:
-        parents = pack(topology, k, weight)
+    candidates = [(w, lambda w=w: pack(topology, k, w)) for w in DEPTH_WEIGHTS]
+    candidates.append(("ring", lambda: ring_trees(topology, k)))
+    for weight, make in candidates:
+        parents = make()
+        if parents is None:
+            continue
         cols = schedule_steps(topology, parents)
         s = Schedule.from_columns("forest", topology.name, n, topology.nis_per_node, k * n, *cols)
         cycles = ideal_cycles(s, topology, size)
@@ -365,4 +397,4 @@ def treepack(topology: Topology, trees: int | None = None) -> Schedule:
     height = int(_depths(parents).max())
     return Schedule.from_columns("forest", topology.name, n, topology.nis_per_node, k * n, step, src, dst, flow, op,
                                  {"trees_per_root": k, "depth": height, "construction": "packing",
-                                  "depth_weight": weight})
+                                  "packing": "ring paths" if weight == "ring" else f"greedy, depth premium {weight}"})
