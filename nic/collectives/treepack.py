@@ -19,8 +19,9 @@ tree to a new node whose resources' loads rise least under a steep convex price
 and regrown against the others' loads, for a few rounds, and the packing with the least
 busiest resource is kept. Candidate edges are the router links' neighbours on a direct
 network and every pair of nodes on a switched one. The ring's path trees
-(:func:`ring_trees`) are one more packing; of all, the one with the least lockstep time
-(:func:`nic.collectives.ideal_cycles`) is kept.
+(:func:`ring_trees`) are one more packing, tried first; of all, the one with the least
+lockstep time (:func:`nic.collectives.ideal_cycles`) is kept, and the search stops at one
+whose lockstep time is the optimum.
 
 **Steps** (:func:`schedule_steps`): list scheduling under the co-designed NIC's lockstep:
 a transfer is placed in the first step after its dependencies' in which its sender has a
@@ -326,8 +327,32 @@ def _match_step(ready: list[int], par, child, priority, slots, nl: int, n: int,
     if not ready:
         return []
     by_pair: dict[tuple[int, int], list[int]] = {}
-    for i in sorted(ready, key=lambda i: (-int(priority[i]), i)):
+    urgent = sorted(ready, key=lambda i: (-int(priority[i]), i))
+    for i in urgent:
         by_pair.setdefault((int(par[i]), int(child[i])), []).append(i)
+    # the most urgent first, greedily: a most-transfers matching already when it fills every
+    # sender's or every receiver's slots that the ready transfers can use
+    sends: dict[int, int] = {}
+    recvs: dict[int, int] = {}
+    pairs: dict[tuple[int, int], int] = {}
+    for (u, v), edges in by_pair.items():
+        sends[u] = sends.get(u, 0) + len(edges)
+        recvs[v] = recvs.get(v, 0) + len(edges)
+    most = min(sum(min(c, int(slots[nl + u])) for u, c in sends.items()),
+               sum(min(c, int(slots[nl + n + v])) for v, c in recvs.items()))
+    sent: dict[int, int] = {}
+    got: dict[int, int] = {}
+    greedy = []
+    for i in urgent:
+        u, v = int(par[i]), int(child[i])
+        if (sent.get(u, 0) < slots[nl + u] and got.get(v, 0) < slots[nl + n + v]
+                and pairs.get((u, v), 0) < pair_slots.get((u, v), 1 << 30)):
+            sent[u] = sent.get(u, 0) + 1
+            got[v] = got.get(v, 0) + 1
+            pairs[u, v] = pairs.get((u, v), 0) + 1
+            greedy.append(i)
+    if len(greedy) == most and not route_links:
+        return greedy
     g = nx.DiGraph()
     for (u, v), edges in by_pair.items():
         cap = min(len(edges), pair_slots.get((u, v), len(edges)))
@@ -382,9 +407,14 @@ def treepack(topology: Topology, trees: int | None = None) -> Schedule:
 
     size = 4 * 1024 * k * n  # whole 4-byte elements per flow: the lockstep time per byte
     best = None
-    candidates = [(w, lambda w=w: pack(topology, k, w)) for w in DEPTH_WEIGHTS]
-    candidates.append(("ring", lambda: ring_trees(topology, k)))
+    from nic.collectives.optimum import optimal_bound  # noqa: PLC0415
+
+    optimum = float(optimal_bound(topology).all_reduce_cycles(size))
+    candidates = [("ring", lambda: ring_trees(topology, k))] + [(w, lambda w=w: pack(topology, k, w))
+                                                                for w in DEPTH_WEIGHTS]
     for weight, make in candidates:
+        if best is not None and best[0] <= optimum * (1 + 1e-12):
+            break  # at the optimum already
         parents = make()
         if parents is None:
             continue
