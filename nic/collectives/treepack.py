@@ -9,8 +9,10 @@ nodes (:func:`edge_resources`).
 
 **Trees per root** (:func:`trees_per_root`): the optimum's rate ``x*`` per node
 (:func:`nic.collectives.optimal_bound`) is met exactly by trees of rate ``x*/K`` only if
-every resource's bandwidth is a whole number of tree rates; ``K`` is the least such count
-(ForestColl's ``k``), capped at :data:`MAX_TREES_PER_ROOT`.
+every resource's bandwidth is a whole number of tree rates; ``K`` is the least such count,
+capped at :data:`MAX_TREES_PER_ROOT`. It is a multiple of ForestColl's ``k`` (the least
+count a packing at the optimum needs, which may leave a link that does not bind partly
+idle) on every network of bench/data/forestcoll_reference.csv, equal to it on all but one.
 
 **Packing** (:func:`pack`): an integral multiplicative-weights packing. Every tree is
 grown from its root by a greedy (Prim-like) arborescence: the next edge is the one from the
