@@ -34,7 +34,6 @@ ready transfer with the longest remaining path through its flow first.
 
 from __future__ import annotations
 
-import heapq
 import math
 from fractions import Fraction
 
