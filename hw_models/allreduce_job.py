@@ -252,16 +252,19 @@ def _render(con, s: AllreduceSetup, results: dict) -> list[Path]:
     from hw_models.report.charts import bandwidth_chart
     from noc.base.units import format_size_bytes
 
+    from nic.collectives import optimal_bound
+
     t, written = s.exp.topology, []
+    optimum = optimal_bound(t)
     for m in s.models:
-        rows = table_rows(results[m])
+        rows = table_rows(results[m], optimum)
         table = Table(title=f"all-reduce on {t.name}: {m}-level, clock {s.exp.config.network.clock_ghz:g} GHz")
-        for col in ("size", "algorithm", "NIC", "cycles", "bus GB/s", "vs ring", "% of bound"):
+        for col in ("size", "algorithm", "NIC", "cycles", "bus GB/s", "vs ring", "% of bound", "% of optimum"):
             table.add_column(col, justify="left" if col in ("algorithm", "NIC") else "right")
         for r in rows:
             table.add_row(format_size_bytes(r["size_bytes"]), r["algorithm"], r["nic"], f"{r['total_cycles']:,.0f}",
                           f"{r['busbw_gbps']:.2f}", f"{r['speedup_vs_ring']:.2f}x" if r["speedup_vs_ring"] != "" else "-",
-                          f"{r['bound_percent']:.1f}")
+                          f"{r['bound_percent']:.1f}", f"{r['optimum_percent']:.1f}")
         con.print(table)
         written += _write_rows(con, s, m, rows, " and its PNG", lambda p, m=m: bandwidth_chart(
             results[m], p, f"all-reduce on {t.name} ({m}-level model)"))

@@ -63,8 +63,10 @@ def run_sweep(plan: Plan, store_path: str | Path, *, fresh: bool = False, worker
     return [result_of(m) for m in ran.metrics], len(ran.points) - ran.summary.done
 
 
-def table_rows(results: list[AllreduceResult]) -> list[dict]:
-    """CSV/table rows with speedup over ring (same size, NIC and model) and % of the bound."""
+def table_rows(results: list[AllreduceResult], optimum=None) -> list[dict]:
+    """CSV/table rows with speedup over ring (same size, NIC and model), % of the bound and,
+    given ``optimum`` (the topology's :func:`nic.collectives.optimal_bound`), the exact
+    throughput optimum's cycles and the share of it reached."""
     ring = {(r.size_bytes, r.nic, r.model): r.total_cycles for r in results if r.algorithm == "ring"}
     rows = []
     for r in results:
@@ -72,6 +74,10 @@ def table_rows(results: list[AllreduceResult]) -> list[dict]:
         base = ring.get((r.size_bytes, r.nic, r.model))
         row["speedup_vs_ring"] = round(base / r.total_cycles, 4) if base and r.total_cycles > 0 else ""
         row["bound_percent"] = round(100 * r.bound_fraction, 2)
+        if optimum is not None:
+            opt = float(optimum.all_reduce_cycles(r.size_bytes))
+            row["optimum_cycles"] = round(opt, 3)
+            row["optimum_percent"] = round(100 * opt / r.total_cycles, 2) if r.total_cycles > 0 else ""
         rows.append(row)
     return rows
 

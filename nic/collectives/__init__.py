@@ -76,6 +76,9 @@ register_algorithm("ring2d_4dir", "nic.collectives.baselines:ring2d_4dir", alias
 register_algorithm("dbtree", "nic.collectives.baselines:dbtree", aliases=("double_binary_tree",))
 register_algorithm("halving_doubling", "nic.collectives.baselines:halving_doubling", aliases=("hd",))
 register_algorithm("multitree", "nic.collectives.multitree:multitree")
+# spanning trees per root at the throughput optimum (nic.collectives.forest, .treepack); left out of
+# the calibration matrix, whose flit-level runs of every case would grow by a third
+register_algorithm("forest", "nic.collectives.forest:forest", aliases=("treepack", "tree_packing"), calibrated=False)
 
 DEFAULT_ALGORITHMS = ("ring", "ring2d", "dbtree", "multitree")
 """The algorithms an experiment compares when its config names none (allreduce.algorithms)."""

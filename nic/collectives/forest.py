@@ -1,4 +1,10 @@
-"""A forest of spanning trees per root on a 2D torus, packed to the throughput optimum.
+"""The ``forest`` all-reduce: spanning trees per root at the throughput optimum, on any network.
+
+:func:`forest` is the registered builder: on a square 2D torus (every side at least 3) it
+is :func:`torus_forest`, below, exact at every size; on every other network it is the
+tree packing of :mod:`nic.collectives.treepack`.
+
+**The square-torus construction** (:func:`torus_forest`).
 
 Every node roots four trees, one per direction it starts in; each carries a quarter of
 the node's share of the vector (flow ``4 * root + d``), reduced up the tree and broadcast
@@ -74,7 +80,19 @@ def base_forest(k1: int, k2: int) -> tuple[np.ndarray, ...]:
     return tree, depth, px, py, cx, cy, rnd, cls
 
 
-def forest(topology: Topology) -> Schedule:
+def forest(topology: Topology, trees: int | None = None) -> Schedule:
+    """Spanning trees per root at the optimum: :func:`torus_forest` on a square 2D torus
+    (every side at least 3), else :func:`nic.collectives.treepack.treepack` with ``trees``
+    trees per root (default: the least count the optimum's rates allow)."""
+    dims = topology.dims
+    if trees is None and topology.family == "torus" and len(dims) == 2 and dims[0] == dims[1] and dims[0] >= 3:
+        return torus_forest(topology)
+    from nic.collectives.treepack import treepack  # noqa: PLC0415
+
+    return treepack(topology, trees)
+
+
+def torus_forest(topology: Topology) -> Schedule:
     """The four-trees-per-root all-reduce of a 2D torus (every dimension at least 3).
 
     Tree ``d`` of root ``r`` carries flow ``4 r + d``. Edges to depth t run in ``m_t`` rounds,
@@ -84,7 +102,7 @@ def forest(topology: Topology) -> Schedule:
     reduce-scatter runs the deepest edges first, the all-gather the shallowest.
     """
     if topology.family != "torus" or len(topology.dims) != 2 or min(topology.dims) < 3:
-        raise ScheduleError(f"forest needs a 2D torus with every dimension >= 3, got {topology.name}")
+        raise ScheduleError(f"torus_forest needs a 2D torus with every dimension >= 3, got {topology.name}")
     k1, k2 = topology.dims
     tree, depth, px, py, cx, cy, rnd, cls = base_forest(k1, k2)
     depth_max = k1 + k2 - 2
@@ -114,4 +132,5 @@ def forest(topology: Topology) -> Schedule:
     dst = np.concatenate([parent, child])
     op = np.concatenate([np.full(n * e, OP_REDUCE), np.full(n * e, OP_GATHER)])
     return Schedule.from_columns("forest", topology.name, n, topology.nis_per_node, 4 * n, step, src, dst,
-                                 np.concatenate([flow, flow]), op, {"trees_per_root": 4, "depth": depth_max})
+                                 np.concatenate([flow, flow]), op,
+                                 {"trees_per_root": 4, "depth": depth_max, "construction": "torus"})

@@ -48,11 +48,12 @@ def test_a_registered_algorithm_is_valid_in_the_config_and_named_in_its_errors(d
     with pytest.raises(ConfigError) as info:
         validate({"allreduce": {"algorithms": ["nope"]}}, ExperimentConfig)
     assert str(info.value) == ("config: key 'allreduce.algorithms.0' = 'nope': Input should be 'ring', 'bidir_ring', "
-                               "'ring2d', 'ring2d_4dir', 'dbtree', 'halving_doubling', 'multitree' or 'dummy_ring'")
+                               "'ring2d', 'ring2d_4dir', 'dbtree', 'halving_doubling', 'multitree', 'forest' or "
+                               "'dummy_ring'")
 
 
 def test_without_the_dummy_the_config_refuses_it():
-    with pytest.raises(ConfigError, match="'dummy_ring': Input should be 'ring', .* or 'multitree'$"):
+    with pytest.raises(ConfigError, match="'dummy_ring': Input should be 'ring', .*, 'multitree' or 'forest'$"):
         validate({"allreduce": {"algorithms": [DUMMY]}}, ExperimentConfig)
 
 
@@ -63,7 +64,7 @@ def test_a_registered_algorithm_is_built_and_found_by_its_alias(dummy_algorithm)
     dummy, ring = collectives.build(t, "Dummy-Alias"), collectives.build(t, "ring")
     assert collectives.algorithm_name("dummy-alias") == dummy_algorithm
     assert dummy == ring  # the same builder: the same schedule
-    with pytest.raises(collectives.ScheduleError, match=r"choose one of ring, .*, multitree, dummy_ring$"):
+    with pytest.raises(collectives.ScheduleError, match=r"choose one of ring, .*, multitree, forest, dummy_ring$"):
         collectives.algorithm_name("nope")
 
 
@@ -92,7 +93,7 @@ def test_every_command_that_takes_an_algorithm_lists_a_registered_one_in_its_hel
     out = _help(*command)
     if command == ("train-system",) and "--algorithm" not in out:  # one subcommand per system
         out = _help("train-system", "ps")
-    assert re.search(rf"\bmultitree, {DUMMY}\b", out), out
+    assert re.search(rf"\bmultitree, forest, {DUMMY}\b", out), out
 
 
 def test_a_registered_algorithm_runs_through_the_command(tmp_path):

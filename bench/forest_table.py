@@ -1,0 +1,158 @@
+"""The forest all-reduce beside ring, double binary tree and MultiTree on many networks, as
+bus GB/s and % of the exact throughput optimum; and the forest's synthesis time.
+
+    .venv/bin/python bench/forest_table.py [--model message|flit] [--only NAME ...] [--sizes-kib 32 1024 65536]
+    .venv/bin/python bench/forest_table.py --table [--model message]      # the docs' table, from the CSV
+    .venv/bin/python bench/forest_table.py --synthesis torus:16x16:c4 torus:32x32:c4 torus:64x64:c4
+
+Each run (co-designed NIC, default network and router, verifier seed 1) is appended to
+``bench/data/forest_table_<model>.csv`` as soon as it finishes, and a run stored there is
+not run again, so an interrupted bench resumes. ``--table`` prints the markdown table of
+docs/collectives.md. % of optimum is ``optimal_bound(topology).all_reduce_cycles(size)``
+over the run's cycles (100 %: the optimum; exact arithmetic for the bound). The
+heterogeneous machine (:func:`two_by_eight`) is two boxes of eight accelerators, every
+pair in a box joined by a 32 B/cycle link each way, every pair across the boxes by a
+0.5 B/cycle one, 4 NIs per accelerator: the cut between the boxes binds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from nic.allreduce import simulate_allreduce  # noqa: E402
+from nic.collectives import build, optimal_bound  # noqa: E402
+from noc.topology import Topology, parse_spec  # noqa: E402
+
+ALGORITHMS = ("ring", "dbtree", "multitree", "forest")
+SPECS = ("torus:4x4", "torus:4x4:c4", "torus:8x8", "torus:8x8:c4", "mesh:4x4", "mesh:8x8", "fattree:k4:l2",
+         "bigraph:4x4", "hypercube:d4")
+FIELDS = ("topology", "size_bytes", "algorithm", "model", "cycles", "busbw_gbps", "optimum_cycles",
+          "optimum_percent", "verified")
+
+
+def two_by_eight() -> Topology:
+    """Two boxes of eight accelerators (full:16:c4 with box-local links at 32 B/cycle and
+    links across the boxes at 0.5 B/cycle; NI links 16 B/cycle): the cut between the boxes binds."""
+    t = parse_spec("full:16:c4")
+    e = t.num_endpoints
+    box = lambda v: (v - e) // 8  # noqa: E731 - router vertex -> box
+    router = (t.link_src >= e) & (t.link_dst >= e)
+    same = router & (box(t.link_src) == box(t.link_dst))
+    bw = np.where(router, np.where(same, 32.0, 0.5), t.link_bytes_per_cycle)
+    return dataclasses.replace(t, name="2x8 box32 cross0.5", link_bytes_per_cycle=bw.astype(np.float64))
+
+
+def topologies(only=None) -> dict[str, Topology]:
+    out = {s: parse_spec(s) for s in SPECS}
+    het = two_by_eight()
+    out[het.name] = het
+    return {k: v for k, v in out.items() if not only or k in only}
+
+
+def csv_path(model: str) -> Path:
+    return REPO / "bench" / "data" / f"forest_table_{model}.csv"
+
+
+def read_rows(model: str) -> list[dict]:
+    p = csv_path(model)
+    if not p.exists():
+        return []
+    with p.open() as f:
+        return list(csv.DictReader(f))
+
+
+def append_row(model: str, row: dict) -> None:
+    p = csv_path(model)
+    new = not p.exists()
+    with p.open("a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS)
+        if new:
+            w.writeheader()
+        w.writerow(row)
+        f.flush()
+
+
+def run(args) -> None:
+    done = {(r["topology"], int(r["size_bytes"]), r["algorithm"]) for r in read_rows(args.model)}
+    for name, t in topologies(args.only).items():
+        ob = optimal_bound(t)
+        for a in ALGORITHMS:
+            todo = [kib for kib in args.sizes_kib if (name, kib * 1024, a) not in done]
+            if not todo:
+                continue
+            s = build(t, a)
+            for kib in todo:
+                size = kib * 1024
+                r = simulate_allreduce(t, s, size_bytes=size, model=args.model, seed=1)
+                opt = float(ob.all_reduce_cycles(size))
+                row = {"topology": name, "size_bytes": size, "algorithm": a, "model": args.model,
+                       "cycles": round(r.total_cycles, 3), "busbw_gbps": round(r.busbw_gbps, 3),
+                       "optimum_cycles": round(opt, 3), "optimum_percent": round(100 * opt / r.total_cycles, 2),
+                       "verified": r.verified}
+                append_row(args.model, row)
+                print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+
+
+def table(model: str) -> str:
+    rows = read_rows(model)
+    by = {(r["topology"], int(r["size_bytes"]), r["algorithm"]): r for r in rows}
+    names = list(dict.fromkeys(r["topology"] for r in rows))
+    sizes = sorted({int(r["size_bytes"]) for r in rows})
+    lines = ["| network | size | " + " | ".join(ALGORITHMS) + " |", "|---|---:|" + "---:|" * len(ALGORITHMS)]
+    for name in names:
+        for size in sizes:
+            cells = []
+            for a in ALGORITHMS:
+                r = by.get((name, size, a))
+                cells.append("–" if r is None else f"{float(r['busbw_gbps']):.1f} ({float(r['optimum_percent']):.1f} %)")
+            if all(c == "–" for c in cells):
+                continue
+            kib = size // 1024
+            label = f"{kib // 1024} MiB" if kib >= 1024 else f"{kib} KiB"
+            lines.append(f"| `{name}` | {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def synthesis(specs: list[str]) -> None:
+    for spec in specs:
+        t = parse_spec(spec)
+        build(t, "forest")  # first call: imports and compiles
+        runs = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            s = build(t, "forest")
+            runs.append(time.perf_counter() - t0)
+        print(f"| `{spec}` | {s.num_transfers:,} | {s.num_steps} | {statistics.median(runs):.2f} s "
+              f"({min(runs):.2f}–{max(runs):.2f}) |", flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", choices=("message", "flit"), default="message")
+    ap.add_argument("--only", nargs="*")
+    ap.add_argument("--sizes-kib", nargs="*", type=int, default=[32, 1024, 8192, 65536])
+    ap.add_argument("--table", action="store_true")
+    ap.add_argument("--synthesis", nargs="*")
+    args = ap.parse_args(argv)
+    if args.table:
+        print(table(args.model))
+    elif args.synthesis:
+        synthesis(args.synthesis)
+    else:
+        run(args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,157 @@
+"""ForestColl's own all-reduce trees as MSCCL XML, made by the peer, run on our NIC beside ours.
+
+Peer: github.com/liangyuRain/ForestColl (Apache-2.0), unpacked outside the repo with its
+own virtual environment (bench/forestcoll_reference.py says how). Making the XML:
+
+    .venv/bin/python bench/forestcoll_msccl.py --peer PEER --peer-python PEER_VENV/bin/python \\
+        [--commit SHA] --make torus:4x4 mesh:4x4 ...
+
+runs, in the peer's interpreter, on our topology as ForestColl's graph input (the same
+conversion as bench/forestcoll_reference.py):
+
+    (U, k), (Ts, Cs) = optimal_pipeline_spanning_trees(G, compute_nodes=nodes)
+    xml = construct_algo_allreduce(Ts, Cs, k, gpus, 1)        # its to_xml.py, 1 instance
+
+with each tree of C chunks split into C one-chunk trees (its XML writer takes those) and
+each path between two compute nodes (through their routers) written as one edge on
+channel 0; GPU ``n`` is our node ``n``. The XML goes to
+``bench/data/forestcoll_msccl/<topology>.xml`` and the peer's commit, U, k and run time to
+``bench/data/forestcoll_msccl/provenance.csv``. Running them:
+
+    .venv/bin/python bench/forestcoll_msccl.py --run [--sizes-kib 32 1024 65536]
+
+imports each XML with ``nic.collectives.msccl.from_msccl_xml``, verifies it on exact sums
+and runs it and our ``forest`` on the co-designed NIC at message level (default network,
+verifier seed 1): a markdown table of cycles and % of the exact optimum.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from forestcoll_reference import capacity_scale, forestcoll_graph, topology_sha256  # noqa: E402
+
+from noc.topology import parse_spec  # noqa: E402
+
+OUT = REPO / "bench" / "data" / "forestcoll_msccl"
+FIELDS = ["topology", "forestcoll_U", "forestcoll_k", "transfers", "steps", "forestcoll_seconds", "topology_sha256",
+          "peer_commit", "settings"]
+SETTINGS = ("optimal_pipeline_spanning_trees(G, compute_nodes=nodes); construct_algo_allreduce(Ts, Cs, k, gpus, 1) "
+            "with C-chunk trees split into C one-chunk trees and each path one edge on channel 0")
+
+DRIVER = r"""
+import json, sys, time
+import xml.etree.ElementTree as ET
+sys.path.insert(0, sys.argv[1])
+import networkx as nx
+from pipeline_allgather import optimal_pipeline_spanning_trees
+from to_xml import construct_algo_allreduce
+job = json.load(sys.stdin)
+G = nx.DiGraph()
+for a, b, c in job["edges"]:
+    G.add_edge(tuple(a), tuple(b), capacity=c)
+nodes = [tuple(v) for v in job["nodes"]]
+t0 = time.perf_counter()
+(U, k), (Ts, Cs) = optimal_pipeline_spanning_trees(G, compute_nodes=nodes)
+gpu = {v: v[1] for v in nodes}
+trees, chunks, count = {}, {}, {}
+for (u, i), paths in sorted(Ts.items()):
+    for _ in range(Cs[u, i]):
+        j = count.get(gpu[u], 0)
+        count[gpu[u]] = j + 1
+        trees[gpu[u], j] = [[(gpu[p[0][0]], gpu[p[-1][1]], 0)] for p in paths]
+        chunks[gpu[u], j] = 1
+xml = ET.tostring(construct_algo_allreduce(trees, chunks, k, sorted(gpu.values()), 1), encoding="unicode")
+print(json.dumps({"U": repr(U), "k": k, "seconds": time.perf_counter() - t0, "xml": xml}))
+"""
+
+
+def xml_path(spec: str) -> Path:
+    return OUT / f"{spec.replace(':', '_')}.xml"
+
+
+def make(args) -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    prov = OUT / "provenance.csv"
+    rows = {r["topology"]: r for r in csv.DictReader(prov.open())} if prov.exists() else {}
+    commit = args.commit or (Path(args.peer) / "COMMIT").read_text().strip()
+    from nic.collectives.msccl import from_msccl_xml
+
+    for spec in args.make:
+        t = parse_spec(spec)
+        edges, nodes = forestcoll_graph(t, capacity_scale(t))
+        out = subprocess.run([args.peer_python, "-c", DRIVER, str(args.peer)], capture_output=True, text=True,
+                             input=json.dumps({"edges": edges, "nodes": nodes}), check=True)
+        res = json.loads(out.stdout)
+        s = from_msccl_xml(res["xml"], topology=t.name, nis_per_node=t.nis_per_node, algorithm="forestcoll")
+        xml_path(spec).write_text(res["xml"] + "\n")
+        rows[spec] = {"topology": spec, "forestcoll_U": res["U"], "forestcoll_k": res["k"],
+                      "transfers": s.num_transfers, "steps": s.num_steps,
+                      "forestcoll_seconds": f"{res['seconds']:.2f}", "topology_sha256": topology_sha256(t),
+                      "peer_commit": commit, "settings": SETTINGS}
+        with prov.open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=FIELDS)
+            w.writeheader()
+            w.writerows(rows[k] for k in sorted(rows))
+        print(f"{spec}: U={res['U']} k={res['k']}, {s.num_transfers} transfers, {s.num_steps} steps, "
+              f"{res['seconds']:.1f} s", flush=True)
+
+
+def forestcoll_schedule(spec: str):
+    from nic.collectives.msccl import from_msccl_xml
+
+    t = parse_spec(spec)
+    return from_msccl_xml(xml_path(spec).read_text(), topology=t.name, nis_per_node=t.nis_per_node,
+                          algorithm="forestcoll")
+
+
+def run(args) -> None:
+    from nic.allreduce import simulate_allreduce
+    from nic.collectives import build, optimal_bound, verify
+
+    print("| network | size | ForestColl's trees: cycles (% of optimum) | forest: cycles (% of optimum) |")
+    print("|---|---:|---:|---:|")
+    for p in sorted(OUT.glob("*.xml")):
+        spec = p.stem.replace("_", ":")
+        t = parse_spec(spec)
+        theirs, ours = forestcoll_schedule(spec), build(t, "forest")
+        verify(theirs, seed=1)
+        ob = optimal_bound(t)
+        for kib in args.sizes_kib:
+            size = kib * 1024
+            opt = float(ob.all_reduce_cycles(size))
+            cells = []
+            for s in (theirs, ours):
+                r = simulate_allreduce(t, s, size_bytes=size, model="message", seed=1)
+                cells.append(f"{r.total_cycles:,.0f} ({100 * opt / r.total_cycles:.1f} %)")
+            label = f"{kib // 1024} MiB" if kib >= 1024 else f"{kib} KiB"
+            print(f"| `{spec}` | {label} | " + " | ".join(cells) + " |", flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--peer")
+    ap.add_argument("--peer-python")
+    ap.add_argument("--commit")
+    ap.add_argument("--make", nargs="*")
+    ap.add_argument("--run", action="store_true")
+    ap.add_argument("--sizes-kib", nargs="*", type=int, default=[32, 1024, 65536])
+    args = ap.parse_args(argv)
+    if args.make:
+        make(args)
+    if args.run:
+        run(args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
