@@ -28,7 +28,7 @@ def test_every_case_is_stored():
 
 
 def test_a_changed_counter_is_reported():
-    name = next(iter(STORED))
+    name = "mesh4_1f_low"
     changed = json.loads(json.dumps(STORED[name]))
     changed["counters"][0] += 1
     changed["state"]["credit"] = "0" * 20
