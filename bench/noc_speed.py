@@ -1,6 +1,6 @@
 """Speed of the flit level (noc.flit) against BookSim2, measured side by side.
 
-    .venv/bin/python bench/noc_speed.py [--booksim PATH/TO/booksim] [--rounds 5]
+    .venv/bin/python bench/noc_speed.py [--booksim PATH/TO/booksim] [--rounds 5] [--baseline DIR]
 
 Both simulators run the same BookSim2 configurations (the 8x8 mesh and torus points of
 bench/booksim_validate.py's matrix that BookSim2 runs to the end, and BookSim2's own
@@ -12,6 +12,11 @@ medians. BookSim2's figure is its simulated cycles ("Time taken") over its own r
 ("Total run time", the simulation without process start-up); ours is run_traffic's
 simulated cycles over its wall time, after a first untimed run that loads or compiles the
 kernels.
+
+``--baseline DIR`` also runs the flit level of another source tree (a checkout of an
+earlier commit, its ``noc`` and ``nic`` imported from DIR) in a second process, kept
+warm, in the same interleaved rounds: BookSim2, this tree, DIR, per case and round. Its
+column and the ratio ``ours / DIR`` compare two versions of the kernel side by side.
 
 ``--process`` also times whole processes on one 20,000-cycle point (torus88 with
 sample_period 3334): ``booksim FILE`` against ``hw-models noc run --booksim FILE``, start-up,
@@ -79,6 +84,43 @@ def run_ours(path: str) -> tuple[int, float]:
     return stats.cycles, time.perf_counter() - t0
 
 
+# The --baseline worker: run_ours of another tree, one BookSim2 config path per input line,
+# answering "cycles seconds" (after an untimed first run on the first path)
+_WORKER = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from noc.booksim_config import from_booksim, read_booksim
+from noc.flit_traffic import run_traffic
+for line in sys.stdin:
+    path = line.strip()
+    run = from_booksim(read_booksim(path), path)
+    t0 = time.perf_counter()
+    stats = run_traffic(run.topology, run.network, run.traffic)
+    print(stats.cycles, time.perf_counter() - t0, flush=True)
+"""
+
+
+class Baseline:
+    """The flit level of another source tree, in a worker process kept warm."""
+
+    def __init__(self, tree: str) -> None:
+        if not (Path(tree) / "noc" / "flit.py").is_file():
+            raise SystemExit(f"--baseline {tree}: not a source tree of this package (no noc/flit.py)")
+        env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}  # its own cache, by its path
+        self.proc = subprocess.Popen([sys.executable, "-c", _WORKER, str(Path(tree).resolve())], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=env)
+
+    def run(self, path: str) -> tuple[int, float]:
+        self.proc.stdin.write(path + "\n")
+        self.proc.stdin.flush()
+        cycles, seconds = self.proc.stdout.readline().split()
+        return int(cycles), float(seconds)
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
 def _summary(rates: list[float]) -> str:
     return f"{statistics.median(rates):>10,.0f} ({min(rates):,.0f}..{max(rates):,.0f})"
 
@@ -87,6 +129,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--booksim", default="", help="a BookSim2 binary built from its public source")
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds per case (median and spread)")
+    ap.add_argument("--baseline", default="", help="another source tree whose flit level runs beside this one")
     ap.add_argument("--process", action="store_true", help="also time whole processes on a 20,000-cycle point")
     args = ap.parse_args()
     binary = args.booksim
@@ -98,16 +141,23 @@ def main() -> None:
     print(f"single-threaded kernels on both sides (NUMBA_NUM_THREADS={threads}; BookSim2 is single-threaded); "
           f"{args.rounds} interleaved rounds; median (min..max) simulated cycles/s")
     t0 = time.perf_counter()
-    run_ours(_write(TORUS88))  # load or compile the kernels, untimed
+    warm = _write(TORUS88)
+    run_ours(warm)  # load or compile the kernels, untimed
+    base = Baseline(args.baseline) if args.baseline else None
+    if base:
+        base.run(warm)
     print(f"kernel load/compile: {time.perf_counter() - t0:.1f} s")
     head = f"{'case':<30}{'ours cycles/s':>26}"
     if binary:
         head += f"{'BookSim2 cycles/s':>26}{'ratio':>8}"
+    if base:
+        head += f"{'baseline cycles/s':>26}{'ours/base':>10}"
     print(head)
-    ratios = []
+    ratios, speedups = [], []
     for name, text in cases():
         path = _write(text)
-        ours, theirs = [], []
+        ours, theirs, before = [], [], []
+        cycles = set()
         try:
             for _ in range(args.rounds):
                 if binary:
@@ -115,16 +165,32 @@ def main() -> None:
                     theirs.append(c / s)
                 c, s = run_ours(path)
                 ours.append(c / s)
+                cycles.add(c)
+                if base:
+                    c, s = base.run(path)
+                    before.append(c / s)
+                    cycles.add(c)
         finally:
             os.unlink(path)
+        if len(cycles) > 1:
+            raise SystemExit(f"{name}: the two trees simulated different cycle counts {sorted(cycles)}")
         line = f"{name:<30}{_summary(ours):>26}"
         if binary:
             ratio = statistics.median(ours) / statistics.median(theirs)
             ratios.append(ratio)
             line += f"{_summary(theirs):>26}{ratio:>7.1f}x"
+        if base:
+            speedup = statistics.median(ours) / statistics.median(before)
+            speedups.append(speedup)
+            line += f"{_summary(before):>26}{speedup:>9.2f}x"
         print(line, flush=True)
+    os.unlink(warm)
+    if base:
+        base.close()
     if ratios:
         print(f"ratio of medians over the cases: {min(ratios):.1f}x .. {max(ratios):.1f}x")
+    if speedups:
+        print(f"ours / baseline, ratio of medians over the cases: {min(speedups):.2f}x .. {max(speedups):.2f}x")
     if args.process:
         _processes(binary, args.rounds)
 

@@ -206,6 +206,11 @@ State = namedtuple("State", [
     # the earliest at which one of its heads in route computation is done (VC allocation
     # skips a router with neither)
     "r_waiting", "r_wake",
+    # activity sets, one bit each (64 per word, in index order): routers holding a flit
+    # (r_flits > 0) and NIs with a packet queued (q_head >= 0). The router and injection
+    # stages visit only their set bits, lowest first, so in the order a loop over every
+    # router or NI would, and skip the idle ones without looking at them.
+    "r_active", "ep_active",
 ])
 
 # vc_state values
@@ -368,6 +373,12 @@ def _route_rows(topology: Topology, cfg: FlitNetworkConfig, routes) -> tuple[np.
     return links, vc_class, length
 
 
+@njit(cache=True, inline="always")
+def _words(n):
+    """int64 words of a bit set of n members (at least one)."""
+    return max((n + 63) >> 6, 1)
+
+
 _RNG_START = np.uint64(0x9E3779B97F4A7C15)
 _NEVER = 1 << 62  # a cycle no run reaches
 
@@ -420,6 +431,7 @@ def _new_state(net, max_packets):
         np.array([_RNG_START], np.uint64),
         np.zeros(nl, np.int64),
         np.zeros(max(net.num_routers, 1), np.int64), np.full(max(net.num_routers, 1), _NEVER, np.int64),
+        np.zeros(_words(net.num_routers), np.int64), np.zeros(_words(e), np.int64),
     )
 
 
@@ -446,6 +458,7 @@ def enqueue_packet(net, st, src, dst, num_flits, priority, tag, now):
     st.p_next[p] = -1
     if st.q_tail[src] < 0:
         st.q_head[src] = p
+        _set_member(st.ep_active, src)
     else:
         st.p_next[st.q_tail[src]] = p
     st.q_tail[src] = p
@@ -496,7 +509,17 @@ def seed_ties(st: "State", seed: int) -> None:
     st.rng[0] = (int(_RNG_START) + int(seed) * 0x2545F4914F6CDD1D) % (1 << 64)
 
 
-# ---- bit sets of VCs (int64, bit v = VC v)
+# ---- bit sets (int64 words, bit v = member v): VCs of a link, active routers and NIs
+
+@njit(cache=True, inline="always")
+def _set_member(words, i):
+    words[i >> 6] |= np.int64(1) << (i & 63)
+
+
+@njit(cache=True, inline="always")
+def _clear_member(words, i):
+    words[i >> 6] &= ~(np.int64(1) << (i & 63))
+
 
 @njit(cache=True, inline="always")
 def _low_bits(n):
@@ -674,6 +697,8 @@ def _buffer(net, st, l, v, pkt, seq, hop, now):
         st.vc_busy[l] |= _bit(v)
         if st.vc_active[l] & _bit(v) == 0:  # a new head at the front: its route computation starts now
             _head_at_front(net, st, r, l, v, pkt, hop, now)
+    if st.r_flits[r] == 0:
+        _set_member(st.r_active, r)
     st.r_flits[r] += 1
 
 
@@ -1037,6 +1062,8 @@ def _traverse(net, st, r, li, v, lo, slot, cslot, now):
     if st.buf_count[li, v] == 0:
         st.vc_busy[li] &= ~_bit(v)
     st.r_flits[r] -= 1
+    if st.r_flits[r] == 0:
+        _clear_member(st.r_active, r)
     _schedule_credit(net, st, li, v, cslot)  # the freed slot, credited upstream
     ov = st.vc_outvc[li, v]
     _send(net, st, lo, ov, pkt, seq, hop + 1, slot, net.sa_delay + net.st_delay, now)
@@ -1222,11 +1249,16 @@ def _routers(net, st, slot, cslot, now):
     """3 and 4, router by router. (A router's VC and switch allocation read and write only its
     own input VCs and output links, and its flits sent this cycle arrive in later cycles, so
     doing both per router gives what all routers' VC allocation, then all routers' switch
-    allocation gives: the same flits sent, in the same order.)"""
-    for r in range(net.num_routers):
-        if st.r_heads[r] != 0 and (st.r_waiting[r] != 0 or st.r_wake[r] <= now):
-            _route_and_allocate_vcs(net, st, r, now)
-        if st.r_flits[r] != 0:
+    allocation gives: the same flits sent, in the same order.) Only routers holding a flit
+    are visited (``r_active``, lowest first); a router's allocation changes no other
+    router's membership, and its own only by emptying it, after it was read."""
+    for w in range(st.r_active.shape[0]):
+        bits = st.r_active[w]
+        while bits != 0:
+            r = (w << 6) + trailing_zeros(bits)
+            bits &= bits - 1
+            if st.r_heads[r] != 0 and (st.r_waiting[r] != 0 or st.r_wake[r] <= now):
+                _route_and_allocate_vcs(net, st, r, now)
             _allocate_switch(net, st, r, slot, cslot, now)
 
 
@@ -1254,40 +1286,51 @@ def _injection_vc(net, st, ep, pkt, l):
 
 
 @_stage
-def _inject(net, st, now, slot):
-    """5. The front packet of each NI's source queue sends one flit per cycle."""
-    for ep in range(net.num_endpoints):
-        pkt = st.q_head[ep]
-        if pkt < 0:
-            continue
-        l = net.inject_link[ep]
-        v = st.q_vc[ep]
+def _inject_from(net, st, ep, now, slot):
+    """NI ``ep`` (a packet queued) sends its front packet's next flit, if it can."""
+    pkt = st.q_head[ep]
+    l = net.inject_link[ep]
+    v = st.q_vc[ep]
+    if v < 0:
+        v = _injection_vc(net, st, ep, pkt, l)
         if v < 0:
-            v = _injection_vc(net, st, ep, pkt, l)
-            if v < 0:
-                continue
-        if st.credit[l, v] <= 0:
-            continue
-        if _link_busy(net, st, l, now):
-            continue  # a narrow injection link still serialising the previous flit
-        seq = st.p_sent[pkt]
-        if seq == 0:
-            st.p_injected[pkt] = now
-        _send(net, st, l, v, pkt, seq, 0, slot, 0, now)
-        st.counters[C_INJECTED_FLITS] += 1
-        st.p_sent[pkt] = seq + 1
-        if seq + 1 == st.p_flits[pkt]:
-            _release_vc(net, st, l, v)
-            st.q_vc[ep] = -1
-            st.q_head[ep] = st.p_next[pkt]
-            if st.q_head[ep] < 0:
-                st.q_tail[ep] = -1
+            return
+    if st.credit[l, v] <= 0:
+        return
+    if _link_busy(net, st, l, now):
+        return  # a narrow injection link still serialising the previous flit
+    seq = st.p_sent[pkt]
+    if seq == 0:
+        st.p_injected[pkt] = now
+    _send(net, st, l, v, pkt, seq, 0, slot, 0, now)
+    st.counters[C_INJECTED_FLITS] += 1
+    st.p_sent[pkt] = seq + 1
+    if seq + 1 == st.p_flits[pkt]:
+        _release_vc(net, st, l, v)
+        st.q_vc[ep] = -1
+        st.q_head[ep] = st.p_next[pkt]
+        if st.q_head[ep] < 0:
+            st.q_tail[ep] = -1
+            _clear_member(st.ep_active, ep)
+
+
+@_stage
+def _inject(net, st, now, slot):
+    """5. The front packet of each NI's source queue sends one flit per cycle (NIs with a
+    packet queued, ``ep_active``, lowest first)."""
+    for w in range(st.ep_active.shape[0]):
+        bits = st.ep_active[w]
+        while bits != 0:
+            ep = (w << 6) + trailing_zeros(bits)
+            bits &= bits - 1
+            _inject_from(net, st, ep, now, slot)
 
 
 @_stage
 def _check_invariants(net, st):
-    """Debug mode: credits within 0..depth, and the VC bit sets, head counts and wake-up
-    cycles agree with the arrays they summarise; every violation counts in C_ERR."""
+    """Debug mode: credits within 0..depth, and the VC bit sets, head counts, wake-up
+    cycles and active router and NI sets agree with the arrays they summarise; every
+    violation counts in C_ERR."""
     for l in range(net.num_links):
         busy = np.int64(0)
         active = np.int64(0)
@@ -1318,6 +1361,11 @@ def _check_invariants(net, st):
                         st.counters[C_ERR] += 1  # a head not routed, or due before r_wake
         if heads != st.r_heads[r] or waiting != st.r_waiting[r]:
             st.counters[C_ERR] += 1
+        if (st.r_active[r >> 6] >> (r & 63)) & 1 != (1 if st.r_flits[r] > 0 else 0):
+            st.counters[C_ERR] += 1  # the active-router set disagrees with the flits held
+    for ep in range(net.num_endpoints):
+        if (st.ep_active[ep >> 6] >> (ep & 63)) & 1 != (1 if st.q_head[ep] >= 0 else 0):
+            st.counters[C_ERR] += 1  # the active-NI set disagrees with the source queue
 
 
 @_kernel
