@@ -9,7 +9,6 @@ and learning_curve.png — stopped cleanly by SIGINT/SIGTERM (:class:`Stop`).
 from __future__ import annotations
 
 import signal
-import sys
 import time
 from pathlib import Path
 from typing import Optional
@@ -135,14 +134,12 @@ class Stop:
 def train_one(cfg, out_dir: Path, episodes: int, env_backend: str, threads: Optional[int], checkpoint_every: int,
                log_every: int, tensorboard: bool, resume: bool, random_episodes: int, stop: Stop) -> list[float]:
     """One training run into ``out_dir``; returns its episode rewards."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+    from hw_models.console import console as make_console, progress_bar
     from hw_models.store import write_csv_atomic
     from maddpg.trainer import MADDPG
 
     ck = out_dir / "checkpoint.npz"
-    console = Console(width=None if sys.stdout.isatty() else 120)
+    console = make_console()
     trainer = MADDPG(cfg, env_factory(), env_backend=env_backend, threads=threads)
     if resume:
         trainer.load(ck)
@@ -158,9 +155,7 @@ def train_one(cfg, out_dir: Path, episodes: int, env_backend: str, threads: Opti
     steps0 = trainer.env_steps
     interrupted = False
     try:
-        with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TextColumn("mean reward {task.fields[mean]:>9.2f}  {task.fields[rate]:>7.0f} steps/s"),
-                      TimeElapsedColumn(), console=console) as progress:
+        with progress_bar(console, "mean reward {task.fields[mean]:>9.2f}  {task.fields[rate]:>7.0f} steps/s") as progress:
             task = progress.add_task("episodes", total=episodes, completed=trainer.episode, mean=float("nan"), rate=0.0)
 
             def on_episode(rec) -> None:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from pathlib import Path
 from typing import Optional
 
+from hw_models.console import console
 from noc.base.errors import ConfigError
 
 SEED_HELP = "Seed, an integer in [0, 2**32 - 1] (default: the config's traffic.seed)."
@@ -78,12 +78,6 @@ def output_dir(out: Optional[Path], cfg, config: Optional[Path], files: list[str
 
     out_dir = out if out is not None else Path(cfg.out_dir if cfg is not None else "results/noc")
     return check_output_dir(out_dir, "--out" if out is not None or cfg is None else f"{config}: out_dir =", files)
-
-
-def console():
-    from rich.console import Console
-
-    return Console(width=None if sys.stdout.isatty() else 120)
 
 
 def fmt(x: float, digits: int = 2) -> str:

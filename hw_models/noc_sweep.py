@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from hw_models.noc_run import booksim_stem, check_time, console, fmt, load_booksim, output_dir, stem
+from hw_models.console import console, progress_bar
+from hw_models.noc_run import booksim_stem, check_time, fmt, load_booksim, output_dir, stem
 
 ORIGIN = "hw-models noc sweep-load"
 
@@ -152,7 +153,6 @@ def sweep_load(args: list[str] | None, booksim: Optional[Path], pattern: Optiona
                out: Optional[Path], yes: bool, fresh: bool) -> None:
     """The whole command: resolve, sweep with a progress bar, print and write (module docstring)."""
     import typer
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from noc.base.errors import ConfigError
     from noc.flitsim_sweep import SweepDeadlockError, SweepInterrupted, sweep_load as sweep
@@ -166,8 +166,7 @@ def sweep_load(args: list[str] | None, booksim: Optional[Path], pattern: Optiona
               f"{', BookSim2 semantics and methodology' if s.booksim else ''}; seed {tr.seed}")
     title = f"{t.name}, {tr.pattern} traffic"
     points = StoredPoints(s, fresh)
-    progress = Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=con)
+    progress = progress_bar(con)
     task = progress.add_task("load points", total=s.sweep.max_points)
 
     def on_point(i, load, stats, saturated):

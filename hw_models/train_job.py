@@ -257,14 +257,6 @@ def _trace_pick(text: Optional[str], works, algos: list[str], policies) -> tuple
 
 # --- the run and its outputs ---------------------------------------------------------------------
 
-def console():
-    import sys
-
-    from rich.console import Console
-
-    return Console(width=None if sys.stdout.isatty() else 120)
-
-
 def _print_header(con, s: TrainSetup) -> None:
     req, t, network, nic_cfg = s.request, s.exp.topology, s.exp.router, s.exp.nics[s.design]
     n = len(s.plan.configs)
@@ -285,15 +277,14 @@ def _run(con, s: TrainSetup):
     """(the runs in the plan's order, runs reused, sizes simulated now per algorithm): the
     plan's points run into the store, a progress bar over them."""
     import typer
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from hw_models.console import progress_bar
     from hw_models.sweep.kinds.training import forget_comms, simulations, train_run
     from hw_models.sweep.plan import resolve as resolve_points, run_plan
 
     points = resolve_points(s.plan)
     forget_comms()  # each size this command's runs need is simulated once per algorithm, and counted
-    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=con, transient=False) as progress:
+    with progress_bar(con) as progress:
         task = progress.add_task("simulating", total=len(points))
 
         def on_event(event, point, outcome):
@@ -313,6 +304,7 @@ def _run(con, s: TrainSetup):
 
 def run_train(req: TrainRequest) -> None:
     """Check, run and render ``req`` (module docstring)."""
+    from hw_models.console import console
     from hw_models.training import endtoend as e2e
 
     s = resolve(req)

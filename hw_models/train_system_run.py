@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from pathlib import Path
 
 
@@ -17,8 +16,7 @@ def run_train_system(sysname: str, *, workload, batch, device, topology, nis, al
                      target, max_iterations, seed, out: Path, **system_flags) -> None:
     """Resolve, check the outputs, run and report ``sysname``; ``system_flags``: its own options
     by parameter name (compressors, fix, ..., inverse_efficiency), None where not given."""
-    from rich.console import Console
-
+    from hw_models.console import console as make_console
     from hw_models.store import check_output_dir, write_csv_atomic
     from hw_models.training.systems.setup import resolve_setting, run_system, system_params
 
@@ -34,7 +32,7 @@ def run_train_system(sysname: str, *, workload, batch, device, topology, nis, al
     stem = f"train_system_{sysname}_{st.topology.name.replace(':', '_')}_{st.workload.name}_{digest}"
     check_output_dir(out, "--out", [f"{stem}.csv", f"{stem}_convergence.csv"])
 
-    console = Console(width=None if sys.stdout.isatty() else 140)
+    console = make_console(140)
     console.print(f"{sysname} on {desc}; task {task}"
                   + (f" ({st.task.workers} workers, batch {st.task.batch}, lr {st.lr:g}, target {st.target:g})"
                      if st.task is not None else "") + f"; seed {seed}", soft_wrap=True)

@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -36,12 +35,6 @@ app = typer.Typer(cls=_RunByDefault, no_args_is_help=True,
                        "cluster into a resumable SQLite store; export to CSV or Parquet.")
 
 
-def _console():
-    from rich.console import Console
-
-    return Console(width=None if sys.stdout.isatty() else 120, highlight=False)
-
-
 @app.command(name="run")
 def run_cmd(
     file: Path = typer.Argument(..., help="The sweep file (TOML; docs/sweeps.md).", show_default=False),
@@ -56,9 +49,10 @@ def run_cmd(
     check: bool = typer.Option(False, "--check", help="Validate every point and say how many are finished; run none."),
 ) -> None:
     """Run a sweep file: every point validated first (all invalid ones reported, exit 2), then the unfinished ones run."""
+    from hw_models.console import console
     from hw_models.sweep.run_file import run_sweep_file
 
-    code = run_sweep_file(_console(), file, store, workers, dask, seed, fresh, check)
+    code = run_sweep_file(console(highlight=False), file, store, workers, dask, seed, fresh, check)
     if code:
         raise typer.Exit(code)
 
@@ -132,9 +126,10 @@ def status(
     """Points per kind and status; with --failed, the errors."""
     from rich.table import Table
 
+    from hw_models.console import console as make_console
     from hw_models.sweep.store import SweepStore
 
-    console = _console()
+    console = make_console(highlight=False)
     with SweepStore(store, create=False) as st:
         table = Table(title=f"sweep store {store}")
         for c in ("kind", "status", "points"):

@@ -16,6 +16,7 @@ from typing import Optional
 
 import typer
 
+from hw_models.cli.options import ConfigFile, Nis, Preset, Topology
 from hw_models.training.compute import DEFAULT_DEVICE, ENGINES, device_choices
 from hw_models.training.policies import POLICIES
 from hw_models.training.workloads import WORKLOADS
@@ -32,9 +33,8 @@ def train(
     device: str = typer.Option(DEFAULT_DEVICE, "--device", help=f"Compute device preset: {device_choices()}."),
     engine: str = typer.Option("closed-form", "--engine", help=f"Systolic-array timing: {' or '.join(ENGINES)} "
                                "(SCALE-Sim itself; slow)."),
-    topology: Optional[str] = typer.Option(None, "--topology", "-t", help="Topology spec (default: the config's, "
-                                           "torus:4x4)."),
-    nis: Optional[int] = typer.Option(None, "--nis", help="NIs per node on direct networks (default: the config's)."),
+    topology: Topology = None,
+    nis: Nis = None,
     algorithms: Optional[str] = typer.Option(None, "--algorithms", "-a", help="Comma-separated all-reduce algorithms: "
                                              f"{algorithm_choices()} (default: the config's). Ring is always run: the "
                                              "reductions are against it."),
@@ -60,8 +60,8 @@ def train(
                                          "gradients, or one per layer (default)."),
     iterations: int = typer.Option(3, "--iterations", help="Iterations simulated (>= 2; figures are the mean of "
                                    "all but the first)."),
-    config: Optional[Path] = typer.Option(None, "--config", help="Experiment TOML (see `hw-models config show`)."),
-    preset: Optional[str] = typer.Option(None, "--preset", help="A named config instead of a file: isca2021."),
+    config: ConfigFile = None,
+    preset: Preset = None,
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory (default: the config's "
                                        "run.out_dir/train)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the all-reduce verifier's random input vectors, "

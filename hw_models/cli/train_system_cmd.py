@@ -80,18 +80,11 @@ def train_system(
     (the body of every ``hw-models train-system SYSTEM`` command)."""
     from hw_models.train_system_run import run_train_system
 
-    sysname = system.strip().lower()
-    if sysname not in SYSTEM_NAMES:
-        raise HwModelsError(f"SYSTEM {system!r}: unknown (allowed: {', '.join(SYSTEM_NAMES)})")
+    # SYSTEM and the options another system's are checked as the arguments are parsed (_SystemGroup, _SystemCommand)
     own = {"compressors": compressors, "fix": fix, "average_every": average_every, "servers": servers,
            "placement": placement, "modes": modes, "stragglers": stragglers, "delays": delays, "variants": variants,
            "alpha": alpha, "tau": tau, "inverse_efficiency": inverse_efficiency}
-    for name, value in own.items():
-        flag = "--" + name.replace("_", "-")
-        why = not_for(flag, sysname)
-        if value is not None and why:
-            raise HwModelsError(f"{flag} {why}; leave it out")
-    run_train_system(sysname, workload=workload, batch=batch, device=device, topology=topology, nis=nis,
+    run_train_system(system, workload=workload, batch=batch, device=device, topology=topology, nis=nis,
                      algorithm=algorithm, config=config, preset=preset, task=task, lr=lr, target=target,
                      max_iterations=max_iterations, seed=seed, out=out, **own)
 

@@ -76,18 +76,14 @@ def run_sweep_file(console, file: Path, store: Optional[Path], workers: Optional
 
 def _run_points(console, file: Path, todo, kind, st, workers, dask, fresh: bool, summary) -> bool:
     """Run ``todo`` with a progress bar; False when interrupted (what ran is stored)."""
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                               TimeRemainingColumn)
-
+    from hw_models.console import progress_bar
     from hw_models.sweep.execute import execute, make_backend
 
     backend = make_backend(kind.name, workers, dask)
     where = (f"the Dask cluster at {dask}" if dask else "this process" if workers == 0 else
              f"{backend.workers} local worker process{'es' if backend.workers > 1 else ''}")
     console.print(f"running {len(todo)} points on {where}")
-    progress = Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
-                        MofNCompleteColumn(), TextColumn("done {task.fields[done]}, failed {task.fields[failed]}"),
-                        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console)
+    progress = progress_bar(console, "done {task.fields[done]}, failed {task.fields[failed]}", eta=True)
     task = progress.add_task("points", total=len(todo), done=0, failed=0)
 
     def on_event(event, point, outcome):

@@ -45,11 +45,6 @@ def mapped_dims(m: int, n: int, k: int, dataflow: str = "os") -> tuple[int, int,
     raise ConfigError(f"dataflow {dataflow!r} is unknown (allowed: {', '.join(DATAFLOWS)})")
 
 
-def gemm_folds(m: int, n: int, k: int, rows: int, cols: int, dataflow: str = "os") -> int:
-    sr, sc, _ = mapped_dims(m, n, k, dataflow)
-    return -(-sr // rows) * -(-sc // cols)
-
-
 def gemm_cycles(m: int, n: int, k: int, rows: int, cols: int, dataflow: str = "os") -> int:
     """Cycles of one ``m x k`` by ``k x n`` GEMM on a ``rows x cols`` array, without memory
     stalls (module docstring)."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from hw_models.training.layers import ELEMENTWISE_FLOPS, Gemm, Layer, NetBuilder
+from hw_models.training.layers import Gemm, Layer, NetBuilder
 from noc.base.errors import ConfigError
 
 __all__ = ["Gemm", "Layer", "Workload", "WORKLOADS", "get_workload", "load_workload_file", "workload_from_dict",
@@ -730,15 +730,6 @@ def summary_table(workloads: dict[str, Workload] | None = None) -> str:
         rows.append(f"| {name} | {len(w.layers)} | {sum(1 for x in w.layers if x.gemms)} | {w.params:,} "
                     f"| {w.total_grad_bytes / 2**20:.1f} | {w.fwd_flops / 1e9:.3f} | {w.bwd_flops / 1e9:.3f} "
                     f"| {w.activation_elems / 1e6:.2f} |")
-    return "\n".join(rows)
-
-
-def elementwise_table() -> str:
-    """The FLOPs-per-element conventions of the layers that are not GEMMs."""
-    rows = ["| layer kind | FLOPs per output element |", "|---|---:|"]
-    rows += [f"| {k} | {v} |" for k, v in ELEMENTWISE_FLOPS.items()]
-    rows += ["| maxpool, avgpool | window elements (kh * kw) |", "| global_avgpool | H * W |",
-             "| lrn (size n) | 2n + 2 |", "| add (n inputs) | n - 1 |", "| embedding, concat, flatten | 0 |"]
     return "\n".join(rows)
 
 

@@ -38,6 +38,7 @@ def resolve_setting(sysname, workload, batch, device, topology, nis, algorithm, 
              max_iterations, seed):
     from hw_models.config import experiment_data
     from hw_models.experiment import config_with_flags, resolve_experiment
+    from hw_models.flags import flag_overlay
     from hw_models.training import endtoend as e2e
     from hw_models.training.comm import NicComm
     from hw_models.training.compute import Roofline, get_device
@@ -70,14 +71,8 @@ def resolve_setting(sysname, workload, batch, device, topology, nis, algorithm, 
         raise HwModelsError(f"--workload {workload!r}: give one workload")
     alg = algorithm_name(algorithm)
     data, source = experiment_data(config, preset)
-    overrides, flags, drop = {}, {"allreduce.algorithms": "--algorithm"}, ()
-    if topology is not None:
-        if not topology.strip():
-            raise HwModelsError("--topology is empty; give a spec such as torus:4x4")
-        overrides["network.topology"], flags["network.topology"] = topology, "--topology"
-        drop = ("network.nis_per_node", "network.routing")
-    if nis is not None:
-        overrides["network.nis_per_node"], flags["network.nis_per_node"] = nis, "--nis"
+    _, _, overrides, flags, drop = flag_overlay(topology=topology, nis=nis)  # as hw-models train puts them
+    flags = {"allreduce.algorithms": "--algorithm", **flags}
     cfg = config_with_flags(data, source, overrides, flags, drop)
     design = cfg.nic.design
     exp = resolve_experiment(cfg, source, flags=flags, designs=[design], algorithms=[alg])
