@@ -151,7 +151,7 @@ def test_easgd_stragglers_rows_against_the_pieces(net, pieces, tmp_path, capsys)
     (["ps", "--modes", "bsp"], "--modes: mode = 'bsp': must be sync, async or ssp:BOUND"),
     (["ps", "--stragglers", "slow:9:2"], "COUNT must be in [0, 4]"),
     (["ps", "--servers", "5"], "--servers: servers = 5: must be an integer in [1, 4]"),
-    (["ssd", "--delays", "0,2"], "--delays '0,2': must be comma-separated integers >= 1"),
+    (["ssd", "--delays", "0,2"], "--delays '0,2': must be comma-separated integers in 1..1000"),
     (["easgd", "--variants", "downpour"], "--variants 'downpour': allowed sync, async, measgd, hogwild"),
     (["easgd", "--alpha", "1.5"], "--alpha 1.5: the elastic moving rate must be in (0, 1)"),
     (["easgd", "--stragglers", "fast:2"], "--stragglers: stragglers = 'fast:2': 'fast:2' is not slow:COUNT:FACTOR "
