@@ -35,6 +35,7 @@ ready transfer with the longest remaining path through its flow first.
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 from fractions import Fraction
 
 import networkx as nx
@@ -132,11 +133,17 @@ def trees_per_root(topology: Topology, bound=None) -> int:
     return k
 
 
+# the load price of an edge: sum over its links of (u + du)^power - u^power with u the
+# link's load x inv_cap x scale, times 1 + depth_weight x the edge's depth
+Price = namedtuple("Price", "scale power depth_weight")
+
+
 @njit(cache=True)
-def _grow_tree(root, n, e_src, e_dst, r_off, r_ids, load, inv_cap, scale, power, depth_weight, parent, depth):
+def _grow_tree(root, n, e_src, e_dst, r_off, r_ids, load, inv_cap, price, parent, depth):
     """Grow root's arborescence edge by edge (the cheapest marginal price first); add its
     loads to ``load``; fill ``parent`` (-1 at the root) and ``depth``. Returns the edges
     taken (their candidate index, in order)."""
+    scale, power, depth_weight = price.scale, price.power, price.depth_weight
     in_tree = np.zeros(n, np.bool_)
     in_tree[root] = True
     parent[:] = -1
@@ -198,8 +205,8 @@ def pack(topology: Topology, k: int, depth_weight: float, rounds: int = PACKING_
         for f in range(k * n):
             if taken[f] is not None:
                 _remove_tree(taken[f], r_off, r_ids, load)
-            taken[f] = _grow_tree(f // k, n, e_src, e_dst, r_off, r_ids, load, inv_cap, scale, PRICE_EXPONENT, depth_weight,
-                                  parent[f], depth)
+            taken[f] = _grow_tree(f // k, n, e_src, e_dst, r_off, r_ids, load, inv_cap,
+                                  Price(float(scale), float(PRICE_EXPONENT), float(depth_weight)), parent[f], depth)
             if taken[f].shape[0] != n - 1:
                 raise ScheduleError(f"{topology.name}: node {f // k} reaches only {taken[f].shape[0] + 1} of {n} "
                                     "nodes over the network's links")
