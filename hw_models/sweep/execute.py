@@ -416,6 +416,8 @@ def _check_reachable(address: str) -> None:
     import socket
     from urllib.parse import urlsplit
 
+    if "://" not in address:  # Dask's default protocol
+        address = f"tcp://{address}"
     if not address.startswith("tcp://"):
         return
     try:
@@ -429,6 +431,30 @@ def _check_reachable(address: str) -> None:
         socket.create_connection((host, port), timeout=10).close()
     except OSError as exc:
         raise HwModelsError(f"--dask {address}: cannot reach a Dask scheduler there ({exc.strerror or exc})") from None
+    _check_is_scheduler(address)
+
+
+DASK_PROBE_S = 10.0  # seconds a reachable address has to answer as a Dask scheduler
+
+
+def _check_is_scheduler(address: str) -> None:
+    """An address that accepts connections but is no Dask scheduler (or does not answer)
+    fails in :data:`DASK_PROBE_S` seconds; a half-made client would retry, then hang at exit."""
+    import asyncio
+
+    from distributed.core import rpc
+
+    async def identity():
+        async with rpc(address, timeout=DASK_PROBE_S) as r:
+            return await r.identity()
+
+    try:
+        info = asyncio.run(asyncio.wait_for(identity(), DASK_PROBE_S))
+    except Exception as exc:  # noqa: BLE001 - whatever the far end did, it is not a scheduler answering
+        raise HwModelsError(f"--dask {address}: no Dask scheduler answers there ({error_line(exc).split(' [at ')[0]})") \
+            from None
+    if not isinstance(info, dict) or info.get("type") != "Scheduler":
+        raise HwModelsError(f"--dask {address}: it answers, but not as a Dask scheduler")
 
 
 # --- the run -----------------------------------------------------------------------------------

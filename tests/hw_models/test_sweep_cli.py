@@ -329,3 +329,33 @@ def test_many_invalid_points_print_a_few_lines_the_count_and_the_file_with_all(t
         assert [w.split(":")[1] for w in written] == [f" point {i} of 101" for i in range(1, 102)]
         files.append(full)
     assert files[0] != files[1] and files[0].exists() and not store.exists()
+
+
+def test_an_address_that_is_no_dask_scheduler_is_one_line_and_exit_2(tmp_path, capsys, toy_kinds):
+    import socket
+    import threading
+
+    pytest.importorskip("distributed")
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    port = server.getsockname()[1]
+
+    def answer():  # an HTTP server, say: it accepts, writes something else, closes
+        for _ in range(4):
+            try:
+                c, _ = server.accept()
+            except OSError:
+                return
+            c.sendall(b"HTTP/1.0 200 OK\r\n\r\nhello")
+            c.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    f = _write(tmp_path, RING_SWEEP)
+    try:
+        code, _, err = run(["sweep", str(f), "--store", str(tmp_path / "s.sqlite"), "--dask", f"127.0.0.1:{port}"],
+                           capsys)
+    finally:
+        server.close()
+    assert code == 2 and err.startswith(f"error: --dask tcp://127.0.0.1:{port}: no Dask scheduler answers there")
+    assert err.count("\n") == 1 and "Traceback" not in err
