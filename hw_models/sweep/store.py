@@ -177,6 +177,7 @@ class SweepStore:
             _check_header(self.path, what)
         try:
             self.db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            self.db.text_factory = _text  # a cell of damaged bytes reads (and fails its checksum), not raises
             self.db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             self._set_up()
         except sqlite3.DatabaseError as exc:
@@ -318,6 +319,16 @@ class SweepStore:
 
     def _done_cells(self, keys: Iterable[str]) -> dict[str, dict]:
         """The cells of those of ``keys`` whose rows are finished and whole, by key."""
+        try:
+            return self._done_cells_of(keys)
+        except sqlite3.DatabaseError as exc:
+            raise self._broken(exc) from None
+
+    def _broken(self, exc: Exception) -> HwModelsError:
+        return HwModelsError(f"{self._what}: the database file is damaged ({exc}); copy what SQLite can read into a "
+                             f"new store with: sqlite3 {self.path} .recover | sqlite3 NEW.sqlite")
+
+    def _done_cells_of(self, keys: Iterable[str]) -> dict[str, dict]:
         out: dict[str, dict] = {}
         keys = list(keys)
         for i in range(0, len(keys), 500):
@@ -345,15 +356,29 @@ class SweepStore:
             where.append("status = ?")
             args.append(status)
         q = f"SELECT {', '.join(_COLUMNS)} FROM points" + (f" WHERE {' AND '.join(where)}" if where else "")
-        for row in self.db.execute(q + " ORDER BY rowid", args):
-            cells = dict(zip(_COLUMNS, row))
-            if not self._damaged(cells):
-                yield _row(cells)
+        try:
+            cursor = self.db.execute(q + " ORDER BY rowid", args)
+        except sqlite3.DatabaseError as exc:
+            raise self._broken(exc) from None
+        while True:
+            try:
+                found = cursor.fetchmany(1000)
+            except sqlite3.DatabaseError as exc:
+                raise self._broken(exc) from None
+            if not found:
+                return
+            for row in found:
+                cells = dict(zip(_COLUMNS, row))
+                if not self._damaged(cells):
+                    yield _row(cells)
 
     def counts(self) -> list[tuple[str, str, int]]:
         """(kind, status, rows) for every kind and status there are."""
         q = "SELECT kind, status, COUNT(*) FROM points GROUP BY kind, status ORDER BY kind, status"
-        return [tuple(r) for r in self.db.execute(q)]
+        try:
+            return [tuple(r) for r in self.db.execute(q)]
+        except sqlite3.DatabaseError as exc:
+            raise self._broken(exc) from None
 
     def _values(self, rec: PointRecord, replace_done: bool) -> tuple:
         """:func:`_values`; a row this store found damaged is replaced whatever it says."""
@@ -385,6 +410,10 @@ def _statements() -> list[str]:
     """The schema's statements, one by one (inside the set-up transaction)."""
     lines = [ln.split("--")[0] for ln in _SCHEMA.splitlines()]
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
 
 
 def _migrate_from_1(db) -> None:
