@@ -180,7 +180,7 @@ class SweepStore:
             self.db.text_factory = _text  # a cell of damaged bytes reads (and fails its checksum), not raises
             self.db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             self._set_up()
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
             raise HwModelsError(f"{what}: cannot open the sweep store ({exc})") from None
 
     def _set_up(self) -> None:
@@ -321,7 +321,7 @@ class SweepStore:
         """The cells of those of ``keys`` whose rows are finished and whole, by key."""
         try:
             return self._done_cells_of(keys)
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
             raise self._broken(exc) from None
 
     def _broken(self, exc: Exception) -> HwModelsError:
@@ -358,12 +358,12 @@ class SweepStore:
         q = f"SELECT {', '.join(_COLUMNS)} FROM points" + (f" WHERE {' AND '.join(where)}" if where else "")
         try:
             cursor = self.db.execute(q + " ORDER BY rowid", args)
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
             raise self._broken(exc) from None
         while True:
             try:
                 found = cursor.fetchmany(1000)
-            except sqlite3.DatabaseError as exc:
+            except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
                 raise self._broken(exc) from None
             if not found:
                 return
@@ -377,7 +377,7 @@ class SweepStore:
         q = "SELECT kind, status, COUNT(*) FROM points GROUP BY kind, status ORDER BY kind, status"
         try:
             return [tuple(r) for r in self.db.execute(q)]
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
             raise self._broken(exc) from None
 
     def _values(self, rec: PointRecord, replace_done: bool) -> tuple:
