@@ -95,8 +95,11 @@ def _check_scalars(req: TrainRequest):
 
     if isinstance(req.batch, bool) or req.batch < 1:
         raise HwModelsError(f"--batch {req.batch}: must be an integer >= 1 (samples per worker)")
-    if req.iterations < 2:
-        raise HwModelsError(f"--iterations {req.iterations}: must be >= 2 (the first iteration is not steady state)")
+    from hw_models.estimate import MAX_TRAINING_ITERATIONS
+
+    if not 2 <= req.iterations <= MAX_TRAINING_ITERATIONS:
+        raise HwModelsError(f"--iterations {req.iterations}: must be 2..{MAX_TRAINING_ITERATIONS:,} (the first "
+                            "iteration is not steady state; the figures are steady-state means)")
     try:
         dev = get_device(req.device)
     except ConfigError as exc:
@@ -175,6 +178,11 @@ def resolve(req: TrainRequest) -> TrainSetup:
         if path is not None:
             check_output_dir(path.parent, f"{flag} {path}: its directory")
     plan = _plan(req, data_with_flags(data, overrides, drop), design, works, algos, policies, options, source)
+    from hw_models.estimate import check_long_run, training_seconds
+
+    check_long_run(training_seconds(len(plan.configs), req.iterations),
+                   f"{len(plan.configs)} training runs of {req.iterations:,} iterations", req.yes,
+                   "fewer --iterations (the figures are steady-state means), workloads or policies")
     return TrainSetup(req, source, cfg, exp, design, algos, policies, plan, pick, out_dir, stem, out_dir / STORE_NAME)
 
 

@@ -13,8 +13,11 @@ cluster — each point's row written to the store as it finishes.
   the same function runs on its workers) or :class:`InProcess`. Points go out in batches
   sized to take a fraction of a second, a few batches per worker in flight; a local worker
   sends each point back as soon as it has run and the parent writes it at once (a Dask
-  task returns its batch whole). Before a batch is handed out the store is asked again, so
-  two sweeps writing one store share the work. A point that fails records its error and
+  task returns its batch whole). Before a batch is handed out its points are claimed in the
+  store (:meth:`SweepStore.claim`): one finished or claimed by another live process is not
+  run here, so two sweeps writing one store compute each point once; when only the
+  others' points are left, the run waits for them (or takes over the claims of a process
+  that ended). A point that fails records its error and
   the sweep goes on. A worker process that dies takes the points it had not sent back
   with it: they run again one at a time, alone, so the point that kills its worker is
   found and recorded as failed and the others finish.
@@ -78,13 +81,15 @@ class Summary:
 
 # --- validation --------------------------------------------------------------------------------
 
-def resolve_points(spec: SweepSpec, kind: Kind | None = None) -> tuple[list[Point], list[str], int]:
+def resolve_points(spec: SweepSpec, kind: Kind | None = None, errors=None) -> tuple[list[Point], Any, int]:
     """(valid points, one message per invalid point, duplicates dropped): every point of
-    ``spec`` validated by its kind. Points that resolve to the same config are one point."""
+    ``spec`` validated by its kind. Points that resolve to the same config are one point.
+    ``errors``: where the messages go (anything with ``append``, e.g.
+    :class:`hw_models.sweep.invalid.InvalidPoints`; default a new list)."""
     kind = kind or get_kind(spec.kind)
     versions = kind.model_versions()
     points: list[Point] = []
-    errors: list[str] = []
+    errors = [] if errors is None else errors
     seen: set[str] = set()
     duplicates = 0
     values_list = expand(spec)
@@ -145,10 +150,33 @@ def error_line(exc: BaseException) -> str:
     return line
 
 
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process the moment its parent ends (``PR_SET_PDEATHSIG``):
+    a worker busy in a kernel that holds the GIL cannot run the watching thread below."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the watching thread alone
+        pass
+
+
+def restore_sigint() -> None:
+    """Ctrl-C (SIGINT) stops a sweep however it was started: a background job of a
+    non-interactive shell starts with SIGINT ignored, so Python's handler is put back."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def _init_worker(kind_name: str, parent_pid: int) -> None:
     """A local worker: Ctrl-C is the parent's to handle; the worker ends when the parent is
-    gone (killed, even by SIGKILL); the kind's modules are imported once."""
+    gone (killed, even by SIGKILL: at once on Linux, else within half a second of a point
+    ending); the kind's modules are imported once."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+    if os.getppid() != parent_pid:  # the parent died before the request
+        os._exit(1)
 
     def watch() -> None:
         while True:
@@ -388,6 +416,8 @@ def _check_reachable(address: str) -> None:
     import socket
     from urllib.parse import urlsplit
 
+    if "://" not in address:  # Dask's default protocol
+        address = f"tcp://{address}"
     if not address.startswith("tcp://"):
         return
     try:
@@ -401,6 +431,30 @@ def _check_reachable(address: str) -> None:
         socket.create_connection((host, port), timeout=10).close()
     except OSError as exc:
         raise HwModelsError(f"--dask {address}: cannot reach a Dask scheduler there ({exc.strerror or exc})") from None
+    _check_is_scheduler(address)
+
+
+DASK_PROBE_S = 10.0  # seconds a reachable address has to answer as a Dask scheduler
+
+
+def _check_is_scheduler(address: str) -> None:
+    """An address that accepts connections but is no Dask scheduler (or does not answer)
+    fails in :data:`DASK_PROBE_S` seconds; a half-made client would retry, then hang at exit."""
+    import asyncio
+
+    from distributed.core import rpc
+
+    async def identity():
+        async with rpc(address, timeout=DASK_PROBE_S) as r:
+            return await r.identity()
+
+    try:
+        info = asyncio.run(asyncio.wait_for(identity(), DASK_PROBE_S))
+    except Exception as exc:  # noqa: BLE001 - whatever the far end did, it is not a scheduler answering
+        raise HwModelsError(f"--dask {address}: no Dask scheduler answers there ({error_line(exc).split(' [at ')[0]})") \
+            from None
+    if not isinstance(info, dict) or info.get("type") != "Scheduler":
+        raise HwModelsError(f"--dask {address}: it answers, but not as a Dask scheduler")
 
 
 # --- the run -----------------------------------------------------------------------------------
@@ -431,6 +485,7 @@ def execute(points: list[Point], kind: Kind, store: SweepStore, backend, *, orig
     Points go out in batches of one at first, then of as many as take the backend's
     ``task_s`` seconds by the mean time of the points finished so far (at most 64)."""
     s = summary if summary is not None else Summary(points=len(points))
+    restore_sigint()
     t0 = time.perf_counter()
     versions = kind.model_versions()
     rec = _Recorder(s, store, kind, versions, code_version(), origin, fresh, on_event or (lambda *a: None))
@@ -438,9 +493,10 @@ def execute(points: list[Point], kind: Kind, store: SweepStore, backend, *, orig
     suspects: deque = deque()  # points in flight when a worker process died: each runs alone
     inflight: dict = {}  # handle -> its points not returned yet, in order
     alone = None  # the handle of a suspect running alone
+    waiting: deque = deque()  # points another live process has claimed: finished there, or taken over here
     batch, point_s, finished = 1, 0.0, 0
     try:
-        while pending or inflight or suspects:
+        while pending or inflight or suspects or waiting:
             if suspects:
                 if not inflight:  # alone: if its worker dies, it is the point that killed it
                     p = suspects.popleft()
@@ -449,11 +505,14 @@ def execute(points: list[Point], kind: Kind, store: SweepStore, backend, *, orig
             else:
                 while pending and len(inflight) < backend.window:
                     group = [pending.popleft() for _ in range(min(batch, len(pending)))]
-                    if not fresh:  # another sweep on this store may have finished some
-                        group = rec.not_done(group)
+                    group = rec.take(group, waiting)  # not finished, not another's: claimed for this run
                     if group:
                         inflight[backend.submit([p.config for p in group])] = deque(group)
             if not inflight:
+                if waiting and not pending and not suspects:  # the others' points: wait for them, or take them
+                    time.sleep(CLAIM_POLL_S)
+                    again, waiting = list(waiting), deque()
+                    pending.extend(rec.take(again, waiting))
                 continue
             results: list[tuple[Point, Outcome]] = []
             for handle, got in backend.wait(list(inflight)):
@@ -482,9 +541,11 @@ def execute(points: list[Point], kind: Kind, store: SweepStore, backend, *, orig
                 batch = max(1, min(64, int(backend.task_s / (point_s / finished))))
     except BaseException:
         backend.close(cancel=True)
+        store.release_claims()
         s.wall_s += time.perf_counter() - t0
         raise
     backend.close()
+    store.release_claims()
     s.wall_s += time.perf_counter() - t0
     return s
 
@@ -505,17 +566,19 @@ class _Recorder:
     def __post_init__(self) -> None:
         self.versions_json = canonical_json(self.versions)
 
-    def not_done(self, group: list[Point]) -> list[Point]:
-        """Those of ``group`` the store does not hold finished (one query); the others count
-        as finished elsewhere."""
-        done = self.store.done_keys(p.key for p in group)
-        if not done:
-            return group
+    def take(self, group: list[Point], waiting: deque) -> list[Point]:
+        """Those of ``group`` this run claims (one transaction): not finished (unless
+        ``fresh``) and not claimed by another live process; the finished ones count as
+        finished elsewhere, the others' go to ``waiting``."""
+        mine, done, busy = self.store.claim([p.key for p in group], fresh=self.fresh)
         for p in group:
             if p.key in done:
                 self.s.finished_elsewhere += 1
                 self.emit("elsewhere", p, None)
-        return [p for p in group if p.key not in done]
+            elif p.key in busy:
+                waiting.append(p)
+        mine = set(mine)
+        return [p for p in group if p.key in mine]
 
     def record(self, results: list[tuple[Point, Outcome]]) -> None:
         if not results:
@@ -535,6 +598,7 @@ class _Recorder:
 
 
 MAX_LOCAL_WORKERS = 1024
+CLAIM_POLL_S = 0.2  # how often a run whose other points are all claimed elsewhere looks again
 
 
 def check_backend(workers: int | None, dask: str | None) -> None:

@@ -32,7 +32,8 @@ def run_sweep_file(console, file: Path, store: Optional[Path], workers: Optional
     """Run (or with ``check`` validate and count) sweep file ``file``: the exit status, 0 when
     every point is done (or checked), 1 when some failed, 2 for invalid points, 130 when
     interrupted."""
-    from hw_models.sweep.execute import Summary, check_backend, resolve_points, unfinished
+    from hw_models.sweep.execute import Summary, check_backend, resolve_points, restore_sigint, unfinished
+    from hw_models.sweep.invalid import InvalidPoints
     from hw_models.sweep.kinds import get_kind
     from hw_models.sweep.spec import expand, load_sweep
     from hw_models.sweep.store import SweepStore
@@ -41,19 +42,22 @@ def run_sweep_file(console, file: Path, store: Optional[Path], workers: Optional
     if not file.is_file():
         raise HwModelsError(f"{file}: {'is a directory' if file.is_dir() else 'no such sweep file'}")
     check_backend(workers, dask)
+    restore_sigint()  # Ctrl-C stops it even as a script's background job
     spec = load_sweep(file, seed)
     kind = get_kind(spec.kind)
     sampled = (f"{spec.sample.method.replace('_', ' ')} sample of {spec.sample.points} points, seed "
                f"{spec.sample.seed}" if spec.sample else "every point of the grid")
     grid = f"{spec.grid_points:,}-point grid" if spec.grid_points is not None else "a continuous space"
     console.print(f"sweep {file}: kind {kind.name}, {len(spec.axes)} axes ({grid}); {sampled}")
+    store_path = default_store(file, spec.store) if store is None else store
+    invalid = InvalidPoints(store_path.parent, store_path.name)
     with console.status(f"validating {len(expand(spec)):,} points ..."):
-        points, errors, duplicates = resolve_points(spec, kind)
-    if errors:  # one line per invalid point, all of them; nothing runs
-        for line in errors:
+        points, _, duplicates = resolve_points(spec, kind, invalid)
+    if invalid.count:  # the first invalid points, the count, the file with all of them; nothing runs
+        invalid.close()
+        for line in invalid.lines():
             print(f"error: {line}", file=sys.stderr)
         return 2
-    store_path = default_store(file, spec.store) if store is None else store
     named = "--store" if store is not None else (f"{file}: store =" if spec.store else "")
     if check:
         with SweepStore(store_path, create=False, named=named) if store_path.exists() else _NoStore() as st:

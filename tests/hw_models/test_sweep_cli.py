@@ -301,3 +301,61 @@ def test_the_example_sweep_files_are_valid():
     for f in files:
         points, errors, _ = resolve_points(load_sweep(f))
         assert points and not errors, (f, errors[:2])
+
+
+def test_many_invalid_points_print_a_few_lines_the_count_and_the_file_with_all(tmp_path, capsys, toy_kinds):
+    from hw_models.sweep.invalid import SHOWN
+
+    f = _write(tmp_path, """
+        kind = "ring_formula"
+        [base]
+        link_bytes_per_cycle = 16
+        alpha_cycles = 0
+        size_bytes = 1024
+        [axes]
+        nodes = {from = -99, to = 1, step = 1}
+        """)
+    store = tmp_path / "out" / "r.sqlite"
+    files = []
+    for _ in range(2):  # a second run writes its own list, beside the first
+        code, _, err = run(["sweep", str(f), "--store", str(store)], capsys)
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == SHOWN + 1 and "Traceback" not in err
+        assert lines[0].startswith(f"error: {f}: point 1 of 101: key 'nodes' = -99")
+        assert lines[-1].startswith(f"error: ... and {101 - SHOWN} more invalid points (101 in all); all 101 are in ")
+        full = tmp_path / "out" / lines[-1].rsplit(" are in ", 1)[1].rsplit("/", 1)[1]
+        written = full.read_text().splitlines()
+        assert len(written) == 101 and written[:SHOWN] == [ln[len("error: "):] for ln in lines[:SHOWN]]
+        assert [w.split(":")[1] for w in written] == [f" point {i} of 101" for i in range(1, 102)]
+        files.append(full)
+    assert files[0] != files[1] and files[0].exists() and not store.exists()
+
+
+def test_an_address_that_is_no_dask_scheduler_is_one_line_and_exit_2(tmp_path, capsys, toy_kinds):
+    import socket
+    import threading
+
+    pytest.importorskip("distributed")
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    port = server.getsockname()[1]
+
+    def answer():  # an HTTP server, say: it accepts, writes something else, closes
+        for _ in range(4):
+            try:
+                c, _ = server.accept()
+            except OSError:
+                return
+            c.sendall(b"HTTP/1.0 200 OK\r\n\r\nhello")
+            c.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    f = _write(tmp_path, RING_SWEEP)
+    try:
+        code, _, err = run(["sweep", str(f), "--store", str(tmp_path / "s.sqlite"), "--dask", f"127.0.0.1:{port}"],
+                           capsys)
+    finally:
+        server.close()
+    assert code == 2 and err.startswith(f"error: --dask tcp://127.0.0.1:{port}: no Dask scheduler answers there")
+    assert err.count("\n") == 1 and "Traceback" not in err

@@ -48,11 +48,22 @@ def validate(point: dict, source: str = "point") -> dict:
     return resolved
 
 
+_BASES: dict[str, object] = {}  # the topologies resolved so far, by their arguments (a sweep repeats them)
+
+
 def _base_topology(spec, nis, link_bytes_per_cycle, link_latency_cycles, source):
+    """The topology ``network`` names, built once per distinct network (building one costs
+    milliseconds; a million-point sample repeats a few networks); an error names ``source``."""
     from hw_models.config import resolve_topology
 
-    return resolve_topology(spec, nis, flag=f"{source}: network.nis_per_node =", spec_flag="network.topology =",
-                            link_bytes_per_cycle=link_bytes_per_cycle, link_latency_cycles=link_latency_cycles)
+    key = repr((spec, nis, link_bytes_per_cycle, link_latency_cycles))
+    if key not in _BASES:
+        if len(_BASES) > 64:
+            _BASES.clear()
+        _BASES[key] = resolve_topology(spec, nis, flag=f"{source}: network.nis_per_node =",
+                                       spec_flag="network.topology =", link_bytes_per_cycle=link_bytes_per_cycle,
+                                       link_latency_cycles=link_latency_cycles)
+    return _BASES[key]
 
 
 _FITS: set[str] = set()  # resolved points (without their load) found to fit
