@@ -74,8 +74,8 @@ def train(
     trace_run: Optional[str] = typer.Option(None, "--trace-run", help="WORKLOAD/ALGORITHM/POLICY of --trace and "
                                             "--gantt (default: the first workload, the last algorithm, the first "
                                             "policy)."),
-    yes: bool = typer.Option(False, "--yes", help="Run flit-level all-reduces estimated to take longer than 10 "
-                             "minutes."),
+    yes: bool = typer.Option(False, "--yes", help="Run what is estimated to take longer than 10 minutes: the "
+                             "flit-level all-reduces, or the runs' iterations (runs x --iterations)."),
     fresh: bool = typer.Option(False, "--fresh", help="Run again the runs already in the output directory's sweep "
                                "store (runs.sqlite); their new rows replace the old (default: reuse them, resume)."),
 ) -> None:

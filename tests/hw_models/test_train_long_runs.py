@@ -22,3 +22,15 @@ def test_a_long_training_run_is_refused_with_its_estimate_and_nothing_runs(tmp_p
     assert code == 2 and err.startswith("error: 1 training runs of 100,000 iterations would take about "
                                         f"{minutes:.3g} minutes") and "add --yes" in err
     assert err.count("\n") == 1 and not (out / "runs.sqlite").exists()
+
+
+def test_the_help_of_yes_names_both_refusals(capsys):
+    """Both checks above and the flit level's estimate say "add --yes": the flag's help names
+    each of them, on one line."""
+    import re
+
+    code, out, _ = run(["train", "--help"], capsys)
+    assert code == 0
+    text = " ".join(re.sub(r"[│╭╮╰╯─]", " ", out).split())
+    help_of_yes = text[text.index("--yes"):text.index("--fresh")]
+    assert "flit-level all-reduces" in help_of_yes and "--iterations" in help_of_yes, help_of_yes
