@@ -12,7 +12,6 @@ CSV, PNG and, when asked, a Perfetto trace (docs/allreduce.md).
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -89,12 +88,13 @@ class AllreduceSetup:
 
 
 def _check_flags(req: AllreduceRequest) -> None:
+    from hw_models.job import check_config_file
+
     trace = req.trace
     if trace is not None and (trace.exists() or trace.is_symlink()):
         raise HwModelsError(f"--trace {trace}: {'is a directory' if trace.is_dir() else 'the file exists'}; give a new "
                             "file name")
-    if req.config is not None and not req.config.is_file():
-        raise HwModelsError(f"--config {req.config}: {'is a directory' if req.config.is_dir() else 'no such file'}")
+    check_config_file(req.config)
 
 
 def _check_choices(req: AllreduceRequest) -> list[str]:
@@ -138,6 +138,7 @@ def resolve(req: AllreduceRequest) -> AllreduceSetup:
     from hw_models.estimate import check_long_run, flit_allreduce_seconds
     from hw_models.experiment import config_with_flags, data_with_flags, resolve_experiment
     from hw_models.flags import flag_overlay
+    from hw_models.job import output_dir
     from hw_models.store import STORE_NAME, check_output_dir
 
     _check_flags(req)
@@ -156,7 +157,7 @@ def resolve(req: AllreduceRequest) -> AllreduceSetup:
     t = exp.topology
     note = ("note: the paper's mesh routers have credit delay 2 (its tori 1): for its meshes use --preset "
             "isca2021_mesh") if req.preset == "isca2021" and t.name.startswith("mesh") else ""
-    out_dir = req.out or Path(cfg.run.out_dir) / "allreduce"
+    out_dir, named = output_dir(req.out, cfg, source, "allreduce")
     _check_models(exp, designs, models, source)
     algorithms = list(exp.schedules)
     # a flit-level run of a big all-reduce takes hours: estimated first, and run only with --yes
@@ -167,18 +168,11 @@ def resolve(req: AllreduceRequest) -> AllreduceSetup:
         check_long_run(flit_seconds, "the flit-level runs", req.yes, "--model message, or smaller --sizes")
     # the output files, before the runs: not after them
     stem = t.name.replace(":", "_")
-    check_output_dir(out_dir, "--out" if req.out else f"{source}: run.out_dir = {cfg.run.out_dir!r}: its directory",
-                     [STORE_NAME] + [f"{stem}_{m}.{ext}" for m in models for ext in ("csv", "png")]
+    check_output_dir(out_dir, named, [STORE_NAME] + [f"{stem}_{m}.{ext}" for m in models for ext in ("csv", "png")]
                      + ([f"{stem}_calibration.csv"] if len(models) > 1 else []))
     plan = allreduce_plan(data_with_flags(data, overrides, drop), algorithms=algorithms, sizes_bytes=exp.sizes_bytes,
                           designs=designs, models=models, tree_order=req.tree_order, source=source)
     return AllreduceSetup(req, source, exp, designs, models, plan, out_dir, out_dir / STORE_NAME, flit_seconds, note)
-
-
-def console():
-    from rich.console import Console
-
-    return Console(width=None if sys.stdout.isatty() else 120)
 
 
 def _print_header(con, s: AllreduceSetup) -> None:
@@ -201,47 +195,23 @@ def _print_header(con, s: AllreduceSetup) -> None:
 
 def _run(con, s: AllreduceSetup):
     """(results, runs reused): the plan's points run into the store, a progress bar over them."""
-    import typer
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from hw_models import allreduce_sweep
+    from hw_models.job import run_points
     from noc.base.units import format_size_bytes
 
-    n = len(s.plan.configs)
-    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=con, transient=False) as progress:
-        task = progress.add_task("simulating", total=n)
+    def describe(point):
+        c = point.config
+        return f"{c['model']} {c['algorithm']} {format_size_bytes(c['size_bytes'])} {c['nic']['design']}"
 
-        def on_event(event, point, outcome):
-            c = point.config
-            progress.update(task, advance=1, description=f"{c['model']} {c['algorithm']} "
-                            f"{format_size_bytes(c['size_bytes'])} {c['nic']['design']}")
-
-        try:
-            out = allreduce_sweep.run_sweep(s.plan, s.store_path, fresh=s.request.fresh, workers=s.request.workers,
-                                            dask=s.request.dask, on_event=on_event)
-        except KeyboardInterrupt:
-            progress.stop()
-            con.print(f"interrupted: finished runs are kept in {s.store_path}; run the same command again to resume")
-            raise typer.Exit(130) from None
-        progress.update(task, completed=n)
-    return out
+    req = s.request
+    return run_points(con, len(s.plan.configs), s.store_path, lambda on_event: allreduce_sweep.run_sweep(
+        s.plan, s.store_path, fresh=req.fresh, workers=req.workers, dask=req.dask, on_event=on_event), describe)
 
 
-def _write_rows(con, s: AllreduceSetup, name: str, rows: list[dict], what: str, draw=None) -> list[Path]:
-    """Write CSV ``name`` (and, with ``draw``, its PNG) under the output directory's lock,
-    with a note when it held other runs (every run stays in the store)."""
-    from hw_models.store import csv_holds_other_rows, locked_directory, write_csv_atomic
+def _write_rows(con, s: AllreduceSetup, name: str, rows: list[dict], draw=None) -> list[Path]:
+    from hw_models.job import write_rows
 
-    csv_path = s.out_dir / f"{s.topo_stem}_{name}.csv"
-    with locked_directory(s.out_dir):  # another command writing these files waits: its note and files come after
-        if csv_holds_other_rows(csv_path, rows):
-            con.print(f"note: replacing {csv_path}{what}, which held other runs than this command's; every run stays "
-                      f"in {s.store_path}", soft_wrap=True)
-        written = [write_csv_atomic(csv_path, rows)]
-        if draw is not None:
-            written.append(draw(s.out_dir / f"{s.topo_stem}_{name}.png"))
-    return written
+    return write_rows(con, s.out_dir / f"{s.topo_stem}_{name}.csv", rows, f"every run stays in {s.store_path}", draw)
 
 
 def _render(con, s: AllreduceSetup, results: dict) -> list[Path]:
@@ -266,7 +236,7 @@ def _render(con, s: AllreduceSetup, results: dict) -> list[Path]:
                           f"{r['busbw_gbps']:.2f}", f"{r['speedup_vs_ring']:.2f}x" if r["speedup_vs_ring"] != "" else "-",
                           f"{r['bound_percent']:.1f}", f"{r['optimum_percent']:.1f}")
         con.print(table)
-        written += _write_rows(con, s, m, rows, " and its PNG", lambda p, m=m: bandwidth_chart(
+        written += _write_rows(con, s, m, rows, lambda p, m=m: bandwidth_chart(
             results[m], p, f"all-reduce on {t.name} ({m}-level model)"))
     if len(s.models) > 1:
         rows = calibration_rows(results["message"] + results["flit"])
@@ -277,7 +247,7 @@ def _render(con, s: AllreduceSetup, results: dict) -> list[Path]:
             table.add_row(format_size_bytes(r["size_bytes"]), r["algorithm"], r["nic"], f"{r['flit_cycles']:,.0f}",
                           f"{r['message_cycles']:,.0f}", f"{r['message_vs_flit_percent']:+.2f} %")
         con.print(table)
-        written += _write_rows(con, s, "calibration", rows, "")
+        written += _write_rows(con, s, "calibration", rows)
     return written
 
 
@@ -295,6 +265,8 @@ def _trace(s: AllreduceSetup, results: dict) -> Path:
 
 def run_allreduce(req: AllreduceRequest) -> None:
     """Check, run and render ``req`` (module docstring)."""
+    from hw_models.console import console
+
     s = resolve(req)
     con = console()
     _print_header(con, s)

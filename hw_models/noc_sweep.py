@@ -230,18 +230,13 @@ def write_sweep(con, s: LoadSweep, res, title: str, deadlock_flits: float | None
     after the other; when they held other points (another configuration's sweep of the
     same topology and pattern, or an unfinished one), a note says so: every point stays in
     the store."""
+    from hw_models.job import write_rows
     from hw_models.report.charts import load_latency_chart
-    from hw_models.report.writer import replacing_note
-    from hw_models.store import csv_holds_other_rows, locked_directory, write_csv_atomic
 
-    csv_path, png_path = s.out_dir / f"{s.stem}.csv", s.out_dir / f"{s.stem}.png"
-    with locked_directory(s.out_dir):
-        if csv_holds_other_rows(csv_path, res.rows):
-            con.print(replacing_note(csv_path, "other points (another configuration's sweep of this topology and "
-                                     "pattern, or an unfinished sweep)", f"every point measured stays in {s.store_path}",
-                                     also="its PNG"), soft_wrap=True)
-        return [write_csv_atomic(csv_path, res.rows),
-                load_latency_chart(res, png_path, title, deadlock_flits=deadlock_flits)]
+    return write_rows(con, s.out_dir / f"{s.stem}.csv", res.rows, f"every point measured stays in {s.store_path}",
+                      lambda png: load_latency_chart(res, png, title, deadlock_flits=deadlock_flits),
+                      held="other points (another configuration's sweep of this topology and pattern, or an "
+                           "unfinished sweep)")
 
 
 def saturation_line(res, max_points: int) -> str:

@@ -145,12 +145,12 @@ def resolve(req: TrainRequest) -> TrainSetup:
     from hw_models.config import experiment_data
     from hw_models.experiment import check_model_network, config_with_flags, data_with_flags, resolve_experiment
     from hw_models.flags import flag_overlay
+    from hw_models.job import check_config_file, output_dir
     from hw_models.store import STORE_NAME, check_output_dir
     from hw_models.training import endtoend as e2e
     from nic.variants import DESIGNS
 
-    if req.config is not None and not req.config.is_file():
-        raise HwModelsError(f"--config {req.config}: {'is a directory' if req.config.is_dir() else 'no such file'}")
+    check_config_file(req.config)
     data, source = experiment_data(req.config, req.preset)
     dev = _check_scalars(req)
     policies, options = _policies(req)
@@ -168,12 +168,11 @@ def resolve(req: TrainRequest) -> TrainSetup:
     _check_trace_files(req)
     if req.model == "flit":
         _check_flit_time(req, exp, design, algos, [w for _, w in works], dev)
-    out_dir = req.out or Path(cfg.run.out_dir) / "train"
+    out_dir, named = output_dir(req.out, cfg, source, "train")
     tag = policies[0].name if len(policies) == 1 else (
         "all_policies" if len(policies) == len(e2e.POLICIES) else "-".join(p.name for p in policies))
     stem = f"train_{exp.topology.name.replace(':', '_')}_{req.model}_{tag}"
-    check_output_dir(out_dir, "--out" if req.out else f"{source}: run.out_dir = {cfg.run.out_dir!r}: its directory",
-                     [f"{stem}.csv", f"{stem}.png", STORE_NAME])
+    check_output_dir(out_dir, named, [f"{stem}.csv", f"{stem}.png", STORE_NAME])
     for flag, path in (("--trace", req.trace), ("--gantt", req.gantt)):
         if path is not None:
             check_output_dir(path.parent, f"{flag} {path}: its directory")
@@ -284,27 +283,15 @@ def _print_header(con, s: TrainSetup) -> None:
 def _run(con, s: TrainSetup):
     """(the runs in the plan's order, runs reused, sizes simulated now per algorithm): the
     plan's points run into the store, a progress bar over them."""
-    import typer
-
-    from hw_models.console import progress_bar
+    from hw_models.job import run_points
     from hw_models.sweep.kinds.training import forget_comms, simulations, train_run
     from hw_models.sweep.plan import resolve as resolve_points, run_plan
 
     points = resolve_points(s.plan)
     forget_comms()  # each size this command's runs need is simulated once per algorithm, and counted
-    with progress_bar(con) as progress:
-        task = progress.add_task("simulating", total=len(points))
-
-        def on_event(event, point, outcome):
-            progress.update(task, advance=1, description=point.values.get("label", ""))
-
-        try:
-            ran = run_plan(s.plan, s.store_path, fresh=s.request.fresh, on_event=on_event, points=points)
-        except KeyboardInterrupt:
-            progress.stop()
-            con.print(f"interrupted: finished runs are kept in {s.store_path}; run the same command again to resume")
-            raise typer.Exit(130) from None
-        progress.update(task, completed=len(points), description="done")
+    ran = run_points(con, len(points), s.store_path, lambda on_event: run_plan(
+        s.plan, s.store_path, fresh=s.request.fresh, on_event=on_event, points=points),
+        lambda point: point.values.get("label", ""), last="done")
     runs = [train_run(p.config, m) for p, m in zip(points, ran.metrics)]
     sims = {a: simulations(points[0].config, a) for a in s.algorithms}
     return points, runs, len(points) - ran.summary.done, sims
@@ -336,25 +323,18 @@ def run_train(req: TrainRequest) -> None:
 
 
 def _write(con, s: TrainSetup, runs, rows: list[dict]) -> list[Path]:
-    """The CSV (the rows with the configuration) and PNG, under the output directory's lock,
-    with a note when they held other runs (every run stays in the store)."""
+    """The CSV (the rows with the configuration) and PNG."""
+    from hw_models.job import write_rows
     from hw_models.report.charts import training_chart
-    from hw_models.report.writer import replacing_note
-    from hw_models.store import csv_holds_other_rows, locked_directory, write_csv_atomic
 
     req = s.request
     config_fields = {"topology": s.exp.topology.name, "nic": s.design, "model": req.model, "batch": req.batch,
                      "device": req.device, "engine": req.engine, "iterations": req.iterations, "config": s.source,
                      "seed": int(s.cfg.run.seed)}
-    csv_rows = [{**r, **config_fields} for r in rows]
-    csv_path, png_path = s.out_dir / f"{s.stem}.csv", s.out_dir / f"{s.stem}.png"
-    with locked_directory(s.out_dir):  # another command writing these files waits: its note and its files come after
-        if csv_holds_other_rows(csv_path, csv_rows):
-            con.print(replacing_note(csv_path, "other runs than this command's", f"every run stays in {s.store_path}",
-                                     also="its PNG"), soft_wrap=True)
-        return [write_csv_atomic(csv_path, csv_rows),
-                training_chart(runs, png_path, f"training iterations on {s.exp.topology.name}, {s.design} NIC, "
-                                               f"{req.model} level, batch {req.batch} on {req.device}")]
+    return write_rows(con, s.out_dir / f"{s.stem}.csv", [{**r, **config_fields} for r in rows],
+                      f"every run stays in {s.store_path}", lambda png: training_chart(
+                          runs, png, f"training iterations on {s.exp.topology.name}, {s.design} NIC, {req.model} "
+                          f"level, batch {req.batch} on {req.device}"))
 
 
 def _trace(con, s: TrainSetup, points) -> list[Path]:
