@@ -88,7 +88,7 @@ class AllreduceSetup:
 
 
 def _check_flags(req: AllreduceRequest) -> None:
-    from hw_models.job import check_config_file
+    from hw_models.config import check_config_file
 
     trace = req.trace
     if trace is not None and (trace.exists() or trace.is_symlink()):

@@ -172,6 +172,12 @@ def preset_path(name: str) -> Path:
     return Path(str(resources.files("hw_models") / "presets" / f"{name}.toml"))
 
 
+def check_config_file(config: Optional[Path]) -> None:
+    """``--config`` names a file (when given)."""
+    if config is not None and not config.is_file():
+        raise HwModelsError(f"--config {config}: {'is a directory' if config.is_dir() else 'no such file'}")
+
+
 def experiment_data(path: str | Path | None = None, preset: str | None = None) -> tuple[dict, str]:
     """The raw data of ``path`` (a TOML file), or a named preset, or the defaults (empty),
     and the name errors give it (the file, ``preset NAME`` or ``defaults``)."""

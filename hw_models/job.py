@@ -1,22 +1,14 @@
-"""What every experiment command does around its runs, written once: the ``--config`` file
-checked, the output directory chosen, the plan's points run into the sweep store under a
-progress bar (Ctrl-C keeps every finished point and exits 130), and a CSV (with its PNG)
-written under the output directory's lock, with a note when it held other runs."""
+"""What every experiment command does around its runs, written once: the output directory
+chosen, the plan's points run into the sweep store under a progress bar (Ctrl-C keeps every
+finished point and exits 130), and a CSV (with its PNG) written under the output
+directory's lock, with a note when it held other runs."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Callable, Optional
 
-from noc.base.errors import HwModelsError
-
 OTHER_RUNS = "other runs than this command's"
-
-
-def check_config_file(config: Optional[Path]) -> None:
-    """``--config`` names a file (when given)."""
-    if config is not None and not config.is_file():
-        raise HwModelsError(f"--config {config}: {'is a directory' if config.is_dir() else 'no such file'}")
 
 
 def output_dir(out: Optional[Path], cfg, source: str, command: str) -> tuple[Path, str]:

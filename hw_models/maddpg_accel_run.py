@@ -1,8 +1,10 @@
 """The CPU-FPGA MADDPG accelerator model as ``hw-models maddpg accel`` runs it: the flags
 (:class:`AccelRequest`, plain values) checked all at once before any work (:func:`resolve`),
-then per agent count and interconnect the design simulated (or searched), the CPU baseline
-measured or loaded, and the table, accel.csv and accel.png (with ``search``, search.csv and
-pareto.png) written (:func:`run`). Existing outputs are never replaced.
+then the CPU baseline measured or loaded, every design to model (per agent count and
+interconnect: the search's, or the one ``--engine`` fixes) run as a point of sweep kind
+``maddpg_accel`` into ``<out>/runs.sqlite``, and the table, accel.csv and accel.png (with
+``search``, search.csv and pareto.png) rendered from the stored points (:func:`run`).
+Existing outputs are never replaced.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Optional
 
 from noc.base.errors import ConfigError, HwModelsError
 
+ORIGIN = "hw-models maddpg accel"
 OUTPUTS = ("accel.csv", "accel.png")
 SEARCH_OUTPUTS = ("search.csv", "pareto.png")
 
@@ -144,7 +147,7 @@ def run(s: AccelSetup) -> None:
           f"{base.datapath}, {base.clock_mhz:g} MHz, interconnect level {base.level}, {base.semantics} updates, PCIe "
           f"gen{base.pcie_gen}x{base.pcie_lanes}; seed {req.seed}")
     profiles = {n: _cpu_profile(req.cpu, req.cpu_cache, req.env, n, req.batch, base, req.seed) for n in s.agent_counts}
-    _run(s.workloads, s.interconnects, s.part, base, s.size, profiles, s.out_dir, req.search)
+    _run(s, profiles)
 
 
 def _check_outputs(out_dir: Path, named: str, files: tuple[str, ...]) -> None:
@@ -202,55 +205,99 @@ def _cached_or_measure(cache: Path, env: str, n: int, batch: int, cfg, seed: int
     return p
 
 
-def _run(workloads, ics, part, base, size, profiles, out_dir: Path, do_search: bool) -> None:
-    from hw_models.report.maddpg_accel import pareto_figure, phase_figure, result_row
-    from hw_models.store import write_csv_atomic
-    from maddpg.accel.model import simulate_update, throughput
-    from maddpg.accel.search import fastest, search
+def _plan(s: AccelSetup):
+    """The designs to model, as points of sweep kind ``maddpg_accel``, per (agent count,
+    interconnect) in order: the search's (engine size auto, or ``--search``), then the given
+    engine size's."""
+    from hw_models.sweep.plan import Plan
+    from maddpg.accel.search import LANE_LADDER, PE_LADDER
 
-    rows, all_rows, groups = [], [], {}
-    for n, w in workloads.items():
-        pts = []
-        for ic in ics:
-            if size is None or do_search:
-                pts_ic = search(w, part, base, [ic])
-                pts += pts_ic
-            if size is None:
-                best = fastest(pts_ic)
-                if best is None:  # nothing fits: show the smallest, marked
-                    best = min(pts_ic, key=lambda p: p.result.resources.dsp)
-                cfg, r = best.cfg, best.result
-            else:
-                cfg = base.model_copy(update={"interconnect": ic})
-                r = simulate_update(w, cfg, part)
-            if not r.fits:
-                from maddpg.accel.resources import DesignDoesNotFit, check_fits
+    configs, groups = [], {}
+    for n in s.agent_counts:
+        for ic in s.interconnects:
+            cfgs = []
+            if s.size is None or s.req.search:
+                cfgs += [s.base.model_copy(update={"interconnect": ic, "pe": pe, "lanes": ln, "layer_balance": bal})
+                         for bal in ("uniform", "work") for pe in PE_LADDER for ln in LANE_LADDER]
+            if s.size is not None:
+                cfgs.append(s.base.model_copy(update={"interconnect": ic}))
+            groups[n, ic] = range(len(configs), len(configs) + len(cfgs))
+            configs += [{"agents": n, "env": s.req.env, "batch": s.req.batch, "part": s.part.name,
+                         "accel": c.model_dump(mode="json")} for c in cfgs]
+    return Plan("maddpg_accel", configs, "maddpg accel", ORIGIN), groups
 
-                try:
-                    check_fits(r.resources, part, cfg, f"{n} agents, {ic}, {cfg.pe}x{cfg.lanes}")
-                except DesignDoesNotFit as exc:
-                    print(f"warning: {exc} (its row is marked and kept for comparison)")
-            thr = throughput(w, r, profiles[n]) if profiles[n] is not None else None
-            rows.append(result_row(w, cfg, r, thr, profiles[n]))
-        groups[n] = pts
-        for p in pts:
-            all_rows.append(result_row(w, p.cfg, p.result))
+
+@dataclass(frozen=True)
+class _Stored:
+    """A design as the store holds it, in the shape :mod:`maddpg.accel.search` and the Pareto
+    figure read (``cfg``: its config; ``result``: fits, update cycles and seconds, DSPs)."""
+
+    cfg: object
+    result: object
+
+
+def _stored(config: dict, m: dict) -> _Stored:
+    from types import SimpleNamespace
+
+    from maddpg.accel.config import AccelConfig
+
+    return _Stored(AccelConfig.model_validate(config["accel"]), SimpleNamespace(
+        fits=m["fits"], update_cycles=m["update_cycles"], update_s=m["update_s"], resources=SimpleNamespace(dsp=m["dsp"])))
+
+
+def _run(s: AccelSetup, profiles: dict) -> None:
+    from types import SimpleNamespace
+
+    from hw_models.console import console
+    from hw_models.job import run_points
+    from hw_models.report.maddpg_accel import pareto_figure, phase_figure, throughput_cells
+    from hw_models.store import STORE_NAME, write_csv_atomic
+    from hw_models.sweep.plan import run_plan
+    from maddpg.accel.model import throughput
+    from maddpg.accel.search import fastest
+
+    plan, groups = _plan(s)
+    store = s.out_dir / STORE_NAME
+    ran = run_points(console(240), len(plan.configs), store, lambda on_event: run_plan(plan, store, on_event=on_event),
+                     lambda p: f"{p.config['agents']} agents, {p.config['accel']['interconnect']}")
+    designs = [_stored(c, m) for c, m in zip(plan.configs, ran.metrics)]
+    rows, search_rows, found = [], [], {}
+    for (n, ic), at in groups.items():
+        pts = [designs[i] for i in at]
+        if s.size is not None:
+            k = at[-1]
+        else:  # the fastest that fits; when none does, the smallest, marked
+            best = fastest(pts) or min(pts, key=lambda p: p.result.resources.dsp)
+            k = next(i for i, p in zip(at, pts) if p is best)
+        m = ran.metrics[k]
+        if m["misfit"]:
+            print(f"warning: {m['misfit']} (its row is marked and kept for comparison)")
+        row = {c: m[f"row_{c}"] for c in m["row_columns"].split(",")}
+        if profiles[n] is not None:
+            row.update(throughput_cells(throughput(s.workloads[n], SimpleNamespace(update_s=m["update_s"]), profiles[n]),
+                                        profiles[n]))
+        rows.append(row)
+        searched = at if s.size is None else at[:-1]
+        found.setdefault(n, []).extend(designs[i] for i in searched)
+        search_rows += [{c: ran.metrics[i][f"row_{c}"] for c in ran.metrics[i]["row_columns"].split(",")}
+                        for i in searched]
     _print_table(rows)
-    csv_path = write_csv_atomic(out_dir / "accel.csv", rows)
+    csv_path = write_csv_atomic(s.out_dir / "accel.csv", rows)
+    base, part = s.base, s.part
     title = f"MADDPG update on {part.description}, {base.datapath}, {base.clock_mhz:g} MHz"
-    png_path = phase_figure(rows, out_dir / "accel.png", title)
+    png_path = phase_figure(rows, s.out_dir / "accel.png", title)
     print(f"wrote {csv_path}, {png_path}")
-    if do_search:
-        s_csv = write_csv_atomic(out_dir / "search.csv", all_rows)
-        s_png = pareto_figure(groups, out_dir / "pareto.png", f"design space: {title}")
-        for n, pts in groups.items():
+    if s.req.search:
+        s_csv = write_csv_atomic(s.out_dir / "search.csv", search_rows)
+        s_png = pareto_figure(found, s.out_dir / "pareto.png", f"design space: {title}")
+        for n, pts in found.items():
             best = fastest(pts)
             if best is None:
                 print(f"{n} agents: no design of the search fits {part.name}")
             else:
                 print(f"{n} agents: fastest design that fits: {best.cfg.interconnect}, {best.cfg.pe}x{best.cfg.lanes} "
-                           f"per layer array, {best.result.update_s * 1e6:.1f} µs per update, "
-                           f"{best.result.resources.dsp:,} DSPs")
+                      f"per layer array, {best.result.update_s * 1e6:.1f} µs per update, "
+                      f"{best.result.resources.dsp:,} DSPs")
         print(f"wrote {s_csv}, {s_png}")
 
 

@@ -145,7 +145,8 @@ def resolve(req: TrainRequest) -> TrainSetup:
     from hw_models.config import experiment_data
     from hw_models.experiment import check_model_network, config_with_flags, data_with_flags, resolve_experiment
     from hw_models.flags import flag_overlay
-    from hw_models.job import check_config_file, output_dir
+    from hw_models.config import check_config_file
+    from hw_models.job import output_dir
     from hw_models.store import STORE_NAME, check_output_dir
     from hw_models.training import endtoend as e2e
     from nic.variants import DESIGNS

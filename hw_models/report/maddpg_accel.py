@@ -11,45 +11,14 @@ PHASE_COLORS = {"transfer": "tab:gray", "critic": "tab:blue", "actor": "tab:oran
                 "interconnect": "tab:red"}
 
 
-def result_row(w, cfg, r, thr=None, cpu=None) -> dict:
-    """One CSV row: the design, its resources, the update by phase (cycles and µs), the
-    exchange against its bound, throughput and speed-ups when a CPU profile is given."""
-    from maddpg.accel.parts import get_part
-    from maddpg.accel.resources import limits
-
-    part = get_part(r.part)
-    lim = limits(part, cfg)
-    row = {
-        "agents": r.n_agents, "interconnect": r.interconnect, "level": cfg.level, "part": r.part,
-        "datapath": r.datapath, "semantics": cfg.semantics, "batch": w.batch, "clock_mhz": cfg.clock_mhz,
-        "pe": cfg.array("critic")[0], "lanes": cfg.array("critic")[1], "actor_pe": cfg.array("actor")[0],
-        "actor_lanes": cfg.array("actor")[1], "layer_balance": cfg.layer_balance, "macs_per_engine": r.macs_per_engine,
-        "fits": "yes" if r.fits else f"no ({r.over})", "minibatch_buffer": r.resources.minibatch_buffer,
-    }
-    for res in ("dsp", "bram36", "uram", "lut", "ff"):
-        row[res] = r.resources.amount(res)
-        row[f"{res}_pct"] = f"{100.0 * r.resources.amount(res) / max(lim[res], 1):.1f}"
-    row["update_cycles"] = f"{r.update_cycles:.0f}"
-    row["update_us"] = f"{r.update_s * 1e6:.2f}"
-    for p, v in r.phase_cycles.items():
-        row[f"{p}_cycles"] = f"{v:.0f}"
-    for p, v in r.busy_cycles.items():
-        row[f"{p}_busy_cycles"] = f"{v:.0f}"
-    for k, v in r.exchange.items():
-        row[f"exchange_{k}_cycles"] = f"{v:.0f}"
-    ex = r.busy_cycles["interconnect"]  # how much of the exchange ran under compute
-    row["interconnect_hidden_pct"] = f"{100.0 * (1.0 - r.phase_cycles['interconnect'] / ex):.1f}" if ex > 0 else ""
-    xf = r.busy_cycles["transfer"]
-    row["transfer_hidden_pct"] = f"{100.0 * (1.0 - r.phase_cycles['transfer'] / xf):.1f}" if xf > 0 else ""
-    row["samples_per_s"] = f"{r.samples_per_s(w.batch):.0f}"
-    if thr is not None:
-        row.update({"cpu_update_ms": f"{thr.cpu_update_s * 1e3:.3f}", "training_speedup": f"{thr.training_speedup:.2f}",
-                    "cpu_env_steps_per_s": f"{thr.cpu_env_steps_per_s:.0f}",
-                    "serial_env_steps_per_s": f"{thr.serial_env_steps_per_s:.0f}",
-                    "overlapped_env_steps_per_s": f"{thr.overlapped_env_steps_per_s:.0f}",
-                    "serial_speedup": f"{thr.serial_speedup:.2f}", "overlapped_speedup": f"{thr.overlapped_speedup:.2f}",
-                    "cpu_machine": cpu.machine, "cpu_measured": cpu.measured})
-    return row
+def throughput_cells(thr, cpu) -> dict:
+    """The columns a row gains with a CPU profile ``cpu``: throughput ``thr`` and speed-ups."""
+    return {"cpu_update_ms": f"{thr.cpu_update_s * 1e3:.3f}", "training_speedup": f"{thr.training_speedup:.2f}",
+            "cpu_env_steps_per_s": f"{thr.cpu_env_steps_per_s:.0f}",
+            "serial_env_steps_per_s": f"{thr.serial_env_steps_per_s:.0f}",
+            "overlapped_env_steps_per_s": f"{thr.overlapped_env_steps_per_s:.0f}",
+            "serial_speedup": f"{thr.serial_speedup:.2f}", "overlapped_speedup": f"{thr.overlapped_speedup:.2f}",
+            "cpu_machine": cpu.machine, "cpu_measured": cpu.measured}
 
 
 def phase_figure(rows: list[dict], path: Path, title: str) -> Path:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 import shlex
 from pathlib import Path
@@ -137,9 +138,20 @@ def test_the_main_job_reproduces_its_recorded_output_and_the_sweep_gives_its_row
 
 
 def _finished_in(tmp_path, capsys, sweep: str, store: Path, n: int) -> None:
-    """A sweep of ``sweep``'s points into the command's own store finds all ``n`` finished."""
+    """A sweep of ``sweep``'s points into a fresh store gives the rows the command stored,
+    byte for byte (each point's metrics as the store holds them, by key); and a sweep into
+    the command's own store finds all ``n`` finished."""
+    fresh = tmp_path / "fresh.sqlite"
+    _sweep(tmp_path, capsys, sweep, fresh)
+    by_key = [{r["key"]: json.dumps(r["metrics"], sort_keys=True) for r in _stored(path)} for path in (fresh, store)]
+    assert len(by_key[0]) == n and by_key[0] == by_key[1]
     out = _sweep(tmp_path, capsys, sweep, store)
     assert f"{n} points" in out and f"{n} finished before" in out and "nothing left to run" in out, out
+
+
+def _stored(store: Path) -> list[dict]:
+    with SweepStore(store, create=False) as st:
+        return list(st.rows())
 
 
 def test_noc_sweep_load_reproduces_its_recorded_output_and_the_sweep_finds_its_points(tmp_path, capsys, monkeypatch):
@@ -160,8 +172,59 @@ def test_train_reproduces_its_recorded_output_and_the_sweep_finds_its_points(tmp
                  out_dir / "runs.sqlite", 4)
 
 
-@pytest.mark.parametrize("name", ["train_system_ps", "train_system_ssd",
-                                  "train_system_easgd", "train_system_kfac", "train_system_compression",
-                                  "maddpg_accel"])
-def test_the_other_commands_reproduce_their_recorded_output(name, tmp_path, capsys, monkeypatch):
-    run_case(name, tmp_path, capsys, monkeypatch)
+# each train-system case's point, as a sweep file's [base] states the command's flags
+_SYSTEM_POINTS = {"ps": 'servers = 2\nmodes = "sync,async"\n', "ssd": 'delays = "1,2"\n',
+                  "easgd": 'variants = "sync,async"\n', "kfac": "",
+                  "compression": 'compressors = "topk:0.01,onebit"\n'}
+
+
+@pytest.mark.parametrize("system", list(_SYSTEM_POINTS))
+def test_train_system_reproduces_its_recorded_output_and_the_sweep_gives_its_rows(system, tmp_path, capsys,
+                                                                                    monkeypatch):
+    from hw_models.sweep.kinds.train_system import tables
+
+    _, out_dir = run_case(f"train_system_{system}", tmp_path, capsys, monkeypatch)
+    _finished_in(tmp_path, capsys, f'kind = "train_system"\n[base]\nsystem = "{system}"\ntopology = "torus:2x2"\n'
+                 f'nis = 1\nworkload = "alexnet"\nmax_iterations = 300\n{_SYSTEM_POINTS[system]}',
+                 out_dir / "runs.sqlite", 1)
+    # the CSV rows are the stored tables' (beside the columns the command adds)
+    (metrics,) = [r["metrics"] for r in _stored(out_dir / "runs.sqlite")]
+    timing, conv = tables(metrics)
+    for rows, path in ((timing, _golden_csv(system, False)), (conv, _golden_csv(system, True))):
+        assert [{k: r[k] for k in rows[0]} for r in _csv_rows(path)] == [
+            {k: _as_csv_fields(v) for k, v in r.items()} for r in rows]
+    # run again: the stored point is reused, the same files
+    argv = shlex.split((GOLDEN / f"train_system_{system}" / "command.txt").read_text())[1:]
+    code, out, err = run(argv, capsys)
+    assert code == 0 and "(reused from runs.sqlite)" in out, err
+    for convergence in (False, True):
+        path = _golden_csv(system, convergence)
+        assert (out_dir / path.name).read_bytes() == path.read_bytes()
+
+
+def _golden_csv(system: str, convergence: bool) -> Path:
+    (path,) = [p for p in (GOLDEN / f"train_system_{system}").glob("*.csv")
+               if p.name.endswith("_convergence.csv") == convergence]
+    return path
+
+
+def test_maddpg_accel_reproduces_its_recorded_output_and_the_sweep_gives_its_rows(tmp_path, capsys, monkeypatch):
+    _, out_dir = run_case("maddpg_accel", tmp_path, capsys, monkeypatch)
+    with SweepStore(out_dir / "runs.sqlite", create=False) as st:
+        assert len(list(st.rows(kind="maddpg_accel"))) == 2 * 2 * 98  # agents x interconnects x the search's designs
+    # each row's design as a sweep point: the command's CSV row, and the metrics it stored
+    rows = _csv_rows(GOLDEN / "maddpg_accel" / "accel.csv")
+    sweep = ('kind = "maddpg_accel"\n[zip.design]\n' + "".join(
+        f'{key} = {[int(r[col]) if col in ("agents", "pe", "lanes") else r[col] for r in rows]!r}\n'.replace("'", '"')
+        for key, col in (("agents", "agents"), ('"accel.interconnect"', "interconnect"), ('"accel.pe"', "pe"),
+                         ('"accel.lanes"', "lanes"), ('"accel.layer_balance"', "layer_balance"))))
+    fresh = tmp_path / "fresh.sqlite"
+    _sweep(tmp_path, capsys, sweep, fresh)
+    mine = {r["key"]: r["metrics"] for r in _stored(out_dir / "runs.sqlite")}
+    got = {(str(p["config"]["agents"]), p["config"]["accel"]["interconnect"]): p for p in _stored(fresh)}
+    assert len(got) == len(rows)
+    for r in rows:
+        point = got[r["agents"], r["interconnect"]]
+        assert json.dumps(point["metrics"], sort_keys=True) == json.dumps(mine[point["key"]], sort_keys=True)
+        assert {c: r[c] for c in point["metrics"]["row_columns"].split(",")} == {
+            c: _as_csv_fields(point["metrics"][f"row_{c}"]) for c in point["metrics"]["row_columns"].split(",")}

@@ -11,8 +11,11 @@ Metrics: ``update_cycles``, ``update_us``, ``samples_per_s``, ``fpga_cycles``,
 ``transfer_cycles``, ``macs_per_engine``, ``fits`` (and ``over``: the most over-subscribed
 resource when it does not), the resources (``dsp``, ``bram36``, ``uram``, ``lut``, ``ff``),
 the critical-path cycles by phase (``<phase>_cycles``) and the exchanges' cycles with their
-bounds (``exchange_<name>_cycles``). A design that does not fit is a point with
-``fits = false``, not an error: a sweep over engine sizes finds where the part ends.
+bounds (``exchange_<name>_cycles``); ``update_s``; and the command's CSV row of the design,
+``row_<column>`` for each of ``row_columns`` (comma-separated), with ``misfit``, the warning
+the command prints for a design that does not fit ("" when it fits). A design that does not
+fit is a point with ``fits = false``, not an error: a sweep over engine sizes finds where
+the part ends.
 """
 
 from __future__ import annotations
@@ -57,14 +60,51 @@ def validate(point: dict, source: str = "point") -> dict:
             "accel": cfg.model_dump(mode="json")}
 
 
+def design_row(w, cfg, r) -> dict:
+    """The command's CSV row of one design: the design, its resources, the update by phase
+    (cycles and µs), the exchange against its bound (with a CPU profile, the command adds
+    :func:`hw_models.report.maddpg_accel.throughput_cells`)."""
+    from maddpg.accel.parts import get_part
+    from maddpg.accel.resources import limits
+
+    part = get_part(r.part)
+    lim = limits(part, cfg)
+    row = {
+        "agents": r.n_agents, "interconnect": r.interconnect, "level": cfg.level, "part": r.part,
+        "datapath": r.datapath, "semantics": cfg.semantics, "batch": w.batch, "clock_mhz": cfg.clock_mhz,
+        "pe": cfg.array("critic")[0], "lanes": cfg.array("critic")[1], "actor_pe": cfg.array("actor")[0],
+        "actor_lanes": cfg.array("actor")[1], "layer_balance": cfg.layer_balance, "macs_per_engine": r.macs_per_engine,
+        "fits": "yes" if r.fits else f"no ({r.over})", "minibatch_buffer": r.resources.minibatch_buffer,
+    }
+    for res in ("dsp", "bram36", "uram", "lut", "ff"):
+        row[res] = r.resources.amount(res)
+        row[f"{res}_pct"] = f"{100.0 * r.resources.amount(res) / max(lim[res], 1):.1f}"
+    row["update_cycles"] = f"{r.update_cycles:.0f}"
+    row["update_us"] = f"{r.update_s * 1e6:.2f}"
+    for p, v in r.phase_cycles.items():
+        row[f"{p}_cycles"] = f"{v:.0f}"
+    for p, v in r.busy_cycles.items():
+        row[f"{p}_busy_cycles"] = f"{v:.0f}"
+    for k, v in r.exchange.items():
+        row[f"exchange_{k}_cycles"] = f"{v:.0f}"
+    ex = r.busy_cycles["interconnect"]  # how much of the exchange ran under compute
+    row["interconnect_hidden_pct"] = f"{100.0 * (1.0 - r.phase_cycles['interconnect'] / ex):.1f}" if ex > 0 else ""
+    xf = r.busy_cycles["transfer"]
+    row["transfer_hidden_pct"] = f"{100.0 * (1.0 - r.phase_cycles['transfer'] / xf):.1f}" if xf > 0 else ""
+    row["samples_per_s"] = f"{r.samples_per_s(w.batch):.0f}"
+    return row
+
+
 def run(resolved: dict) -> dict:
     from maddpg.accel.config import AccelConfig
     from maddpg.accel.model import simulate_update
     from maddpg.accel.parts import get_part
+    from maddpg.accel.resources import DesignDoesNotFit, check_fits
 
     w = _workload(resolved["env"], resolved["agents"], resolved["batch"])
     cfg = AccelConfig.model_validate(resolved["accel"])
-    r = simulate_update(w, cfg, get_part(resolved["part"]))
+    part = get_part(resolved["part"])
+    r = simulate_update(w, cfg, part)
     m = {"update_cycles": float(r.update_cycles), "update_us": r.update_s * 1e6,
          "samples_per_s": r.samples_per_s(w.batch), "fpga_cycles": float(r.fpga_cycles),
          "transfer_cycles": float(r.transfer_cycles), "macs_per_engine": int(r.macs_per_engine), "fits": bool(r.fits),
@@ -73,6 +113,14 @@ def run(resolved: dict) -> dict:
         m[res] = r.resources.amount(res)
     m.update({f"{p}_cycles": float(v) for p, v in r.phase_cycles.items()})
     m.update({f"exchange_{k}_cycles": float(v) for k, v in r.exchange.items()})
+    row = design_row(w, cfg, r)
+    m.update({"update_s": r.update_s, "row_columns": ",".join(row), **{f"row_{c}": v for c, v in row.items()}})
+    m["misfit"] = ""
+    if not r.fits:
+        try:
+            check_fits(r.resources, part, cfg, f"{w.n_agents} agents, {cfg.interconnect}, {cfg.pe}x{cfg.lanes}")
+        except DesignDoesNotFit as exc:
+            m["misfit"] = str(exc)
     return m
 
 
@@ -80,7 +128,7 @@ def model_versions() -> dict:
     from nic.message_sim import MODEL_VERSION as MESSAGE_MODEL_VERSION
     from noc.flit import MODEL_VERSION as FLIT_MODEL_VERSION
 
-    return {"maddpg_accel": 1, "message_model": MESSAGE_MODEL_VERSION, "flit_model": FLIT_MODEL_VERSION}
+    return {"maddpg_accel": 2, "message_model": MESSAGE_MODEL_VERSION, "flit_model": FLIT_MODEL_VERSION}
 
 
 KIND = Kind(name="maddpg_accel", summary="one MADDPG update on one CPU-FPGA accelerator design: agents, part, "

@@ -6,10 +6,13 @@ compression, ps, ssd, easgd, kfac), ``workload``, ``batch``, ``device``, ``prese
 ``topology``, ``nis``, ``algorithm``, ``task``, ``lr``, ``target``, ``max_iterations``,
 ``seed``, and the chosen system's own: ``compressors``, ``fix``, ``average_every``;
 ``servers``, ``placement``, ``modes``, ``stragglers``; ``delays``; ``variants``, ``alpha``,
-``tau``; ``inverse_efficiency`` (lists as the command's comma-separated strings). Metrics, per
-row of the command's two tables in order: ``t<i>_run`` and ``t<i>_iteration_s`` (timing),
-``c<i>_run``, ``c<i>_iterations_to_target`` (-1: not reached) and ``c<i>_final_accuracy``
-(convergence).
+``tau``; ``inverse_efficiency`` (lists as the command's comma-separated strings); and
+``experiment``, a table of an experiment config's keys (what the command's ``--config`` file
+holds; not with ``preset``). Metrics: every cell of the command's two tables,
+``t<i>_<column>`` (timing) and ``c<i>_<column>`` (convergence) for row ``i`` in order, with
+the columns in order in ``timing_columns`` and ``convergence_columns`` (comma-separated) and
+``c<i>_iterations_to_target`` -1 where the target was not reached (:func:`tables` reads
+them back).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ TYPES = {"workload": str, "batch": int, "device": str, "preset": str, "topology"
 def _resolve(point: dict, source: str):
     from hw_models.training.systems.setup import SYSTEM_NAMES, flags_to_keys, not_for, resolve_setting, system_params
 
-    allowed = ("system", *COMMON, *OPTIONS)
+    allowed = ("system", *COMMON, *OPTIONS, "experiment")
     for key in point:
         if key not in allowed:
             raise ConfigError(f"{source}: unknown key {key!r} (allowed: {', '.join(allowed)})")
@@ -49,21 +52,31 @@ def _resolve(point: dict, source: str):
         why = not_for("--" + key.replace("_", "-"), system) if key in OPTIONS else None
         if value is not None and why:
             raise ConfigError(f"{source}: key {key!r} {why}")
+    experiment = point.get("experiment")
+    if experiment is not None and not isinstance(experiment, dict):
+        raise ConfigError(f"{source}: key 'experiment' = {experiment!r}: must be a table of experiment config keys")
+    if experiment is not None and vals["preset"] is not None:
+        raise ConfigError(f"{source}: keys 'experiment' and 'preset': give one of them")
     try:
         st, _, settings = resolve_setting(system, vals["workload"], vals["batch"], vals["device"], vals["topology"],
                                           vals["nis"], vals["algorithm"], None, vals["preset"], vals["task"],
-                                          vals["lr"], vals["target"], vals["max_iterations"], vals["seed"])
+                                          vals["lr"], vals["target"], vals["max_iterations"], vals["seed"],
+                                          data=experiment)
         params = system_params(system, st.comm.num_workers, *(vals[k] for k in OPTIONS), st)
     except HwModelsError as exc:
         raise ConfigError(f"{source}: {flags_to_keys(str(exc))}") from None
+    if experiment is not None:
+        vals["experiment"] = experiment
     return system, vals, st, params
 
 
 def validate(point: dict, source: str = "point") -> dict:
     system, vals, st, params = _resolve(point, source)
     out = {"system": system, **{k: vals[k] for k in COMMON}, "lr": st.lr, "target": st.target,
-           "algorithm": st.algorithm}
+           "algorithm": st.algorithm, **({"experiment": vals["experiment"]} if "experiment" in vals else {})}
     out.update({k: v for k, v in params.items() if k != "objects"})
+    if system == "compression":  # canonical, and as the option takes it (a label such as 'topk 0.01' is not)
+        out["compressors"] = ",".join(c.spec for c in params["objects"][0])
     if system == "ps":  # canonical: the count and the nodes, whatever way the placement was given
         out["placement"] = ",".join(str(x) for x in out["servers"])
         out["servers"] = len(out["servers"])
@@ -71,14 +84,11 @@ def validate(point: dict, source: str = "point") -> dict:
 
 
 def run(resolved: dict) -> dict:
-    from hw_models.training.systems.setup import run_system
+    from hw_models.training.systems.setup import not_for, run_system
 
-    point = {k: v for k, v in resolved.items() if k in ("system", *COMMON)}
+    point = {k: v for k, v in resolved.items() if k in ("system", *COMMON, "experiment")}
     system = point["system"]
-    sys_keys = {"compression": ("compressors", "fix", "average_every"),
-                "ps": ("servers", "placement", "modes", "stragglers"), "ssd": ("delays",),
-                "easgd": ("variants", "alpha", "tau"), "kfac": ("inverse_efficiency",)}[system]
-    for k in sys_keys:
+    for k in (k for k in OPTIONS if not not_for("--" + k.replace("_", "-"), system)):  # the system's own
         v = resolved.get(k)
         if isinstance(v, list):
             v = ",".join(str(x) for x in v)
@@ -87,20 +97,39 @@ def run(resolved: dict) -> dict:
     system, vals, st, params = _resolve(point, "point")
     timing, conv = run_system(system, st, params["objects"], vals["seed"])
     m: dict = {}
-    for i, r in enumerate(timing):
-        m[f"t{i}_run"], m[f"t{i}_iteration_s"] = r["run"], float(r["iteration_s"])
+    for prefix, rows in (("t", timing), ("c", conv)):
+        columns = list(dict.fromkeys(k for r in rows for k in r))
+        m["timing_columns" if prefix == "t" else "convergence_columns"] = ",".join(columns)
+        for i, r in enumerate(rows):
+            m.update({f"{prefix}{i}_{c}": r.get(c, "") for c in columns})
     for i, r in enumerate(conv):
         it = r["iterations_to_target"]
-        m[f"c{i}_run"], m[f"c{i}_iterations_to_target"] = r["run"], int(it) if it != "" else -1
+        m[f"c{i}_iterations_to_target"] = int(it) if it != "" else -1
         m[f"c{i}_final_accuracy"] = float(r["final_accuracy"])
     return m
+
+
+def tables(metrics: dict) -> tuple[list[dict], list[dict]]:
+    """The command's timing and convergence rows (every row with every column, blank where
+    it has none) as a point's metrics hold them."""
+    out = []
+    for prefix, name in (("t", "timing_columns"), ("c", "convergence_columns")):
+        columns = [c for c in metrics[name].split(",") if c]
+        rows: list[dict] = []
+        while columns and f"{prefix}{len(rows)}_{columns[0]}" in metrics:
+            rows.append({c: metrics[f"{prefix}{len(rows)}_{c}"] for c in columns})
+        out.append(rows)
+    for r in out[1]:
+        r["iterations_to_target"] = "" if r["iterations_to_target"] == -1 else r["iterations_to_target"]
+        r["final_accuracy"] = "nan" if r["final_accuracy"] != r["final_accuracy"] else r["final_accuracy"]
+    return out[0], out[1]
 
 
 def model_versions() -> dict:
     from nic.collectives import SCHEDULE_VERSION
     from nic.message_sim import MODEL_VERSION
 
-    return {"train_system": 1, "schedule": SCHEDULE_VERSION, "message_model": MODEL_VERSION}
+    return {"train_system": 2, "schedule": SCHEDULE_VERSION, "message_model": MODEL_VERSION}
 
 
 KIND = Kind(name="train_system", summary="one training-communication system (compression, ps, ssd, easgd, kfac) "

@@ -73,10 +73,18 @@ class Compressor:
 
     @property
     def label(self) -> str:
+        return self._named(" ", f"{self.ratio:g}", "/")
+
+    @property
+    def spec(self) -> str:
+        """The compressor as ``--compressors`` names it (``topk:0.01``), exactly."""
+        return self._named(":", repr(self.ratio), ":")
+
+    def _named(self, sep: str, ratio: str, refresh_sep: str) -> str:
         if self.kind in ("topk", "randk"):
-            return f"{self.kind} {self.ratio:g}"
+            return f"{self.kind}{sep}{ratio}"
         if self.kind == "threshold":
-            return f"threshold {self.ratio:g}/{self.refresh}"
+            return f"threshold{sep}{ratio}{refresh_sep}{self.refresh}"
         return self.kind
 
     def k(self, n: int) -> int:

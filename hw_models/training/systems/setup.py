@@ -35,10 +35,13 @@ def flags_to_keys(message: str) -> str:
 
 
 def resolve_setting(sysname, workload, batch, device, topology, nis, algorithm, config, preset, task, lr, target,
-             max_iterations, seed):
+                    max_iterations, seed, data: dict | None = None):
+    """(the :class:`Setting`, its one-line description, the settings that name its output
+    files); ``data``: an experiment config's data in place of the file ``config``."""
     from hw_models.config import experiment_data
     from hw_models.experiment import config_with_flags, resolve_experiment
     from hw_models.flags import flag_overlay
+    from hw_models.config import check_config_file
     from hw_models.training import endtoend as e2e
     from hw_models.training.comm import NicComm
     from hw_models.training.compute import Roofline, get_device
@@ -48,8 +51,7 @@ def resolve_setting(sysname, workload, batch, device, topology, nis, algorithm, 
     from hw_models.training.systems.tasks import DEFAULT_LR, DEFAULT_TARGET, MODELS, Task
     from nic.collectives import algorithm_name
 
-    if config is not None and not config.is_file():
-        raise HwModelsError(f"--config {config}: {'is a directory' if config.is_dir() else 'no such file'}")
+    check_config_file(config)
     if batch < 1:
         raise HwModelsError(f"--batch {batch}: must be an integer >= 1 (samples per worker)")
     if task not in MODELS + ("none",):
@@ -70,7 +72,7 @@ def resolve_setting(sysname, workload, batch, device, topology, nis, algorithm, 
     if len(works) != 1:
         raise HwModelsError(f"--workload {workload!r}: give one workload")
     alg = algorithm_name(algorithm)
-    data, source = experiment_data(config, preset)
+    data, source = (data, "experiment") if data is not None else experiment_data(config, preset)
     _, _, overrides, flags, drop = flag_overlay(topology=topology, nis=nis)  # as hw-models train puts them
     flags = {"allreduce.algorithms": "--algorithm", **flags}
     cfg = config_with_flags(data, source, overrides, flags, drop)

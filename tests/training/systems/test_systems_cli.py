@@ -71,7 +71,7 @@ def test_ssd_rows_against_the_pieces(net, pieces, tmp_path, capsys):
                               "--delays", "1,4"), capsys)
     assert code in (0, None), err
     assert "seed 0" in out
-    files = sorted(tmp_path.iterdir())
+    files = sorted(tmp_path.glob("*.csv"))
     assert len(files) == 2
     timing = read_csv([f for f in files if not f.name.endswith("_convergence.csv")][0])
     comm, layers = pieces
@@ -94,7 +94,7 @@ def test_ps_layer_rows_against_the_pieces(net, pieces, tmp_path, capsys):
     assert code in (0, None), err
     comm, layers = pieces
     pc = NicComm(comm.topology, ps_schedule(comm.topology, (0, 1)), comm.nic, comm.network)
-    timing = read_csv(next(tmp_path.iterdir()))
+    timing = read_csv(next(tmp_path.glob("*.csv")))
     assert float(timing[1]["iteration_s"]) == pytest.approx(simulate(layers, pc, PushPull(False)).iteration_s)
     assert float(timing[2]["iteration_s"]) == pytest.approx(simulate(layers, pc, PushPull(True)).iteration_s)
     assert [r["run"].split(",")[0] for r in timing[3:]] == ["PS sync", "PS async", "PS async"]
@@ -105,13 +105,14 @@ def test_other_systems_run_and_repeat_byte_for_byte(net, tmp_path, capsys, syste
     a = argv(net, tmp_path, system, "--task", "none")
     code, _, err = run(a, capsys)
     assert code in (0, None), err
-    first = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
-    code, _, err = run(a, capsys)
+    first = {p.name: p.read_bytes() for p in tmp_path.glob("*.csv")}
+    code, again, err = run(a, capsys)
     assert code in (0, None), err
-    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == first
+    assert {p.name: p.read_bytes() for p in tmp_path.glob("*.csv")} == first
+    assert "(reused from runs.sqlite)" in again  # the run is the stored point's
     code, _, err = run(a + ["-b", "8"], capsys)  # another setting: another file, the first kept
     assert code in (0, None), err
-    now = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    now = {p.name: p.read_bytes() for p in tmp_path.glob("*.csv")}
     assert len(now) == 2 * len(first) and all(now[k] == v for k, v in first.items())
 
 
@@ -127,7 +128,7 @@ def test_easgd_stragglers_rows_against_the_pieces(net, pieces, tmp_path, capsys)
     pc = NicComm(comm.topology, ps_schedule(comm.topology, (0,)), comm.nic, comm.network)
     m = sum(x.grad_bytes for x in layers)
     compute = sum(x.fwd_s + x.bwd_s for x in layers)
-    files = sorted(tmp_path.iterdir())
+    files = sorted(tmp_path.glob("*.csv"))
     timing = read_csv([f for f in files if not f.name.endswith("_convergence.csv")][0])
     assert [r["run"] for r in timing] == ["sync EASGD tau=1", "hogwild EASGD tau=1",
                                           "sync EASGD tau=1, stragglers slow:1:3 (event simulation)",
@@ -168,3 +169,27 @@ def test_bad_input_one_line_exit_2_nothing_written(net, tmp_path, capsys, extra,
     assert code == 2
     assert says in err and err.count("\n") == 1 and "Traceback" not in err
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_a_config_file_runs_as_the_points_experiment_table(net, tmp_path, capsys):
+    """--config: the command's point holds the file's keys (kind train_system's ``experiment``
+    table), so a sweep point stating them is the command's point, and the network is the
+    file's (its 4-ary ring of 4 workers, not the default torus)."""
+    from hw_models.sweep.kinds import get_kind
+    from hw_models.sweep.store import SweepStore, point_key
+
+    cfg = tmp_path / "ring.toml"
+    cfg.write_text('[network]\ntopology = "ring:4"\n')
+    out = tmp_path / "o"
+    code, text, err = run(["train-system", "kfac", "-w", str(net / "tiny.toml"), "-b", "4", "--task", "none",
+                           "--config", str(cfg), "-o", str(out)], capsys)
+    assert code in (0, None), err
+    assert "over ring:4 (4 workers" in text
+    kind = get_kind("train_system")
+    resolved = kind.validate({"system": "kfac", "workload": str(net / "tiny.toml"), "batch": 4, "task": "none",
+                              "experiment": {"network": {"topology": "ring:4"}}})
+    with SweepStore(out / "runs.sqlite", create=False) as st:
+        (row,) = list(st.rows())
+    assert row["key"] == point_key("train_system", resolved, kind.model_versions())
+    with pytest.raises(Exception, match="key 'experiment' = 3: must be a table"):
+        kind.validate({"system": "kfac", "experiment": 3})
