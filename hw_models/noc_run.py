@@ -1,7 +1,8 @@
 """``hw-models noc run``: one load point of the flit-level network, from an experiment TOML
 or a BookSim2 file (docs/noc.md), and what both ``noc`` commands share: the positional
 arguments, the BookSim2 file's reading and output names, the run-time check, the output
-directory.
+directory, a load as a point of sweep kind ``noc_load`` (:func:`load_point`; run into the
+output directory's ``runs.sqlite`` by :func:`run_stored`, the figures rendered from it).
 
 * :func:`run_point` — one load point: table, CSV (with the configuration that wrote it),
   per-link CSV and PNG;
@@ -23,6 +24,7 @@ YES_HELP = ("Start runs estimated to take longer than 10 minutes (without it the
             "every link for every cycle the runs may take).")
 ARGS_HELP = "CONFIG (an experiment TOML, see docs/noc_example.toml); with --booksim: BookSim2 overrides key=value."
 BOOKSIM_HELP = "A BookSim2 config file, run with BookSim2's semantics and methodology (docs/noc.md)."
+ORIGIN = "hw-models noc run"
 
 
 def load_booksim(path: Path, overrides: list[str]):
@@ -62,6 +64,51 @@ def booksim_stem(run) -> str:
     different configurations never share a file."""
     digest = hashlib.sha1(json.dumps(run.values, sort_keys=True, default=str).encode()).hexdigest()[:8]
     return f"booksim_{run.topology.name.replace(':', '_')}_{run.traffic.pattern}_{digest}"
+
+
+def booksim_base(t, router) -> dict:
+    """The noc_load sections of a BookSim2 run's network: its topology by name with its
+    three kinds of link latency, and its router."""
+    import numpy as np
+
+    def latency(mask) -> int:
+        values = np.unique(t.link_latency_cycles[mask])
+        return int(values[0]) if values.size else 1
+
+    inject = (~t.is_router_link) & (t.link_src < t.num_endpoints)
+    eject = (~t.is_router_link) & ~(t.link_src < t.num_endpoints)
+    return {"network": {"topology": t.name, "nis_per_node": t.nis_per_node},
+            "channels": {"router_latency_cycles": latency(t.is_router_link), "inject_latency_cycles": latency(inject),
+                         "eject_latency_cycles": latency(eject)},
+            "router": router.model_dump(mode="json")}
+
+
+def load_point(base: dict, traffic, source: str, origin: str, booksim_topology=None):
+    """(plan, resolved points) of one load as a point of sweep kind ``noc_load``: ``base``'s
+    network, channels and router sections with ``traffic``; a BookSim2 run's (its topology
+    given) checked to name that network."""
+    from hw_models.sweep.plan import Plan, resolve
+    from hw_models.sweep.kinds.noc_load import objects
+
+    plan = Plan("noc_load", [{**base, "traffic": traffic.model_dump(mode="json")}], source, origin)
+    points = resolve(plan)
+    if booksim_topology is not None and objects(points[0].config)[0].to_dict() != booksim_topology.to_dict():
+        raise ConfigError(f"{source}: its network {booksim_topology.name} is not one a noc_load point can name (its "
+                          "links' latencies differ by more than the three kinds); it cannot be stored")
+    return plan, points
+
+
+def run_stored(con, base: dict, traffic, source: str, out_dir: Path, what: str, booksim_topology=None):
+    """(stats, reused): one load (:func:`load_point`) run into the output directory's sweep
+    store, or the stored point reused, under a status line ``what``."""
+    from hw_models.store import STORE_NAME
+    from hw_models.sweep.kinds.noc_load import stats_from_metrics
+    from hw_models.sweep.plan import run_plan
+
+    plan, points = load_point(base, traffic, source, ORIGIN, booksim_topology)
+    with con.status(what):
+        ran = run_plan(plan, out_dir / STORE_NAME, points=points)
+    return stats_from_metrics(ran.metrics[0]), ran.summary.done == 0
 
 
 def stem(t, cfg) -> str:
@@ -127,20 +174,19 @@ def booksim_rows(run, stats) -> list[tuple[str, str]]:
 
 def run_booksim_point(path: Path, overrides: list[str], out: Optional[Path], yes: bool = False) -> None:
     """One run of a BookSim2 file: its final statistics printed and written to CSV."""
-    from hw_models.store import write_csv_atomic
-    from noc.flit_traffic import run_traffic
+    from hw_models.store import STORE_NAME, write_csv_atomic
 
     run = load_booksim(path, overrides)
     check_time(run.topology, run.traffic, 1, yes)
     name = booksim_stem(run)
-    out_dir = output_dir(out, None, None, [f"{name}.csv"])
+    out_dir = output_dir(out, None, None, [f"{name}.csv", STORE_NAME])
     con = console()
     for note in run.notes:
         con.print(f"note: {note}")
     tr = run.traffic
-    with con.status(f"simulating {run.topology.name} with BookSim2's semantics, {tr.pattern} at "
-                    f"{tr.rate_packets:g} packets/node/cycle, seed {tr.seed} ..."):
-        stats = run_traffic(run.topology, run.network, tr)
+    stats, reused = run_stored(con, booksim_base(run.topology, run.network), tr, str(path), out_dir,
+                               f"simulating {run.topology.name} with BookSim2's semantics, {tr.pattern} at "
+                               f"{tr.rate_packets:g} packets/node/cycle, seed {tr.seed} ...", run.topology)
     rows = booksim_rows(run, stats)
     verdict = None if stats.stable else ("verdict", f"UNSTABLE: {stats.verdict} (BookSim2 prints no final statistics "
                                                     "then)")
@@ -153,7 +199,7 @@ def run_booksim_point(path: Path, overrides: list[str], out: Optional[Path], yes
               **{k: (str(v) if isinstance(v, list) else v) for k, v in run.values.items()},
               **{k.lower().replace(" ", "_").replace("(", "").replace(")", ""): v for k, v in rows}}
     csv_path = write_csv_atomic(out_dir / f"{name}.csv", [record])
-    con.print(f"wrote {csv_path}")
+    con.print(f"wrote {csv_path}" + (f" (the run reused from {STORE_NAME})" if reused else ""))
 
 
 # --- one load point of an experiment TOML ------------------------------------------------------
@@ -162,19 +208,22 @@ def run_point(config: Path, rate: Optional[float], pattern: Optional[str], seed:
               yes: bool) -> None:
     """One load point: warm-up, measurement, drain; table, CSV, per-link CSV and PNG."""
     from hw_models.noc_experiment import load_noc_experiment
-    from noc.flit_traffic import run_traffic
+    from hw_models.store import STORE_NAME
+    from noc.base.config import read_toml
 
     cfg, t = load_noc_experiment(config, pattern, seed, rate)
     tr = cfg.traffic
     check_time(t, tr, 1, yes)
     name = f"run_{stem(t, cfg)}_{tr.rate_packets:g}"
-    out_dir = output_dir(out, cfg, config, [f"{name}.csv", f"{name}_links.csv", f"{name}_links.png"])
+    out_dir = output_dir(out, cfg, config, [f"{name}.csv", f"{name}_links.csv", f"{name}_links.png", STORE_NAME])
     con = console()
-    with con.status(f"simulating {t.name}, {tr.pattern} at {tr.rate_packets:g} packets/NI/cycle ..."):
-        stats = run_traffic(t, cfg.router, tr)
+    data = read_toml(config)  # the point's sections as a sweep file's [base] gives them: one key both ways
+    stats, reused = run_stored(con, {k: data[k] for k in ("network", "channels", "router") if k in data}, tr,
+                               str(config), out_dir, f"simulating {t.name}, {tr.pattern} at {tr.rate_packets:g} "
+                               "packets/NI/cycle ...")
     _print_figures(con, f"{t.name}, {tr.pattern}, {tr.rate_packets:g} packets/NI/cycle "
                         f"({stats.offered_flits:.4g} flits/NI/cycle), seed {tr.seed}", _point_figures(t, cfg, stats))
-    _write_point(con, t, cfg, stats, out_dir, name)
+    _write_point(con, t, cfg, stats, out_dir, name, f" (the run reused from {STORE_NAME})" if reused else "")
 
 
 def _point_figures(t, cfg, stats) -> list[tuple[str, str]]:
@@ -201,7 +250,7 @@ def _point_figures(t, cfg, stats) -> list[tuple[str, str]]:
     ]
 
 
-def _write_point(con, t, cfg, stats, out_dir: Path, name: str) -> None:
+def _write_point(con, t, cfg, stats, out_dir: Path, name: str, reused: str) -> None:
     """The run's CSV (with its configuration), per-link CSV and PNG, under the directory's
     lock, with a note when they held another configuration's run."""
     from hw_models.report.charts import link_utilisation_chart
@@ -225,7 +274,7 @@ def _write_point(con, t, cfg, stats, out_dir: Path, name: str) -> None:
         links_path = write_csv_atomic(out_dir / f"{name}_links.csv", link_rows)
         png_path = link_utilisation_chart(t, util, out_dir / f"{name}_links.png",
                                           f"{t.name} {tr.pattern} @ {stats.offered_flits:.3g} flits/NI/cycle")
-    con.print(f"wrote {csv_path}, {links_path} and {png_path}")
+    con.print(f"wrote {csv_path}, {links_path} and {png_path}{reused}")
 
 
 # columns of a run's CSV that its file name does not show: they tell the configuration that wrote it

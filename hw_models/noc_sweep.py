@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Optional
 
 from hw_models.console import console, progress_bar
-from hw_models.noc_run import booksim_stem, check_time, fmt, load_booksim, output_dir, stem
+from hw_models.noc_run import booksim_base, booksim_stem, check_time, fmt, load_booksim, load_point, output_dir, stem
 
 ORIGIN = "hw-models noc sweep-load"
 
@@ -52,7 +52,7 @@ def resolve(args: list[str] | None, booksim: Optional[Path], pattern: Optional[s
         check_time(t, tr, sweep.max_points, yes)
         name = "sweep_" + booksim_stem(run)
         out_dir = output_dir(out, None, None, [f"{name}.{ext}" for ext in ("csv", "png")] + [STORE_NAME])
-        return LoadSweep(t, router, tr, sweep, _booksim_base(t, router), str(booksim), out_dir, name, True,
+        return LoadSweep(t, router, tr, sweep, booksim_base(t, router), str(booksim), out_dir, name, True,
                          out_dir / STORE_NAME)
     cfg, t = load_noc_experiment(config, pattern, seed)
     check_time(t, cfg.traffic, cfg.sweep.max_points, yes)
@@ -62,23 +62,6 @@ def resolve(args: list[str] | None, booksim: Optional[Path], pattern: Optional[s
     base = {k: data[k] for k in ("network", "channels", "router") if k in data}
     return LoadSweep(t, cfg.router, cfg.traffic, cfg.sweep, base, str(config), out_dir, name, False,
                      out_dir / STORE_NAME)
-
-
-def _booksim_base(t, router) -> dict:
-    """The noc_load sections of a BookSim2 run's network: its topology by name with its
-    three kinds of link latency, and its router."""
-    import numpy as np
-
-    def latency(mask) -> int:
-        values = np.unique(t.link_latency_cycles[mask])
-        return int(values[0]) if values.size else 1
-
-    inject = (~t.is_router_link) & (t.link_src < t.num_endpoints)
-    eject = (~t.is_router_link) & ~(t.link_src < t.num_endpoints)
-    return {"network": {"topology": t.name, "nis_per_node": t.nis_per_node},
-            "channels": {"router_latency_cycles": latency(t.is_router_link), "inject_latency_cycles": latency(inject),
-                         "eject_latency_cycles": latency(eject)},
-            "router": router.model_dump(mode="json")}
 
 
 class StoredPoints:
@@ -92,13 +75,7 @@ class StoredPoints:
         self.asked: set[str] = set()  # the keys of the points this sweep asked for
 
     def _points(self, traffic):
-        from hw_models.sweep.plan import Plan, resolve
-
-        plan = Plan("noc_load", [{**self.s.base, "traffic": traffic.model_dump(mode="json")}], self.s.source, ORIGIN)
-        points = resolve(plan)
-        if self.s.booksim:
-            _check_same_network(points[0].config, self.s)
-        return plan, points
+        return load_point(self.s.base, traffic, self.s.source, ORIGIN, self.s.topology if self.s.booksim else None)
 
     def __call__(self, traffic):
         from hw_models.sweep.kinds.noc_load import stats_from_metrics
@@ -136,17 +113,6 @@ def _as_stored(s: LoadSweep, points: StoredPoints, partial):
         return exc.result
     except HwModelsError:  # the deadlock or bad first point the sweep met before: as interrupted
         return partial
-
-
-def _check_same_network(resolved: dict, s: LoadSweep) -> None:
-    """A BookSim2 run's point names the network the run has (its topology rebuilt by name)."""
-    from hw_models.sweep.kinds.noc_load import objects
-    from noc.base.errors import ConfigError
-
-    t = objects(resolved)[0]
-    if t.to_dict() != s.topology.to_dict():
-        raise ConfigError(f"{s.source}: its network {s.topology.name} is not one a noc_load point can name (its "
-                          "links' latencies differ by more than the three kinds); it cannot be stored")
 
 
 def sweep_load(args: list[str] | None, booksim: Optional[Path], pattern: Optional[str], seed: Optional[int],

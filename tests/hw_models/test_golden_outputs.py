@@ -164,6 +164,18 @@ def test_noc_sweep_load_reproduces_its_recorded_output_and_the_sweep_finds_its_p
                  out_dir / "runs.sqlite", len(rates))
 
 
+def test_noc_run_reproduces_its_recorded_output_and_the_sweep_gives_its_rows(tmp_path, capsys, monkeypatch):
+    _, out_dir = run_case("noc_run", tmp_path, capsys, monkeypatch)
+    base = (GOLDEN / "noc.toml").read_text().split("[sweep]")[0].replace("[", "[base.")
+    _finished_in(tmp_path, capsys, f'kind = "noc_load"\n{base}[axes]\n"traffic.rate_packets" = [0.05]\n',
+                 out_dir / "runs.sqlite", 1)
+    # run again: the stored point is reused, the same files
+    code, out, err = run(shlex.split((GOLDEN / "noc_run" / "command.txt").read_text())[1:], capsys)
+    assert code == 0 and "(the run reused from runs.sqlite)" in " ".join(out.split()), err
+    for path in (GOLDEN / "noc_run").glob("*.csv"):
+        assert (out_dir / path.name).read_bytes() == path.read_bytes()
+
+
 def test_train_reproduces_its_recorded_output_and_the_sweep_finds_its_points(tmp_path, capsys, monkeypatch):
     _, out_dir = run_case("train", tmp_path, capsys, monkeypatch)
     _finished_in(tmp_path, capsys, 'kind = "training"\n[base]\nnetwork.topology = "torus:2x2"\n'
