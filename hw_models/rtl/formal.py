@@ -12,14 +12,13 @@ the first cycle) and a temporal induction step of increasing length up to
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from hw_models.toolchain import ToolchainError, yosys_command
+from hw_models.toolchain import ToolchainError, stage_sources, yosys_command
 
 
 @dataclass(frozen=True)
@@ -37,11 +36,7 @@ def prove(top: str, sources: Sequence[Path], parameters: Mapping[str, int] | Non
         with tempfile.TemporaryDirectory(prefix="hwm-formal-") as tmp:
             return prove(top, sources, parameters, max_steps=max_steps, work_dir=Path(tmp))
     work = Path(work_dir)
-    work.mkdir(parents=True, exist_ok=True)
-    names = []
-    for src in sources:
-        shutil.copy(src, work / Path(src).name)  # Yosys runs in a WASI sandbox
-        names.append(Path(src).name)
+    names = stage_sources(sources, work)
     ch = " ".join(f"-set {k} {v}" for k, v in (parameters or {}).items())
     script = (f"read_verilog -sv -formal -DFORMAL {' '.join(names)}; {f'chparam {ch} {top}; ' if ch else ''}"
               f"prep -flatten -top {top}; memory_map; opt_clean; async2sync; dffunmap; "

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import tempfile
 import time
@@ -27,7 +26,8 @@ from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
 
-from hw_models.toolchain import ToolchainError, axil_sources, datapath_sources, nextpnr_ecp5_command, rtl_sources, yosys_command
+from hw_models.toolchain import (ToolchainError, axil_sources, datapath_sources, nextpnr_ecp5_command, rtl_sources,
+                                 stage_sources, yosys_command)
 
 #: the targets of ``--pnr``: only ECP5 so far
 PNR_FAMILIES = ("ecp5",)
@@ -154,11 +154,7 @@ def place_and_route(job: PnrJob, sources: Sequence[Path], *, part: Ecp5Part | No
             return place_and_route(job, sources, part=part, target_mhz=target_mhz, seed=seed, work_dir=Path(tmp))
     part = part or Ecp5Part()
     work = Path(work_dir)
-    work.mkdir(parents=True, exist_ok=True)
-    names = []
-    for src in sources:
-        shutil.copy(src, work / src.name)  # Yosys runs in a WASI sandbox: the sources go into its directory
-        names.append(src.name)
+    names = stage_sources(sources, work)
     chparams = " ".join(f"-set {k} {v}" for k, v in job.parameters)
     script = (f"read_verilog {' '.join(names)}; {f'chparam {chparams} {job.top}; ' if chparams else ''}"
               f"synth_ecp5 -flatten -top {job.top} -json netlist.json; tee -q -o stat.json stat -json")

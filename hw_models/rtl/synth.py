@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import tempfile
 import time
@@ -21,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from hw_models.toolchain import ToolchainError, axil_sources, rtl_sources, yosys_command
+from hw_models.toolchain import ToolchainError, axil_sources, rtl_sources, stage_sources, yosys_command
 
 #: the modules ``hw-models rtl synth`` can synthesise: the scheduler alone, or with its register map
 TOPS = ("nic_scheduler", "nic_axil_scheduler")
@@ -111,13 +110,9 @@ def synth_one(params: SchedulerParams, *, work_dir: Path | None = None, sources:
     delay = delay or DelayModel()
     cmd = yosys_command()
     work = Path(work_dir)
-    work.mkdir(parents=True, exist_ok=True)
-    names = []
     if sources is None:
         sources = axil_sources() if top == "nic_axil_scheduler" else rtl_sources()
-    for src in sources:
-        shutil.copy(src, work / src.name)
-        names.append(src.name)
+    names = stage_sources(sources, work)
     if f"{top}.v" not in names:
         raise ToolchainError(f"{top}.v is not among the sources ({', '.join(names)})")
     chparams = _chparams(params, (work / f"{top}.v").read_text())
@@ -237,13 +232,8 @@ def synth_datapath_module(module: str, lanes: int, fmt: int, *, buf_words: int =
             return synth_datapath_module(module, lanes, fmt, buf_words=buf_words, work_dir=Path(tmp), delay=delay)
     delay = delay or DelayModel()
     work = Path(work_dir)
-    work.mkdir(parents=True, exist_ok=True)
-    names = []
-    for src in datapath_sources():
-        if src.name.startswith("nic_sched") or src.name == "nic_top.v":
-            continue
-        shutil.copy(src, work / src.name)
-        names.append(src.name)
+    names = stage_sources([s for s in datapath_sources() if not (s.name.startswith("nic_sched")
+                                                                 or s.name == "nic_top.v")], work)
     params = {"LANES": lanes, "FMT": fmt}
     if module == "nic_datapath":
         params["BUF_WORDS"] = buf_words

@@ -17,37 +17,8 @@ offset_bytes, nbytes)``. ``allreduce`` and ``reduce_scatter`` take gradient part
 a reduce-scatter's parts then wait again, as ``gather`` parts, for an ``all_gather``. A layer's
 gradient is synchronised when all-reduces and all-gathers have covered all its bytes.
 
-The policies (each names its source; docs/training_timeline.md has the comparison):
-
-* :class:`Sequential` -- no overlap: nothing is sent before the backward pass is over; then
-  one all-reduce per layer in the order the gradients appeared (last layer first), or one
-  fused all-reduce of everything (``fused=True``). The baseline of every paper below.
-* :class:`WaitFreeBackprop` -- one all-reduce per layer, first come first served, as soon as
-  the gradient appears. Wait-free backpropagation, from "Poseidon: An Efficient
-  Communication Architecture for Distributed Deep Learning on GPU Clusters", H. Zhang,
-  Z. Zheng, S. Xu, W. Dai, Q. Ho, X. Liang, Z. Hu, J. Wei, P. Xie, E. P. Xing, USENIX ATC 2017.
-* :class:`TensorFusion` -- gradients gathered, in the order they appear, into buckets of at
-  least ``threshold_bytes``; a bucket is all-reduced once all its gradients are there. The
-  fusion buffer of "Horovod: fast and easy distributed deep learning in TensorFlow",
-  A. Sergeev, M. Del Balso, arXiv 2018 (and the gradient buckets of PyTorch DDP).
-* :class:`MGWFBP` -- buckets chosen by the merge rule of "MG-WFBP: Efficient Data
-  Communication for Distributed Synchronous SGD Algorithms", S. Shi, X. Chu, B. Li, IEEE
-  INFOCOM 2019 (:func:`mgwfbp_groups`).
-* :class:`PriorityPartition` -- gradients cut into slices of ``slice_bytes``; the network
-  always takes the waiting slice of the front-most layer, so a front layer's gradient
-  overtakes a back layer's at the next slice boundary. "Priority-based Parameter
-  Propagation for Distributed DNN Training" (P3), A. Jayarajan, J. Wei, G. Gibson,
-  A. Fedorova, G. Pekhimenko, SysML 2019; and "A Generic Communication Scheduler for
-  Distributed DNN Training Acceleration" (ByteScheduler), Y. Peng, Y. Zhu, Y. Chen, Y. Bao,
-  B. Yi, C. Lan, C. Wu, C. Guo, SOSP 2019.
-* :class:`Prophet` -- blocks of waiting gradients, in priority order, sized to fit the time
-  until the next gradient appears; no preemption. "Prophet: Speeding up Distributed DNN
-  Training with Predictable Communication Scheduling", Z. Zhang, Q. Qi, R. Shang, L. Chen,
-  F. Xu, ICPP 2021.
-* :class:`DeAR` -- each all-reduce split into a reduce-scatter, overlapped with the backward
-  pass, and an all-gather, overlapped with the next forward pass, over fused buckets.
-  "DeAR: Accelerating Distributed Deep Learning with Fine-Grained All-Reduce Pipelining",
-  L. Zhang, S. Shi, X. Chu, W. Wang, B. Li, C. Liu, IEEE ICDCS 2023.
+The policies are :data:`POLICIES`; docs/training_timeline.md, "Policies", gives each one's
+rule and source (each class's ``source`` names it too).
 """
 
 from __future__ import annotations
@@ -325,7 +296,25 @@ class WaitFreeBackprop(Policy):
         return Collective("allreduce", (grads[0].piece(),)) if grads else None
 
 
-class TensorFusion(Policy):
+class _Buckets(Policy):
+    """A policy over fusion buckets of at least ``threshold_bytes`` (:func:`fusion_buckets`;
+    ``default_bytes`` when not given)."""
+
+    default_bytes = 0
+
+    def __init__(self, threshold_bytes: int | None = None):
+        threshold_bytes = self.default_bytes if threshold_bytes is None else threshold_bytes
+        self.threshold_bytes = _bytes_option(type(self).__name__, "threshold_bytes", threshold_bytes, allow_zero=True)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ({_size(self.threshold_bytes)})"
+
+    def plan(self, layers, comm):
+        return fusion_buckets(layers, self.threshold_bytes)
+
+
+class TensorFusion(_Buckets):
     """Tensor fusion: gradients, in the order they appear, fill buckets of at least
     ``threshold_bytes`` (:func:`fusion_buckets`); a bucket is one all-reduce, started once
     all its gradients are there, buckets first come first served. Default 64 MiB,
@@ -334,16 +323,7 @@ class TensorFusion(Policy):
     name = "fusion"
     source = ("Horovod: fast and easy distributed deep learning in TensorFlow; A. Sergeev, M. Del Balso; "
               "arXiv 2018")
-
-    def __init__(self, threshold_bytes: int = 64 * MIB):
-        self.threshold_bytes = _bytes_option("TensorFusion", "threshold_bytes", threshold_bytes, allow_zero=True)
-
-    @property
-    def label(self) -> str:
-        return f"fusion ({_size(self.threshold_bytes)})"
-
-    def plan(self, layers, comm):
-        return fusion_buckets(layers, self.threshold_bytes)
+    default_bytes = 64 * MIB
 
     def next_collective(self, view: NetworkView) -> Collective | None:
         parts = _first_complete_bucket(view, "reduce")
@@ -461,7 +441,7 @@ class Prophet(Policy):
         return Collective("allreduce", tuple(grads[k].piece(n) for k, n in taken.items()))
 
 
-class DeAR(Policy):
+class DeAR(_Buckets):
     """DeAR: gradients fused into buckets of at least ``threshold_bytes``
     (:func:`fusion_buckets`); each bucket's all-reduce is decoupled into a reduce-scatter,
     started as soon as the bucket is complete (first come first served, overlapping the
@@ -474,16 +454,7 @@ class DeAR(Policy):
     name = "dear"
     source = ("DeAR: Accelerating Distributed Deep Learning with Fine-Grained All-Reduce Pipelining; L. Zhang, "
               "S. Shi, X. Chu, W. Wang, B. Li, C. Liu; IEEE ICDCS 2023")
-
-    def __init__(self, threshold_bytes: int = 25 * MIB):
-        self.threshold_bytes = _bytes_option("DeAR", "threshold_bytes", threshold_bytes, allow_zero=True)
-
-    @property
-    def label(self) -> str:
-        return f"dear ({_size(self.threshold_bytes)})"
-
-    def plan(self, layers, comm):
-        return fusion_buckets(layers, self.threshold_bytes)
+    default_bytes = 25 * MIB
 
     def next_collective(self, view: NetworkView) -> Collective | None:
         parts = _first_complete_bucket(view, "reduce")

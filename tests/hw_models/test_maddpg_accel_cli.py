@@ -94,3 +94,30 @@ def test_a_design_that_does_not_fit_is_named(tmp_path, capsys):
     assert "warning: 3 agents, ring, 64x64 does not fit on zcu104: it needs" in stdout and "DSP slices" in stdout
     row = list(csv.DictReader(open(tmp_path / "z" / "accel.csv")))[0]
     assert row["fits"] == "no (dsp)"
+
+
+def test_ctrl_c_keeps_the_finished_designs_and_a_rerun_resumes(tmp_path, capsys, monkeypatch):
+    """Every design is a point of kind maddpg_accel in <out>/runs.sqlite: Ctrl-C during the
+    third keeps the two before it, and the same command again models only the rest and
+    writes what an uninterrupted run writes."""
+    import maddpg.accel.model as model  # the kind models each design with its simulate_update
+
+    argv = ["maddpg", "accel", "--agents", "2,3", "--interconnect", "ring,crossbar", "--engine", "2x8", *FAST]
+    assert run([*argv, "--out", str(tmp_path / "whole")], capsys)[0] == 0
+    real, calls = model.simulate_update, []
+
+    def press(*args, **kw):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*args, **kw)
+
+    monkeypatch.setattr(model, "simulate_update", press)
+    out = tmp_path / "o"
+    code, text, _ = run([*argv, "--out", str(out)], capsys)
+    assert code == 130 and "run the same command again to resume" in " ".join(text.split())
+    assert not (out / "accel.csv").exists()
+    calls.clear()
+    assert run([*argv, "--out", str(out)], capsys)[0] == 0
+    assert len(calls) == 2  # the two designs not finished before
+    assert (out / "accel.csv").read_bytes() == (tmp_path / "whole" / "accel.csv").read_bytes()

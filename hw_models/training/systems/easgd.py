@@ -79,6 +79,17 @@ def exchange(variant: str, x: np.ndarray, centre: np.ndarray, alpha: float) -> N
             centre += d
 
 
+def local_step(variant: str, x: np.ndarray, v: np.ndarray, i: int, sampler, lr: float, delta: float) -> None:
+    """Worker ``i``'s local step, in place: SGD, or for ``measgd`` Nesterov momentum ``delta``
+    (the gradient at the look-ahead point)."""
+    if variant == "measgd":
+        g = sampler.grad(x[i] + delta * v[i])
+        v[i] = delta * v[i] - lr * g
+        x[i] += v[i]
+    else:
+        x[i] -= lr * sampler.grad(x[i])
+
+
 def easgd(task, variant: str, lr: float, *, alpha: float, tau: int = 1, delta: float = 0.9, target: float,
           max_iterations: int = 2000, eval_every: int = 5, label: str | None = None):
     """One EASGD variant on ``task`` (see the module docstring). An iteration is one local
@@ -94,12 +105,7 @@ def easgd(task, variant: str, lr: float, *, alpha: float, tau: int = 1, delta: f
 
     def step(t):
         for i in range(n):
-            if variant == "measgd":  # Nesterov: gradient at the look-ahead point
-                g = samplers[i].grad(x[i] + delta * v[i])
-                v[i] = delta * v[i] - lr * g
-                x[i] += v[i]
-            else:
-                x[i] -= lr * samplers[i].grad(x[i])
+            local_step(variant, x, v, i, samplers[i], lr, delta)
         if (t + 1) % tau == 0:
             exchange(variant, x, centre, alpha)
         return centre

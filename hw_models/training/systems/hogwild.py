@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hw_models.training.systems.easgd import _check
+from hw_models.training.systems.easgd import _check, local_step
 from hw_models.training.systems.ps import Stragglers
 from noc.base.errors import ConfigError
 
@@ -241,14 +241,6 @@ def replay_easgd(task, run: EASGDRun, lr: float, *, alpha: float, delta: float =
     read_versions: list[int] = []
     evs = run.events
 
-    def local_step(i):
-        if run.variant == "measgd":
-            g = samplers[i].grad(x[i] + delta * v[i])
-            v[i] = delta * v[i] - lr * g
-            x[i] += v[i]
-        else:
-            x[i] -= lr * samplers[i].grad(x[i])
-
     def apply_writes(group):
         ds = [pending_d[i].pop(0) for i in sorted(group)]
         centre[:] += np.array(ds).sum(axis=0)
@@ -262,7 +254,7 @@ def replay_easgd(task, run: EASGDRun, lr: float, *, alpha: float, delta: float =
             if kind == STEP:
                 if state["steps"] == goal:
                     break
-                local_step(i)
+                local_step(run.variant, x, v, i, samplers[i], lr, delta)
                 state["steps"] += 1
                 k += 1
             elif kind == READ:

@@ -123,7 +123,7 @@ def system_params(sysname, n, compressors, fix, average_every, servers, placemen
                    variants, alpha, tau, inverse_efficiency, st) -> dict:
     from hw_models.training.systems.compression import FIXES
     from hw_models.training.systems.easgd import VARIANTS
-    from hw_models.training.systems.ps import Stragglers, parse_mode, server_nodes
+    from hw_models.training.systems.ps import parse_mode, server_nodes
     from hw_models.training.systems.runner import parse_compressors
 
     if sysname == "compression":
@@ -150,11 +150,7 @@ def system_params(sysname, n, compressors, fix, average_every, servers, placemen
                 parse_mode(m)
         except ConfigError as exc:
             raise HwModelsError(f"--modes: {exc}") from None
-        strag = stragglers if stragglers is not None else "slow:2:3"
-        try:
-            Stragglers.parse(strag, n)
-        except ConfigError as exc:
-            raise HwModelsError(f"--stragglers: {exc}") from None
+        strag = _stragglers(stragglers if stragglers is not None else "slow:2:3", n)
         return {"servers": list(nodes), "modes": mlist, "stragglers": strag, "objects": (nodes, mlist, strag)}
     if sysname == "ssd":
         from hw_models.training.systems.ssd import MAX_DELAY  # noqa: PLC0415
@@ -171,16 +167,23 @@ def system_params(sysname, n, compressors, fix, average_every, servers, placemen
             raise HwModelsError(f"--tau {t}: must be an integer >= 1")
         if alpha is not None and not 0 < alpha < 1:
             raise HwModelsError(f"--alpha {alpha}: the elastic moving rate must be in (0, 1)")
-        strag = "none" if stragglers is None else stragglers
-        try:
-            Stragglers.parse(strag, n)
-        except ConfigError as exc:
-            raise HwModelsError(f"--stragglers: {exc}") from None
+        strag = _stragglers("none" if stragglers is None else stragglers, n)
         return {"variants": vs, "alpha": alpha, "tau": t, "stragglers": strag, "objects": (vs, alpha, t, strag)}
     eff = 0.05 if inverse_efficiency is None else inverse_efficiency
     if not 0 < eff <= 1:
         raise HwModelsError(f"--inverse-efficiency {eff}: must be in (0, 1]")
     return {"inverse_efficiency": eff, "objects": (eff,)}
+
+
+def _stragglers(text: str, n: int) -> str:
+    """``--stragglers`` checked for ``n`` workers."""
+    from hw_models.training.systems.ps import Stragglers
+
+    try:
+        Stragglers.parse(text, n)
+    except ConfigError as exc:
+        raise HwModelsError(f"--stragglers: {exc}") from None
+    return text
 
 
 def run_system(sysname, st, obj, seed):
