@@ -176,6 +176,24 @@ def test_noc_run_reproduces_its_recorded_output_and_the_sweep_gives_its_rows(tmp
         assert (out_dir / path.name).read_bytes() == path.read_bytes()
 
 
+_SECONDS = re.compile(r"(│ +[0-9.]+ +│\n|,[0-9.]+\n)")  # rtl synth's last column: each synthesis's wall time
+
+
+@pytest.mark.slow
+def test_rtl_synth_reproduces_its_recorded_output_but_its_wall_times(tmp_path, capsys, monkeypatch):
+    """The reference for running rtl synth's points through the pipeline: what it prints and
+    writes, the wall-time column (seconds) left out."""
+    case = GOLDEN / "rtl_synth"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "120")
+    code, out, err = run(shlex.split((case / "command.txt").read_text())[1:], capsys)
+    assert code in (0, None), err
+    printed = "\n".join(ln for ln in out.splitlines() if not _PROGRESS.search(ln)) + "\n"
+    assert _SECONDS.sub("|\n", printed) == _SECONDS.sub("|\n", (case / "stdout.txt").read_text())
+    assert _SECONDS.sub("|\n", (tmp_path / "out" / "rtl" / "synth.csv").read_text()) == \
+        _SECONDS.sub("|\n", (case / "synth.csv").read_text())
+
+
 def test_train_reproduces_its_recorded_output_and_the_sweep_finds_its_points(tmp_path, capsys, monkeypatch):
     _, out_dir = run_case("train", tmp_path, capsys, monkeypatch)
     _finished_in(tmp_path, capsys, 'kind = "training"\n[base]\nnetwork.topology = "torus:2x2"\n'

@@ -17,7 +17,8 @@
 # optimum_percent CSV columns) came later: the demo, allreduce and allreduce_flit cases were
 # run again by this script with the code that added them, and only those columns taken over
 # (every other figure is byte for byte the recorded one). The noc_run case was recorded with
-# the code of commit f806779, before that command ran its point through the sweep pipeline.
+# the code of commit f806779, the rtl_synth case with that of 43ce2b3, each before its command
+# ran its points through the sweep pipeline.
 set -euo pipefail
 HW=${1:-$(pwd)/.venv/bin/hw-models}
 HW=$(cd "$(dirname "$HW")" && pwd)/$(basename "$HW")
@@ -37,6 +38,7 @@ CASES=(
   "train_system_compression|train-system compression $TS --compressors topk:0.01,onebit --out out/ts"
   "maddpg_accel|maddpg accel --agents 3,6 --interconnect ring,crossbar --cpu none --out out/accel"
   "noc_run|noc run noc.toml --rate 0.05 --out out/noc"
+  "rtl_synth|rtl synth --depths 16 --nis 1,2 -t none --out out/rtl/synth.csv"
 )
 for case in "${CASES[@]}"; do
   name=${case%%|*}
