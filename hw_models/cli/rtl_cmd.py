@@ -119,7 +119,8 @@ def synth(
 
     from hw_models.rtl import runs
     from hw_models.rtl.synth import to_csv
-    from hw_models.store import check_output_file, replace_atomically
+    from hw_models.rtl_synth_run import synth_rows
+    from hw_models.store import STORE_NAME, check_output_dir, check_output_file, replace_atomically
 
     d_list, n_list = parse_int_list(depths, "depths"), parse_int_list(nis, "nis")
     lanes_list = parse_int_list(datapath, "datapath") if datapath is not None else []
@@ -131,9 +132,10 @@ def synth(
         check_pnr_family(pnr)
     if out is not None:
         check_output_file(out, "--out")
+    store = (out.parent if out is not None else check_output_dir(Path("results/rtl_synth"))) / STORE_NAME
     console = Console()
     top = "nic_axil_scheduler" if axil else "nic_scheduler"
-    rows = runs.synth_rows(console, d_list, n_list, delay, xilinx, top, rev)
+    rows = synth_rows(console, d_list, n_list, delay, xilinx, top, rev, store)
     console.print(runs.synth_table(rows, top, rev, delay))
     if topos:
         console.print(runs.depth_table(topos))

@@ -140,21 +140,6 @@ def synth_plan(depths: list[int], nis: list[int], lanes: list[int], ns_per_level
     return DelayModel(ns_per_level=ns_per_level, fixed_ns=fixed_ns)
 
 
-def synth_rows(console, depths, nis, delay, xilinx: bool, top: str, rev: str | None) -> list:
-    """Synthesise ``top`` over DEPTH x NIS (rtl/ as of git revision ``rev``, or the working tree)."""
-    import tempfile
-
-    from hw_models.rtl.synth import sources_at, sweep
-
-    with tempfile.TemporaryDirectory(prefix="hwm-synth-rev-") as tmp:
-        sources = sources_at(rev, Path(tmp)) if rev else None
-        if sources is not None and not any(s.name == f"{top}.v" for s in sources):
-            raise ConfigError(f"--rev {rev}: rtl/{top}.v does not exist at that revision (drop --axil)")
-        with console.status("synthesising...") as status:
-            return sweep(depths, nis, sources=sources, delay=delay, xilinx=xilinx, top=top,
-                         on_row=lambda r: status.update(f"synthesised DEPTH={r.depth} NIS={r.nis} ({r.seconds:.0f} s)"))
-
-
 def synth_table(rows: list, top: str, rev: str | None, delay):
     from rich.table import Table
 

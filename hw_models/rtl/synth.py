@@ -16,7 +16,7 @@ import re
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -138,22 +138,6 @@ def synth_one(params: SchedulerParams, *, work_dir: Path | None = None, sources:
     return SynthRow(depth=params.depth, nis=params.nis, cells=cells, flip_flops=ffs, luts=luts,
                     ff_bits_per_entry=round(ffs / params.depth, 1), lut_levels=levels,
                     fmax_mhz_est=delay.fmax_mhz(levels), seconds=round(time.perf_counter() - t0, 1), **xc7)
-
-
-def sweep(depths: Sequence[int], nis_list: Sequence[int], *, base: SchedulerParams | None = None,
-          on_row: Callable[[SynthRow], None] | None = None, sources: Sequence[Path] | None = None,
-          delay: DelayModel | None = None, xilinx: bool = False, top: str = "nic_scheduler") -> list[SynthRow]:
-    """Synthesise ``top`` at every (DEPTH, NIS) with the other parameters of ``base`` (defaults)."""
-    base = base or SchedulerParams()
-    rows = []
-    for nis in nis_list:
-        for depth in depths:
-            p = SchedulerParams(**{**base.__dict__, "depth": int(depth), "nis": int(nis)})
-            row = synth_one(p, sources=sources, delay=delay, xilinx=xilinx, top=top)
-            rows.append(row)
-            if on_row is not None:
-                on_row(row)
-    return rows
 
 
 CSV_FIELDS = ("depth", "nis", "cells", "flip_flops", "luts", "ff_bits_per_entry", "lut_levels", "fmax_mhz_est",

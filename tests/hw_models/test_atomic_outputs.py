@@ -210,10 +210,9 @@ def test_rtl_regress_replaces_its_summary_whole(tmp_path, monkeypatch, capsys):
 def test_rtl_synth_replaces_its_csv_whole(tmp_path, monkeypatch, capsys):
     from hw_models.rtl import synth as Y
 
-    monkeypatch.setattr(Y, "sweep", lambda depths, nis_list, on_row=None, **kw: [
-        Y.SynthRow(depth=d, nis=n, cells=1, flip_flops=1, luts=1, ff_bits_per_entry=1.0, lut_levels=2,
-                   fmax_mhz_est=555.6, seconds=0.0)
-        for n in nis_list for d in depths])
+    monkeypatch.setattr(Y, "synth_one", lambda params, **kw: Y.SynthRow(
+        depth=params.depth, nis=params.nis, cells=1, flip_flops=1, luts=1, ff_bits_per_entry=1.0, lut_levels=2,
+        fmax_mhz_est=555.6, seconds=0.0))
     out = tmp_path / "s.csv"
     old = "depth,nis\n" + "64,4\n" * 100
     reader = _reader_of(out, old)

@@ -180,9 +180,9 @@ _SECONDS = re.compile(r"(│ +[0-9.]+ +│\n|,[0-9.]+\n)")  # rtl synth's last c
 
 
 @pytest.mark.slow
-def test_rtl_synth_reproduces_its_recorded_output_but_its_wall_times(tmp_path, capsys, monkeypatch):
-    """The reference for running rtl synth's points through the pipeline: what it prints and
-    writes, the wall-time column (seconds) left out."""
+def test_rtl_synth_reproduces_its_recorded_output_and_the_sweep_gives_its_rows(tmp_path, capsys, monkeypatch):
+    """What rtl synth printed and wrote before its points ran through the pipeline, the
+    wall-time column (seconds) left out."""
     case = GOLDEN / "rtl_synth"
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("COLUMNS", "120")
@@ -192,6 +192,18 @@ def test_rtl_synth_reproduces_its_recorded_output_but_its_wall_times(tmp_path, c
     assert _SECONDS.sub("|\n", printed) == _SECONDS.sub("|\n", (case / "stdout.txt").read_text())
     assert _SECONDS.sub("|\n", (tmp_path / "out" / "rtl" / "synth.csv").read_text()) == \
         _SECONDS.sub("|\n", (case / "synth.csv").read_text())
+    # the points as a sweep: the same keys and metrics, run afresh (but the wall time), and in the
+    # command's store every one found finished
+    sweep = 'kind = "rtl_synth"\n[base]\ndepth = 16\n[axes]\nnis = [1, 2]\n'
+    fresh = tmp_path / "fresh.sqlite"
+    _sweep(tmp_path, capsys, sweep, fresh)
+    mine = {r["key"]: r["metrics"] for r in _stored(tmp_path / "out" / "rtl" / "runs.sqlite")}
+    got = {r["key"]: r["metrics"] for r in _stored(fresh)}
+    assert sorted(got) == sorted(mine) and len(got) == 2
+    for key, m in got.items():
+        assert {**m, "seconds": 0} == {**mine[key], "seconds": 0}
+    out = _sweep(tmp_path, capsys, sweep, tmp_path / "out" / "rtl" / "runs.sqlite")
+    assert "2 finished before" in out and "nothing left to run" in out, out
 
 
 def test_train_reproduces_its_recorded_output_and_the_sweep_finds_its_points(tmp_path, capsys, monkeypatch):

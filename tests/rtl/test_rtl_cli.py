@@ -40,7 +40,7 @@ def no_work(monkeypatch):
     calls = []
     monkeypatch.setattr(R, "build", lambda *a, **k: calls.append("build") or pytest.fail("built"))
     monkeypatch.setattr(R, "regress", lambda *a, **k: calls.append("regress") or pytest.fail("simulated"))
-    monkeypatch.setattr(Y, "sweep", lambda *a, **k: calls.append("sweep") or pytest.fail("synthesised"))
+    monkeypatch.setattr(Y, "synth_one", lambda *a, **k: calls.append("synth") or pytest.fail("synthesised"))
     return calls
 
 
@@ -192,18 +192,18 @@ def test_an_unusable_synth_out_fails_before_yosys(capsys, no_work, tmp_path):
 def test_synth_drops_duplicate_depths_and_nis_keeping_order(capsys, monkeypatch, tmp_path):
     seen = []
 
-    def sweep(depths, nis_list, on_row=None, sources=None, delay=None, xilinx=False, top="nic_scheduler"):
-        seen.append((list(depths), list(nis_list), top))
-        return [Y.SynthRow(depth=d, nis=n, cells=1, flip_flops=1, luts=1, ff_bits_per_entry=1.0, lut_levels=3,
-                           fmax_mhz_est=delay.fmax_mhz(3), seconds=0.0)
-                for n in nis_list for d in depths]
+    def synth_one(params, sources=None, delay=None, xilinx=False, top="nic_scheduler"):  # each point of the sweep
+        seen.append((params.depth, params.nis, top))
+        return Y.SynthRow(depth=params.depth, nis=params.nis, cells=1, flip_flops=1, luts=1, ff_bits_per_entry=1.0,
+                          lut_levels=3, fmax_mhz_est=Y.DelayModel().fmax_mhz(3), seconds=0.0)
 
-    monkeypatch.setattr(Y, "sweep", sweep)
+    monkeypatch.setattr(Y, "synth_one", synth_one)
     out = tmp_path / "new" / "s.csv"
     code, _o, err = run(["rtl", "synth", "--depths", "32,16,32,16", "--nis", "4,1,4", "-t", "none",
                          "--out", str(out)], capsys)
     assert code is None or code == 0, err
-    assert seen == [([32, 16], [4, 1], "nic_scheduler")]
+    assert seen == [(32, 4, "nic_scheduler"), (16, 4, "nic_scheduler"), (32, 1, "nic_scheduler"),
+                    (16, 1, "nic_scheduler")]
     # Fmax estimate at the default delay model: 1000 / (0.6 + 3 x 0.6) MHz
     assert out.read_text().splitlines()[1:] == ["32,4,1,1,1,1.0,3,416.7,0.0", "16,4,1,1,1,1.0,3,416.7,0.0",
                                                  "32,1,1,1,1,1.0,3,416.7,0.0", "16,1,1,1,1,1.0,3,416.7,0.0"]
@@ -235,12 +235,13 @@ def test_synth_refuses_an_unknown_pnr_family_before_synthesising(capsys, no_work
     assert no_work == []
 
 
-def test_synth_pnr_routes_every_depth_and_ni_count_and_prints_the_table(capsys, monkeypatch):
+def test_synth_pnr_routes_every_depth_and_ni_count_and_prints_the_table(capsys, monkeypatch, tmp_path):
     from hw_models.rtl import pnr as P
 
-    monkeypatch.setattr(Y, "sweep", lambda depths, nis_list, **k: [
-        Y.SynthRow(depth=d, nis=n, cells=1, flip_flops=1, luts=1, ff_bits_per_entry=1.0, lut_levels=3,
-                   fmax_mhz_est=1.0, seconds=0.0) for n in nis_list for d in depths])
+    monkeypatch.chdir(tmp_path)  # the sweep store: results/rtl_synth/runs.sqlite
+    monkeypatch.setattr(Y, "synth_one", lambda params, **k: Y.SynthRow(
+        depth=params.depth, nis=params.nis, cells=1, flip_flops=1, luts=1, ff_bits_per_entry=1.0, lut_levels=3,
+        fmax_mhz_est=1.0, seconds=0.0))
     monkeypatch.setattr(Y, "synth_datapath_module", lambda module, lanes, fmt, delay=None: Y.DatapathSynthRow(
         module=module, lanes=lanes, fmt="fp32", buf_words=0, cells=1, flip_flops=0, luts=1, lut_levels=1,
         fmax_mhz_est=1.0, seconds=0.0))
