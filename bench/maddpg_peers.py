@@ -308,7 +308,7 @@ def torch_maddpg_e2e(n: int, n_envs: int, episodes: int, batch: int = 1024):
     """A PyTorch MADDPG with openai/maddpg's cadence on our port: Gumbel-softmax actions from
     each actor, replay of 10^6, learning from batch x 25 transitions, one update (every agent)
     per 100 env steps, batch 1024; returns a callable that trains ``episodes`` and gives env
-    steps/s."""
+    steps/s over the whole run and over its learning phase (from the first update on)."""
     import torch
 
     from maddpg.spread_port import SpreadPort
@@ -371,6 +371,7 @@ def torch_maddpg_e2e(n: int, n_envs: int, episodes: int, batch: int = 1024):
         port = SpreadPort(n_envs, n)
         steps = size = pos = 0
         t0 = time.perf_counter()
+        t_learn, s_learn = None, 0
         for ep in range(0, episodes, n_envs):
             obs = torch.from_numpy(port.reset(seed=ep))
             for _ in range(25):
@@ -387,9 +388,12 @@ def torch_maddpg_e2e(n: int, n_envs: int, episodes: int, batch: int = 1024):
                 steps += k
                 for s in range(before // 100 + 1, steps // 100 + 1):  # updates whose step number fell in this vector step
                     if s * 100 >= batch * 25:
+                        if t_learn is None:
+                            t_learn, s_learn = time.perf_counter(), before
                         update(size)
                 obs = nobs
-        return steps / (time.perf_counter() - t0)
+        t1 = time.perf_counter()
+        return steps / (t1 - t0), (steps - s_learn) / (t1 - t_learn)
 
     return run
 
@@ -401,10 +405,16 @@ def ours_e2e(n: int, n_envs: int, episodes: int):
     warm.train(n_envs * max(1, 16 // n_envs))
 
     def run():
+        """env steps/s over the whole run and over its learning phase (the first update falls in
+        the vector step after the first ``learning_starts`` env steps)."""
         t = MADDPG(make_config(env="simple_spread", n_agents=n, n_envs=n_envs, seed=0))
+        warm = t.cfg.learning_starts_samples // t.cfg.max_cycles // n_envs * n_envs  # episodes before learning
         t0 = time.perf_counter()
+        t.train(warm)
+        s_learn, t_learn = t.env_steps, time.perf_counter()
         t.train(episodes)
-        return t.env_steps / (time.perf_counter() - t0)
+        t1 = time.perf_counter()
+        return t.env_steps / (t1 - t0), (t.env_steps - s_learn) / (t1 - t_learn)
 
     return run
 
@@ -417,12 +427,19 @@ def bench_e2e(args, out) -> None:
         f"env steps/s (median of {args.rounds} interleaved rounds, range)")
     fns = {"ours": ours_e2e(n, B, eps), "torch": torch_maddpg_e2e(n, B, eps)}
     res = {k: [] for k in fns}
+    learn = {k: [] for k in fns}
     for _ in range(args.rounds):
         for k, f in fns.items():
-            res[k].append(f())
-    for k, v in res.items():
-        out(f"{k:>8} {np.median(v):>12,.0f} ({min(v):,.0f}-{max(v):,.0f})")
-    out(f"ours / PyTorch MADDPG: {np.median(res['ours']) / np.median(res['torch']):.2f}x")
+            whole, learning = f()
+            res[k].append(whole)
+            learn[k].append(learning)
+    out(f"{'':>8} {'whole run':>28} {'learning phase':>28}")
+    for k in fns:
+        v, w = res[k], learn[k]
+        out(f"{k:>8} {np.median(v):>12,.0f} ({min(v):>6,.0f}-{max(v):>6,.0f}) {np.median(w):>12,.0f} "
+            f"({min(w):>6,.0f}-{max(w):>6,.0f})")
+    out(f"ours / PyTorch MADDPG: {np.median(res['ours']) / np.median(res['torch']):.2f}x whole run, "
+        f"{np.median(learn['ours']) / np.median(learn['torch']):.2f}x learning phase")
 
 
 def _versions() -> str:

@@ -319,14 +319,57 @@ def fma_peak(rounds: int) -> dict[str, float]:
     return out
 
 
+def _compiled_loops():
+    """Each dense kernel called ``n`` times from compiled code, as the trainer's passes call them
+    (:mod:`maddpg.batch_parts`): a call from Python adds the dispatcher's argument checks, about
+    as long as a narrow layer's whole call at batch 1024. Every scalar is an argument, as in the
+    trainer: a constant would make Numba compile the kernel again specialised to it."""
+    from numba import njit
+
+    from maddpg import kernels as K
+
+    @njit(nogil=True, cache=True)
+    def forward(n, x, w, wt, b, y, relu, tile_b, q_frac, q_bits, lanes):
+        for _ in range(n):
+            K.dense_forward(x, w, wt, b, y, relu, tile_b, q_frac, q_bits, lanes)
+
+    @njit(nogil=True, cache=True)
+    def weights(n, x, dy, dw, db, q_frac, q_bits, lanes):
+        for _ in range(n):
+            K.dense_backward_weights(x, dy, dw, db, q_frac, q_bits, lanes)
+
+    @njit(nogil=True, cache=True)
+    def inputs(n, dy, w, wt, dx, col0, h, tile_b, q_frac, q_bits, lanes):
+        for _ in range(n):
+            K.dense_backward_input(dy, w, wt, dx, col0, h, tile_b, q_frac, q_bits, lanes)
+
+    return forward, weights, inputs
+
+
+LOOP_CALLS = 10  # kernel calls per timed compiled loop
+
+
+def _gflops(call, L, macs: int, repeats: int, calls: int) -> float:
+    """GFLOP/s of the median of ``repeats`` timings of ``call(L)``, which makes ``calls`` kernel calls."""
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        call(L)
+        ts.append((time.perf_counter() - t0) / calls)
+    return 2 * macs / float(np.median(ts)) / 1e9
+
+
 KERNEL_SHAPES = [("critic", 69, 64), ("critic", 64, 64), ("critic", 64, 1), ("actor", 18, 64), ("actor", 64, 64),
                  ("actor", 64, 5)]
 
 
 def kernel_gflops(batch: int, lanes_list: list[int], repeats: int, rounds: int) -> list[tuple]:
-    """(net, n_in, n_out, kernel, lanes, GFLOP/s median, min, max) for each dense kernel, serial."""
+    """(net, n_in, n_out, kernel, lanes, GFLOP/s median, min, max, GFLOP/s in a compiled loop median)
+    for each dense kernel, serial: one call from Python per timing, and ``LOOP_CALLS`` calls from
+    compiled code per timing."""
     from maddpg import kernels as K
 
+    loop_fwd, loop_w, loop_in = _compiled_loops()
     rng = np.random.default_rng(0)
     rows = []
     for net, n_in, n_out in KERNEL_SHAPES:
@@ -344,29 +387,30 @@ def kernel_gflops(batch: int, lanes_list: list[int], repeats: int, rounds: int) 
         dw = K.aligned_zeros((n_in, n_out))
         db = K.aligned_zeros(n_out)
         dx = K.aligned_zeros((batch, n_in))
+        n = LOOP_CALLS
         calls = {
             "dense_forward": (lambda L: K.dense_forward(x, w, wt, b, y, True, 64, 0, 0, L),
-                              K.dense_forward_nest(batch, n_in, n_out).macs),
+                              lambda L: loop_fwd(n, x, w, wt, b, y, True, 64, 0, 0, L), K.dense_forward_nest(batch, n_in, n_out).macs),
             "dense_backward_weights": (lambda L: K.dense_backward_weights(x, dy, dw, db, 0, 0, L),
+                                       lambda L: loop_w(n, x, dy, dw, db, 0, 0, L),
                                        K.dense_backward_weights_nest(batch, n_in, n_out).macs),
             "dense_backward_input": (lambda L: K.dense_backward_input(dy, w, wt, dx, 0, h, 64, 0, 0, L),
+                                     lambda L: loop_in(n, dy, w, wt, dx, 0, h, 64, 0, 0, L),
                                      K.dense_backward_input_nest(batch, n_in, n_out).macs),
         }
-        for kname, (call, macs) in calls.items():
+        for kname, (call, loop, macs) in calls.items():
             per_round = {L: [] for L in lanes_list}
+            in_loop = {L: [] for L in lanes_list}
             for L in lanes_list:
                 call(L)  # compile, warm
-            for _ in range(rounds):  # interleaved: each round times every blocking
+                loop(L)
+            for _ in range(rounds):  # interleaved: each round times every blocking, both ways
                 for L in lanes_list:
-                    ts = []
-                    for _ in range(repeats):
-                        t0 = time.perf_counter()
-                        call(L)
-                        ts.append(time.perf_counter() - t0)
-                    per_round[L].append(2 * macs / float(np.median(ts)) / 1e9)
+                    per_round[L].append(_gflops(call, L, macs, repeats, 1))
+                    in_loop[L].append(_gflops(loop, L, macs, repeats, n))
             for L in lanes_list:
                 g = per_round[L]
-                rows.append((net, n_in, n_out, kname, L, float(np.median(g)), min(g), max(g)))
+                rows.append((net, n_in, n_out, kname, L, float(np.median(g)), min(g), max(g), float(np.median(in_loop[L]))))
     return rows
 
 
@@ -386,10 +430,13 @@ def print_peak(args) -> None:
     for name, g in peaks.items():
         print(f"# FMA throughput, {name} float32 accumulators in registers: {g:.1f} GFLOP/s")
     print(f"# peak (the larger): {peak:.1f} GFLOP/s")
-    print(f"{'net':<7} {'in':>4} {'out':>4} {'kernel':<24} {'lanes':>5} {'GFLOP/s':>8} {'range':>13} {'of peak':>8}")
-    for net, n_in, n_out, kname, L, g, lo, hi in kernel_gflops(args.batch, lanes_list, args.repeats, args.rounds):
-        print(f"{net:<7} {n_in:>4} {n_out:>4} {kname:<24} {L:>5} {g:>8.1f} {lo:>6.1f}-{hi:<6.1f} {g / peak:>7.0%}",
-              flush=True)
+    print(f"# GFLOP/s: one call from Python per timing; 'in loop': {LOOP_CALLS} calls from compiled code per "
+          f"timing, as the trainer calls the kernels")
+    print(f"{'net':<7} {'in':>4} {'out':>4} {'kernel':<24} {'lanes':>5} {'GFLOP/s':>8} {'range':>13} {'of peak':>8} "
+          f"{'in loop':>8} {'of peak':>8}")
+    for net, n_in, n_out, kname, L, g, lo, hi, gl in kernel_gflops(args.batch, lanes_list, args.repeats, args.rounds):
+        print(f"{net:<7} {n_in:>4} {n_out:>4} {kname:<24} {L:>5} {g:>8.1f} {lo:>6.1f}-{hi:<6.1f} {g / peak:>7.0%} "
+              f"{gl:>8.1f} {gl / peak:>7.0%}", flush=True)
     load1 = os.getloadavg()
     print(f"# load average after: {load1[0]:.2f}")
 

@@ -27,7 +27,8 @@ Agent counts: simple_spread has ``n_agents`` agents and as many landmarks; simpl
 exactly 1 agent; simple_adversary has 1 adversary and ``n_agents - 1`` good agents (mpe2's
 ``N = n_agents - 1``); simple_tag has 1 good agent (the prey) and ``n_agents - 1``
 adversaries with mpe2's 2 obstacles (openai/maddpg's default is 3 adversaries + 1 prey);
-simple_speaker_listener (mpe2's ``_v4``) and simple_reference have exactly 2 agents.
+simple_speaker_listener (mpe2's ``_v4``), simple_reference and simple_push (keep-away: an
+adversary, then the good agent) have exactly 2 agents.
 
 Agents may differ in sizes: simple_speaker_listener's speaker observes 3 values and emits a
 3-value utterance (its continuous action), the listener observes 11 and moves (5);
@@ -71,7 +72,7 @@ def _tag_kwargs(n: int) -> dict[str, Any]:
     return {"num_good": 1, "num_adversaries": n - 1}
 
 
-def _two_kwargs(n: int) -> dict[str, Any]:  # simple_speaker_listener, simple_reference: mpe2's defaults
+def _two_kwargs(n: int) -> dict[str, Any]:  # simple_speaker_listener, simple_reference, simple_push: mpe2's defaults
     return {}
 
 
@@ -82,6 +83,7 @@ SCENARIOS: dict[str, tuple[str, int, int | None, Any]] = {
     "simple": ("mpe2.simple_v3", 1, 1, _simple_kwargs),
     "simple_speaker_listener": ("mpe2.simple_speaker_listener_v4", 2, 2, _two_kwargs),
     "simple_reference": ("mpe2.simple_reference_v3", 2, 2, _two_kwargs),
+    "simple_push": ("mpe2.simple_push_v3", 2, 2, _two_kwargs),
 }
 
 
@@ -188,5 +190,5 @@ class MpeEnv:
 
 def make_env(name: str, n_agents: int, seed: int, max_cycles: int = 25) -> MpeEnv:
     """An mpe2 scenario (simple_spread, simple_adversary, simple_tag, simple, simple_speaker_listener,
-    simple_reference; mpe2's version suffix optional)."""
+    simple_reference, simple_push; mpe2's version suffix optional)."""
     return MpeEnv(name, n_agents, seed, max_cycles)

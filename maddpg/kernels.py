@@ -59,6 +59,10 @@ RB_TAIL = 2  # rows of the blocks that finish a tile (or the weight rows) when R
 VW = 64  # columns of a register block in the loop nests (the datapath's width), and the granule
 # that chooses the kernels' paths: a layer is blocked where it has full VW-column blocks
 NARROW_OUT = 8  # below this output width the forward pass and weight gradient use narrow forms
+# from this output width on (and below NARROW_OUT) the weight gradient takes the outputs as the
+# rows of its register block (x read once for all of them); below it, one output at a time (a
+# block of RB rows would be mostly padding)
+NARROW_BLOCK_OUT = 4
 
 # The CPU's register block, chosen from the host's vector width (lanes of float32): RB rows x
 # CPU_COLS[lanes] columns of accumulators. 16 lanes (AVX-512, 32 registers): 6 x 64 = 24 zmm;
@@ -386,8 +390,6 @@ def quantize_rows(y, q_frac, q_bits):
 # ---------------------------------------------------------------------------------------
 
 _RB_VW = RB * VW
-_RB_CW8 = RB * CPU_COLS[8]
-CW8 = CPU_COLS[8]
 IN_CHUNK = 128  # inputs per pass of a wide forward layer (128 x VW float32 weights = 32 KiB, in L1)
 
 # Float kernels: fastmath lets LLVM contract to FMA and vectorise; no bounds checks, numpy
@@ -466,16 +468,26 @@ def _prefetch(typingctx, arr, i, j):
 # Dense layer and ReLU
 # ---------------------------------------------------------------------------------------
 
+# The register-blocked loops, written once for every column width ``cw`` (``CPU_COLS``): an
+# ``RB x cw`` block of float32 accumulators (a local array, one row of ``cw`` per block row),
+# the FMA loop with the rows unrolled by hand (``nr`` rows of ``RB``, ``RB_TAIL`` or 1 at a call
+# site: rows past it are not touched). LLVM then vectorises along the columns only; with a
+# loop over the rows there it vectorised across them with gathers (at ``cw = 16``). The block's
+# set-up and store loop over its rows, which at ``cw = 64`` measured 6-18 % faster than
+# unrolled ones. :func:`_blocked_kernels` compiles them per ``cw``.
+
 
 @njit(cache=True, inline="always")
 def _forward_rows(x, w, b, y, acc, bb, nr, n_cb, cw, relu, i0, i1):
     """Rows ``bb .. bb + nr`` of a wide forward pass over inputs ``i0 .. i1``: per block of ``cw``
-    outputs (``n_cb`` blocks), the ``nr x cw`` register block ``acc`` starts from the bias
-    (first chunk of inputs) or the partial sums in ``y``, accumulates over the chunk and is
-    stored (with the ReLU after the last chunk)."""
+    outputs (``n_cb`` blocks) the accumulators (``acc``'s rows) start from the bias (first chunk
+    of inputs) or the partial sums in ``y``, accumulate ``x[r, i] * w[i, o]`` over the chunk and
+    are stored (with the ReLU after the last chunk). The block's first and last steps loop over
+    its rows (row by row, as ``y`` is laid out); only the FMA loop has them unrolled."""
     zero = np.float32(0.0)
     first = i0 == 0
     last = i1 == x.shape[1]
+    a0, a1, a2, a3, a4, a5 = acc[0], acc[1], acc[2], acc[3], acc[4], acc[5]
     for ob in range(n_cb):
         o0 = ob * cw
         if first:
@@ -487,10 +499,22 @@ def _forward_rows(x, w, b, y, acc, bb, nr, n_cb, cw, relu, i0, i1):
                 for o in range(cw):
                     acc[r, o] = y[bb + r, o0 + o]
         for i in range(i0, i1):
-            for r in range(nr):
-                xr = x[bb + r, i]
-                for o in range(cw):
-                    acc[r, o] += xr * w[i, o0 + o]
+            x0 = x[bb, i]
+            x1 = x[bb + 1, i] if nr > 1 else zero
+            x2 = x[bb + 2, i] if nr > 2 else zero
+            x3 = x[bb + 3, i] if nr > 2 else zero
+            x4 = x[bb + 4, i] if nr > 2 else zero
+            x5 = x[bb + 5, i] if nr > 2 else zero
+            for o in range(cw):
+                wv = w[i, o0 + o]
+                a0[o] += x0 * wv
+                if nr > 1:
+                    a1[o] += x1 * wv
+                if nr > 2:
+                    a2[o] += x2 * wv
+                    a3[o] += x3 * wv
+                    a4[o] += x4 * wv
+                    a5[o] += x5 * wv
         for r in range(nr):
             for o in range(cw):
                 v = acc[r, o]
@@ -502,8 +526,8 @@ def _forward_rows(x, w, b, y, acc, bb, nr, n_cb, cw, relu, i0, i1):
 @njit(cache=True, inline="always")
 def _forward_blocks(x, w, b, y, acc, cw, relu, tile_b, n_tiles):
     """The register-blocked part of a wide forward pass (the first ``VW * (n_out // VW)``
-    outputs) with ``RB x cw`` blocks: chunks of inputs outermost, then batch tiles, then rows
-    in blocks of ``RB``, ``RB_TAIL`` and 1."""
+    outputs) in ``RB x cw`` blocks (``acc``'s rows): chunks of inputs outermost, then batch
+    tiles, then rows in blocks of ``RB``, ``RB_TAIL`` and 1."""
     n_batch = x.shape[0]
     n_in = x.shape[1]
     n_cb = (w.shape[1] // VW) * (VW // cw)
@@ -525,104 +549,182 @@ def _forward_blocks(x, w, b, y, acc, cw, relu, tile_b, n_tiles):
                 bb += 1
 
 
-@njit(**_BKW)
-def _forward_blocked16(x, w, b, y, relu, tile_b, n_tiles):
-    """:func:`_forward_blocks` with 6 x 64 register blocks (16 lanes: 24 AVX-512 registers)."""
-    _wide_vectors()
-    tile_b = max(tile_b, 1)  # known positive: row indices need no negative-index wraparound
-    acc = carray(_local_f32(_RB_VW), (RB, VW))
-    _forward_blocks(x, w, b, y, acc, VW, relu, tile_b, n_tiles)
+@njit(cache=True, inline="always")
+def _aug_x(x, bb, i, n_in):
+    """Row ``bb``, column ``i`` of the augmented input ``[x, 1]`` (0 past it: padding)."""
+    v = x[bb, min(i, n_in - 1)]
+    return v if i < n_in else (np.float32(1.0) if i == n_in else np.float32(0.0))
 
 
 @njit(cache=True, inline="always")
-def _forward_rows8(x, w, b, y, a0, a1, a2, a3, a4, a5, bb, nr, n_cb, relu, i0, i1):
-    """:func:`_forward_rows` for ``CW8``-column blocks with the rows unrolled by hand, one
-    accumulator array per row (``nr`` is 6, 2 or 1: rows past it are not touched): LLVM then
-    vectorises along the columns only, where a loop over rows lets it vectorise across them
-    with gathers."""
+def _weight_store(dw, db, a, i, o0, cw, n_in, transposed):
+    """Row ``i`` of the augmented gradient ``[dW; db]`` (``db`` at ``n_in``, padding past it);
+    ``transposed``: row ``i`` of ``dW`` transposed, stored as column ``i`` of ``dw`` (its bias row
+    and padding are dropped)."""
+    if i < n_in:
+        if transposed:
+            for o in range(cw):
+                dw[o0 + o, i] = a[o]
+        else:
+            for o in range(cw):
+                dw[i, o0 + o] = a[o]
+    elif i == n_in and not transposed:
+        for o in range(cw):
+            db[o0 + o] = a[o]
+
+
+@njit(cache=True, inline="always")
+def _weight_blocks(x, dy, dw, db, acc, cw, o_tail, n_ib, transposed):
+    """The blocked weight gradient (outputs ``0 .. o_tail``): rows ``i0 .. i0 + RB`` x outputs
+    ``o0 .. o0 + cw`` of the gradient of the augmented weights ``[W; b]`` (input ``[x, 1]``) per
+    block, each accumulating ``x[b, i] * dy[b, o]`` over the whole batch. Row ``n_in`` is the
+    bias row (``x = 1``); rows past it are padding (``x = 0``, not stored). ``transposed``: the
+    caller swapped ``x`` and ``dy`` (a layer with a few outputs: its outputs are the block's rows,
+    its inputs the columns) and the block is stored transposed (:func:`_weight_store`)."""
+    a0, a1, a2, a3, a4, a5 = acc[0], acc[1], acc[2], acc[3], acc[4], acc[5]
     zero = np.float32(0.0)
-    first = i0 == 0
-    last = i1 == x.shape[1]
-    for ob in range(n_cb):
-        o0 = ob * CW8
-        for o in range(CW8):
-            if first:
-                v = b[o0 + o]
-                a0[o] = v
-                a1[o] = v
-                a2[o] = v
-                a3[o] = v
-                a4[o] = v
-                a5[o] = v
-            else:
-                a0[o] = y[bb, o0 + o]
-                if nr > 1:
-                    a1[o] = y[bb + 1, o0 + o]
-                if nr > 2:
-                    a2[o] = y[bb + 2, o0 + o]
-                    a3[o] = y[bb + 3, o0 + o]
-                    a4[o] = y[bb + 4, o0 + o]
-                    a5[o] = y[bb + 5, o0 + o]
-        for i in range(i0, i1):
-            x0 = x[bb, i]
-            x1 = x[bb + 1, i] if nr > 1 else zero
-            x2 = x[bb + 2, i] if nr > 2 else zero
-            x3 = x[bb + 3, i] if nr > 2 else zero
-            x4 = x[bb + 4, i] if nr > 2 else zero
-            x5 = x[bb + 5, i] if nr > 2 else zero
-            for o in range(CW8):
-                wv = w[i, o0 + o]
-                a0[o] += x0 * wv
-                if nr > 1:
-                    a1[o] += x1 * wv
-                if nr > 2:
-                    a2[o] += x2 * wv
-                    a3[o] += x3 * wv
-                    a4[o] += x4 * wv
-                    a5[o] += x5 * wv
-        relu_now = last and relu
-        for o in range(CW8):
-            y[bb, o0 + o] = zero if (relu_now and a0[o] < zero) else a0[o]
-            if nr > 1:
-                y[bb + 1, o0 + o] = zero if (relu_now and a1[o] < zero) else a1[o]
-            if nr > 2:
-                y[bb + 2, o0 + o] = zero if (relu_now and a2[o] < zero) else a2[o]
-                y[bb + 3, o0 + o] = zero if (relu_now and a3[o] < zero) else a3[o]
-                y[bb + 4, o0 + o] = zero if (relu_now and a4[o] < zero) else a4[o]
-                y[bb + 5, o0 + o] = zero if (relu_now and a5[o] < zero) else a5[o]
-
-
-@njit(**_BKW)
-def _forward_blocked8(x, w, b, y, relu, tile_b, n_tiles):
-    """:func:`_forward_blocks` with 6 x 16 register blocks (8 lanes: 12 AVX2 registers), the
-    rows unrolled by hand (:func:`_forward_rows8`)."""
-    _wide_vectors()
-    tile_b = max(tile_b, 1)  # known positive: row indices need no negative-index wraparound
-    a0 = carray(_local_f32(CW8), (CW8,))
-    a1 = carray(_local_f32(CW8), (CW8,))
-    a2 = carray(_local_f32(CW8), (CW8,))
-    a3 = carray(_local_f32(CW8), (CW8,))
-    a4 = carray(_local_f32(CW8), (CW8,))
-    a5 = carray(_local_f32(CW8), (CW8,))
-    n_batch = x.shape[0]
     n_in = x.shape[1]
-    n_cb = (w.shape[1] // VW) * (VW // CW8)
-    for c in range((n_in + IN_CHUNK - 1) // IN_CHUNK):
-        i0 = c * IN_CHUNK
-        i1 = min(i0 + IN_CHUNK, n_in)
-        for t in range(n_tiles):
-            r0 = t * tile_b
-            r1 = min(r0 + tile_b, n_batch)
-            bb = r0
-            while bb + RB <= r1:
-                _forward_rows8(x, w, b, y, a0, a1, a2, a3, a4, a5, bb, RB, n_cb, relu, i0, i1)
-                bb += RB
-            while bb + RB_TAIL <= r1:
-                _forward_rows8(x, w, b, y, a0, a1, a2, a3, a4, a5, bb, RB_TAIL, n_cb, relu, i0, i1)
-                bb += RB_TAIL
-            while bb < r1:
-                _forward_rows8(x, w, b, y, a0, a1, a2, a3, a4, a5, bb, 1, n_cb, relu, i0, i1)
-                bb += 1
+    for ob in range(o_tail // cw):
+        o0 = ob * cw
+        for ib in range(n_ib):
+            i0 = ib * RB
+            for o in range(cw):
+                a0[o] = zero
+                a1[o] = zero
+                a2[o] = zero
+                a3[o] = zero
+                a4[o] = zero
+                a5[o] = zero
+            if i0 + RB <= n_in:
+                for bb in range(x.shape[0]):
+                    x0 = x[bb, i0]
+                    x1 = x[bb, i0 + 1]
+                    x2 = x[bb, i0 + 2]
+                    x3 = x[bb, i0 + 3]
+                    x4 = x[bb, i0 + 4]
+                    x5 = x[bb, i0 + 5]
+                    for o in range(cw):
+                        d = dy[bb, o0 + o]
+                        a0[o] += x0 * d
+                        a1[o] += x1 * d
+                        a2[o] += x2 * d
+                        a3[o] += x3 * d
+                        a4[o] += x4 * d
+                        a5[o] += x5 * d
+            else:  # the last block: the bias row (x = 1), then padding
+                for bb in range(x.shape[0]):
+                    x0 = _aug_x(x, bb, i0, n_in)
+                    x1 = _aug_x(x, bb, i0 + 1, n_in)
+                    x2 = _aug_x(x, bb, i0 + 2, n_in)
+                    x3 = _aug_x(x, bb, i0 + 3, n_in)
+                    x4 = _aug_x(x, bb, i0 + 4, n_in)
+                    x5 = _aug_x(x, bb, i0 + 5, n_in)
+                    for o in range(cw):
+                        d = dy[bb, o0 + o]
+                        a0[o] += x0 * d
+                        a1[o] += x1 * d
+                        a2[o] += x2 * d
+                        a3[o] += x3 * d
+                        a4[o] += x4 * d
+                        a5[o] += x5 * d
+            _weight_store(dw, db, a0, i0, o0, cw, n_in, transposed)
+            _weight_store(dw, db, a1, i0 + 1, o0, cw, n_in, transposed)
+            _weight_store(dw, db, a2, i0 + 2, o0, cw, n_in, transposed)
+            _weight_store(dw, db, a3, i0 + 3, o0, cw, n_in, transposed)
+            _weight_store(dw, db, a4, i0 + 4, o0, cw, n_in, transposed)
+            _weight_store(dw, db, a5, i0 + 5, o0, cw, n_in, transposed)
+
+
+@njit(cache=True, inline="always")
+def _input_rows(dy, wt, dx, acc, bb, nr, n_cb, cw):
+    """Input-gradient rows ``bb .. bb + nr``: per block of ``cw`` columns (``n_cb`` blocks) the
+    accumulators (``acc``'s rows) sum ``dy[b, o] * wt[o, j]`` over ``out``; zeroed and stored row
+    by row, the FMA loop with the rows unrolled (as :func:`_forward_rows`)."""
+    zero = np.float32(0.0)
+    a0, a1, a2, a3, a4, a5 = acc[0], acc[1], acc[2], acc[3], acc[4], acc[5]
+    for jb in range(n_cb):
+        j0 = jb * cw
+        for r in range(nr):
+            for j in range(cw):
+                acc[r, j] = zero
+        for o in range(dy.shape[1]):
+            d0 = dy[bb, o]
+            d1 = dy[bb + 1, o] if nr > 1 else zero
+            d2 = dy[bb + 2, o] if nr > 2 else zero
+            d3 = dy[bb + 3, o] if nr > 2 else zero
+            d4 = dy[bb + 4, o] if nr > 2 else zero
+            d5 = dy[bb + 5, o] if nr > 2 else zero
+            for j in range(cw):
+                wv = wt[o, j0 + j]
+                a0[j] += d0 * wv
+                if nr > 1:
+                    a1[j] += d1 * wv
+                if nr > 2:
+                    a2[j] += d2 * wv
+                    a3[j] += d3 * wv
+                    a4[j] += d4 * wv
+                    a5[j] += d5 * wv
+        for r in range(nr):
+            for j in range(cw):
+                dx[bb + r, j0 + j] = acc[r, j]
+
+
+@njit(cache=True, inline="always")
+def _input_tile(dy, wt, dx, acc, cw, r0, r1):
+    """Rows ``r0 .. r1`` of a blocked input gradient in blocks of ``RB``, ``RB_TAIL`` and 1 rows."""
+    n_cb = dx.shape[1] // cw
+    bb = r0
+    while bb + RB <= r1:
+        _input_rows(dy, wt, dx, acc, bb, RB, n_cb, cw)
+        bb += RB
+    while bb + RB_TAIL <= r1:
+        _input_rows(dy, wt, dx, acc, bb, RB_TAIL, n_cb, cw)
+        bb += RB_TAIL
+    while bb < r1:
+        _input_rows(dy, wt, dx, acc, bb, 1, n_cb, cw)
+        bb += 1
+
+
+def _blocked_kernels(lanes: int):
+    """The three register-blocked loops compiled for ``lanes``-wide vectors: ``RB x cw`` blocks,
+    ``cw = CPU_COLS[lanes]`` (a compile-time constant of each kernel: its accumulators live on
+    the stack, in registers once LLVM has unrolled the block). Returns (forward, weight
+    gradient, input gradient, weight gradient of a narrow layer with ``x`` and ``dy`` swapped and
+    the block stored transposed); each compiles and caches separately per ``lanes``."""
+    cw = CPU_COLS[lanes]
+    n_acc = RB * cw
+
+    @njit(**_BKW)
+    def forward(x, w, b, y, relu, tile_b, n_tiles):
+        _wide_vectors()
+        tile_b = max(tile_b, 1)  # known positive: row indices need no negative-index wraparound
+        acc = carray(_local_f32(n_acc), (RB, cw))
+        _forward_blocks(x, w, b, y, acc, cw, relu, tile_b, n_tiles)
+
+    @njit(**_BKW)
+    def weights(x, dy, dw, db, o_tail, n_ib):
+        _wide_vectors()
+        acc = carray(_local_f32(n_acc), (RB, cw))
+        _weight_blocks(x, dy, dw, db, acc, cw, o_tail, n_ib, False)
+
+    @njit(**_BKW)
+    def weights_t(dy, x, dw, db, i_tail, n_ob):
+        _wide_vectors()
+        acc = carray(_local_f32(n_acc), (RB, cw))
+        _weight_blocks(dy, x, dw, db, acc, cw, i_tail, n_ob, True)
+
+    @njit(**_BKW)
+    def inputs(dy, wt, dx, r0, r1):
+        _wide_vectors()
+        r0 = max(r0, 0)  # known non-negative: row indices need no negative-index wraparound
+        acc = carray(_local_f32(n_acc), (RB, cw))
+        _input_tile(dy, wt, dx, acc, cw, r0, r1)
+
+    return forward, weights, inputs, weights_t
+
+
+_forward_blocked16, _weight_blocked16, _input_blocked16, _weight_t_blocked16 = _blocked_kernels(16)
+_forward_blocked8, _weight_blocked8, _input_blocked8, _weight_t_blocked8 = _blocked_kernels(8)
 
 
 @njit(**_KW)
@@ -716,42 +818,6 @@ def relu_backward(y, dy, dx, tile_b):
                 dx[bb, j] = dy[bb, j] if y[bb, j] > 0 else np.float32(0.0)
 
 
-@njit(cache=True, inline="always")
-def _weight_rows(x, dy, dw, db, acc, i0, o0, cw):
-    """Rows ``i0 .. i0 + RB`` x outputs ``o0 .. o0 + cw`` of the gradient of the augmented
-    weights ``[W; b]`` (input ``[x, 1]``): the ``RB x cw`` register block ``acc`` accumulates
-    ``x[b, i] * dy[b, o]`` over the whole batch. Row ``n_in`` is the bias row (``x = 1``);
-    rows past it are padding (``x = 0``, not stored)."""
-    zero = np.float32(0.0)
-    one = np.float32(1.0)
-    n_in = x.shape[1]
-    last = i0 + RB > n_in
-    for r in range(RB):
-        for o in range(cw):
-            acc[r, o] = zero
-    if not last:
-        for bb in range(x.shape[0]):
-            for r in range(RB):
-                xr = x[bb, i0 + r]
-                for o in range(cw):
-                    acc[r, o] += xr * dy[bb, o0 + o]
-    else:
-        for bb in range(x.shape[0]):
-            for r in range(RB):
-                i = i0 + r
-                xr = x[bb, min(i, n_in - 1)]
-                xr = xr if i < n_in else (one if i == n_in else zero)
-                for o in range(cw):
-                    acc[r, o] += xr * dy[bb, o0 + o]
-    for r in range(RB):
-        i = i0 + r
-        if i < n_in:
-            for o in range(cw):
-                dw[i, o0 + o] = acc[r, o]
-        elif i == n_in:
-            for o in range(cw):
-                db[o0 + o] = acc[r, o]
-
 
 @njit(cache=True, inline="always")
 def _weight_column(x, dy, dw, db, o, i_from):
@@ -769,95 +835,6 @@ def _weight_column(x, dy, dw, db, o, i_from):
     db[o] = a
 
 
-@njit(**_BKW)
-def _weight_blocked16(x, dy, dw, db, o_tail, n_ib):
-    """The blocked weight gradient (outputs ``0 .. o_tail``) in 6 x 64 register blocks."""
-    _wide_vectors()
-    acc = carray(_local_f32(_RB_VW), (RB, VW))
-    for ob in range(o_tail // VW):
-        for ib in range(n_ib):
-            _weight_rows(x, dy, dw, db, acc, ib * RB, ob * VW, VW)
-
-
-@njit(cache=True, inline="always")
-def _aug_x(x, bb, i, n_in):
-    """Row ``bb``, column ``i`` of the augmented input ``[x, 1]`` (0 past it: padding)."""
-    v = x[bb, min(i, n_in - 1)]
-    return v if i < n_in else (np.float32(1.0) if i == n_in else np.float32(0.0))
-
-
-@njit(cache=True, inline="always")
-def _weight_store8(dw, db, a, i, o0, n_in):
-    if i < n_in:
-        for o in range(CW8):
-            dw[i, o0 + o] = a[o]
-    elif i == n_in:
-        for o in range(CW8):
-            db[o0 + o] = a[o]
-
-
-@njit(**_BKW)
-def _weight_blocked8(x, dy, dw, db, o_tail, n_ib):
-    """The blocked weight gradient (outputs ``0 .. o_tail``) in 6 x 16 register blocks, the
-    six weight rows unrolled by hand (one accumulator array each), as :func:`_weight_rows`."""
-    _wide_vectors()
-    a0 = carray(_local_f32(CW8), (CW8,))
-    a1 = carray(_local_f32(CW8), (CW8,))
-    a2 = carray(_local_f32(CW8), (CW8,))
-    a3 = carray(_local_f32(CW8), (CW8,))
-    a4 = carray(_local_f32(CW8), (CW8,))
-    a5 = carray(_local_f32(CW8), (CW8,))
-    zero = np.float32(0.0)
-    n_in = x.shape[1]
-    for ob in range(o_tail // CW8):
-        o0 = ob * CW8
-        for ib in range(n_ib):
-            i0 = ib * RB
-            for o in range(CW8):
-                a0[o] = zero
-                a1[o] = zero
-                a2[o] = zero
-                a3[o] = zero
-                a4[o] = zero
-                a5[o] = zero
-            if i0 + RB <= n_in:
-                for bb in range(x.shape[0]):
-                    x0 = x[bb, i0]
-                    x1 = x[bb, i0 + 1]
-                    x2 = x[bb, i0 + 2]
-                    x3 = x[bb, i0 + 3]
-                    x4 = x[bb, i0 + 4]
-                    x5 = x[bb, i0 + 5]
-                    for o in range(CW8):
-                        d = dy[bb, o0 + o]
-                        a0[o] += x0 * d
-                        a1[o] += x1 * d
-                        a2[o] += x2 * d
-                        a3[o] += x3 * d
-                        a4[o] += x4 * d
-                        a5[o] += x5 * d
-            else:  # the last block: the bias row (x = 1), then padding
-                for bb in range(x.shape[0]):
-                    x0 = _aug_x(x, bb, i0, n_in)
-                    x1 = _aug_x(x, bb, i0 + 1, n_in)
-                    x2 = _aug_x(x, bb, i0 + 2, n_in)
-                    x3 = _aug_x(x, bb, i0 + 3, n_in)
-                    x4 = _aug_x(x, bb, i0 + 4, n_in)
-                    x5 = _aug_x(x, bb, i0 + 5, n_in)
-                    for o in range(CW8):
-                        d = dy[bb, o0 + o]
-                        a0[o] += x0 * d
-                        a1[o] += x1 * d
-                        a2[o] += x2 * d
-                        a3[o] += x3 * d
-                        a4[o] += x4 * d
-                        a5[o] += x5 * d
-            _weight_store8(dw, db, a0, i0, o0, n_in)
-            _weight_store8(dw, db, a1, i0 + 1, o0, n_in)
-            _weight_store8(dw, db, a2, i0 + 2, o0, n_in)
-            _weight_store8(dw, db, a3, i0 + 3, o0, n_in)
-            _weight_store8(dw, db, a4, i0 + 4, o0, n_in)
-            _weight_store8(dw, db, a5, i0 + 5, o0, n_in)
 
 
 @njit(**_KW)
@@ -867,8 +844,12 @@ def dense_backward_weights(x, dy, dw, db, q_frac, q_bits, lanes=16):
     Wide layers: the gradient of the augmented weights ``[W; b]`` (input ``[x, 1]``, so the
     bias is row ``n_in``) in blocks of ``RB`` rows x ``VW`` outputs accumulated in registers
     over the whole batch (``x[b, i0:i0+RB]`` broadcast, the contiguous ``dy[b, o0:o0+VW]``
-    streamed); the last block is padded past the bias row. Narrow layers: per output, ``VW`` weight rows at a time
-    accumulate ``dy[b, o] * x[b, i0:i0+VW]``. Every element is one accumulator summed over
+    streamed); the last block is padded past the bias row. Narrow layers (``n_out < NARROW_OUT``)
+    with at least ``NARROW_BLOCK_OUT`` outputs: the same register blocks with the roles swapped,
+    the outputs as the block's rows (``dy[b, 0:n_out]`` broadcast, ``x[b, i0:i0+VW]`` streamed:
+    ``x`` is read once for all outputs), stored transposed; narrower ones (a critic's 1-wide
+    head): per output, ``VW`` weight rows at a time accumulate ``dy[b, o] * x[b, i0:i0+VW]``.
+    Past the last full ``VW`` block of inputs, and for the bias, a sum per element. Every element is one accumulator summed over
     the batch in order: the result does not depend on how blocks are scheduled, nor on
     ``lanes`` (the CPU's vector width, which sets the register block's columns).
     """
@@ -880,8 +861,13 @@ def dense_backward_weights(x, dy, dw, db, q_frac, q_bits, lanes=16):
     acc = carray(_local_f32(_RB_VW), (RB, VW))
     if n_out < NARROW_OUT:
         n_blk = n_in // VW
+        if n_out >= NARROW_BLOCK_OUT and n_blk > 0:  # outputs as block rows: one block of RB rows
+            if lanes == 8:
+                _weight_t_blocked8(dy, x, dw, db, n_blk * VW, n_out // RB + 1)
+            else:
+                _weight_t_blocked16(dy, x, dw, db, n_blk * VW, n_out // RB + 1)
         for o in range(n_out):
-            for ib in range(n_blk):
+            for ib in range(n_blk if n_out < NARROW_BLOCK_OUT else 0):
                 i0 = ib * VW
                 for i in range(VW):
                     acc[0, i] = zero
@@ -908,116 +894,6 @@ def dense_backward_weights(x, dy, dw, db, q_frac, q_bits, lanes=16):
         for o in range(n_out):
             db[o] = q_round(db[o], q_frac, q_bits)
 
-
-@njit(cache=True, inline="always")
-def _input_rows(dy, wt, dx, acc, bb, nr, n_cb, cw):
-    """Input-gradient rows ``bb .. bb + nr``: per block of ``cw`` columns (``n_cb`` blocks), the
-    ``nr x cw`` register block ``acc`` accumulates ``dy[b, o] * wt[o, j]`` over ``out``."""
-    zero = np.float32(0.0)
-    for jb in range(n_cb):
-        j0 = jb * cw
-        for r in range(nr):
-            for j in range(cw):
-                acc[r, j] = zero
-        for o in range(dy.shape[1]):
-            for r in range(nr):
-                d = dy[bb + r, o]
-                for j in range(cw):
-                    acc[r, j] += d * wt[o, j0 + j]
-        for r in range(nr):
-            for j in range(cw):
-                dx[bb + r, j0 + j] = acc[r, j]
-
-
-@njit(cache=True, inline="always")
-def _input_tile(dy, wt, dx, acc, cw, r0, r1):
-    """Rows ``r0 .. r1`` of a blocked input gradient in blocks of ``RB``, ``RB_TAIL`` and 1 rows."""
-    n_cb = dx.shape[1] // cw
-    bb = r0
-    while bb + RB <= r1:
-        _input_rows(dy, wt, dx, acc, bb, RB, n_cb, cw)
-        bb += RB
-    while bb + RB_TAIL <= r1:
-        _input_rows(dy, wt, dx, acc, bb, RB_TAIL, n_cb, cw)
-        bb += RB_TAIL
-    while bb < r1:
-        _input_rows(dy, wt, dx, acc, bb, 1, n_cb, cw)
-        bb += 1
-
-
-@njit(**_BKW)
-def _input_blocked16(dy, wt, dx, r0, r1):
-    """:func:`_input_tile` with 6 x 64 register blocks."""
-    _wide_vectors()
-    r0 = max(r0, 0)  # known non-negative: row indices need no negative-index wraparound
-    acc = carray(_local_f32(_RB_VW), (RB, VW))
-    _input_tile(dy, wt, dx, acc, VW, r0, r1)
-
-
-@njit(cache=True, inline="always")
-def _input_rows8(dy, wt, dx, a0, a1, a2, a3, a4, a5, bb, nr, n_cb):
-    """:func:`_input_rows` for ``CW8``-column blocks, the rows unrolled by hand (``nr``: 6, 2
-    or 1), as :func:`_forward_rows8`."""
-    zero = np.float32(0.0)
-    for jb in range(n_cb):
-        j0 = jb * CW8
-        for j in range(CW8):
-            a0[j] = zero
-            a1[j] = zero
-            a2[j] = zero
-            a3[j] = zero
-            a4[j] = zero
-            a5[j] = zero
-        for o in range(dy.shape[1]):
-            d0 = dy[bb, o]
-            d1 = dy[bb + 1, o] if nr > 1 else zero
-            d2 = dy[bb + 2, o] if nr > 2 else zero
-            d3 = dy[bb + 3, o] if nr > 2 else zero
-            d4 = dy[bb + 4, o] if nr > 2 else zero
-            d5 = dy[bb + 5, o] if nr > 2 else zero
-            for j in range(CW8):
-                wv = wt[o, j0 + j]
-                a0[j] += d0 * wv
-                if nr > 1:
-                    a1[j] += d1 * wv
-                if nr > 2:
-                    a2[j] += d2 * wv
-                    a3[j] += d3 * wv
-                    a4[j] += d4 * wv
-                    a5[j] += d5 * wv
-        for j in range(CW8):
-            dx[bb, j0 + j] = a0[j]
-            if nr > 1:
-                dx[bb + 1, j0 + j] = a1[j]
-            if nr > 2:
-                dx[bb + 2, j0 + j] = a2[j]
-                dx[bb + 3, j0 + j] = a3[j]
-                dx[bb + 4, j0 + j] = a4[j]
-                dx[bb + 5, j0 + j] = a5[j]
-
-
-@njit(**_BKW)
-def _input_blocked8(dy, wt, dx, r0, r1):
-    """:func:`_input_tile` with 6 x 16 register blocks, the rows unrolled by hand."""
-    _wide_vectors()
-    r0 = max(r0, 0)  # known non-negative: row indices need no negative-index wraparound
-    a0 = carray(_local_f32(CW8), (CW8,))
-    a1 = carray(_local_f32(CW8), (CW8,))
-    a2 = carray(_local_f32(CW8), (CW8,))
-    a3 = carray(_local_f32(CW8), (CW8,))
-    a4 = carray(_local_f32(CW8), (CW8,))
-    a5 = carray(_local_f32(CW8), (CW8,))
-    n_cb = dx.shape[1] // CW8
-    bb = r0
-    while bb + RB <= r1:
-        _input_rows8(dy, wt, dx, a0, a1, a2, a3, a4, a5, bb, RB, n_cb)
-        bb += RB
-    while bb + RB_TAIL <= r1:
-        _input_rows8(dy, wt, dx, a0, a1, a2, a3, a4, a5, bb, RB_TAIL, n_cb)
-        bb += RB_TAIL
-    while bb < r1:
-        _input_rows8(dy, wt, dx, a0, a1, a2, a3, a4, a5, bb, 1, n_cb)
-        bb += 1
 
 
 @njit(**_KW)

@@ -92,7 +92,7 @@ class MADDPGConfig(StrictModel):
     """Everything that determines a training run except how many episodes it lasts."""
 
     env: str = Field("simple_spread", description="MPE scenario (simple_spread, simple, simple_adversary, simple_tag, "
-                     "simple_speaker_listener, simple_reference)")
+                     "simple_speaker_listener, simple_reference, simple_push)")
     n_agents: int = Field(3, ge=1, le=64)
     seed: Seed = Field(0, description=f"seed of everything random: {SEED_RULE}")
     max_cycles: int = Field(25, ge=1, description="environment steps per episode")
@@ -121,12 +121,22 @@ class MADDPGConfig(StrictModel):
     fixed_point_frac_bits: int = Field(0, ge=0, le=31)
     critic: Literal["global", "local"] = Field("global", description="global: MADDPG, each critic sees every agent's "
                                                 "observation and action; local: DDPG, only its own agent's")
+    critic_of: Optional[tuple[Literal["global", "local"], ...]] = Field(
+        None, description="per agent, in agent order, overriding critic (the paper's crossed pairings, e.g. "
+        "MADDPG agents against DDPG adversaries); None: every agent's is critic")
 
     @model_validator(mode="after")
     def _check(self) -> "MADDPGConfig":
         if self.fixed_point_bits and self.fixed_point_frac_bits >= self.fixed_point_bits:
             raise ValueError(f"fixed_point_frac_bits ({self.fixed_point_frac_bits}) must be < fixed_point_bits ({self.fixed_point_bits})")
+        if self.critic_of is not None and len(self.critic_of) != self.n_agents:
+            raise ValueError(f"critic_of: {len(self.critic_of)} entries for {self.n_agents} agents; allowed: one "
+                             f"'global' or 'local' per agent")
         return self
+
+    def critic_kind(self, i: int) -> str:
+        """Agent ``i``'s critic: ``"global"`` (MADDPG) or ``"local"`` (DDPG)."""
+        return self.critic if self.critic_of is None else self.critic_of[i]
 
     @property
     def learning_starts_samples(self) -> int:
@@ -180,7 +190,7 @@ class _Agent:
         q = (cfg.fixed_point_frac_bits, cfg.fixed_point_bits)
         hidden = [cfg.hidden_units] * cfg.hidden_layers
         a_sizes = [obs_dims[i], *hidden, act_dims[i]]
-        c_sizes = [critic_inputs(cfg.critic, i, obs_dims, act_dims), *hidden, 1]
+        c_sizes = [critic_inputs(cfg.critic_kind(i), i, obs_dims, act_dims), *hidden, 1]
         parts = cfg.batch_parts
         self.actor = MLP(a_sizes, tiling, *q, parts=parts, lanes=lanes)
         self.critic = MLP(c_sizes, tiling, *q, parts=parts, lanes=lanes)
@@ -394,8 +404,8 @@ class MADDPG:
             losses = 0.0
             mb = self.mb
             c = self.cfg
-            local = c.critic == "local"
             for i, ag in enumerate(self.agents):
+                local = c.critic_kind(i) == "local"
                 self._sample(i, mb)
                 for j in ([i] if local else range(self.n)):  # the target actors' samples, into the next-state
                     self.agents[j].actor_t.forward_sample(mb.nobs[j], mb.u[j], mb.act[j], c.temperature,  # critic input
@@ -425,7 +435,7 @@ class MADDPG:
 
     def _critic_in(self, i: int, mb: "_Minibatch") -> tuple[np.ndarray, np.ndarray, int]:
         """Agent ``i``'s critic inputs (sampled, next) and the column where its action starts."""
-        if self.cfg.critic == "local":
+        if self.cfg.critic_kind(i) == "local":
             return mb.loc_in[i], mb.loc_in_next[i], self.obs_dims[i]
         return mb.c_in, mb.c_in_next, self.act_off[i]
 
@@ -764,7 +774,7 @@ class MADDPG:
         for i, ag in enumerate(self.agents):
             nests.append(K.counter_rng_nest(B, t))  # minibatch indices
             nests.append(K.counter_rng_nest(B * (sum(self.act_dims) + self.act_dims[i]), t))  # Gumbel uniforms
-            for j in ([i] if self.cfg.critic == "local" else range(self.n)):
+            for j in ([i] if self.cfg.critic_kind(i) == "local" else range(self.n)):
                 nests += [K.dense_forward_nest(B, a, b, t) for a, b in zip(self.agents[j].actor_t.sizes[:-1], self.agents[j].actor_t.sizes[1:])]
                 nests.append(K.gumbel_softmax_nest(B, self.act_dims[j], t))
             cs = ag.critic.sizes
@@ -772,7 +782,7 @@ class MADDPG:
             nests += ag.critic.loop_nests(B)  # critic step
             nests += ag.actor.loop_nests(B, backward=False)
             nests.append(K.gumbel_softmax_nest(B, self.act_dims[i], t))
-            a_col = self.obs_dims[i] if self.cfg.critic == "local" else self.act_off[i]
+            a_col = self.obs_dims[i] if self.cfg.critic_kind(i) == "local" else self.act_off[i]
             nests += ag.critic.loop_nests(B, weights=False, inputs=(a_col, self.act_dims[i]))  # dQ/da_i
             nests.append(K.gumbel_softmax_backward_nest(B, self.act_dims[i], t))
             nests += ag.actor.loop_nests(B, forward=False)

@@ -44,6 +44,7 @@ PORTS: dict[str, str] = {
     "simple_tag": "maddpg.tag_port:TagPort",
     "simple_speaker_listener": "maddpg.speaker_listener_port:SpeakerListenerPort",
     "simple_reference": "maddpg.reference_port:ReferencePort",
+    "simple_push": "maddpg.push_port:PushPort",
 }
 
 BACKENDS = ("auto", "port", "mpe2")

@@ -1,9 +1,9 @@
-"""The batched Numba ports of simple_adversary, simple_tag, simple_speaker_listener and
-simple_reference reproduce mpe2 bit for bit (tolerance zero: float32 observations and
+"""The batched Numba ports of simple_adversary, simple_tag, simple_speaker_listener,
+simple_reference and simple_push reproduce mpe2 bit for bit (tolerance zero: float32 observations and
 float64 rewards compared with ``assert_array_equal``).
 
-B mpe2 environments run in lock-step with one port of B environments. simple_adversary and
-simple_tag are driven through ``maddpg.env.make_env`` (the trainer's path); mpe2 1.1 has the
+B mpe2 environments run in lock-step with one port of B environments. simple_adversary,
+simple_tag and simple_push are driven through ``maddpg.env.make_env`` (the trainer's path); mpe2 1.1 has the
 other two, which ``maddpg.env`` does not list yet, driven through mpe2's parallel API the way
 ``maddpg.env`` drives it (``continuous_actions=True``, float32 actions clipped to [0, 1]).
 Each episode the port takes mpe2's world state (positions, velocities, landmarks, goals,
@@ -25,6 +25,7 @@ import pytest
 from maddpg.adversary_port import AdversaryPort
 from maddpg.env import make_env
 from maddpg.mpe_core import BatchPort, PortError
+from maddpg.push_port import PushPort
 from maddpg.reference_port import ReferencePort
 from maddpg.speaker_listener_port import SpeakerListenerPort
 from maddpg.spread_port import SimplePort, SpreadPort
@@ -77,6 +78,7 @@ SCENARIOS = {
                    else _RawMpe("mpe2.simple_tag_v3", num_good=kw["n_good"], num_adversaries=n - kw["n_good"])),
     "simple_speaker_listener": (SpeakerListenerPort, lambda n, **kw: _RawMpe("mpe2.simple_speaker_listener_v4")),
     "simple_reference": (ReferencePort, lambda n, **kw: _RawMpe("mpe2.simple_reference_v3")),
+    "simple_push": (PushPort, lambda n, **kw: make_env("simple_push", n, seed=0)),
 }
 
 
@@ -86,7 +88,7 @@ def _load_world(port: BatchPort, b: int, w, scenario: str) -> None:
     port.vel[b] = [a.state.p_vel for a in w.agents]
     port.lm[b] = [m.state.p_pos for m in w.landmarks]
     lm_index = {id(m): j for j, m in enumerate(w.landmarks)}
-    if scenario == "simple_adversary":
+    if scenario in ("simple_adversary", "simple_push"):
         port.goal[b, 0] = lm_index[id(w.agents[0].goal_a)]
     elif scenario == "simple_speaker_listener":
         port.goal[b, 0] = lm_index[id(w.agents[0].goal_b)]
@@ -127,8 +129,11 @@ def _actions(rng, B, act_dims, act_dim, kind, fixed=None):
 
 
 def _perturb(w, rng, how: str) -> None:
-    """simple_tag starts: agents crowded around obstacle 0, or prey near the screen's edge."""
-    if how == "crowd":
+    """simple_tag starts: agents crowded around obstacle 0, or prey near the screen's edge;
+    simple_push: the two agents within touching distance (their sizes sum to 0.1)."""
+    if how == "touch":
+        w.agents[1].state.p_pos = w.agents[0].state.p_pos + rng.uniform(-0.08, 0.08, 2)
+    elif how == "crowd":
         centre = w.landmarks[0].state.p_pos
         for a in w.agents:
             a.state.p_pos = centre + rng.uniform(-0.3, 0.3, 2)
@@ -145,10 +150,10 @@ def _lockstep(scenario, n, B, episodes, seed, **kw):
     port = port_cls(B, n, **kw)
     assert port.obs_dims == envs[0].obs_dims and port.act_dims == envs[0].act_dims
     rng = np.random.default_rng(seed)
-    seen = dict(steps=0, catches=0, clamps=0, obstacle_hits=0, edge_linear=0, edge_exp=0)
+    seen = dict(steps=0, catches=0, clamps=0, obstacle_hits=0, edge_linear=0, edge_exp=0, touches=0)
     for ep in range(episodes):
         kind = ("soft", "onehot", "wild", "fixed")[ep % 4] if scenario == "simple_tag" else ("soft", "onehot", "wild")[ep % 3]
-        how = ("crowd", "edge", None)[ep % 3] if scenario == "simple_tag" else None
+        how = {"simple_tag": ("crowd", "edge", None)[ep % 3], "simple_push": ("touch", None)[ep % 2]}.get(scenario)
         fixed = np.stack([rng.integers(1, d, B) for d in port.act_dims], 1) if kind == "fixed" else None
         ref = [e.reset(seed=seed * 100_003 + ep * B + b) for b, e in enumerate(envs)]
         for b, e in enumerate(envs):
@@ -168,6 +173,8 @@ def _lockstep(scenario, n, B, episodes, seed, **kw):
                 _check_obs(port, obs, b, o, f"obs ep {ep} step {t} env {b}")
                 _same_bits(rew[b], np.array(r), f"rew ep {ep} step {t} env {b}")
                 seen["steps"] += 1
+            if scenario == "simple_push":
+                seen["touches"] += int(np.sum(np.linalg.norm(port.pos[:, 0] - port.pos[:, 1], axis=-1) < 0.1))
             if scenario == "simple_tag":
                 na = port.n_adv
                 seen["catches"] += int(np.sum(rew[:, 0] > 0))
@@ -188,12 +195,15 @@ def _lockstep(scenario, n, B, episodes, seed, **kw):
     pytest.param("simple_tag", 4, 4, 8, marks=NUMPY_EXP),
     ("simple_speaker_listener", 2, 4, 6),
     ("simple_reference", 2, 4, 6),
+    ("simple_push", 2, 4, 6),
 ])
 def test_port_equals_mpe2_every_step(scenario, n, B, episodes):
     seen = _lockstep(scenario, n, B, episodes, seed=n + len(scenario))
     assert seen["steps"] == B * episodes * 25
     if scenario == "simple_tag":  # every physics and reward branch was exercised
         assert all(seen[k] > 0 for k in ("catches", "clamps", "obstacle_hits", "edge_linear", "edge_exp")), seen
+    if scenario == "simple_push":  # the agents pushed each other (contact forces, not only far-field ones)
+        assert seen["touches"] > 0, seen
 
 
 @NUMPY_EXP
@@ -206,14 +216,15 @@ def test_tag_port_with_two_prey_equals_mpe2():
 @pytest.mark.parametrize("scenario,n", [("simple_adversary", 2), ("simple_adversary", 4),
                                         pytest.param("simple_tag", 2, marks=NUMPY_EXP),
                                         pytest.param("simple_tag", 6, marks=NUMPY_EXP),
-                                        ("simple_speaker_listener", 2), ("simple_reference", 2)])
+                                        ("simple_speaker_listener", 2), ("simple_reference", 2), ("simple_push", 2)])
 def test_port_equals_mpe2_many_episodes(scenario, n):
     seen = _lockstep(scenario, n, 8, 36, seed=100 + n)
     assert seen["steps"] == 8 * 36 * 25
 
 
 @pytest.mark.parametrize("scenario,n", [("simple_adversary", 3), ("simple_adversary", 4), ("simple_tag", 4),
-                                        ("simple_tag", 2), ("simple_speaker_listener", 2), ("simple_reference", 2)])
+                                        ("simple_tag", 2), ("simple_speaker_listener", 2), ("simple_reference", 2),
+                                        ("simple_push", 2)])
 def test_reset_with_one_env_is_mpe2s_seeded_reset(scenario, n):
     port_cls, build = SCENARIOS[scenario]
     env, port = build(n), port_cls(1, n)
@@ -227,7 +238,8 @@ def test_reset_with_one_env_is_mpe2s_seeded_reset(scenario, n):
         _check_obs(port, obs, 0, ref, f"seed {s}")
 
 
-@pytest.mark.parametrize("cls,n", [(AdversaryPort, 3), (TagPort, 4), (SpeakerListenerPort, 2), (ReferencePort, 2)])
+@pytest.mark.parametrize("cls,n", [(AdversaryPort, 3), (TagPort, 4), (SpeakerListenerPort, 2), (ReferencePort, 2),
+                                   (PushPort, 2)])
 def test_batch_equals_single_envs(cls, n):
     """B envs in one call give what B one-env ports give, each with its own state and actions."""
     B = 5
@@ -250,7 +262,8 @@ def test_batch_equals_single_envs(cls, n):
         np.testing.assert_array_equal(batch.done, [True] * B)
 
 
-@pytest.mark.parametrize("cls,n", [(AdversaryPort, 3), (TagPort, 4), (SpeakerListenerPort, 2), (ReferencePort, 2)])
+@pytest.mark.parametrize("cls,n", [(AdversaryPort, 3), (TagPort, 4), (SpeakerListenerPort, 2), (ReferencePort, 2),
+                                   (PushPort, 2)])
 def test_reset_is_seeded_and_masked(cls, n):
     a, b = cls(6, n), cls(6, n)
     np.testing.assert_array_equal(a.reset(seed=3), b.reset(seed=3))
@@ -282,7 +295,7 @@ def test_port_sizes_and_agent_counts_match_maddpg_env():
     """A port built as ``cls(n_envs, n_agents)`` has make_env's agents: same sizes, same order."""
     for name, cls, n in [("simple_adversary", AdversaryPort, 4), ("simple_adversary", AdversaryPort, 2),
                          ("simple_tag", TagPort, 3), ("simple_tag", TagPort, 5), ("simple_spread", SpreadPort, 2),
-                         ("simple", SimplePort, 1)]:
+                         ("simple", SimplePort, 1), ("simple_push", PushPort, 2)]:
         env, port = make_env(name, n, seed=0), cls(2, n)
         assert (port.n_agents, port.obs_dims, port.act_dims) == (env.n_agents, env.obs_dims, env.act_dims), name
     for module, cls in [("mpe2.simple_speaker_listener_v4", SpeakerListenerPort), ("mpe2.simple_reference_v3", ReferencePort)]:

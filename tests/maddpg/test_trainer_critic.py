@@ -1,5 +1,6 @@
 """``critic="local"`` (DDPG: each critic sees only its own agent's observation and action)
-against the centralised critic of MADDPG, and the ``--critic`` flag."""
+against the centralised critic of MADDPG, per-agent critics (``critic_of``: the paper's
+crossed MADDPG-against-DDPG pairings), and the ``--critic`` flag."""
 
 from __future__ import annotations
 
@@ -16,10 +17,10 @@ CFG = dict(env="simple", n_agents=3, seed=4, batch_size=32, hidden_units=16, lea
            update_every_steps=10, buffer_size=300, max_cycles=10)
 
 
-def _filled(critic: str, other: float) -> MADDPG:
+def _filled(critic: str, other: float, critic_of=None) -> MADDPG:
     """A learner whose replay holds seeded random transitions; agent 1's observations and
     actions are scaled by ``other``."""
-    t = MADDPG(make_config(**CFG, critic=critic), make_standin)
+    t = MADDPG(make_config(**CFG, critic=critic, critic_of=critic_of), make_standin)
     rp = t.replay
     rng = np.random.default_rng(0)
     size = 200
@@ -45,6 +46,38 @@ def test_a_local_critic_ignores_the_other_agents(critic):
     same = all(np.array_equal(net.params, b.agents[0].nets()[k].params) for k, net in n0.items())
     assert same == (critic == "local")
     assert not np.array_equal(a.agents[1].critic.params, b.agents[1].critic.params)  # agent 1 did see the change
+
+
+def test_per_agent_critics_mix_both_kinds():
+    """critic_of = (local, global, global): with agent 1's replay columns changed, agent 0 (DDPG)
+    gets the same bits and agent 2 (MADDPG) does not; its critic sizes follow each kind."""
+    kinds = ("local", "global", "global")
+    a, b = _filled("global", 1.0, kinds), _filled("global", 3.0, kinds)
+    a.update()
+    b.update()
+    for i, local in ((0, True), (2, False)):
+        ni = a.agents[i].nets()
+        same = all(np.array_equal(net.params, b.agents[i].nets()[k].params) for k, net in ni.items())
+        assert same == local, i
+    assert a.agents[0].critic.sizes[0] == a.obs_dims[0] + a.act_dims[0]
+    assert a.agents[2].critic.sizes[0] == sum(a.obs_dims) + sum(a.act_dims)
+
+
+@pytest.mark.parametrize("kind", ["global", "local"])
+def test_per_agent_critics_of_one_kind_are_that_kind(kind):
+    runs = []
+    for kw in ({"critic": kind}, {"critic": "global" if kind == "local" else "local", "critic_of": (kind,) * 3}):
+        t = MADDPG(make_config(**CFG, **kw), make_standin)
+        t.train(20)
+        runs.append(np.concatenate([net.params for ag in t.agents for net in ag.nets().values()]))
+    np.testing.assert_array_equal(runs[0], runs[1])
+
+
+def test_per_agent_critics_bad_length():
+    from noc.base.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"critic_of: 2 entries for 3 agents; allowed: one 'global' or 'local' per agent"):
+        make_config(**CFG, critic_of=("local", "global"))
 
 
 def test_local_critic_sizes_and_loop_nests():

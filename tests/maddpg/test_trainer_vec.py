@@ -24,7 +24,7 @@ def _weights(t: MADDPG) -> np.ndarray:
 @pytest.mark.parametrize("env,n_agents,n_envs", [("simple", 1, 1), ("simple_spread", 2, 1), ("simple_spread", 3, 4),
                                                    ("simple_adversary", 3, 2), ("simple_tag", 3, 2),
                                                    ("simple_speaker_listener", 2, 1), ("simple_speaker_listener_v4", 2, 2),
-                                                   ("simple_reference", 2, 2)])
+                                                   ("simple_reference", 2, 2), ("simple_push", 2, 2)])
 def test_port_backend_trains_exactly_as_mpe2(env, n_agents, n_envs):
     """The Numba port and mpe2 (through maddpg.env) as the environments of the same run: the
     same rewards, weights and replay, bit for bit, with updates running."""
