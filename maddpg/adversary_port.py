@@ -25,7 +25,7 @@ import math
 import numpy as np
 from numba import njit
 
-from maddpg.mpe_core import ACT_MOVE, SENSITIVITY, BatchPort, check_int, physics_step, put2
+from maddpg.mpe_core import ACT_MOVE, BatchPort, check_int, bodies, physics_step, put2
 
 __all__ = ["AdversaryPort", "adversary_obs", "adversary_step"]
 
@@ -52,15 +52,7 @@ def adversary_step(pos, vel, lm, goal, act, obs, rew):
     """One mpe2 world step of simple_adversary for every env, then observations and rewards."""
     B, N = pos.shape[0], pos.shape[1]
     L = lm.shape[1]
-    fx = np.empty(N)
-    fy = np.empty(N)
-    accel = np.full(N, SENSITIVITY)
-    movable = np.ones(N, np.bool_)
-    size_a = np.full(N, 0.15)
-    collide_a = np.zeros(N, np.bool_)
-    max_speed = np.full(N, np.inf)
-    size_l = np.full(L, 0.08)
-    collide_l = np.zeros(L, np.bool_)
+    accel, movable, size_a, collide_a, max_speed, size_l, collide_l, fx, fy = bodies(N, L, 0.15, False, 0.08, False)
     for b in range(B):
         physics_step(pos, vel, lm, act, b, accel, movable, size_a, collide_a, max_speed, size_l, collide_l, fx, fy)
         g = goal[b, 0]

@@ -166,6 +166,22 @@ def physics_step(pos, vel, lm, act, b, accel, movable, size_a, collide_a, max_sp
 
 
 @njit(cache=True, inline="always")
+def bodies(n, n_landmarks, agent_size, agents_collide, landmark_size, landmarks_collide):
+    """The per-body arrays ``physics_step`` reads, for ``n`` alike agents and alike landmarks:
+    ``(accel, movable, size_a, collide_a, max_speed, size_l, collide_l, fx, fy)``, every agent
+    movable with mpe2's sensitivity and no top speed. A scenario with unlike bodies changes
+    entries afterwards."""
+    accel = np.full(n, SENSITIVITY)
+    movable = np.ones(n, np.bool_)
+    size_a = np.full(n, agent_size)
+    collide_a = np.full(n, agents_collide)
+    max_speed = np.full(n, np.inf)
+    size_l = np.full(n_landmarks, landmark_size)
+    collide_l = np.full(n_landmarks, landmarks_collide)
+    return accel, movable, size_a, collide_a, max_speed, size_l, collide_l, np.empty(n), np.empty(n)
+
+
+@njit(cache=True, inline="always")
 def put2(obs, b, i, k, x, y):
     """obs[b, i, k:k+2] = (x, y) as float32; returns k + 2."""
     obs[b, i, k] = np.float32(x)

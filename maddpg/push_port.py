@@ -27,7 +27,7 @@ import math
 import numpy as np
 from numba import njit
 
-from maddpg.mpe_core import ACT_MOVE, SENSITIVITY, BatchPort, check_int, physics_step, put2
+from maddpg.mpe_core import ACT_MOVE, BatchPort, check_int, bodies, physics_step, put2
 
 __all__ = ["PushPort", "AGENT_COLORS", "LANDMARK_COLORS", "push_obs", "push_step"]
 
@@ -79,15 +79,7 @@ def push_step(pos, vel, lm, goal, lm_colors, agent_colors, act, obs, rew):
     """One mpe2 world step of simple_push for every env, then observations and rewards."""
     B = pos.shape[0]
     L = lm.shape[1]
-    fx = np.empty(2)
-    fy = np.empty(2)
-    accel = np.full(2, SENSITIVITY)
-    movable = np.ones(2, np.bool_)
-    size_a = np.full(2, 0.05)
-    collide_a = np.ones(2, np.bool_)
-    max_speed = np.full(2, np.inf)
-    size_l = np.full(L, 0.05)
-    collide_l = np.zeros(L, np.bool_)
+    accel, movable, size_a, collide_a, max_speed, size_l, collide_l, fx, fy = bodies(2, L, 0.05, True, 0.05, False)
     for b in range(B):
         physics_step(pos, vel, lm, act, b, accel, movable, size_a, collide_a, max_speed, size_l, collide_l, fx, fy)
         g = goal[b, 0]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from maddpg.mpe_core import ACT_MOVE, SENSITIVITY, BatchPort, check_int, clip01, physics_step, put2
+from maddpg.mpe_core import ACT_MOVE, BatchPort, check_int, clip01, bodies, physics_step, put2
 
 __all__ = ["SpeakerListenerPort", "LANDMARK_COLORS", "speaker_listener_obs", "speaker_listener_step"]
 
@@ -52,15 +52,8 @@ def speaker_listener_step(pos, vel, lm, goal, comm, colors, act, obs, rew):
     """One mpe2 world step for every env, then observations and rewards."""
     B = pos.shape[0]
     L = lm.shape[1]
-    fx = np.empty(2)
-    fy = np.empty(2)
-    accel = np.full(2, SENSITIVITY)
-    movable = np.array([False, True])
-    size_a = np.full(2, 0.075)
-    collide_a = np.zeros(2, np.bool_)
-    max_speed = np.full(2, np.inf)
-    size_l = np.full(L, 0.04)
-    collide_l = np.zeros(L, np.bool_)
+    accel, movable, size_a, collide_a, max_speed, size_l, collide_l, fx, fy = bodies(2, L, 0.075, False, 0.04, False)
+    movable[0] = False  # the speaker does not move
     for b in range(B):
         physics_step(pos, vel, lm, act, b, accel, movable, size_a, collide_a, max_speed, size_l, collide_l, fx, fy)
         for c in range(DIM_C):

@@ -31,7 +31,7 @@ import math
 import numpy as np
 from numba import njit
 
-from maddpg.mpe_core import SENSITIVITY, BatchPort, PortError, check_int, logaddexp0, physics_step, put2
+from maddpg.mpe_core import BatchPort, PortError, check_int, logaddexp0, bodies, physics_step, put2
 
 __all__ = ["PortError", "SpreadPort", "SimplePort", "spread_step", "spread_obs", "simple_step", "simple_obs"]
 
@@ -69,15 +69,7 @@ def spread_step(pos, vel, lm, act, obs, rew):
     """One mpe2 world step of simple_spread for every env, then observations and rewards."""
     B, N = pos.shape[0], pos.shape[1]
     L = lm.shape[1]
-    fx = np.empty(N)
-    fy = np.empty(N)
-    accel = np.full(N, SENSITIVITY)
-    movable = np.ones(N, np.bool_)
-    size_a = np.full(N, SPREAD_AGENT_SIZE)
-    collide_a = np.ones(N, np.bool_)
-    max_speed = np.full(N, np.inf)
-    size_l = np.full(L, 0.05)
-    collide_l = np.zeros(L, np.bool_)  # spread's landmarks do not collide
+    accel, movable, size_a, collide_a, max_speed, size_l, collide_l, fx, fy = bodies(N, L, SPREAD_AGENT_SIZE, True, 0.05, False)  # spread's landmarks do not collide
     dist_min = SPREAD_AGENT_SIZE + SPREAD_AGENT_SIZE
     for b in range(B):
         physics_step(pos, vel, lm, act, b, accel, movable, size_a, collide_a, max_speed, size_l, collide_l, fx, fy)
@@ -116,15 +108,7 @@ def simple_obs(pos, vel, lm, obs):
 @njit(cache=True, error_model="numpy")
 def simple_step(pos, vel, lm, act, obs, rew):
     """One mpe2 world step of simple (one agent, no collisions); reward -|pos - lm|^2."""
-    fx = np.empty(1)
-    fy = np.empty(1)
-    accel = np.full(1, SENSITIVITY)
-    movable = np.ones(1, np.bool_)
-    size_a = np.full(1, 0.05)
-    collide_a = np.zeros(1, np.bool_)
-    max_speed = np.full(1, np.inf)
-    size_l = np.full(1, 0.05)
-    collide_l = np.zeros(1, np.bool_)
+    accel, movable, size_a, collide_a, max_speed, size_l, collide_l, fx, fy = bodies(1, 1, 0.05, False, 0.05, False)
     for b in range(pos.shape[0]):
         physics_step(pos, vel, lm, act, b, accel, movable, size_a, collide_a, max_speed, size_l, collide_l, fx, fy)
         dx = pos[b, 0, 0] - lm[b, 0, 0]

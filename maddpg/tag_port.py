@@ -28,7 +28,7 @@ import math
 import numpy as np
 from numba import njit
 
-from maddpg.mpe_core import ACT_MOVE, BatchPort, check_int, physics_step, put2
+from maddpg.mpe_core import ACT_MOVE, BatchPort, check_int, bodies, physics_step, put2
 
 __all__ = ["TagPort", "tag_obs", "tag_step"]
 
@@ -78,20 +78,13 @@ def tag_step(pos, vel, lm, act, n_adv, obs, rew):
     """One mpe2 world step of simple_tag for every env, then observations and rewards."""
     B, N = pos.shape[0], pos.shape[1]
     L = lm.shape[1]
-    fx = np.empty(N)
-    fy = np.empty(N)
-    accel = np.empty(N)
-    size_a = np.empty(N)
-    max_speed = np.empty(N)
+    accel, movable, size_a, collide_a, max_speed, size_l, collide_l, fx, fy = bodies(
+        N, L, PREY_SIZE, True, OBSTACLE_SIZE, True)
     for i in range(N):
         adv = i < n_adv
         accel[i] = ADV_ACCEL if adv else PREY_ACCEL
         size_a[i] = ADV_SIZE if adv else PREY_SIZE
         max_speed[i] = ADV_MAX_SPEED if adv else PREY_MAX_SPEED
-    movable = np.ones(N, np.bool_)
-    collide_a = np.ones(N, np.bool_)
-    size_l = np.full(L, OBSTACLE_SIZE)
-    collide_l = np.ones(L, np.bool_)
     catch_min = ADV_SIZE + PREY_SIZE
     for b in range(B):
         physics_step(pos, vel, lm, act, b, accel, movable, size_a, collide_a, max_speed, size_l, collide_l, fx, fy)
