@@ -83,12 +83,6 @@ class AdversaryPort(BatchPort):
         obs_dims = [2 * L + 2 * (n - 1)] + [2 + 2 * L + 2 * (n - 1)] * (n - 1)
         super().__init__(B, n, L, obs_dims, [ACT_MOVE] * n, max_cycles, n_goals=1)
 
-    def _draw(self, rng):
-        B, n, L = self.n_envs, self.n_agents, self.n_landmarks
-        goal = rng.integers(L, size=(B, 1))
-        u = rng.uniform(-1.0, 1.0, size=(B, n + L, 2))
-        return {"goal": goal, "pos": u[:, :n], "lm": u[:, n:]}
-
     def _observe(self, obs):
         adversary_obs(self.pos, self.lm, self.goal, obs)
 

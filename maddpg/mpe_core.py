@@ -202,8 +202,8 @@ class BatchPort:
     State: ``pos``, ``vel`` [B, n, 2] and ``lm`` [B, n_landmarks, 2] (float64), ``t`` [B] steps
     taken; scenarios with goals keep ``goal`` [B, n_goals] (landmark indices) and speaking
     scenarios ``comm`` [B, n, dim_c] (float32, the last clipped communication action).
-    Subclasses define ``_draw(rng)`` (mpe2's reset draws for all envs), ``_observe(obs)``
-    and ``_step(act, obs, rew)`` (the kernels).
+    Subclasses define ``_observe(obs)`` and ``_step(act, obs, rew)`` (the kernels), and
+    ``_draw(rng)`` where their reset draws differ from mpe2's usual one.
     """
 
     def __init__(self, n_envs: int, n_agents: int, n_landmarks: int, obs_dims, act_dims,
@@ -271,7 +271,16 @@ class BatchPort:
         return obs, rew
 
     def _draw(self, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        raise NotImplementedError
+        """mpe2's usual reset: each env's goal landmarks (``integers``), then every agent's and
+        landmark's position (``uniform(-1, 1)``), each kind for all envs at once. Scenarios
+        that draw otherwise override it."""
+        B, n, L = self.n_envs, self.n_agents, self.n_landmarks
+        out = {}
+        if self.goal.shape[1]:
+            out["goal"] = rng.integers(L, size=self.goal.shape)
+        u = rng.uniform(-1.0, 1.0, size=(B, n + L, 2))
+        out.update(pos=u[:, :n], lm=u[:, n:])
+        return out
 
     def _observe(self, obs: np.ndarray) -> None:
         raise NotImplementedError

@@ -102,12 +102,6 @@ class PushPort(BatchPort):
         check_int("n_agents", n_agents, 2, 2)
         super().__init__(B, 2, N_LANDMARKS, [OBS_ADV, OBS_GOOD], [ACT_MOVE, ACT_MOVE], max_cycles, n_goals=1)
 
-    def _draw(self, rng):
-        B, n, L = self.n_envs, self.n_agents, self.n_landmarks
-        goal = rng.integers(L, size=(B, 1))
-        u = rng.uniform(-1.0, 1.0, size=(B, n + L, 2))
-        return {"goal": goal, "pos": u[:, :n], "lm": u[:, n:]}
-
     def _observe(self, obs):
         push_obs(self.pos, self.vel, self.lm, self.goal, LANDMARK_COLORS, AGENT_COLORS, obs)
 

@@ -86,12 +86,6 @@ class ReferencePort(BatchPort):
         super().__init__(B, 2, N_LANDMARKS, [obs_dim] * 2, [ACT_MOVE + DIM_C] * 2,
                          max_cycles, dim_c=DIM_C, n_goals=2)
 
-    def _draw(self, rng):
-        B, n, L = self.n_envs, self.n_agents, self.n_landmarks
-        goal = rng.integers(L, size=(B, 2))
-        u = rng.uniform(-1.0, 1.0, size=(B, n + L, 2))
-        return {"goal": goal, "pos": u[:, :n], "lm": u[:, n:]}
-
     def _observe(self, obs):
         reference_obs(self.pos, self.vel, self.lm, self.goal, self.comm, LANDMARK_COLORS, obs)
 

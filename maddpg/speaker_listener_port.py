@@ -76,12 +76,6 @@ class SpeakerListenerPort(BatchPort):
         super().__init__(B, 2, N_LANDMARKS, [DIM_C, 2 + 2 * N_LANDMARKS + DIM_C], [DIM_C, ACT_MOVE],
                          max_cycles, dim_c=DIM_C, n_goals=1)
 
-    def _draw(self, rng):
-        B, n, L = self.n_envs, self.n_agents, self.n_landmarks
-        goal = rng.integers(L, size=(B, 1))
-        u = rng.uniform(-1.0, 1.0, size=(B, n + L, 2))
-        return {"goal": goal, "pos": u[:, :n], "lm": u[:, n:]}
-
     def _observe(self, obs):
         speaker_listener_obs(self.pos, self.vel, self.lm, self.goal, self.comm, LANDMARK_COLORS, obs)
 

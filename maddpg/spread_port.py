@@ -126,11 +126,6 @@ class _Port(BatchPort):
     def __init__(self, n_envs: int, n_agents: int, n_landmarks: int, obs_dim: int, max_cycles: int) -> None:
         super().__init__(n_envs, n_agents, n_landmarks, [obs_dim] * n_agents, [ACT_DIM] * n_agents, max_cycles)
 
-    def _draw(self, rng):
-        n = self.n_agents
-        u = rng.uniform(-1.0, 1.0, size=(self.n_envs, n + self.n_landmarks, 2))
-        return {"pos": u[:, :n], "lm": u[:, n:]}
-
     def set_state(self, pos, vel, lm) -> None:
         """Copy a world state in (broadcast over envs); for tests and for mirroring mpe2."""
         self.pos[...] = pos
