@@ -113,15 +113,38 @@ def builder(algorithm: str):
     return fn
 
 
+# schedules built, by (builder, topology, options): the latest few, as a command's checks and
+# runs ask for each schedule several times (a 64x64 MultiTree takes seconds to build)
+_BUILT: dict = {}
+_BUILT_MAX = 8
+_BUILT_MAX_TRANSFERS = 80_000_000  # ~1.4 GB of schedule columns at most
+
+
 def build(topology, algorithm: str, **options):
-    """Build ``algorithm``'s all-reduce schedule (a :class:`Schedule`) on ``topology``."""
+    """Build ``algorithm``'s all-reduce schedule (a :class:`Schedule`) on ``topology``.
+    The same builder, topology (equal by value) and options give the same schedule object,
+    kept for the latest few (schedules are frozen values: do not write into their arrays)."""
     from nic.collectives.schedule import ScheduleError  # noqa: PLC0415
 
     fn = builder(algorithm)
     try:
-        return fn(topology, **options)
+        key = (fn, topology, repr(sorted(options.items())))
+        hash(key)
+    except TypeError:  # an unhashable topology or option: built each time
+        key = None
+    if key is not None and key in _BUILT:
+        _BUILT[key] = _BUILT.pop(key)  # the latest used last
+        return _BUILT[key]
+    try:
+        out = fn(topology, **options)
     except TypeError as exc:
         raise ScheduleError(f"{algorithm}: bad option ({exc})") from None
+    if key is not None:
+        _BUILT[key] = out
+        while len(_BUILT) > 1 and (len(_BUILT) > _BUILT_MAX or sum(
+                getattr(v, "num_transfers", 0) for v in _BUILT.values()) > _BUILT_MAX_TRANSFERS):
+            _BUILT.pop(next(iter(_BUILT)))
+    return out
 
 
 __all__ = [

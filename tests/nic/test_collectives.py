@@ -250,3 +250,21 @@ def test_unknown_algorithm_is_a_clear_error():
         build(parse_spec("torus:4x4"), "bogus")
     with pytest.raises(ScheduleError, match="ring2d needs a 2D mesh or torus"):
         build(parse_spec("fattree:k4:l2"), "ring2d")
+
+
+def test_build_gives_one_schedule_per_inputs():
+    """A schedule asked for again on an equal topology (rebuilt from its spec) is the same
+    object, equal to what its builder makes afresh; other options or algorithms are not."""
+    import nic.collectives as collectives
+    from nic.collectives import build, builder
+    from noc.topology import parse_spec
+
+    first = build(parse_spec("torus:4x4"), "multitree")
+    again = build(parse_spec("torus:4x4"), "multitree")
+    assert again is first
+    assert first == builder("multitree")(parse_spec("torus:4x4"))
+    paper = build(parse_spec("torus:4x4"), "multitree", tree_order="paper")
+    assert paper is not first and paper == builder("multitree")(parse_spec("torus:4x4"), tree_order="paper")
+    assert build(parse_spec("torus:4x4"), "ring") is not first
+    assert build(parse_spec("torus:4x8"), "multitree").num_nodes == 32
+    assert len(collectives._BUILT) <= collectives._BUILT_MAX
