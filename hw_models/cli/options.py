@@ -21,6 +21,9 @@ Preset = Annotated[Optional[str], typer.Option("--preset", help="A named config 
 Dask = Annotated[Optional[str], typer.Option("--dask", help="Run on an existing Dask distributed cluster: its "
                                              "scheduler's address, e.g. tcp://host:8786 (workers need hw-models "
                                              "installed).")]
+Fresh = Annotated[bool, typer.Option("--fresh", help="Run again the runs already in the output directory's sweep "
+                                     "store (runs.sqlite); their new rows replace the old (default: reuse them, "
+                                     "resume).")]
 FixedPoint = Annotated[Optional[str], typer.Option(
     "--fixed-point", metavar="BITS.FRAC", help="Fixed-point datapath: every kernel output rounded to a signed "
     "BITS-bit Q-format with FRAC fraction bits, saturating (e.g. 16.10). Default: float32.")]

@@ -16,7 +16,7 @@ from typing import Optional
 
 import typer
 
-from hw_models.cli.options import ConfigFile, Nis, Preset, Topology
+from hw_models.cli.options import ConfigFile, Fresh, Nis, Preset, Topology
 from hw_models.training.compute import DEFAULT_DEVICE, ENGINES, device_choices
 from hw_models.training.policies import POLICIES
 from hw_models.training.workloads import WORKLOADS
@@ -76,8 +76,7 @@ def train(
                                             "policy)."),
     yes: bool = typer.Option(False, "--yes", help="Run what is estimated to take longer than 10 minutes: the "
                              "flit-level all-reduces, or the runs' iterations (runs x --iterations)."),
-    fresh: bool = typer.Option(False, "--fresh", help="Run again the runs already in the output directory's sweep "
-                               "store (runs.sqlite); their new rows replace the old (default: reuse them, resume)."),
+    fresh: Fresh = False,
 ) -> None:
     """Simulate training iterations: per workload, iteration time and reduction against ring; write CSV and PNG."""
     from hw_models.train_job import TrainRequest, run_train

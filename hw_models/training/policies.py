@@ -313,6 +313,12 @@ class _Buckets(Policy):
     def plan(self, layers, comm):
         return fusion_buckets(layers, self.threshold_bytes)
 
+    reduce_collective = "allreduce"  # what a complete bucket's reduction starts as
+
+    def next_collective(self, view: NetworkView) -> Collective | None:
+        parts = _first_complete_bucket(view, "reduce")
+        return Collective(self.reduce_collective, tuple(p.piece() for p in parts)) if parts else None
+
 
 class TensorFusion(_Buckets):
     """Tensor fusion: gradients, in the order they appear, fill buckets of at least
@@ -324,10 +330,6 @@ class TensorFusion(_Buckets):
     source = ("Horovod: fast and easy distributed deep learning in TensorFlow; A. Sergeev, M. Del Balso; "
               "arXiv 2018")
     default_bytes = 64 * MIB
-
-    def next_collective(self, view: NetworkView) -> Collective | None:
-        parts = _first_complete_bucket(view, "reduce")
-        return Collective("allreduce", tuple(p.piece() for p in parts)) if parts else None
 
 
 class MGWFBP(TensorFusion):
@@ -455,13 +457,12 @@ class DeAR(_Buckets):
     source = ("DeAR: Accelerating Distributed Deep Learning with Fine-Grained All-Reduce Pipelining; L. Zhang, "
               "S. Shi, X. Chu, W. Wang, B. Li, C. Liu; IEEE ICDCS 2023")
     default_bytes = 25 * MIB
+    reduce_collective = "reduce_scatter"
 
     def next_collective(self, view: NetworkView) -> Collective | None:
-        parts = _first_complete_bucket(view, "reduce")
-        if parts:
-            return Collective("reduce_scatter", tuple(p.piece() for p in parts))
-        if not view.backward_done:
-            return None
+        first = super().next_collective(view)
+        if first is not None or not view.backward_done:
+            return first
         ready = [b for b in view.plan if _complete(view, b, "gather") is not None]
         if not ready:
             return None

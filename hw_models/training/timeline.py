@@ -133,6 +133,16 @@ class IterationStats:
         return 1.0 - self.exposed_comm_s / self.comm_s if self.comm_s > 0 else 1.0
 
 
+def _steady_mean(name: str) -> property:
+    """A property: the mean of the iterations' ``name`` over iterations 1 .. K-1 (the steady state)."""
+
+    def mean(self) -> float:
+        rows = self.iterations[1:]
+        return sum(getattr(r, name) for r in rows) / len(rows)
+
+    return property(mean, doc=f"Steady-state mean of the iterations' {name}.")
+
+
 @dataclass(frozen=True)
 class TimelineResult:
     """A simulated run: per-iteration statistics, every compute op and collective, per-layer
@@ -147,34 +157,12 @@ class TimelineResult:
     comm_events: tuple[CommEvent, ...]
     layer_events: tuple[LayerEvents, ...]
 
-    def _steady(self, name: str) -> float:
-        rows = self.iterations[1:]
-        return sum(getattr(r, name) for r in rows) / len(rows)
-
-    @property
-    def iteration_s(self) -> float:
-        return self._steady("iteration_s")
-
-    @property
-    def compute_s(self) -> float:
-        return self._steady("compute_s")
-
-    @property
-    def comm_s(self) -> float:
-        return self._steady("comm_s")
-
-    @property
-    def exposed_comm_s(self) -> float:
-        return self._steady("exposed_comm_s")
-
-    @property
-    def idle_s(self) -> float:
-        return self._steady("idle_s")
-
-    @property
-    def overlap_ratio(self) -> float:
-        c = self.comm_s
-        return 1.0 - self.exposed_comm_s / c if c > 0 else 1.0
+    iteration_s = _steady_mean("iteration_s")
+    compute_s = _steady_mean("compute_s")
+    comm_s = _steady_mean("comm_s")
+    exposed_comm_s = _steady_mean("exposed_comm_s")
+    idle_s = _steady_mean("idle_s")
+    overlap_ratio = IterationStats.overlap_ratio  # of the steady-state means
 
     def row(self) -> dict:
         """The steady-state figures as a flat row (for tables and CSV)."""
