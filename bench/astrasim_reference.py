@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -106,14 +107,21 @@ def reference(args) -> None:
     src = binary.parents[4] if len(binary.parents) > 4 else binary.parent
     rows = []
     t0 = time.process_time()
-    with tempfile.TemporaryDirectory() as tmp:
-        for net, topos, npus, coll, alg, size in points():
-            cycles = run_point(binary, Path(tmp), topos, npus, coll, alg, size)
-            rows.append({"network": net, "topologies": "x".join(topos), "npus": "x".join(map(str, npus)),
-                         "collective": coll, "algorithm": alg, "size_bytes": size, "bandwidth_GBps": BANDWIDTH_GBPS,
-                         "latency_ns": LATENCY_NS, "splits": ASTRA_SYSTEM["preferred-dataset-splits"],
-                         "astrasim_cycles": cycles, "astrasim_s": f"{cycles * 1e-9:.9g}"})
-            print(f"{net:16s} {coll:15s} {alg:17s} {size:>11d} B  {cycles:>12d} cycles", flush=True)
+    pts = list(points())
+
+    def one(i):
+        with tempfile.TemporaryDirectory() as tmp:
+            _, topos, npus, coll, alg, size = pts[i]
+            return run_point(binary, Path(tmp), topos, npus, coll, alg, size)
+
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        results = list(pool.map(one, range(len(pts))))
+    for (net, topos, npus, coll, alg, size), cycles in zip(pts, results):
+        rows.append({"network": net, "topologies": "x".join(topos), "npus": "x".join(map(str, npus)),
+                     "collective": coll, "algorithm": alg, "size_bytes": size, "bandwidth_GBps": BANDWIDTH_GBPS,
+                     "latency_ns": LATENCY_NS, "splits": ASTRA_SYSTEM["preferred-dataset-splits"],
+                     "astrasim_cycles": cycles, "astrasim_s": f"{cycles * 1e-9:.9g}"})
+        print(f"{net:16s} {coll:15s} {alg:17s} {size:>11d} B  {cycles:>12d} cycles", flush=True)
     out = Path(args.out)
     with out.open("w", newline="") as f:
         f.write(f"# ASTRA-sim 2 analytical congestion-unaware backend; {_repo_commits(src)}\n")
@@ -122,7 +130,7 @@ def reference(args) -> None:
         w = csv.DictWriter(f, fieldnames=FIELDS)
         w.writeheader()
         w.writerows(rows)
-    print(f"{len(rows)} points -> {out} ({time.process_time() - t0:.1f} s CPU here)")
+    print(f"{len(rows)} points -> {out} ({time.process_time() - t0:.1f} s CPU in this process)")
 
 
 def read_reference(path: Path = DEFAULT_CSV) -> list[dict]:
@@ -163,6 +171,7 @@ def main(argv=None) -> None:
     r = sub.add_parser("reference")
     r.add_argument("--astrasim", required=True, help="the AstraSim_Analytical_Congestion_Unaware binary")
     r.add_argument("--out", default=str(DEFAULT_CSV))
+    r.add_argument("--jobs", type=int, default=2, help="ASTRA-sim runs at once")
     c = sub.add_parser("compare")
     c.add_argument("--csv", default=str(DEFAULT_CSV))
     args = ap.parse_args(argv)

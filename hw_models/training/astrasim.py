@@ -12,8 +12,9 @@ backend sees a network, so that its figures can be set beside ASTRA-sim's run fo
   channels, no NIC, and two messages on one link do not share it (congestion-unaware).
   Hops: a bidirectional ring's shorter way round; 1 on a fully connected dimension; 2
   through a switch;
-* a collective of ``S`` bytes is split into ``splits`` chunks (ASTRA-sim's
-  ``preferred-dataset-splits``); one chunk at a time runs in a dimension (its
+* a collective of ``S`` bytes is split into ``splits`` chunks of ``S // splits`` bytes
+  (ASTRA-sim's ``preferred-dataset-splits``; at least one byte per NPU, except for an
+  all-gather); one chunk at a time runs in a dimension (its
   ``active-chunks-per-dimension`` = 1), so the chunks pipeline through the dimensions;
 * per chunk and dimension, the algorithm's steps: ring (``N-1`` steps of ``c/N`` per
   reduce-scatter or all-gather phase), direct (one step of ``c/N`` to every peer at once),
@@ -121,7 +122,9 @@ class AstraAnalytical:
             raise ConfigError(f"collective kind {kind!r}: must be one of {', '.join(COLLECTIVES)}")
         if nbytes <= 0:
             return 0.0
-        chunk = nbytes / self.splits
+        chunk = nbytes // self.splits
+        if kind != "all_gather" and chunk < self.num_workers:
+            chunk = self.num_workers  # ASTRA-sim's smallest chunk: one byte per NPU
         dims = range(len(self.npus))
         if len(self.npus) == 1:
             stages = [self.phase_ns(0, kind, chunk)]

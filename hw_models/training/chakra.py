@@ -277,3 +277,59 @@ def load_trace(prefix: str | Path) -> Trace:
         if [(n.kind, n.duration_us, n.comm_bytes) for n in read_et(f)] != key:
             raise ConfigError(f"trace {f}: differs from rank 0 (only data-parallel traces are supported)")
     return Trace(str(prefix), len(files), tuple(first))
+
+
+def layer_nodes(costs) -> list[EtNode]:
+    """The ET nodes of one iteration of per-layer costs (:class:`~hw_models.training.costs.LayerCost`,
+    forward order): durations rounded to whole µs, as a Chakra compute node holds them."""
+    return iteration_nodes([round(c.fwd_s * 1e6) for c in costs], [round(c.bwd_s * 1e6) for c in costs],
+                           [c.grad_bytes for c in costs], [c.name for c in costs])
+
+
+@dataclass(frozen=True)
+class TraceWorkload:
+    """A Chakra trace as a training workload: its per-layer costs are read from the trace,
+    not computed from layers (batch and device do not apply).
+
+    Nodes named ``fwd.L`` / ``bwd.L`` (as :func:`export_workload` writes them) give layer
+    ``L`` its forward and backward seconds, and a collective depending on ``bwd.L`` its
+    gradient bytes. Any other trace is read as a chain: every compute node in order is a
+    backward step (forward 0 s) whose gradient is the sum of the all-reduces that depend on
+    it -- the order and overlap ASTRA-sim gives the same graph."""
+
+    name: str
+    trace: Trace
+
+    def layer_costs(self):
+        from hw_models.training.costs import LayerCost  # noqa: PLC0415
+
+        nodes = self.trace.nodes
+        by_id = {n.id: n for n in nodes}
+        grads: dict[int, int] = {}
+        for n in nodes:
+            if n.kind != "compute":
+                if n.kind != "allreduce":
+                    raise ConfigError(f"trace {self.trace.prefix}: node {n.id} is a {n.kind}; a training trace's "
+                                      "collectives must be all-reduces")
+                dep = next((d for d in n.deps if d in by_id and by_id[d].kind == "compute"), None)
+                if dep is None:
+                    raise ConfigError(f"trace {self.trace.prefix}: all-reduce node {n.id} depends on no compute node")
+                grads[dep] = grads.get(dep, 0) + n.comm_bytes
+        comp = [n for n in nodes if n.kind == "compute"]
+        fwd = {n.name[4:]: n for n in comp if n.name.startswith("fwd.")}
+        bwd = {n.name[4:]: n for n in comp if n.name.startswith("bwd.")}
+        if fwd and set(fwd) == set(bwd) and len(fwd) + len(bwd) == len(comp):
+            return tuple(LayerCost(k, fwd[k].duration_us * 1e-6, bwd[k].duration_us * 1e-6, grads.get(bwd[k].id, 0))
+                         for k in fwd)
+        # a chain: the timeline runs backward steps last layer first, so the trace order is reversed
+        return tuple(LayerCost(f"{i}.{n.name or n.id}", 0.0, n.duration_us * 1e-6, grads.get(n.id, 0))
+                     for i, n in reversed(list(enumerate(comp))))
+
+
+def trace_workload(spec: str) -> TraceWorkload:
+    """``trace:PATH_PREFIX`` -> the workload of the per-rank ETs ``PATH_PREFIX.RANK.et``."""
+    prefix = spec[len("trace:"):] if spec.startswith("trace:") else spec
+    if not prefix:
+        raise ConfigError(f"workload {spec!r}: trace: needs a path prefix (trace:DIR/NAME for DIR/NAME.0.et, ...)")
+    t = load_trace(prefix)
+    return TraceWorkload(Path(prefix).name, t)
