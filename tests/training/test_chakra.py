@@ -92,6 +92,7 @@ def run(argv, capsys):
     return info.value.code, out.out, out.err
 
 
+@pytest.mark.slow
 def test_train_export_and_trace_workload(tmp_path, capsys):
     (tmp_path / "tiny.toml").write_text(NET)
     et = tmp_path / "et"
