@@ -14,8 +14,9 @@ backend sees a network, so that its figures can be set beside ASTRA-sim's run fo
   through a switch;
 * a collective of ``S`` bytes is split into ``splits`` chunks of ``S // splits`` bytes
   (ASTRA-sim's ``preferred-dataset-splits``; at least one byte per NPU, except for an
-  all-gather); one chunk at a time runs in a dimension (its
-  ``active-chunks-per-dimension`` = 1), so the chunks pipeline through the dimensions;
+  all-gather), run one after the other;
+* an all-gather's size is each NPU's input (ASTRA-sim's ``comm_size``), its result that
+  times the NPU count; a reduce-scatter's and an all-reduce's size is the whole vector;
 * per chunk and dimension, the algorithm's steps: ring (``N-1`` steps of ``c/N`` per
   reduce-scatter or all-gather phase), direct (one step of ``c/N`` to every peer at once),
   halving-doubling (``log2 N`` steps of ``c/2, c/4, ...`` to partners ``1, 2, 4, ...``
@@ -122,6 +123,8 @@ class AstraAnalytical:
             raise ConfigError(f"collective kind {kind!r}: must be one of {', '.join(COLLECTIVES)}")
         if nbytes <= 0:
             return 0.0
+        if kind == "all_gather":
+            nbytes *= self.num_workers  # ASTRA-sim's all-gather size is each NPU's input
         chunk = nbytes // self.splits
         if kind != "all_gather" and chunk < self.num_workers:
             chunk = self.num_workers  # ASTRA-sim's smallest chunk: one byte per NPU
@@ -140,10 +143,10 @@ class AstraAnalytical:
                     for d in dims:
                         c /= self.npus[d]
                 for d in reversed(dims):
-                    stages.append(self.phase_ns(d, "all_gather", c))
                     c *= self.npus[d]
-        # the chunks pipeline through the stages, one chunk per stage at a time
-        return float(sum(stages) + (self.splits - 1) * max(stages))
+                    stages.append(self.phase_ns(d, "all_gather", c))
+        # the chunks one after the other (ASTRA-sim's baseline pipelines none across dimensions)
+        return float(self.splits * sum(stages))
 
     # the timeline's CommModel: seconds
     @property
