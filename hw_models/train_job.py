@@ -56,6 +56,7 @@ class TrainRequest:
     trace_run: Optional[str]
     yes: bool
     fresh: bool
+    export_chakra: Optional[Path] = None
 
 
 @dataclass(frozen=True)
@@ -305,6 +306,9 @@ def run_train(req: TrainRequest) -> None:
 
     s = resolve(req)
     con = console()
+    if req.export_chakra is not None:
+        _export_chakra(con, s)
+        return
     _print_header(con, s)
     points, runs, reused, sims = _run(con, s)
     rows = e2e.table_rows(runs)
@@ -321,6 +325,22 @@ def run_train(req: TrainRequest) -> None:
     con.print(f"{len(runs)} runs" + (f" ({reused} reused from {s.store_path.name})" if reused else "")
               + f"; distinct sizes simulated ({req.model} level) per algorithm: {done}; every run appended to "
               f"{s.store_path}; wrote {', '.join(str(w) for w in written)}", soft_wrap=True)
+
+
+def _export_chakra(con, s: TrainSetup) -> None:
+    """--export-chakra DIR: each workload's iteration as one Chakra ET per node of the topology
+    (compute in whole µs, one all-reduce per layer gradient, WFBP order); nothing is run."""
+    from hw_models.training import chakra
+    from hw_models.training import endtoend as e2e
+    from hw_models.training.compute import get_device
+
+    req = s.request
+    works = [w for _, w in workload_specs(req.workloads)]
+    costs = e2e.workload_costs(works, req.batch, get_device(req.device), req.engine)
+    ranks = s.exp.topology.num_nodes
+    for w in works:
+        prefix = chakra.export_workload(req.export_chakra, w.name, chakra.layer_nodes(costs[w.name]), ranks)
+        con.print(f"{w.name}: {ranks} ranks -> {prefix}.0.et .. {prefix}.{ranks - 1}.et", soft_wrap=True)
 
 
 def _write(con, s: TrainSetup, runs, rows: list[dict]) -> list[Path]:

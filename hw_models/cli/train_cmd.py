@@ -28,7 +28,8 @@ DEFAULT_BATCH = 16
 
 def train(
     workloads: str = typer.Option("all", "--workloads", "-w", help=f"Comma-separated: all, {', '.join(WORKLOADS)}, "
-                                  "or a .json/.toml layer file (docs/training_workloads.md)."),
+                                  "a .json/.toml layer file (docs/training_workloads.md) or trace:PATH_PREFIX (Chakra ETs "
+                                  "PATH_PREFIX.RANK.et)."),
     batch: int = typer.Option(DEFAULT_BATCH, "--batch", "-b", help="Samples per worker per iteration."),
     device: str = typer.Option(DEFAULT_DEVICE, "--device", help=f"Compute device preset: {device_choices()}."),
     engine: str = typer.Option("closed-form", "--engine", help=f"Systolic-array timing: {' or '.join(ENGINES)} "
@@ -77,10 +78,13 @@ def train(
     yes: bool = typer.Option(False, "--yes", help="Run what is estimated to take longer than 10 minutes: the "
                              "flit-level all-reduces, or the runs' iterations (runs x --iterations)."),
     fresh: Fresh = False,
+    export_chakra: Optional[Path] = typer.Option(None, "--export-chakra", help="Write each workload's iteration as "
+                                                 "Chakra ETs, one per node of the topology (DIR/NAME.RANK.et, as "
+                                                 "ASTRA-sim reads them), and run nothing."),
 ) -> None:
     """Simulate training iterations: per workload, iteration time and reduction against ring; write CSV and PNG."""
     from hw_models.train_job import TrainRequest, run_train
 
     run_train(TrainRequest(workloads, batch, device, engine, topology, nis, algorithms, nic, variant, model, policy,
                            fusion_threshold, slice_bytes, partition_bytes, strict, dear_threshold, fused, iterations,
-                           config, preset, out, seed, trace, gantt, trace_run, yes, fresh))
+                           config, preset, out, seed, trace, gantt, trace_run, yes, fresh, export_chakra))

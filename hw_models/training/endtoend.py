@@ -63,14 +63,21 @@ def resolve_workloads(spec: str, flag: str = "--workloads") -> tuple[Workload, .
     ``all`` (every built-in, in table order) or paths of JSON/TOML layer files. A name given
     twice counts once; two different workloads of one name are an error."""
     if not isinstance(spec, str) or not spec.replace(",", "").strip():
-        raise ConfigError(f"{flag} {spec!r} names no workload (allowed: all, {', '.join(WORKLOADS)}, or a .json/.toml "
-                          "layer file)")
+        raise ConfigError(f"{flag} {spec!r} names no workload (allowed: all, {', '.join(WORKLOADS)}, a .json/.toml "
+                          "layer file or trace:PATH_PREFIX)")
     out: dict[str, Workload] = {}
     for item in (s.strip() for s in spec.split(",")):
         if not item:
             continue
         if item.lower() == "all":
             found = list(WORKLOADS.values())
+        elif item.startswith("trace:"):
+            from hw_models.training.chakra import trace_workload  # noqa: PLC0415
+
+            try:
+                found = [trace_workload(item)]
+            except ConfigError as exc:
+                raise ConfigError(f"{flag} {item!r}: {exc}") from None
         elif item.lower().endswith((".json", ".toml")) or "/" in item or Path(item).exists():
             try:
                 found = [load_workload_file(item)]
@@ -95,7 +102,8 @@ def workload_costs(workloads: Sequence[Workload], batch: int, device, engine: st
     on ``device`` (:func:`hw_models.training.compute.layer_costs`), by workload name."""
     from hw_models.training.compute import layer_costs  # noqa: PLC0415
 
-    return {w.name: tuple(layer_costs(w, batch, device, engine)) for w in workloads}
+    return {w.name: (tuple(w.layer_costs()) if hasattr(w, "layer_costs") else tuple(layer_costs(w, batch, device, engine)))
+            for w in workloads}
 
 
 def make_policies(spec: str, options: Mapping[str, Any] | None = None,

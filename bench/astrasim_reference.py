@@ -1,0 +1,182 @@
+"""Collectives against ASTRA-sim 2's analytical (congestion-unaware) backend, run for run.
+
+    .venv/bin/python bench/astrasim_reference.py reference --astrasim PATH/TO/AstraSim_Analytical_Congestion_Unaware
+    .venv/bin/python bench/astrasim_reference.py compare [--csv CSV]
+
+``reference`` writes ASTRA-sim's inputs for every point of the matrix below (a network
+``.yml``, a system ``.json``, one Chakra ET per rank holding the single collective, written
+by :mod:`hw_models.training.chakra`), runs the binary (built outside this repository from
+its public source; the commits of it and its submodules go in the CSV's header) and stores
+``bench/data/astrasim_collectives.csv``: per point the largest ``sys[i] finished, N
+cycles`` over the ranks (ASTRA-sim's cycle is 1 ns) and the same in seconds.
+
+``compare`` recomputes our side, :class:`hw_models.training.astrasim.AstraAnalytical`
+(ASTRA-sim's analytical semantics: GB/s of 2^30 B, ns, its chunking), for every stored
+point and prints both and the deviation.
+
+Matrix: bandwidth 50 GB/s and latency 500 ns per link; Ring(8), FullyConnected(8),
+Switch(8) and Ring(4) x Ring(4); all-reduce with ring, double binary tree, halving-doubling
+and direct on each dimension; reduce-scatter and all-gather with ring and direct; sizes
+1 KiB .. 1 GiB, every factor of 4; system: endpoint-delay 10 ns, one active chunk per
+dimension, ``preferred-dataset-splits`` 4, LIFO, ``collective-optimization`` baseline,
+local memory bandwidth 1600 GB/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hw_models.training.astrasim import ASTRA_SYSTEM, AstraAnalytical  # noqa: E402
+from hw_models.training.chakra import EtNode, export_workload  # noqa: E402
+
+DEFAULT_CSV = Path(__file__).resolve().parent / "data" / "astrasim_collectives.csv"
+BANDWIDTH_GBPS = 50.0
+LATENCY_NS = 500.0
+NETWORKS = {  # name -> (topologies, npus per dimension)
+    "Ring8": (("Ring",), (8,)),
+    "FullyConnected8": (("FullyConnected",), (8,)),
+    "Switch8": (("Switch",), (8,)),
+    "Ring4xRing4": (("Ring", "Ring"), (4, 4)),
+}
+ALGORITHMS = {"allreduce": ("ring", "doubleBinaryTree", "halvingDoubling", "direct"),
+              "reduce_scatter": ("ring", "direct"), "all_gather": ("ring", "direct")}
+SIZES = [1 << e for e in range(10, 31, 2)]
+FIELDS = ["network", "topologies", "npus", "collective", "algorithm", "size_bytes", "bandwidth_GBps",
+          "latency_ns", "splits", "astrasim_cycles", "astrasim_s"]
+_FINISHED = re.compile(r"sys\[(\d+)\] finished, (\d+) cycles")
+
+
+def _repo_commits(src: Path) -> str:
+    def head(p: Path) -> str:
+        r = subprocess.run(["git", "-C", str(p), "rev-parse", "HEAD"], capture_output=True, text=True)
+        return r.stdout.strip() or "unknown"
+    subs = {"astra-sim": src, "chakra": src / "extern/graph_frontend/chakra",
+            "astra-network-analytical": src / "extern/network_backend/analytical",
+            "fmt": src / "extern/helper/fmt", "spdlog": src / "extern/helper/spdlog"}
+    return "; ".join(f"{k} {head(p)}" for k, p in subs.items())
+
+
+def points():
+    for net, (topos, npus) in NETWORKS.items():
+        for coll, algs in ALGORITHMS.items():
+            for alg in algs:
+                if alg == "halvingDoubling" and any(n & (n - 1) for n in npus):
+                    continue
+                for size in SIZES:
+                    yield net, topos, npus, coll, alg, size
+
+
+def run_point(binary: Path, work: Path, topos, npus, coll, alg, size) -> int:
+    ranks = 1
+    for n in npus:
+        ranks *= n
+    (work / "net.yml").write_text(
+        f"topology: [ {', '.join(topos)} ]\nnpus_count: [ {', '.join(map(str, npus))} ]\n"
+        f"bandwidth: [ {', '.join([str(BANDWIDTH_GBPS)] * len(topos))} ]\n"
+        f"latency: [ {', '.join([str(LATENCY_NS)] * len(topos))} ]\n")
+    system = dict(ASTRA_SYSTEM)
+    for k in ("all-reduce", "all-gather", "reduce-scatter", "all-to-all"):
+        system[f"{k}-implementation"] = [alg] * len(topos)
+    (work / "sys.json").write_text(json.dumps(system, indent=1))
+    (work / "mem.json").write_text(json.dumps({"memory-type": "NO_MEMORY_EXPANSION"}))
+    prefix = export_workload(work / "et", "coll", [EtNode(0, coll, coll, comm_bytes=size)], ranks)
+    out = subprocess.run([str(binary), f"--workload-configuration={prefix}", f"--system-configuration={work / 'sys.json'}",
+                          f"--network-configuration={work / 'net.yml'}",
+                          f"--remote-memory-configuration={work / 'mem.json'}"],
+                         capture_output=True, text=True, cwd=work, timeout=600)
+    found = {int(a): int(b) for a, b in _FINISHED.findall(out.stdout + out.stderr)}
+    if out.returncode != 0 or len(found) != ranks:
+        raise RuntimeError(f"ASTRA-sim failed on {topos} {npus} {coll} {alg} {size}: rc {out.returncode}\n"
+                           f"{(out.stdout + out.stderr)[-2000:]}")
+    return max(found.values())
+
+
+def reference(args) -> None:
+    binary = Path(args.astrasim).resolve()
+    src = binary.parents[4] if len(binary.parents) > 4 else binary.parent
+    rows = []
+    t0 = time.process_time()
+    pts = list(points())
+
+    def one(i):
+        with tempfile.TemporaryDirectory() as tmp:
+            _, topos, npus, coll, alg, size = pts[i]
+            return run_point(binary, Path(tmp), topos, npus, coll, alg, size)
+
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        results = list(pool.map(one, range(len(pts))))
+    for (net, topos, npus, coll, alg, size), cycles in zip(pts, results):
+        rows.append({"network": net, "topologies": "x".join(topos), "npus": "x".join(map(str, npus)),
+                     "collective": coll, "algorithm": alg, "size_bytes": size, "bandwidth_GBps": BANDWIDTH_GBPS,
+                     "latency_ns": LATENCY_NS, "splits": ASTRA_SYSTEM["preferred-dataset-splits"],
+                     "astrasim_cycles": cycles, "astrasim_s": f"{cycles * 1e-9:.9g}"})
+        print(f"{net:16s} {coll:15s} {alg:17s} {size:>11d} B  {cycles:>12d} cycles", flush=True)
+    out = Path(args.out)
+    with out.open("w", newline="") as f:
+        f.write(f"# ASTRA-sim 2 analytical congestion-unaware backend; {_repo_commits(src)}\n")
+        f.write(f"# made by bench/astrasim_reference.py reference; system {json.dumps(ASTRA_SYSTEM, sort_keys=True)}; "
+                "one cycle = 1 ns; the time is the largest over the ranks\n")
+        w = csv.DictWriter(f, fieldnames=FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+    print(f"{len(rows)} points -> {out} ({time.process_time() - t0:.1f} s CPU in this process)")
+
+
+def read_reference(path: Path = DEFAULT_CSV) -> list[dict]:
+    with Path(path).open() as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def ours(row: dict, **options) -> float:
+    """Our side's nanoseconds for one stored row."""
+    model = AstraAnalytical(topologies=tuple(row["topologies"].split("x")),
+                            npus=tuple(int(n) for n in row["npus"].split("x")),
+                            bandwidth_GBps=float(row["bandwidth_GBps"]), latency_ns=float(row["latency_ns"]),
+                            algorithm=row["algorithm"], splits=int(row["splits"]), **options)
+    return model.collective_ns(row["collective"], int(row["size_bytes"]))
+
+
+def compare(args) -> None:
+    rows = read_reference(Path(args.csv))
+    print(f"{'network':16s} {'collective':15s} {'algorithm':17s} {'bytes':>11s} {'ASTRA-sim us':>13s} "
+          f"{'ours us':>13s} {'dev %':>7s}")
+    worst: dict[tuple, float] = {}
+    for r in rows:
+        peer = float(r["astrasim_cycles"])
+        mine = ours(r)
+        dev = 100.0 * (mine - peer) / peer
+        key = (r["network"], r["collective"], r["algorithm"])
+        worst[key] = max(worst.get(key, 0.0), abs(dev))
+        print(f"{r['network']:16s} {r['collective']:15s} {r['algorithm']:17s} {int(r['size_bytes']):>11d} "
+              f"{peer / 1e3:>13.3f} {mine / 1e3:>13.3f} {dev:>7.2f}")
+    print("\nlargest |deviation| per network, collective and algorithm:")
+    for k, v in worst.items():
+        print(f"  {' / '.join(k):50s} {v:6.2f} %")
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("reference")
+    r.add_argument("--astrasim", required=True, help="the AstraSim_Analytical_Congestion_Unaware binary")
+    r.add_argument("--out", default=str(DEFAULT_CSV))
+    r.add_argument("--jobs", type=int, default=2, help="ASTRA-sim runs at once")
+    c = sub.add_parser("compare")
+    c.add_argument("--csv", default=str(DEFAULT_CSV))
+    args = ap.parse_args(argv)
+    reference(args) if args.cmd == "reference" else compare(args)
+
+
+if __name__ == "__main__":
+    main()

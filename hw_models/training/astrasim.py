@@ -1,0 +1,167 @@
+"""Collective costs with ASTRA-sim 2's analytical (congestion-unaware) semantics.
+
+:class:`AstraAnalytical` is our model of a collective set up the way ASTRA-sim's analytical
+backend sees a network, so that its figures can be set beside ASTRA-sim's run for run
+(bench/astrasim_reference.py, docs/validation.md "Against ASTRA-sim 2"):
+
+* a network is a list of dimensions, each a ``Ring``, ``FullyConnected`` or ``Switch`` of
+  ``npus`` NPUs with one link bandwidth (GB/s, 1 GB = 2^30 B, as ASTRA-sim converts it) and
+  one link latency (ns);
+* a message of ``m`` bytes from ``a`` to ``b`` in one dimension takes ``hops * latency +
+  m / bandwidth`` ns, truncated to whole ns, with no contention: no routers, no virtual
+  channels, no NIC, and two messages on one link do not share it (congestion-unaware).
+  Hops: a bidirectional ring's shorter way round; 1 on a fully connected dimension; 2
+  through a switch;
+* a collective of ``S`` bytes is split into ``splits`` chunks of ``S // splits`` bytes
+  (ASTRA-sim's ``preferred-dataset-splits``; at least one byte per NPU, except for an
+  all-gather), run one after the other;
+* an all-gather's size is each NPU's input (ASTRA-sim's ``comm_size``), its result that
+  times the NPU count; a reduce-scatter's and an all-reduce's size is the whole vector;
+* per chunk and dimension, the algorithm's steps: ring (``N-1`` steps of ``c/N`` per
+  reduce-scatter or all-gather phase), direct (one step of ``c/N`` to every peer at once),
+  halving-doubling (``log2 N`` steps of ``c/2, c/4, ...`` to partners ``1, 2, 4, ...``
+  away) and double binary tree (reduce up and broadcast down a tree of depth ``log2 N``,
+  the whole chunk per step); ``endpoint_delay_ns`` is added once per step;
+* on several dimensions an all-reduce is reduce-scatters from the first dimension to the
+  last (each shrinking the chunk by its ``N``), then all-gathers back.
+
+The figures it was checked against, and by how much it differs where, are in
+docs/validation.md.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from noc.base.errors import ConfigError
+
+TOPOLOGIES = ("Ring", "FullyConnected", "Switch")
+ALGORITHMS = ("ring", "direct", "halvingDoubling", "doubleBinaryTree")
+COLLECTIVES = ("allreduce", "reduce_scatter", "all_gather")
+GIB = float(1 << 30)
+
+# the system configuration the comparisons use (an ASTRA-sim system .json)
+ASTRA_SYSTEM = {
+    "scheduling-policy": "LIFO",
+    "endpoint-delay": 10,
+    "active-chunks-per-dimension": 1,
+    "preferred-dataset-splits": 4,
+    "collective-optimization": "baseline",
+    "local-mem-bw": 1600,
+    "boost-mode": 0,
+}
+
+
+@dataclass(frozen=True)
+class AstraAnalytical:
+    """Nanoseconds of a collective on an ASTRA-sim analytical network (module docstring)."""
+
+    topologies: tuple[str, ...]
+    npus: tuple[int, ...]
+    bandwidth_GBps: float
+    latency_ns: float
+    algorithm: str = "ring"
+    splits: int = 4
+    endpoint_delay_ns: float = ASTRA_SYSTEM["endpoint-delay"]
+
+    def __post_init__(self) -> None:
+        if len(self.topologies) != len(self.npus) or not self.topologies:
+            raise ConfigError(f"topologies {self.topologies!r} and npus {self.npus!r}: one NPU count per dimension")
+        for t in self.topologies:
+            if t not in TOPOLOGIES:
+                raise ConfigError(f"topology = {t!r}: must be one of {', '.join(TOPOLOGIES)}")
+        for n in self.npus:
+            if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+                raise ConfigError(f"npus = {n!r}: must be an integer >= 2 per dimension")
+        if self.algorithm not in ALGORITHMS:
+            raise ConfigError(f"algorithm = {self.algorithm!r}: must be one of {', '.join(ALGORITHMS)}")
+        if self.algorithm == "halvingDoubling" and any(n & (n - 1) for n in self.npus):
+            raise ConfigError(f"npus = {self.npus}: halvingDoubling needs powers of two")
+        if not (self.bandwidth_GBps > 0 and math.isfinite(self.bandwidth_GBps)):
+            raise ConfigError(f"bandwidth_GBps = {self.bandwidth_GBps!r}: must be a finite number > 0")
+        if not (self.latency_ns >= 0 and math.isfinite(self.latency_ns)):
+            raise ConfigError(f"latency_ns = {self.latency_ns!r}: must be a finite number >= 0")
+        if isinstance(self.splits, bool) or not isinstance(self.splits, int) or self.splits < 1:
+            raise ConfigError(f"splits = {self.splits!r}: must be an integer >= 1")
+
+    @property
+    def bytes_per_ns(self) -> float:
+        return self.bandwidth_GBps * GIB / 1e9
+
+    def hops(self, dim: int, distance: int) -> int:
+        t, n = self.topologies[dim], self.npus[dim]
+        if t == "Ring":
+            d = distance % n
+            return min(d, n - d)
+        return 1 if t == "FullyConnected" else 2
+
+    def send_ns(self, dim: int, distance: int, nbytes: float) -> float:
+        """One message: ``hops * latency + bytes / bandwidth``, whole ns."""
+        return float(math.floor(self.hops(dim, distance) * self.latency_ns + nbytes / self.bytes_per_ns))
+
+    def phase_ns(self, dim: int, kind: str, chunk_bytes: float) -> float:
+        """One chunk's reduce-scatter, all-gather or all-reduce in one dimension."""
+        n, alg, e = self.npus[dim], self.algorithm, self.endpoint_delay_ns
+        if kind == "allreduce" and alg != "doubleBinaryTree":
+            return 2 * self.phase_ns(dim, "reduce_scatter", chunk_bytes)  # the all-gather mirrors it
+        if alg == "ring":
+            return (n - 1) * (e + self.send_ns(dim, 1, chunk_bytes / n))
+        if alg == "direct":
+            return e + max(self.send_ns(dim, k, chunk_bytes / n) for k in range(1, n))
+        if alg == "halvingDoubling":
+            steps = int(round(math.log2(n)))
+            return sum(e + self.send_ns(dim, 1 << s, chunk_bytes / (2 << s)) for s in range(steps))
+        # double binary tree: up and down a tree of depth log2 N, the whole chunk per step
+        depth = max(1, math.ceil(math.log2(n)))
+        per = depth * (e + self.send_ns(dim, 1, chunk_bytes))
+        return 2 * per if kind == "allreduce" else per
+
+    def collective_ns(self, kind: str, nbytes: int) -> float:
+        """Nanoseconds of one collective of ``kind`` (:data:`COLLECTIVES`) moving ``nbytes``."""
+        if kind not in COLLECTIVES:
+            raise ConfigError(f"collective kind {kind!r}: must be one of {', '.join(COLLECTIVES)}")
+        if nbytes <= 0:
+            return 0.0
+        if kind == "all_gather":
+            nbytes *= self.num_workers  # ASTRA-sim's all-gather size is each NPU's input
+        chunk = nbytes // self.splits
+        if kind != "all_gather" and chunk < self.num_workers:
+            chunk = self.num_workers  # ASTRA-sim's smallest chunk: one byte per NPU
+        dims = range(len(self.npus))
+        if len(self.npus) == 1:
+            stages = [self.phase_ns(0, kind, chunk)]
+        else:
+            stages, c = [], chunk
+            if kind in ("allreduce", "reduce_scatter"):
+                for d in dims:
+                    stages.append(self.phase_ns(d, "reduce_scatter", c))
+                    c /= self.npus[d]
+            if kind in ("allreduce", "all_gather"):
+                if kind == "all_gather":
+                    c = chunk
+                    for d in dims:
+                        c /= self.npus[d]
+                for d in reversed(dims):
+                    c *= self.npus[d]
+                    stages.append(self.phase_ns(d, "all_gather", c))
+        # the chunks one after the other (ASTRA-sim's baseline pipelines none across dimensions)
+        return float(self.splits * sum(stages))
+
+    # the timeline's CommModel: seconds
+    @property
+    def num_workers(self) -> int:
+        return math.prod(self.npus)
+
+    def allreduce_s(self, nbytes: int) -> float:
+        return self.collective_ns("allreduce", nbytes) * 1e-9
+
+    def reduce_scatter_s(self, nbytes: int) -> float:
+        return self.collective_ns("reduce_scatter", nbytes) * 1e-9
+
+    def all_gather_s(self, nbytes: int) -> float:
+        return self.collective_ns("all_gather", nbytes) * 1e-9
+
+    def describe(self) -> str:
+        return (f"ASTRA-sim analytical {'x'.join(f'{t}({n})' for t, n in zip(self.topologies, self.npus))}, "
+                f"{self.algorithm}, {self.bandwidth_GBps:g} GB/s, {self.latency_ns:g} ns, {self.splits} splits")
