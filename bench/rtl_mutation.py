@@ -56,7 +56,13 @@ MUTANTS = [
     ("rtl: a load with op 3 is accepted", "rtl/nic_scheduler.v",
      "&& (load_op != OP_BAD);", ";"),
     ("rtl data path: fp32 rounding ties away from zero", "rtl/nic_fp32_add.v",
-     "rnd_up = m[2] && (m[1] || m[0] || m[3]);", "rnd_up = m[2];"),
+     "rnd_up = m3[2] && (m3[1] || m3[0] || m3[3]);", "rnd_up = m3[2];"),
+    ("rtl data path: the pipelined fp32 adder normalises the sum of the inputs, not of its register",
+     "rtl/nic_fp32_add.v", "wire [27:0] sum = s1_q[27:0];", "wire [27:0] sum = sum1;"),
+    ("rtl data path: a beat to a word still in the adder's pipeline does not wait", "rtl/nic_depacketiser.v",
+     "if (q[s][Q_W-1] && q[s][Q_W-2 -: BA_W] == p_addr) hz = 1'b1;", "if (1'b0) hz = 1'b1;"),
+    ("rtl data path: a waiting beat is overwritten by the next one", "rtl/nic_depacketiser.v",
+     "assign rx_tready = !rst && !(p_valid && hazard);", "assign rx_tready = !rst;"),
     ("rtl data path: every beat of a packet written to the packet's first word", "rtl/nic_depacketiser.v",
      "p_addr <= hdr_addr + beat_reg;", "p_addr <= hdr_addr;"),
     ("rtl data path: a receive event at every packet's end, not the message's", "rtl/nic_depacketiser.v",
@@ -103,7 +109,8 @@ def _mutated_tree(dest: Path, mutant) -> tuple[list[Path], Path | None]:
 
 
 def run_datapath(sim: str, rtl_dir: Path) -> dict:
-    """In the child, for a data path mutant: the adder bench, the round trip, then a 16-node
+    """In the child, for a data path mutant: the adder bench (combinational and with
+    ADD_LAT 2), the round trip, the receive hazard bench at ADD_LAT 2, then a 16-node
     MultiTree all-reduce in fp32 with 2-beat packets (tests/rtl/test_datapath.py,
     test_allreduce_rtl.py); what failed first."""
     from dp_runner import run_bench  # noqa: PLC0415
@@ -117,6 +124,13 @@ def run_datapath(sim: str, rtl_dir: Path) -> dict:
         ("round-trip bench", dict(toplevel="nic_datapath", bench="roundtrip_bench",
                                   params={"LANES": 2, "FMT": 1, "BUF_WORDS": 64, "FLOW_W": 4, "NODE_W": 4,
                                           "STEP_W": 3, "LEN_W": 12}, job={"trials": 24, "seed": 2})),
+        ("adder bench fp32 x2 ADD_LAT 2", dict(toplevel="nic_reduce_add", bench="adder_bench",
+                                               params={"LANES": 2, "FMT": 1, "ADD_LAT": 2}, job={"random": 6000},
+                                               sources=["nic_fp32_add.v", "nic_reduce_add.v"])),
+        ("hazard bench ADD_LAT 2", dict(toplevel="nic_datapath", bench="hazard_bench",
+                                        params={"LANES": 2, "FMT": 1, "BUF_WORDS": 8, "FLOW_W": 4, "NODE_W": 4,
+                                                "STEP_W": 3, "LEN_W": 12, "ADD_LAT": 2},
+                                        job={"messages": 60, "seed": 9})),
         ("16-node all-reduce", dict(toplevel="nic_net", bench="allreduce_bench", params=ar_params, job=ar_job,
                                     sources=NET_SOURCES, test_module="allreduce_bench")),
     ]

@@ -28,6 +28,8 @@ module nic_datapath #(
     parameter NODE_W = 8,
     parameter STEP_W = 8,
     parameter LEN_W = 24,
+    // the reduction adder's pipeline registers (0..2; nic_depacketiser.v: receive timing)
+    parameter ADD_LAT = 0,
     // derived: buffer word address bits; do not override
     parameter BA_W = $clog2(BUF_WORDS)
 ) (
@@ -84,19 +86,21 @@ initial begin
     if (NODE_W < 1 || NODE_W > 16) $fatal(1, "nic_datapath: NODE_W = %0d out of range 1..16", NODE_W);
     if (STEP_W < 1 || STEP_W > 16) $fatal(1, "nic_datapath: STEP_W = %0d out of range 1..16", STEP_W);
     if (LEN_W < 1 || LEN_W > 32) $fatal(1, "nic_datapath: LEN_W = %0d out of range 1..32", LEN_W);
+    if (ADD_LAT < 0 || ADD_LAT > 2) $fatal(1, "nic_datapath: ADD_LAT = %0d out of range 0..2", ADD_LAT);
 end
 `endif
 
 reg [LANES*32-1:0] mem [0:BUF_WORDS-1];
 
 wire [BA_W-1:0]     tx_raddr;
-wire [BA_W-1:0]     rx_addr;
+wire [BA_W-1:0]     rx_raddr;
+wire [BA_W-1:0]     rx_waddr;
 wire                rx_we;
 wire [LANES*32-1:0] rx_wdata;
 
 always @(posedge clk) begin
     if (rx_we) begin
-        mem[rx_addr] <= rx_wdata;
+        mem[rx_waddr] <= rx_wdata;
     end else if (host_we) begin
         mem[host_addr] <= host_wdata;
     end
@@ -115,12 +119,13 @@ nic_packetiser #(
 );
 
 nic_depacketiser #(
-    .LANES(LANES), .FMT(FMT), .BUF_WORDS(BUF_WORDS), .FLOW_W(FLOW_W), .NODE_W(NODE_W), .STEP_W(STEP_W)
+    .LANES(LANES), .FMT(FMT), .BUF_WORDS(BUF_WORDS), .FLOW_W(FLOW_W), .NODE_W(NODE_W), .STEP_W(STEP_W),
+    .ADD_LAT(ADD_LAT)
 ) u_rx (
     .clk(clk), .rst(rst),
     .rx_tvalid(rx_tvalid), .rx_tready(rx_tready), .rx_tdata(rx_tdata), .rx_tlast(rx_tlast),
     .rx_tid(rx_tid), .rx_tuser(rx_tuser),
-    .buf_addr(rx_addr), .buf_rdata(mem[rx_addr]), .buf_we(rx_we), .buf_wdata(rx_wdata),
+    .buf_raddr(rx_raddr), .buf_rdata(mem[rx_raddr]), .buf_we(rx_we), .buf_waddr(rx_waddr), .buf_wdata(rx_wdata),
     .recv_valid(recv_valid), .recv_flow(recv_flow), .recv_op(recv_op), .recv_src(recv_src), .rx_err(rx_err)
 );
 

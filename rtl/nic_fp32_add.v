@@ -1,4 +1,5 @@
-// IEEE-754 binary32 addition, round to nearest (ties to even), one lane, combinational.
+// IEEE-754 binary32 addition, round to nearest (ties to even), one lane; combinational
+// (LAT = 0) or pipelined (LAT = 1 or 2 cycles from a, b to y).
 //
 //   y = a + b
 //
@@ -14,19 +15,34 @@
 // Method: align the smaller operand with guard, round and sticky bits, add or subtract
 // the 24-bit significands, normalise (a carry, or a leading-zero count), round to nearest
 // even on (guard, round | sticky, lsb).
+// Pipeline (LAT): stage 1 decodes the special cases, aligns and adds/subtracts; a register
+// after it when LAT >= 1; stage 2 normalises; a register after it when LAT = 2; stage 3
+// rounds and selects. The stages run every cycle (no enable): y is the sum of the a, b
+// presented LAT clock edges earlier, the same bits for every LAT.
 
 `resetall
 `timescale 1ns / 1ps
 `default_nettype none
 
-module nic_fp32_add (
+module nic_fp32_add #(
+    // pipeline registers between a, b and y (0: combinational)
+    parameter LAT = 0
+) (
+    input  wire        clk,
     input  wire [31:0] a,
     input  wire [31:0] b,
     output reg  [31:0] y
 );
 
+`ifndef SYNTHESIS
+initial begin
+    if (LAT < 0 || LAT > 2) $fatal(1, "nic_fp32_add: LAT = %0d out of range 0..2", LAT);
+end
+`endif
+
 localparam [31:0] QNAN = 32'h7FC00000;
 
+// ---------------------------------------------------------------- stage 1: decode, align, add
 wire       sa = a[31];
 wire       sb = b[31];
 wire [7:0] ea = a[30:23];
@@ -56,13 +72,8 @@ wire [26:0] m_big = {1'b1, f_big, 3'b000};
 wire [26:0] m_sml = {1'b1, f_sml, 3'b000};
 
 reg  [26:0] al;      // the smaller significand aligned, its lowest bit the sticky OR
-reg  [27:0] sum;     // add/subtract result (bit 27: carry of an addition)
-reg  [26:0] m;       // normalised: bit 26 the hidden bit
-reg  [9:0]  e;       // biased exponent of m, signed (may underflow below 1)
-reg  [4:0]  lz;
-reg         rnd_up;
-reg  [24:0] mant;    // rounded significand (bit 24: rounding carried out)
-reg         found;
+reg         spec;    // the result is decided by the special cases alone
+reg  [31:0] spec_y;  // ... and is this
 
 always @* begin : align
     reg [26:0] lost_mask;
@@ -75,16 +86,54 @@ always @* begin : align
     end
 end
 
-always @* begin : addsub
+always @* begin
+    spec = 1'b1;
+    if (a_nan || b_nan || (a_inf && b_inf && sub)) begin
+        spec_y = QNAN;
+    end else if (a_inf) begin
+        spec_y = {sa, 8'hFF, 23'd0};
+    end else if (b_inf) begin
+        spec_y = {sb, 8'hFF, 23'd0};
+    end else if (a_zero && b_zero) begin
+        spec_y = {sa & sb, 31'd0};
+    end else if (a_zero) begin
+        spec_y = b;
+    end else if (b_zero) begin
+        spec_y = a;
+    end else begin
+        spec = 1'b0;
+        spec_y = 32'd0;
+    end
+end
+
+wire [27:0] sum1 = sub ? ({1'b0, m_big} - {1'b0, al}) : ({1'b0, m_big} + {1'b0, al});  // bit 27: carry
+
+// stage 1 -> 2: {spec, spec_y, s_big, e_big, sum}
+localparam S1_W = 1 + 32 + 1 + 8 + 28;
+wire [S1_W-1:0] s1_d = {spec, spec_y, s_big, e_big, sum1};
+wire [S1_W-1:0] s1_q;
+
+// ---------------------------------------------------------------- stage 2: normalise
+wire        spec2 = s1_q[S1_W-1];
+wire [31:0] spec_y2 = s1_q[S1_W-2 -: 32];
+wire        s_big2 = s1_q[36];
+wire [7:0]  e_big2 = s1_q[35:28];
+wire [27:0] sum = s1_q[27:0];
+
+reg  [26:0] m;       // normalised: bit 26 the hidden bit
+reg  [9:0]  e;       // biased exponent of m, signed (may underflow below 1)
+reg  [4:0]  lz;
+reg         found;
+
+always @* begin : normalise
     integer k;
-    sum = sub ? ({1'b0, m_big} - {1'b0, al}) : ({1'b0, m_big} + {1'b0, al});
     lz = 5'd0;
     found = 1'b0;
     k = 0;  // assigned on every path: no latch for the loop variable (synth_ecp5 refuses one)
     if (sum[27]) begin
         // carry: shift right by one, keeping the sticky bit
         m = {sum[27:2], sum[1] | sum[0]};
-        e = {2'b00, e_big} + 10'd1;
+        e = {2'b00, e_big2} + 10'd1;
     end else begin
         for (k = 26; k >= 0; k = k - 1) begin
             if (!found && sum[k]) begin
@@ -93,39 +142,68 @@ always @* begin : addsub
             end
         end
         m = sum[26:0] << lz;
-        e = {2'b00, e_big} - {5'd0, lz};
-    end
-    rnd_up = m[2] && (m[1] || m[0] || m[3]);
-    mant = {1'b0, m[26:3]} + {24'd0, rnd_up};
-    if (mant[24]) begin
-        mant = mant >> 1;
-        e = e + 10'd1;
+        e = {2'b00, e_big2} - {5'd0, lz};
     end
 end
 
-always @* begin
-    if (a_nan || b_nan || (a_inf && b_inf && sub)) begin
-        y = QNAN;
-    end else if (a_inf) begin
-        y = {sa, 8'hFF, 23'd0};
-    end else if (b_inf) begin
-        y = {sb, 8'hFF, 23'd0};
-    end else if (a_zero && b_zero) begin
-        y = {sa & sb, 31'd0};
-    end else if (a_zero) begin
-        y = b;
-    end else if (b_zero) begin
-        y = a;
-    end else if (sum == 28'd0) begin
+// stage 2 -> 3: {spec, spec_y, s_big, cancelled, m, e}
+localparam S2_W = 1 + 32 + 1 + 1 + 27 + 10;
+wire [S2_W-1:0] s2_d = {spec2, spec_y2, s_big2, sum == 28'd0, m, e};
+wire [S2_W-1:0] s2_q;
+
+// ---------------------------------------------------------------- stage 3: round, select
+wire        spec3 = s2_q[S2_W-1];
+wire [31:0] spec_y3 = s2_q[S2_W-2 -: 32];
+wire        s_big3 = s2_q[38];
+wire        zero3 = s2_q[37];
+wire [26:0] m3 = s2_q[36:10];
+wire [9:0]  e3 = s2_q[9:0];
+
+reg         rnd_up;
+reg  [24:0] mant;    // rounded significand (bit 24: rounding carried out)
+reg  [9:0]  er;
+
+always @* begin : round
+    rnd_up = m3[2] && (m3[1] || m3[0] || m3[3]);
+    mant = {1'b0, m3[26:3]} + {24'd0, rnd_up};
+    er = e3;
+    if (mant[24]) begin
+        mant = mant >> 1;
+        er = er + 10'd1;
+    end
+    if (spec3) begin
+        y = spec_y3;
+    end else if (zero3) begin
         y = 32'd0;  // exact cancellation: +0
-    end else if ($signed(e) >= 10'sd255) begin
-        y = {s_big, 8'hFF, 23'd0};  // overflow
-    end else if ($signed(e) <= 10'sd0) begin
-        y = {s_big, 31'd0};  // below the smallest normal: flushed
+    end else if ($signed(er) >= 10'sd255) begin
+        y = {s_big3, 8'hFF, 23'd0};  // overflow
+    end else if ($signed(er) <= 10'sd0) begin
+        y = {s_big3, 31'd0};  // below the smallest normal: flushed
     end else begin
-        y = {s_big, e[7:0], mant[22:0]};
+        y = {s_big3, er[7:0], mant[22:0]};
     end
 end
+
+// ---------------------------------------------------------------- pipeline registers
+generate
+    if (LAT >= 1) begin : g_r1
+        reg [S1_W-1:0] r1;
+        always @(posedge clk) r1 <= s1_d;
+        assign s1_q = r1;
+    end else begin : g_w1
+        assign s1_q = s1_d;
+    end
+    if (LAT >= 2) begin : g_r2
+        reg [S2_W-1:0] r2;
+        always @(posedge clk) r2 <= s2_d;
+        assign s2_q = r2;
+    end else begin : g_w2
+        assign s2_q = s2_d;
+    end
+    if (LAT == 0) begin : g_noclk
+        wire unused_clk = clk;  // combinational: the clock is not used
+    end
+endgenerate
 
 endmodule
 

@@ -24,6 +24,8 @@ module nic_top #(
     parameter CNT_W = 4,
     parameter ERR_W = 16,
     parameter TMO_W = 16,
+    // the reduction adder's pipeline registers (0..2; receive timing in nic_depacketiser.v)
+    parameter ADD_LAT = 0,
     // derived; do not override
     parameter ADDR_W = (DEPTH > 1) ? $clog2(DEPTH) : 1,
     parameter BA_W = $clog2(BUF_WORDS)
@@ -115,6 +117,7 @@ initial begin
     if (BUF_WORDS < 2 || BUF_WORDS > 65536) $fatal(1, "nic_top: BUF_WORDS = %0d out of range 2..65536", BUF_WORDS);
     if (ADDR_W != ((DEPTH > 1) ? $clog2(DEPTH) : 1)) $fatal(1, "nic_top: ADDR_W is derived; do not override");
     if (BA_W != $clog2(BUF_WORDS)) $fatal(1, "nic_top: BA_W is derived; do not override");
+    if (ADD_LAT < 0 || ADD_LAT > 2) $fatal(1, "nic_top: ADD_LAT = %0d out of range 0..2", ADD_LAT);
 end
 `endif
 
@@ -158,7 +161,7 @@ assign sched_send_valid = s_valid && !s_ni;
 
 nic_datapath #(
     .LANES(LANES), .FMT(FMT), .BUF_WORDS(BUF_WORDS), .FLOW_W(FLOW_W), .NODE_W(NODE_W), .STEP_W(STEP_W),
-    .LEN_W(LEN_W)
+    .LEN_W(LEN_W), .ADD_LAT(ADD_LAT)
 ) u_dp (
     .clk(clk), .rst(rst || clear), .node_id(node_id), .cfg_pkt_beats(cfg_pkt_beats),
     .send_valid(s_valid), .send_ready(s_ready), .send_op(s_op), .send_flow(s_flow), .send_peer(s_peer),

@@ -5,6 +5,9 @@
   (subnormal inputs and results flushed to a zero of their sign, NaN canonical
   0x7FC00000), and 32-bit two's complement addition modulo 2^32.
 * :func:`packet_plan`: the packets the packetiser makes of one message.
+* :class:`ReceiveTiming`: the receive side's cycle model at an adder latency
+  ``add_lat``: when ``rx_tready`` is low (a beat whose word is still in the adder's
+  pipeline waits), when each beat is written and when each receive event appears.
 * :func:`allreduce_reference`: a schedule executed on a node x element array of bit
   patterns, in the order the functional verifier uses (a step's sends read their sender's
   state at the start of the step, then the step's arrivals are applied), with the REDUCE
@@ -56,6 +59,46 @@ def packet_plan(beats: int, pkt_beats: int) -> list[tuple[int, int]]:
         return []
     size = beats if pkt_beats <= 0 else pkt_beats
     return [(b, min(size, beats - b)) for b in range(0, beats, size)]
+
+
+class ReceiveTiming:
+    """Cycle model of nic_depacketiser's receive side (rtl/nic_depacketiser.v, "Timing").
+
+    A beat taken at an edge enters the apply register, where its word is read; it goes on
+    into the adder's ``add_lat`` stages unless one of them holds the same word (then it
+    waits, and ``rx_tready`` is low); it is written as it leaves the last stage (at once
+    for ``add_lat`` 0), and the receive event of a message-ending beat is presented in the
+    cycle after its write. Call :meth:`cycle` once per clock cycle, before the edge.
+    """
+
+    def __init__(self, add_lat: int):
+        if add_lat not in (0, 1, 2):
+            raise ValueError(f"add_lat = {add_lat}: allowed 0, 1, 2")
+        self.add_lat = add_lat
+        self.apply = None               # (word, ends a message) in the apply register
+        self.stages = [None] * add_lat  # the adder's pipeline, stage 1 first
+        self.event = False              # a receive event presented in this cycle
+
+    def _hazard(self) -> bool:
+        return self.apply is not None and any(s is not None and s[0] == self.apply[0] for s in self.stages)
+
+    def ready(self) -> bool:
+        """``rx_tready`` in this cycle (a function of the registers only)."""
+        return not self._hazard()
+
+    def cycle(self, beat=None):
+        """One clock edge with ``beat`` = (word, ends a message) on offer, or None.
+
+        Returns (taken, written word or None) for this cycle."""
+        hazard = self._hazard()
+        taken = beat is not None and not hazard
+        leaving = self.stages[-1] if self.add_lat else self.apply
+        if self.add_lat:
+            self.stages = [None if hazard else self.apply] + self.stages[:-1]
+        if not hazard:
+            self.apply = beat if taken else None
+        self.event = leaving is not None and leaving[1]
+        return taken, (leaving[0] if leaving is not None else None)
 
 
 def allreduce_reference(schedule: Schedule, data_bits: np.ndarray, lanes: int, fmt: int,

@@ -23,7 +23,7 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, Timer
 
-from hw_models.rtl.datapath_ref import FMT_FP32, add, packet_plan
+from hw_models.rtl.datapath_ref import FMT_FP32, ReceiveTiming, add, packet_plan
 
 MASK32 = 0xFFFFFFFF
 
@@ -104,13 +104,29 @@ async def adder_bench(dut):
     steps = -(-len(pairs) // lanes)
     pairs += pairs[:steps * lanes - len(pairs)]
     checked = {"nan": 0, "inf": 0, "zero": 0, "flushed": 0, "subnormal_in": 0}
-    for s in range(steps):
-        chunk = pairs[s * lanes:(s + 1) * lanes]
-        a = np.array([p[0] for p in chunk], np.uint32)
-        b = np.array([p[1] for p in chunk], np.uint32)
-        dut.a.value = _pack(a, lanes)
-        dut.b.value = _pack(b, lanes)
-        await Timer(1, unit="ns")
+    lat = j.get("ADD_LAT", 0)
+    if lat:  # pipelined: a new pair every cycle, its sum lat edges later
+        Clock(dut.clk, 10, unit="ns").start()
+        await FallingEdge(dut.clk)
+    else:
+        dut.clk.value = 0
+    in_flight = []
+    for s in range(steps + max(lat - 1, 0)):
+        if s < steps:
+            chunk = pairs[s * lanes:(s + 1) * lanes]
+            in_flight.append((np.array([p[0] for p in chunk], np.uint32), np.array([p[1] for p in chunk], np.uint32)))
+            dut.a.value = _pack(in_flight[-1][0], lanes)
+            dut.b.value = _pack(in_flight[-1][1], lanes)
+        else:
+            dut.a.value, dut.b.value = 0, 0  # drained: zeros in, nothing checked for them
+        if lat:
+            await FallingEdge(dut.clk)
+            if s < lat - 1:
+                continue
+            # y now is the sum of the pair presented lat edges ago (step s - lat + 1)
+        else:
+            await Timer(1, unit="ns")
+        a, b = in_flight.pop(0)
         want = add(fmt, a, b)
         got = _unpack(dut.y.value, lanes)
         for lane in range(lanes):
@@ -267,3 +283,89 @@ async def roundtrip_bench(dut):
         assert int(dut.rx_err.value) == 0
     assert messages >= 10 and packets_seen > messages
     dut._log.info(f"round trip: {messages} messages, {packets_seen} packets")
+
+
+@cocotb.test()
+async def hazard_bench(dut):
+    """Receive side under back-to-back beats to a few words: ``rx_tready`` and every
+    receive event cycle by cycle against :class:`ReceiveTiming` at the bench's ``ADD_LAT``,
+    the source holding a beat (and its payload) while ``tready`` is low and idling at random
+    (``p_gap``); the buffer read back against the beats applied in the order taken."""
+    j = _job()
+    lanes, fmt, words = j["LANES"], j["FMT"], j["BUF_WORDS"]
+    flow_w, step_w = j["FLOW_W"], j["STEP_W"]
+    lat = j.get("ADD_LAT", 0)
+    rng = np.random.default_rng(j.get("seed", 0))
+    Clock(dut.clk, 10, unit="ns").start()
+    for name in ("send_valid", "send_op", "send_flow", "send_peer", "send_len", "send_step", "tx_tready",
+                 "rx_tvalid", "rx_tdata", "rx_tlast", "rx_tid", "rx_tuser", "host_we", "host_addr", "host_wdata",
+                 "node_id", "cfg_pkt_beats"):
+        getattr(dut, name).value = 0
+    dut.rst.value = 1
+    await FallingEdge(dut.clk)
+    await FallingEdge(dut.clk)
+    dut.rst.value = 0
+
+    def rand_word():
+        if fmt == FMT_FP32:
+            v = (rng.standard_normal(lanes) * 2.0 ** rng.integers(-8, 8, lanes)).astype(np.float32)
+            return [int(x) for x in v.view(np.uint32)]
+        return [int(x) for x in rng.integers(0, 1 << 32, lanes, dtype=np.uint64)]
+
+    mem = [rand_word() for _ in range(words)]
+    for a in range(words):
+        dut.host_we.value, dut.host_addr.value, dut.host_wdata.value = 1, a, _pack(mem[a], lanes)
+        await FallingEdge(dut.clk)
+    dut.host_we.value = 0
+
+    # messages of one packet, 1-2 beats, to a word among the first three: back-to-back reuse of a word
+    beats = []  # (word, data, tuser, tlast, op, ends the message)
+    for m in range(j.get("messages", 60)):
+        n = int(rng.integers(1, 3))
+        base = int(rng.integers(0, 3))
+        op = int(rng.random() < 0.2)  # mostly REDUCE
+        user = (base << (step_w + flow_w + 2)) | ((m % (1 << flow_w)) << 2) | (op << 1) | 1
+        for k in range(n):
+            beats.append((base + k, rand_word(), user, int(k == n - 1), op, k == n - 1))
+    model = ReceiveTiming(lat)
+    p_gap = j.get("p_gap", 0.3)
+    i, held, stalls, events, cycles = 0, False, 0, 0, 0
+    while i < len(beats) or model.apply is not None or any(model.stages) or model.event:
+        cycles += 1
+        assert cycles < 40 * len(beats) + 100, "the receive side never finished"
+        offer = held or (i < len(beats) and rng.random() >= p_gap)
+        if offer:
+            word, data, user, last, _op, _ev = beats[i]
+            dut.rx_tvalid.value, dut.rx_tdata.value, dut.rx_tuser.value = 1, _pack(data, lanes), user
+            dut.rx_tlast.value, dut.rx_tid.value = last, 1
+        else:
+            dut.rx_tvalid.value = 0
+            dut.rx_tdata.value = int(rng.integers(0, 1 << 31))  # garbage while not valid
+        await Timer(1, unit="ns")
+        ready = int(dut.rx_tready.value)
+        assert ready == int(model.ready()), f"cycle {cycles}: rx_tready {ready}, model {int(model.ready())}"
+        taken, _written = model.cycle((beats[i][0], beats[i][5]) if offer else None)
+        if offer and taken:
+            word, data, _u, _l, op, _ev = beats[i]
+            mem[word] = list(data) if op else [int(x) for x in add(fmt, np.array(mem[word], np.uint32),
+                                                                 np.array(data, np.uint32))]
+            i += 1
+            held = False
+        elif offer:
+            stalls += 1
+            held = True  # AXI-Stream: the beat and its payload stay on offer until taken
+        await FallingEdge(dut.clk)
+        rv = int(dut.recv_valid.value)
+        assert rv == int(model.event), f"cycle {cycles}: recv_valid {rv}, model {int(model.event)}"
+        events += rv
+    dut.rx_tvalid.value = 0
+    out = []
+    for a in range(words):
+        dut.host_addr.value = a
+        await FallingEdge(dut.clk)
+        out.append(_unpack(dut.host_rdata.value, lanes))
+    assert out == mem, "buffer after the receive: a beat lost, applied twice or out of order"
+    assert events == j.get("messages", 60) and int(dut.rx_err.value) == 0
+    assert (stalls > 0) == (lat > 0), f"ADD_LAT {lat}: {stalls} cycles with a beat held"
+    dut._log.info(f"hazard: {len(beats)} beats, {events} events, {stalls} stall cycles, {cycles} cycles, "
+                  f"ADD_LAT {lat}")

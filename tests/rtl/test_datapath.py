@@ -1,36 +1,56 @@
 """The NIC data path's benches (tests/rtl/datapath_benches.py): the reduction adder over a
-lane/format matrix, and the packetiser/depacketiser round trip through the buffer.
+lane/format/latency matrix, the packetiser/depacketiser round trip through the buffer, and
+the receive side's hazard bench (beats to a word still in the adder's pipeline wait, with
+``rx_tready`` low, cycle by cycle as hw_models.rtl.datapath_ref.ReceiveTiming says).
 Icarus runs the matrix; Verilator one set of each (the rest with ``-m slow``).
 """
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from dp_runner import run_bench, sim_cases
 
-ADDER = [(1, lanes) for lanes in (1, 2, 4, 16)] + [(0, lanes) for lanes in (1, 4)]
-ADDER_VERILATOR_DEFAULT = {(1, 4), (0, 4)}
+# (FMT, LANES, ADD_LAT)
+ADDER = [(1, lanes, 0) for lanes in (1, 2, 4, 16)] + [(0, lanes, 0) for lanes in (1, 4)] \
+    + [(1, 2, 1), (1, 2, 2), (0, 4, 1), (0, 4, 2)]
+ADDER_VERILATOR_DEFAULT = {(1, 4, 0), (0, 4, 0)}
 ROUNDTRIP = [{"LANES": 1, "FMT": 0, "BUF_WORDS": 32}, {"LANES": 2, "FMT": 1, "BUF_WORDS": 64},
-             {"LANES": 4, "FMT": 1, "BUF_WORDS": 16}]
-ROUNDTRIP_VERILATOR_DEFAULT = {2}
+             {"LANES": 4, "FMT": 1, "BUF_WORDS": 16}, {"LANES": 2, "FMT": 1, "BUF_WORDS": 32, "ADD_LAT": 2}]
+ROUNDTRIP_VERILATOR_DEFAULT = {(2, 0)}
+HAZARD = [{"LANES": 2, "FMT": 1, "BUF_WORDS": 8, "ADD_LAT": lat} for lat in (0, 1, 2)] \
+    + [{"LANES": 1, "FMT": 0, "BUF_WORDS": 4, "ADD_LAT": 2}]
 
 
 @pytest.mark.parametrize("sim,case", sim_cases(ADDER, ADDER_VERILATOR_DEFAULT, lambda c: c,
-                                                  lambda c: f"{('int32', 'fp32')[c[0]]}-lanes{c[1]}"))
+                                                  lambda c: f"{('int32', 'fp32')[c[0]]}-lanes{c[1]}-lat{c[2]}"))
 def test_reduction_adder_matches_numpy_float32_and_exact_int32(sim, case, tmp_path):
-    fmt, lanes = case
-    log = run_bench(sim, "nic_reduce_add", "adder_bench", {"LANES": lanes, "FMT": fmt}, {"random": 6000}, tmp_path,
+    fmt, lanes, lat = case
+    params = {"LANES": lanes, "FMT": fmt, **({"ADD_LAT": lat} if lat else {})}
+    log = run_bench(sim, "nic_reduce_add", "adder_bench", params, {"random": 6000}, tmp_path,
                     sources=["nic_fp32_add.v", "nic_reduce_add.v"])
     assert "pairs over" in log
 
 
-@pytest.mark.parametrize("sim,case", sim_cases(ROUNDTRIP, ROUNDTRIP_VERILATOR_DEFAULT, lambda c: c["LANES"],
-                                                  lambda c: f"lanes{c['LANES']}-fmt{c['FMT']}"))
+@pytest.mark.parametrize("sim,case", sim_cases(ROUNDTRIP, ROUNDTRIP_VERILATOR_DEFAULT,
+                                                  lambda c: (c["LANES"], c.get("ADD_LAT", 0)),
+                                                  lambda c: f"lanes{c['LANES']}-fmt{c['FMT']}-lat{c.get('ADD_LAT', 0)}"))
 def test_packetiser_and_depacketiser_round_trip(sim, case, tmp_path):
     params = {**case, "FLOW_W": 4, "NODE_W": 4, "STEP_W": 3, "LEN_W": 12}
     log = run_bench(sim, "nic_datapath", "roundtrip_bench", params, {"trials": 24, "seed": case["LANES"]}, tmp_path)
     assert "round trip:" in log
+
+
+@pytest.mark.parametrize("sim,case", sim_cases(HAZARD, set(), lambda c: c["ADD_LAT"],
+                                                  lambda c: f"lanes{c['LANES']}-fmt{c['FMT']}-lat{c['ADD_LAT']}"))
+def test_a_beat_to_a_word_in_the_adder_pipeline_waits_and_nothing_is_lost(sim, case, tmp_path):
+    params = {**case, "FLOW_W": 4, "NODE_W": 4, "STEP_W": 3, "LEN_W": 12}
+    log = run_bench(sim, "nic_datapath", "hazard_bench", params, {"messages": 60, "seed": 7 + case["ADD_LAT"]},
+                    tmp_path)
+    stalls = int(re.search(r"(\d+) stall cycles", log).group(1))
+    assert (stalls > 0) == (case["ADD_LAT"] > 0)
 
 
 # (top module, parameters): every format, lane counts 1..16, odd and tiny buffers, narrow fields, DEPTH 1
@@ -39,7 +59,9 @@ LINT = [("nic_top", {}), ("nic_top", {"DEPTH": 1, "LANES": 1, "FMT": 0, "BUF_WOR
         ("nic_top", {"DEPTH": 64, "LANES": 16, "FMT": 1, "BUF_WORDS": 48, "FLOW_W": 16, "NODE_W": 16, "STEP_W": 16,
                      "LEN_W": 32}),
         ("nic_datapath", {"LANES": 4, "FMT": 0, "BUF_WORDS": 1000}),
-        ("nic_reduce_add", {"LANES": 1, "FMT": 1}), ("nic_reduce_add", {"LANES": 16, "FMT": 0})]
+        ("nic_reduce_add", {"LANES": 1, "FMT": 1}), ("nic_reduce_add", {"LANES": 16, "FMT": 0}),
+        ("nic_reduce_add", {"LANES": 2, "FMT": 1, "ADD_LAT": 1}), ("nic_reduce_add", {"LANES": 2, "FMT": 0, "ADD_LAT": 2}),
+        ("nic_top", {"ADD_LAT": 2}), ("nic_top", {"ADD_LAT": 1, "FMT": 0, "BUF_WORDS": 2, "LANES": 1})]
 
 
 @pytest.mark.parametrize("top,params", LINT, ids=[f"{t}-{'-'.join(f'{k}{v}' for k, v in p.items()) or 'defaults'}"

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hw_models.rtl.datapath_ref import FMT_FP32, FMT_INT32, allreduce_reference, f32_add, int32_add, packet_plan
+from hw_models.rtl.datapath_ref import (FMT_FP32, FMT_INT32, ReceiveTiming, allreduce_reference, f32_add, int32_add,
+                                       packet_plan)
 from nic.collectives import build
 from nic.collectives.verify import verifier_inputs
 from noc.topology import parse_spec
@@ -94,3 +95,38 @@ def test_the_fp32_reference_depends_on_the_order_and_refuses_a_wrong_one():
     wrong[key] = orders[key][:-1] + [orders[key][0]]
     with pytest.raises(ValueError, match=f"node {key[0]} word {key[1]}"):
         allreduce_reference(s, u, lanes, FMT_FP32, reduce_order=wrong)
+
+
+def _run_timing(add_lat, words, cycles):
+    """Offer the (word, ends a message) beats back to back; per cycle (ready, written word, event next cycle)."""
+    t, i, out = ReceiveTiming(add_lat), 0, []
+    for _ in range(cycles):
+        ready = t.ready()
+        taken, written = t.cycle((words[i], True) if i < len(words) else None)
+        i += taken
+        out.append((int(ready), written, int(t.event)))
+    return out
+
+
+def test_receive_timing_of_two_beats_to_one_word_derived_from_the_rtl_contract():
+    # contract (rtl/nic_depacketiser.v): a beat taken at edge k is written at edge k+1+ADD_LAT,
+    # its event presented in cycle k+2+ADD_LAT; a beat whose word is in the pipeline waits.
+    # ADD_LAT 2: beat 0 taken at edge 0 -> written at edge 3; beat 1 taken at edge 1 is in the
+    # apply register from cycle 2, reads word 5 only after edge 3 (cycle 4), so rx_tready is
+    # low in cycles 2 and 3; it enters the pipeline at edge 4 and is written at edge 6.
+    got = _run_timing(2, [5, 5, 6], 9)
+    assert [r for r, _, _ in got] == [1, 1, 0, 0, 1, 1, 1, 1, 1]
+    assert [w for _, w, _ in got] == [None, None, None, 5, None, None, 5, 6, None]
+    # ADD_LAT 0: read-modify-write within a cycle, always ready, written one edge after taken
+    got = _run_timing(0, [5, 5, 6], 5)
+    assert [r for r, _, _ in got] == [1] * 5
+    assert [w for _, w, _ in got] == [None, 5, 5, 6, None]
+    assert [e for _, _, e in got] == [0, 1, 1, 1, 0]
+    # different words never wait: written 1 + ADD_LAT edges after being taken, one per cycle
+    got = _run_timing(1, [1, 2, 3], 6)
+    assert [r for r, _, _ in got] == [1] * 6 and [w for _, w, _ in got] == [None, None, 1, 2, 3, None]
+
+
+def test_receive_timing_refuses_an_unknown_latency():
+    with pytest.raises(ValueError, match="add_lat = 3: allowed 0, 1, 2"):
+        ReceiveTiming(3)
