@@ -79,11 +79,7 @@ class Profile:
                 elif bits[0] == "lognormal" and len(bits) == 2:
                     kw["sigma"] = float(bits[1])
                 elif bits[0] == "const" and len(bits) == 2:
-                    vals = tuple(float(x) for x in bits[1].split("/"))
-                    if len(vals) not in (1, num_nodes):
-                        raise ConfigError(f"{what} = {spec!r}: const needs 1 or {num_nodes} factors (one per node), "
-                                          f"got {len(vals)}")
-                    kw["const"] = vals * (num_nodes if len(vals) == 1 else 1)
+                    kw["const"] = tuple(float(x) for x in bits[1].split("/"))
                 elif bits[0] == "at" and len(bits) == 4:
                     sched.append((int(bits[1]), int(bits[2]), float(bits[3])))
                 elif bits[0] == "walk" and len(bits) == 2:
@@ -92,6 +88,12 @@ class Profile:
                     raise ValueError
             except ValueError:
                 raise ConfigError(f"{what} = {spec!r}: {part!r} is not one of {allowed} (combine with +)") from None
+        vals = kw.get("const", ())
+        if vals and len(vals) not in (1, num_nodes):
+            raise ConfigError(f"{what} = {spec!r}: const needs 1 or {num_nodes} factors (one per node), "
+                              f"got {len(vals)}")
+        if len(vals) == 1:
+            kw["const"] = vals * num_nodes
         out = cls(schedule=tuple(sorted(sched)), **kw)
         if not 0 <= out.slow_count <= num_nodes:
             raise ConfigError(f"{what} = {spec!r}: COUNT must be in [0, {num_nodes}] (workers)")
