@@ -343,14 +343,13 @@ def run_dlion(st: Setting, techniques, workers_spec: str, links_spec: str, trans
               seed: int = 0, baselines: tuple[str, ...] = ("ps", "easgd")):
     """DLion's technique sets (:mod:`hw_models.training.systems.dlion`) and the baselines on the
     same workers (``workers_spec``) and links (``links_spec``): synchronous all-reduce, the
-    asynchronous parameter server and asynchronous EASGD (their event simulations, with the
+    asynchronous one-server parameter server (whole iterations) and asynchronous EASGD (their event simulations, with the
     same worker profile; their links at nominal speed). Timing rows: seconds per round and
     bytes per round; convergence rows: time to the target and final accuracy."""
     from hw_models.training.hetero import Profile  # noqa: PLC0415
     from hw_models.training.systems.dlion import Net, allreduce_baseline, dlion  # noqa: PLC0415
     from hw_models.training.systems.hogwild import replay_easgd, simulate_easgd  # noqa: PLC0415
-    from hw_models.training.systems.ps import ps_convergence  # noqa: PLC0415
-    from hw_models.training.systems.ps_layers import simulate_ps_layers  # noqa: PLC0415
+    from hw_models.training.systems.ps import ps_convergence, simulate_ps  # noqa: PLC0415
 
     if st.task is None:
         raise ConfigError("--task none: dlion needs a task (its rounds follow the workers' gradients); "
@@ -370,10 +369,8 @@ def run_dlion(st: Setting, techniques, workers_spec: str, links_spec: str, trans
         results.append(("+".join(techs) or "none", dlion(st.task, techs, net, wp, lp, st.lr,
                                                          transfer_every=transfer_every, **kw)))
     if "ps" in baselines:
-        push = [master.reduce_scatter_s(x.grad_bytes) if x.grad_bytes else 0.0 for x in st.layers]
-        pull = [master.all_gather_s(x.grad_bytes) if x.grad_bytes else 0.0 for x in st.layers]
-        run = simulate_ps_layers(st.layers, push, pull, n, mode="async", eager=False, stragglers=wp,
-                                 gradients=n * st.max_iterations, seed=seed)
+        run = simulate_ps(n, st.compute_s, master.reduce_scatter_s(m), master.all_gather_s(m), mode="async",
+                          stragglers=wp, gradients=n * st.max_iterations, seed=seed)
         r = ps_convergence(st.task, run, st.lr, target=st.target, label="PS async, 1 server")
         results.append(("ps", type(r)(r.label, r.target, r.iterations_to_target, r.curve, r.final_accuracy,
                                       {"time_to_target_s": r.extra["time_to_target_s"],
