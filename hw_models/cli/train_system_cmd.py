@@ -84,6 +84,9 @@ def train_system(
                                              "joined with + (default all)."),
     transfer_every: Optional[int] = typer.Option(None, "--transfer-every", help="dlion: rounds between knowledge "
                                                  "transfers (default 20)."),
+    mp_keep: Optional[float] = typer.Option(None, "--mp-keep", help="compression with -w ncf: DCT's "
+                                            "model-parallel compression, the share of the embedding/MLP "
+                                            "boundary's values kept per sample (default: not run)."),
 ) -> None:
     """Time a training system on a workload over the network and check its convergence on a small task
     (the body of every ``hw-models train-system SYSTEM`` command)."""
@@ -93,7 +96,7 @@ def train_system(
     own = {"compressors": compressors, "fix": fix, "average_every": average_every, "servers": servers,
            "placement": placement, "modes": modes, "stragglers": stragglers, "delays": delays, "variants": variants,
            "alpha": alpha, "tau": tau, "inverse_efficiency": inverse_efficiency, "links": links,
-           "techniques": techniques, "transfer_every": transfer_every}
+           "techniques": techniques, "transfer_every": transfer_every, "mp_keep": mp_keep}
     run_train_system(system, workload=workload, batch=batch, device=device, topology=topology, nis=nis,
                      algorithm=algorithm, config=config, preset=preset, task=task, lr=lr, target=target,
                      max_iterations=max_iterations, seed=seed, out=out, **own)

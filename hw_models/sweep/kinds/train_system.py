@@ -6,7 +6,7 @@ compression, ps, ssd, easgd, kfac, dlion), ``workload``, ``batch``, ``device``, 
 ``topology``, ``nis``, ``algorithm``, ``task``, ``lr``, ``target``, ``max_iterations``,
 ``seed``, and the chosen system's own: ``compressors``, ``fix``, ``average_every``;
 ``servers``, ``placement``, ``modes``, ``stragglers``; ``delays``; ``variants``, ``alpha``,
-``tau``; ``inverse_efficiency``; ``links``, ``techniques``, ``transfer_every`` (lists as the command's comma-separated strings); and
+``tau``; ``inverse_efficiency``; ``links``, ``techniques``, ``transfer_every``; ``mp_keep`` (lists as the command's comma-separated strings); and
 ``experiment``, a table of an experiment config's keys (what the command's ``--config`` file
 holds; not with ``preset``). Metrics: every cell of the command's two tables,
 ``t<i>_<column>`` (timing) and ``c<i>_<column>`` (convergence) for row ``i`` in order, with
@@ -25,12 +25,12 @@ COMMON = {"workload": "resnet50", "batch": 16, "device": DEFAULT_DEVICE, "preset
           "nis": None, "algorithm": "ring", "task": "logreg", "lr": None, "target": None, "max_iterations": 1500,
           "seed": 0}
 OPTIONS = ("compressors", "fix", "average_every", "servers", "placement", "modes", "stragglers", "delays",
-           "variants", "alpha", "tau", "inverse_efficiency", "links", "techniques", "transfer_every")
+           "variants", "alpha", "tau", "inverse_efficiency", "links", "techniques", "transfer_every", "mp_keep")
 TYPES = {"workload": str, "batch": int, "device": str, "preset": str, "topology": str, "nis": int, "algorithm": str,
          "task": str, "lr": float, "target": float, "max_iterations": int, "seed": int, "compressors": str,
          "fix": str, "average_every": int, "servers": int, "placement": str, "modes": str, "stragglers": str,
          "delays": str, "variants": str, "alpha": float, "tau": int, "inverse_efficiency": float,
-         "links": str, "techniques": str, "transfer_every": int}
+         "links": str, "techniques": str, "transfer_every": int, "mp_keep": float}
 
 
 def _resolve(point: dict, source: str):

@@ -21,7 +21,7 @@ OWN = {"--compressors": ("compression",), "--fix": ("compression",), "--average-
        "--servers": ("ps",), "--placement": ("ps",), "--modes": ("ps",), "--stragglers": ("ps", "easgd", "dlion"),
        "--delays": ("ssd",), "--variants": ("easgd",), "--alpha": ("easgd",), "--tau": ("easgd",),
        "--inverse-efficiency": ("kfac",), "--links": ("dlion",), "--techniques": ("dlion",),
-       "--transfer-every": ("dlion",)}
+       "--transfer-every": ("dlion",), "--mp-keep": ("compression",)}
 
 
 def not_for(flag: str, system: str) -> str | None:
@@ -124,7 +124,7 @@ def _ints(flag: str, text: str, lo: int, hi: int | None = None) -> list[int]:
 
 def system_params(sysname, n, compressors, fix, average_every, servers, placement, modes, stragglers, delays,
                    variants, alpha, tau, inverse_efficiency, links=None, techniques=None, transfer_every=None,
-                   st=None) -> dict:
+                   mp_keep=None, st=None) -> dict:
     from hw_models.training.systems.compression import FIXES
     from hw_models.training.systems.easgd import VARIANTS
     from hw_models.training.systems.ps import parse_mode, server_nodes
@@ -138,8 +138,13 @@ def system_params(sysname, n, compressors, fix, average_every, servers, placemen
         avg = 10 if average_every is None else average_every
         if avg < 1:
             raise HwModelsError(f"--average-every {avg}: must be an integer >= 1")
+        if mp_keep is not None and not 0 < mp_keep <= 1:
+            raise HwModelsError(f"--mp-keep {mp_keep}: must be a share in (0, 1] (of the boundary's values)")
+        if mp_keep is not None and st is not None and st.workload.name != "ncf":
+            raise HwModelsError(f"--mp-keep: workload {st.workload.name!r} has no embedding/MLP model-parallel "
+                                "boundary (use -w ncf)")
         return {"compressors": [c.label for c in comps], "fix": f, "average_every": avg,
-                "objects": (comps, f, avg)}
+                **({"mp_keep": mp_keep} if mp_keep is not None else {}), "objects": (comps, f, avg, mp_keep)}
     if sysname == "ps":
         s = 4 if servers is None else servers
         try:
@@ -208,8 +213,12 @@ def run_system(sysname, st, obj, seed):
     from hw_models.training.systems import runner
 
     if sysname == "compression":
-        comps, f, avg = obj
-        return runner.run_compression(st, comps, f, avg)
+        comps, f, avg, keep = obj
+        timing, conv = runner.run_compression(st, comps, f, avg)
+        if keep is not None:
+            t2, c2 = runner.run_dct_mp(st, keep)
+            timing, conv = timing + t2, conv + c2
+        return timing, conv
     if sysname == "ps":
         nodes, mlist, strag = obj
         return runner.run_ps(st, nodes, mlist, strag, seed=seed)
