@@ -162,6 +162,8 @@ def test_easgd_stragglers_rows_against_the_pieces(net, pieces, tmp_path, capsys)
     (["dlion", "--links", "at:1:7:2"], "--links: links = 'at:1:7:2': at:STEP:NODE:FACTOR needs"),
     (["dlion", "--transfer-every", "0"], "--transfer-every 0: must be an integer >= 1"),
     (["ps", "--links", "slow:1:2"], "--links applies to the dlion system, not ps"),
+    (["compression", "--mp-keep", "2"], "--mp-keep 2.0: must be a share in (0, 1]"),
+    (["compression", "--mp-keep", "0.1"], "--mp-keep: workload 'tiny' has no embedding/MLP model-parallel boundary"),
     (["kfac", "--inverse-efficiency", "0"], "--inverse-efficiency 0.0: must be in (0, 1]"),
     (["ssd", "--task", "cnn"], "--task 'cnn': choose one of logreg, mlp, none"),
     (["ssd", "--device", "tpu"], "--device"),
