@@ -30,7 +30,7 @@ def run_train_system(sysname: str, *, workload, batch, device, topology, nis, al
 
     st, desc, settings = resolve_setting(sysname, workload, batch, device, topology, nis, algorithm, config, preset,
                                          task, lr, target, max_iterations, seed)
-    params = system_params(sysname, st.comm.num_workers, *(system_flags[k] for k in OPTIONS), st)
+    params = system_params(sysname, st.comm.num_workers, *(system_flags[k] for k in OPTIONS), st=st)
     settings.update({k: v for k, v in params.items() if k != "objects"})
     digest = hashlib.sha1(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:10]
     stem = f"train_system_{sysname}_{st.topology.name.replace(':', '_')}_{st.workload.name}_{digest}"

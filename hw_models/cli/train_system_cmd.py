@@ -1,6 +1,6 @@
 """``hw-models train-system``: the training-communication systems that co-designed all-reduce is
 compared against -- gradient compression with error feedback, the parameter server, SSD-SGD,
-the EASGD family, SPD-KFAC -- timed on a workload over the configured network and checked
+the EASGD family, SPD-KFAC, DLion -- timed on a workload over the configured network and checked
 for convergence on a small task. The work is :mod:`hw_models.training.systems.runner`'s;
 this module checks input, resolves the network as ``hw-models train`` does, prints and writes.
 
@@ -61,10 +61,12 @@ def train_system(
                                             "'0,5,10' (default spread)."),
     modes: Optional[str] = typer.Option(None, "--modes", help="ps: comma-separated sync, async, ssp:BOUND "
                                         "(default sync,async,ssp:2)."),
-    stragglers: Optional[str] = typer.Option(None, "--stragglers", help="ps and easgd: per-worker speeds: none, "
-                                             "slow:COUNT:FACTOR (the last COUNT workers FACTOR times slower), "
-                                             "lognormal:SIGMA (a mean-one lognormal per step), combined with + "
-                                             "(default: ps slow:2:3; easgd none, which skips the event simulation)."),
+    stragglers: Optional[str] = typer.Option(None, "--stragglers", help="ps, easgd and dlion: per-worker "
+                                             "slowdowns: none, slow:COUNT:FACTOR (the last COUNT workers FACTOR times "
+                                             "slower), const:F0/F1/..., at:STEP:WORKER:FACTOR (a schedule), walk:SIGMA "
+                                             "(a seeded random walk), lognormal:SIGMA (a mean-one lognormal per step), "
+                                             "combined with + (default: ps slow:2:3; easgd none, which skips the event "
+                                             "simulation; dlion slow:2:3+walk:0.1)."),
     delays: Optional[str] = typer.Option(None, "--delays", help="ssd: comma-separated delays k, each 1..1000 (default "
                                          "1,2,4,8)."),
     variants: Optional[str] = typer.Option(None, "--variants", help="easgd: comma-separated sync, async, "
@@ -75,6 +77,16 @@ def train_system(
     inverse_efficiency: Optional[float] = typer.Option(None, "--inverse-efficiency", help="kfac: share of the "
                                                        "device's peak FLOP rate a factor inversion reaches "
                                                        "(default 0.05)."),
+    links: Optional[str] = typer.Option(None, "--links", help="dlion: per-node link slowdowns, the --stragglers "
+                                        "profiles (a link as slow as its slower end; default slow:4:8+walk:0.1)."),
+    techniques: Optional[str] = typer.Option(None, "--techniques", help="dlion: all (none, each alone, all "
+                                             "together), or comma-separated sets of batching, priority, transfer "
+                                             "joined with + (default all)."),
+    transfer_every: Optional[int] = typer.Option(None, "--transfer-every", help="dlion: rounds between knowledge "
+                                                 "transfers (default 20)."),
+    mp_keep: Optional[float] = typer.Option(None, "--mp-keep", help="compression with -w ncf: DCT's "
+                                            "model-parallel compression, the share of the embedding/MLP "
+                                            "boundary's values kept per sample (default: not run)."),
 ) -> None:
     """Time a training system on a workload over the network and check its convergence on a small task
     (the body of every ``hw-models train-system SYSTEM`` command)."""
@@ -83,7 +95,8 @@ def train_system(
     # SYSTEM and the options another system's are checked as the arguments are parsed (_SystemGroup, _SystemCommand)
     own = {"compressors": compressors, "fix": fix, "average_every": average_every, "servers": servers,
            "placement": placement, "modes": modes, "stragglers": stragglers, "delays": delays, "variants": variants,
-           "alpha": alpha, "tau": tau, "inverse_efficiency": inverse_efficiency}
+           "alpha": alpha, "tau": tau, "inverse_efficiency": inverse_efficiency, "links": links,
+           "techniques": techniques, "transfer_every": transfer_every, "mp_keep": mp_keep}
     run_train_system(system, workload=workload, batch=batch, device=device, topology=topology, nis=nis,
                      algorithm=algorithm, config=config, preset=preset, task=task, lr=lr, target=target,
                      max_iterations=max_iterations, seed=seed, out=out, **own)

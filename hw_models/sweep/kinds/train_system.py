@@ -2,11 +2,11 @@
 with its convergence check, as ``hw-models train-system`` runs it (docs/training_systems.md).
 
 A point's keys are the command's options with underscores: ``system`` (required:
-compression, ps, ssd, easgd, kfac), ``workload``, ``batch``, ``device``, ``preset``,
+compression, ps, ssd, easgd, kfac, dlion), ``workload``, ``batch``, ``device``, ``preset``,
 ``topology``, ``nis``, ``algorithm``, ``task``, ``lr``, ``target``, ``max_iterations``,
 ``seed``, and the chosen system's own: ``compressors``, ``fix``, ``average_every``;
 ``servers``, ``placement``, ``modes``, ``stragglers``; ``delays``; ``variants``, ``alpha``,
-``tau``; ``inverse_efficiency`` (lists as the command's comma-separated strings); and
+``tau``; ``inverse_efficiency``; ``links``, ``techniques``, ``transfer_every``; ``mp_keep`` (lists as the command's comma-separated strings); and
 ``experiment``, a table of an experiment config's keys (what the command's ``--config`` file
 holds; not with ``preset``). Metrics: every cell of the command's two tables,
 ``t<i>_<column>`` (timing) and ``c<i>_<column>`` (convergence) for row ``i`` in order, with
@@ -25,11 +25,12 @@ COMMON = {"workload": "resnet50", "batch": 16, "device": DEFAULT_DEVICE, "preset
           "nis": None, "algorithm": "ring", "task": "logreg", "lr": None, "target": None, "max_iterations": 1500,
           "seed": 0}
 OPTIONS = ("compressors", "fix", "average_every", "servers", "placement", "modes", "stragglers", "delays",
-           "variants", "alpha", "tau", "inverse_efficiency")
+           "variants", "alpha", "tau", "inverse_efficiency", "links", "techniques", "transfer_every", "mp_keep")
 TYPES = {"workload": str, "batch": int, "device": str, "preset": str, "topology": str, "nis": int, "algorithm": str,
          "task": str, "lr": float, "target": float, "max_iterations": int, "seed": int, "compressors": str,
          "fix": str, "average_every": int, "servers": int, "placement": str, "modes": str, "stragglers": str,
-         "delays": str, "variants": str, "alpha": float, "tau": int, "inverse_efficiency": float}
+         "delays": str, "variants": str, "alpha": float, "tau": int, "inverse_efficiency": float,
+         "links": str, "techniques": str, "transfer_every": int, "mp_keep": float}
 
 
 def _resolve(point: dict, source: str):
@@ -62,7 +63,7 @@ def _resolve(point: dict, source: str):
                                           vals["nis"], vals["algorithm"], None, vals["preset"], vals["task"],
                                           vals["lr"], vals["target"], vals["max_iterations"], vals["seed"],
                                           data=experiment)
-        params = system_params(system, st.comm.num_workers, *(vals[k] for k in OPTIONS), st)
+        params = system_params(system, st.comm.num_workers, *(vals[k] for k in OPTIONS), st=st)
     except HwModelsError as exc:
         raise ConfigError(f"{source}: {flags_to_keys(str(exc))}") from None
     if experiment is not None:
@@ -132,6 +133,6 @@ def model_versions() -> dict:
     return {"train_system": 2, "schedule": SCHEDULE_VERSION, "message_model": MODEL_VERSION}
 
 
-KIND = Kind(name="train_system", summary="one training-communication system (compression, ps, ssd, easgd, kfac) "
+KIND = Kind(name="train_system", summary="one training-communication system (compression, ps, ssd, easgd, kfac, dlion) "
             "timed on a workload and network, with its convergence on digits (as hw-models train-system)",
             validate=validate, run=run, model_versions=model_versions)

@@ -132,7 +132,7 @@ def simulate_easgd(variant: str, tau: int, num_workers: int, compute_s: float, *
         nonlocal total
         t = t_free[i]
         for _ in range(tau):
-            t += compute_s * strag.sample(rngs[i], i, n)
+            t += compute_s * strag.sample(rngs[i], i, n, steps[i])
             steps[i] += 1
             total += 1
             events.append((*stamp(t), STEP, i))

@@ -20,8 +20,10 @@ the next forward pass can start on the front layers.
 **Stragglers, asynchrony, staleness, whole iterations** (:func:`simulate_ps`, the coarser
 level; :mod:`hw_models.training.systems.ps_layers` simulates every worker layer by layer, with
 pushes and pulls overlapping compute, and is what ``hw-models train-system ps`` runs): worker ``i`` computes for ``base_compute_s * factor_i * noise`` (a
-distribution per worker: ``slow:COUNT:FACTOR`` makes the last COUNT workers FACTOR times
-slower, ``lognormal:SIGMA`` multiplies by a mean-one lognormal; combine with ``+``), then
+profile per worker, :class:`hw_models.training.hetero.Profile`: ``slow:COUNT:FACTOR`` makes the
+last COUNT workers FACTOR times slower, ``lognormal:SIGMA`` multiplies by a mean-one
+lognormal, ``const``, ``at`` schedules and ``walk`` random walks vary them by worker and
+iteration; combine with ``+``), then
 pushes its whole gradient; the servers serve pushes first come first served, each taking
 ``1/N`` of the network model's all-worker push time (so ``N`` simultaneous pushes cost
 exactly the simulated push phase), and pulls likewise. Modes: ``sync`` (a barrier: the
@@ -55,6 +57,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hw_models.training.hetero import Profile
 from hw_models.training.policies import Collective, NetworkView, Policy
 from noc.base.errors import ConfigError
 
@@ -128,59 +131,9 @@ class PushPull(Policy):
 # ---- stragglers ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Stragglers:
-    """Per-worker compute-time distribution: the last ``slow_count`` workers are ``slow_factor``
-    times slower; every iteration is multiplied by a mean-one lognormal of ``sigma``."""
-
-    slow_count: int = 0
-    slow_factor: float = 1.0
-    sigma: float = 0.0
-
-    @classmethod
-    def parse(cls, spec: str, num_workers: int) -> "Stragglers":
-        text = str(spec).strip().lower()
-        kw: dict = {}
-        if text in ("", "none"):
-            return cls()
-        for part in text.split("+"):
-            bits = part.strip().split(":")
-            try:
-                if bits[0] == "slow" and len(bits) == 3:
-                    kw["slow_count"], kw["slow_factor"] = int(bits[1]), float(bits[2])
-                elif bits[0] == "lognormal" and len(bits) == 2:
-                    kw["sigma"] = float(bits[1])
-                else:
-                    raise ValueError
-            except ValueError:
-                raise ConfigError(f"stragglers = {spec!r}: {part!r} is not slow:COUNT:FACTOR or lognormal:SIGMA "
-                                  "(combine with +, or none)") from None
-        out = cls(**kw)
-        if not 0 <= out.slow_count <= num_workers:
-            raise ConfigError(f"stragglers = {spec!r}: COUNT must be in [0, {num_workers}] (workers)")
-        if not (math.isfinite(out.slow_factor) and out.slow_factor >= 1.0):
-            raise ConfigError(f"stragglers = {spec!r}: FACTOR must be a number >= 1")
-        if not (math.isfinite(out.sigma) and 0.0 <= out.sigma <= 3.0):
-            raise ConfigError(f"stragglers = {spec!r}: SIGMA must be in [0, 3]")
-        return out
-
-    def factor(self, worker: int, num_workers: int) -> float:
-        return self.slow_factor if worker >= num_workers - self.slow_count else 1.0
-
-    def sample(self, rng: np.random.Generator, worker: int, num_workers: int) -> float:
-        f = self.factor(worker, num_workers)
-        if self.sigma > 0:
-            f *= float(np.exp(self.sigma * rng.standard_normal() - 0.5 * self.sigma ** 2))
-        return f
-
-    @property
-    def label(self) -> str:
-        parts = []
-        if self.slow_count and self.slow_factor != 1.0:
-            parts.append(f"slow:{self.slow_count}:{self.slow_factor:g}")
-        if self.sigma:
-            parts.append(f"lognormal:{self.sigma:g}")
-        return "+".join(parts) or "none"
+Stragglers = Profile
+"""Per-worker compute factors: a :class:`hw_models.training.hetero.Profile` (``slow``,
+``lognormal``, ``const``, ``at`` schedules, ``walk``)."""
 
 
 # ---- the event simulation ---------------------------------------------------------------------
@@ -262,7 +215,7 @@ def simulate_ps(num_workers: int, compute_s: float, push_all_s: float, pull_all_
     if kind == "sync":
         t, version = 0.0, 0
         while sum(len(u.workers) for u in updates) < gradients:
-            done = sorted(t + compute_s * strag.sample(rngs[i], i, n) for i in range(n))
+            done = sorted(t + compute_s * strag.sample(rngs[i], i, n, version) for i in range(n))
             free = 0.0
             for c in done:  # pushes first come first served
                 free = max(free, c) + s_push
@@ -302,8 +255,8 @@ def simulate_ps(num_workers: int, compute_s: float, push_all_s: float, pull_all_
             if started[i] - min(applied) > limit or len(in_flight[i]) > 1:
                 blocked.add(i)
                 continue
+            push(t + compute_s * strag.sample(rngs[i], i, n, started[i]), "computed", i)
             started[i] += 1
-            push(t + compute_s * strag.sample(rngs[i], i, n), "computed", i)
         elif what == "computed":
             start = max(t, push_free)
             push_free = start + s_push

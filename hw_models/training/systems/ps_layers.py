@@ -134,7 +134,7 @@ def simulate_ps_layers(layers, push_s, pull_s, num_workers: int, *, mode: str = 
         if it[i] - min(applied) > limit:
             blocked.add(i)
             return False
-        factor[i] = strag.sample(rngs[i], i, n)
+        factor[i] = strag.sample(rngs[i], i, n, it[i])
         return True
 
     def advance(i, t):

@@ -181,7 +181,7 @@ def run_ps(st: Setting, servers: tuple[int, ...], modes, stragglers_spec: str, *
                        "reduction_percent": 100 * (1 - r.iteration_s / base_s)})
     push = [pc.reduce_scatter_s(x.grad_bytes) if x.grad_bytes else 0.0 for x in st.layers]
     pull = [pc.all_gather_s(x.grad_bytes) if x.grad_bytes else 0.0 for x in st.layers]
-    strag = Stragglers.parse(stragglers_spec, n)
+    strag = Stragglers.parse(stragglers_spec, n, seed=seed)
     _check_one_shard_per_worker(st, n)
     runs, convs = {}, {}
     for mode in modes:
@@ -274,7 +274,7 @@ def run_easgd(st: Setting, variants, alpha: float | None, tau: int, stragglers_s
     ref_v = "async" if "async" in per_step else variants[0]
     timing = [{"system": "easgd", "run": f"{v} EASGD tau={tau}", "iteration_s": per_step[v],
                f"speedup_vs_{ref_v}": per_step[ref_v] / per_step[v], "closed_form_s": closed[v]} for v in variants]
-    strag = Stragglers.parse(stragglers_spec, n)
+    strag = Stragglers.parse(stragglers_spec, n, seed=seed)
     runs = {}
     if strag.label != "none":
         _check_one_shard_per_worker(st, n)
@@ -334,5 +334,99 @@ def run_kfac(st: Setting, inverse_efficiency: float, kfac_lr: float = 0.1, dampi
     return timing, conv
 
 
-__all__ = ["SYSTEMS", "Setting", "parse_compressors", "run_compression", "run_easgd", "run_kfac", "run_ps",
-           "run_ssd"]
+# ---- DLion -------------------------------------------------------------------------------------
+
+REPORTED_DLION = "up to 4.2x faster than the baselines (heterogeneous GPU cluster), better accuracy"
+
+
+def run_dlion(st: Setting, techniques, workers_spec: str, links_spec: str, transfer_every: int = 20, *,
+              seed: int = 0, baselines: tuple[str, ...] = ("ps", "easgd")):
+    """DLion's technique sets (:mod:`hw_models.training.systems.dlion`) and the baselines on the
+    same workers (``workers_spec``) and links (``links_spec``): synchronous all-reduce, the
+    asynchronous one-server parameter server (whole iterations) and asynchronous EASGD (their event simulations, with the
+    same worker profile; their links at nominal speed). Timing rows: seconds per round and
+    bytes per round; convergence rows: time to the target and final accuracy."""
+    from hw_models.training.hetero import Profile  # noqa: PLC0415
+    from hw_models.training.systems.dlion import Net, allreduce_baseline, dlion  # noqa: PLC0415
+    from hw_models.training.systems.hogwild import replay_easgd, simulate_easgd  # noqa: PLC0415
+    from hw_models.training.systems.ps import ps_convergence, simulate_ps  # noqa: PLC0415
+
+    if st.task is None:
+        raise ConfigError("--task none: dlion needs a task (its rounds follow the workers' gradients); "
+                          "choose logreg or mlp")
+    if st.ps_comm is None:
+        raise ConfigError("dlion's links need a network model (ps_comm)")
+    n = st.comm.num_workers
+    _check_one_shard_per_worker(st, n)
+    m = st.model_bytes
+    master = st.ps_comm((0,))
+    net = Net(st.compute_s, master.reduce_scatter_s(m) / n, st.comm.allreduce_s(m), m)
+    wp = Profile.parse(workers_spec, n, seed=seed, what="stragglers")
+    lp = Profile.parse(links_spec, n, seed=seed + 1, what="links")
+    kw = dict(target=st.target, max_iterations=st.max_iterations, seed=seed)
+    results = [("allreduce", allreduce_baseline(st.task, net, wp, lp, st.lr, **kw))]
+    for techs in techniques:
+        results.append(("+".join(techs) or "none", dlion(st.task, techs, net, wp, lp, st.lr,
+                                                         transfer_every=transfer_every, **kw)))
+    if "ps" in baselines:
+        run = simulate_ps(n, st.compute_s, master.reduce_scatter_s(m), master.all_gather_s(m), mode="async",
+                          stragglers=wp, gradients=n * st.max_iterations, seed=seed)
+        r = ps_convergence(st.task, run, st.lr, target=st.target, label="PS async, 1 server")
+        results.append(("ps", type(r)(r.label, r.target, r.iterations_to_target, r.curve, r.final_accuracy,
+                                      {"time_to_target_s": r.extra["time_to_target_s"],
+                                       "mean_round_s": run.time_per_iteration_s(), "bytes_per_round": 2 * n * m})))
+    if "easgd" in baselines:
+        ev = dict(exchange_s=(master.reduce_scatter_s(m) + master.all_gather_s(m)) / n,
+                  update_s=3 * m / st.mem_bytes_per_s, allreduce_s=net.allreduce_s, stragglers=wp,
+                  iterations=st.max_iterations, seed=seed)
+        run = simulate_easgd("async", 1, n, st.compute_s, **ev)
+        r = replay_easgd(st.task, run, st.lr, alpha=0.9 / n, target=st.target)
+        per = run.time_per_iteration_s()
+        tt = r.iterations_to_target * per if r.iterations_to_target else math.nan
+        results.append(("easgd", type(r)(r.label, r.target, r.iterations_to_target, r.curve, r.final_accuracy,
+                                         {"time_to_target_s": tt, "mean_round_s": per, "bytes_per_round": 2 * n * m})))
+    base = results[0][1]
+    timing, conv = [], []
+    for key, r in results:
+        timing.append({"system": "dlion", "run": r.label, "techniques": key, "iteration_s": r.extra["mean_round_s"],
+                       "bytes_per_round": round(r.extra["bytes_per_round"], 1), "stragglers": wp.label,
+                       "links": lp.label})
+        row = _conv_row("dlion", r, base.iterations_to_target, r.extra["mean_round_s"], base.extra["mean_round_s"],
+                        time_to_target_s=r.extra["time_to_target_s"])
+        sp = _ratio(base.extra["time_to_target_s"], r.extra["time_to_target_s"])
+        row["time_to_target_vs_reference"] = "" if sp is None or sp != sp else round(1 / sp, 4)
+        row["speedup_vs_allreduce"] = "" if sp is None or sp != sp else round(sp, 4)
+        row["reported"] = REPORTED_DLION if key == TECHNIQUE_ALL else ""
+        conv.append(row)
+    return timing, conv
+
+
+TECHNIQUE_ALL = "batching+priority+transfer"
+
+
+# ---- DCT's model-parallel half ---------------------------------------------------------------
+
+REPORTED_DCT = ">= 100x less DP traffic, 20x less MP traffic, 37 % shorter training"
+
+
+def run_dct_mp(st: Setting, keep: float):
+    """DCT's boundary compression (:mod:`hw_models.training.systems.dct_mp`) on NCF split at
+    its embedding/MLP boundary: traffic per worker per iteration (``st.batch`` samples per
+    worker) dense and kept; convergence on the mlp task."""
+    from hw_models.training.systems.dct_mp import boundary_width, dct_mp_sgd, mp_traffic  # noqa: PLC0415
+
+    n = st.comm.num_workers
+    t = mp_traffic(boundary_width(), st.batch, n, keep)
+    timing = [{"system": "compression", "run": f"DCT model-parallel boundary keep={keep:g}",
+               "wire_bytes_per_worker": t["compressed_bytes"], "mp_dense_bytes_per_worker": t["dense_bytes"],
+               "mp_reduction": round(t["reduction"], 4), "reported": REPORTED_DCT}]
+    conv = []
+    if st.task is not None and st.task.model == "mlp":
+        ref = st.reference()
+        r = dct_mp_sgd(st.task, keep, st.lr, target=st.target, max_iterations=st.max_iterations)
+        conv.append(_conv_row("compression", r, ref.iterations_to_target))
+    return timing, conv
+
+
+__all__ = ["REPORTED_DCT", "REPORTED_DLION", "run_dct_mp", "SYSTEMS", "Setting", "parse_compressors", "run_compression", "run_dlion", "run_easgd",
+           "run_kfac", "run_ps", "run_ssd"]

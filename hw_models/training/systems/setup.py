@@ -14,11 +14,14 @@ from noc.base.errors import ConfigError, HwModelsError
 
 SYSTEM_NAMES = tuple(SYSTEMS)  # the registry's names, in its order
 DEFAULT_COMPRESSORS = "topk:0.01,randk:0.01,threshold:0.01:50,onebit,eightbit"
+DEFAULT_DLION_WORKERS = "slow:2:3+walk:0.1"  # two slow workers, every worker's speed drifting
+DEFAULT_DLION_LINKS = "slow:4:8+walk:0.1"  # four nodes on slow links, every link drifting
 # options that belong to some systems (flag -> the systems)
 OWN = {"--compressors": ("compression",), "--fix": ("compression",), "--average-every": ("compression",),
-       "--servers": ("ps",), "--placement": ("ps",), "--modes": ("ps",), "--stragglers": ("ps", "easgd"),
+       "--servers": ("ps",), "--placement": ("ps",), "--modes": ("ps",), "--stragglers": ("ps", "easgd", "dlion"),
        "--delays": ("ssd",), "--variants": ("easgd",), "--alpha": ("easgd",), "--tau": ("easgd",),
-       "--inverse-efficiency": ("kfac",)}
+       "--inverse-efficiency": ("kfac",), "--links": ("dlion",), "--techniques": ("dlion",),
+       "--transfer-every": ("dlion",), "--mp-keep": ("compression",)}
 
 
 def not_for(flag: str, system: str) -> str | None:
@@ -120,7 +123,8 @@ def _ints(flag: str, text: str, lo: int, hi: int | None = None) -> list[int]:
 
 
 def system_params(sysname, n, compressors, fix, average_every, servers, placement, modes, stragglers, delays,
-                   variants, alpha, tau, inverse_efficiency, st) -> dict:
+                   variants, alpha, tau, inverse_efficiency, links=None, techniques=None, transfer_every=None,
+                   mp_keep=None, st=None) -> dict:
     from hw_models.training.systems.compression import FIXES
     from hw_models.training.systems.easgd import VARIANTS
     from hw_models.training.systems.ps import parse_mode, server_nodes
@@ -134,8 +138,13 @@ def system_params(sysname, n, compressors, fix, average_every, servers, placemen
         avg = 10 if average_every is None else average_every
         if avg < 1:
             raise HwModelsError(f"--average-every {avg}: must be an integer >= 1")
+        if mp_keep is not None and not 0 < mp_keep <= 1:
+            raise HwModelsError(f"--mp-keep {mp_keep}: must be a share in (0, 1] (of the boundary's values)")
+        if mp_keep is not None and st is not None and st.workload.name != "ncf":
+            raise HwModelsError(f"--mp-keep: workload {st.workload.name!r} has no embedding/MLP model-parallel "
+                                "boundary (use -w ncf)")
         return {"compressors": [c.label for c in comps], "fix": f, "average_every": avg,
-                "objects": (comps, f, avg)}
+                **({"mp_keep": mp_keep} if mp_keep is not None else {}), "objects": (comps, f, avg, mp_keep)}
     if sysname == "ps":
         s = 4 if servers is None else servers
         try:
@@ -169,20 +178,34 @@ def system_params(sysname, n, compressors, fix, average_every, servers, placemen
             raise HwModelsError(f"--alpha {alpha}: the elastic moving rate must be in (0, 1)")
         strag = _stragglers("none" if stragglers is None else stragglers, n)
         return {"variants": vs, "alpha": alpha, "tau": t, "stragglers": strag, "objects": (vs, alpha, t, strag)}
+    if sysname == "dlion":
+        from hw_models.training.systems.dlion import parse_techniques  # noqa: PLC0415
+
+        try:
+            techs = parse_techniques(techniques or "all")
+        except ConfigError as exc:
+            raise HwModelsError(f"--techniques: {exc}") from None
+        every = 20 if transfer_every is None else transfer_every
+        if every < 1:
+            raise HwModelsError(f"--transfer-every {every}: must be an integer >= 1 (rounds between transfers)")
+        strag = _stragglers(stragglers if stragglers is not None else DEFAULT_DLION_WORKERS, n)
+        lk = _stragglers(links if links is not None else DEFAULT_DLION_LINKS, n, "--links", "links")
+        return {"techniques": ["+".join(t) or "none" for t in techs], "stragglers": strag, "links": lk,
+                "transfer_every": every, "objects": (techs, strag, lk, every)}
     eff = 0.05 if inverse_efficiency is None else inverse_efficiency
     if not 0 < eff <= 1:
         raise HwModelsError(f"--inverse-efficiency {eff}: must be in (0, 1]")
     return {"inverse_efficiency": eff, "objects": (eff,)}
 
 
-def _stragglers(text: str, n: int) -> str:
-    """``--stragglers`` checked for ``n`` workers."""
-    from hw_models.training.systems.ps import Stragglers
+def _stragglers(text: str, n: int, flag: str = "--stragglers", what: str = "stragglers") -> str:
+    """``--stragglers`` (or ``--links``) checked for ``n`` workers."""
+    from hw_models.training.hetero import Profile
 
     try:
-        Stragglers.parse(text, n)
+        Profile.parse(text, n, what=what)
     except ConfigError as exc:
-        raise HwModelsError(f"--stragglers: {exc}") from None
+        raise HwModelsError(f"{flag}: {exc}") from None
     return text
 
 
@@ -190,8 +213,12 @@ def run_system(sysname, st, obj, seed):
     from hw_models.training.systems import runner
 
     if sysname == "compression":
-        comps, f, avg = obj
-        return runner.run_compression(st, comps, f, avg)
+        comps, f, avg, keep = obj
+        timing, conv = runner.run_compression(st, comps, f, avg)
+        if keep is not None:
+            t2, c2 = runner.run_dct_mp(st, keep)
+            timing, conv = timing + t2, conv + c2
+        return timing, conv
     if sysname == "ps":
         nodes, mlist, strag = obj
         return runner.run_ps(st, nodes, mlist, strag, seed=seed)
@@ -200,4 +227,7 @@ def run_system(sysname, st, obj, seed):
     if sysname == "easgd":
         vs, a, t, strag = obj
         return runner.run_easgd(st, vs, a, t, strag, seed=seed)
+    if sysname == "dlion":
+        techs, strag, lk, every = obj
+        return runner.run_dlion(st, techs, strag, lk, every, seed=seed)
     return runner.run_kfac(st, obj[0])

@@ -144,7 +144,7 @@ def test_easgd_stragglers_rows_against_the_pieces(net, pieces, tmp_path, capsys)
 
 
 @pytest.mark.parametrize("extra, says", [
-    (["ring"], "SYSTEM 'ring': unknown (allowed: compression, ps, ssd, easgd, kfac)"),
+    (["ring"], "SYSTEM 'ring': unknown (allowed: compression, ps, ssd, easgd, kfac, dlion)"),
     (["ssd", "--servers", "2"], "--servers applies to the ps system, not ssd"),
     (["compression", "--compressors", "gzip"], "--compressors 'gzip': unknown compressor"),
     (["compression", "--compressors", "topk:2"], "ratio = 2.0: must be a share in (0, 1]"),
@@ -155,9 +155,15 @@ def test_easgd_stragglers_rows_against_the_pieces(net, pieces, tmp_path, capsys)
     (["ssd", "--delays", "0,2"], "--delays '0,2': must be comma-separated integers in 1..1000"),
     (["easgd", "--variants", "downpour"], "--variants 'downpour': allowed sync, async, measgd, hogwild"),
     (["easgd", "--alpha", "1.5"], "--alpha 1.5: the elastic moving rate must be in (0, 1)"),
-    (["easgd", "--stragglers", "fast:2"], "--stragglers: stragglers = 'fast:2': 'fast:2' is not slow:COUNT:FACTOR "
-                                          "or lognormal:SIGMA"),
-    (["ssd", "--stragglers", "slow:1:2"], "--stragglers applies to the ps and easgd systems, not ssd"),
+    (["easgd", "--stragglers", "fast:2"], "--stragglers: stragglers = 'fast:2': 'fast:2' is not one of none, "
+                                          "slow:COUNT:FACTOR"),
+    (["ssd", "--stragglers", "slow:1:2"], "--stragglers applies to the ps and easgd and dlion systems, not ssd"),
+    (["dlion", "--techniques", "gossip"], "--techniques: techniques = 'gossip': 'gossip' unknown"),
+    (["dlion", "--links", "at:1:7:2"], "--links: links = 'at:1:7:2': at:STEP:NODE:FACTOR needs"),
+    (["dlion", "--transfer-every", "0"], "--transfer-every 0: must be an integer >= 1"),
+    (["ps", "--links", "slow:1:2"], "--links applies to the dlion system, not ps"),
+    (["compression", "--mp-keep", "2"], "--mp-keep 2.0: must be a share in (0, 1]"),
+    (["compression", "--mp-keep", "0.1"], "--mp-keep: workload 'tiny' has no embedding/MLP model-parallel boundary"),
     (["kfac", "--inverse-efficiency", "0"], "--inverse-efficiency 0.0: must be in (0, 1]"),
     (["ssd", "--task", "cnn"], "--task 'cnn': choose one of logreg, mlp, none"),
     (["ssd", "--device", "tpu"], "--device"),
@@ -193,3 +199,34 @@ def test_a_config_file_runs_as_the_points_experiment_table(net, tmp_path, capsys
     assert row["key"] == point_key("train_system", resolved, kind.model_versions())
     with pytest.raises(Exception, match="key 'experiment' = 3: must be a table"):
         kind.validate({"system": "kfac", "experiment": 3})
+
+
+@pytest.mark.slow
+def test_dlion_rows_against_the_pieces(net, pieces, tmp_path, capsys):
+    """The command's DLion rows are the module's runs on the same network figures: the link
+    time is one worker's share of a one-server push, the baseline the ring all-reduce."""
+    from hw_models.training.hetero import Profile
+    from hw_models.training.systems.dlion import Net, allreduce_baseline, dlion
+    from hw_models.training.systems.tasks import Task
+
+    code, _, err = run(argv(net, tmp_path, "dlion", "--max-iterations", "120", "--techniques",
+                            "none,batching+priority+transfer", "--stragglers", "slow:1:3", "--links", "slow:1:4",
+                            "--seed", "2"), capsys)
+    assert code in (0, None), err
+    comm, layers = pieces
+    pc = NicComm(comm.topology, ps_schedule(comm.topology, (0,)), comm.nic, comm.network)
+    m = sum(x.grad_bytes for x in layers)
+    nt = Net(sum(x.fwd_s + x.bwd_s for x in layers), pc.reduce_scatter_s(m) / 4, comm.allreduce_s(m), m)
+    task = Task("logreg", workers=4, batch=16, seed=2)
+    w, lk = Profile.parse("slow:1:3", 4, seed=2), Profile.parse("slow:1:4", 4, seed=3)
+    want = [allreduce_baseline(task, nt, w, lk, 0.1, target=0.95, max_iterations=120, seed=2),
+            dlion(task, (), nt, w, lk, 0.1, target=0.95, max_iterations=120, seed=2),
+            dlion(task, ("batching", "priority", "transfer"), nt, w, lk, 0.1, target=0.95, max_iterations=120,
+                  seed=2)]
+    files = sorted(tmp_path.glob("*.csv"))
+    timing = read_csv([f for f in files if not f.name.endswith("_convergence.csv")][0])
+    conv = read_csv([f for f in files if f.name.endswith("_convergence.csv")][0])
+    assert [r["techniques"] for r in timing] == ["allreduce", "none", "batching+priority+transfer", "ps", "easgd"]
+    for row, c, r in zip(timing, conv, want):
+        assert float(row["iteration_s"]) == pytest.approx(r.extra["mean_round_s"], rel=1e-9)
+        assert float(c["final_accuracy"]) == pytest.approx(r.final_accuracy, abs=1e-6)
