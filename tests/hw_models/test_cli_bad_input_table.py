@@ -60,11 +60,12 @@ BAD = {
                  ["--seed", "4294967296"], ["--config", "CONFIG_BAD"], ["--trace-run", "ncf/ring/wfbp"],
                  ["--workloads", "ncf", "--trace", "JSON"]],
     ("train-system",): [[], ["ring"]],  # the group: no system, an unknown one
-    ("train-system", "ssd"): [["--servers", "2"], ["--delays", "0"], ["--delays", "1000000000"], ["--task", "cnn"], ["--seed", "-1"],
+    ("train-system", "ssd"): [["--servers", "2"], ["--delays", "0"], ["--delays", "1000000000"], ["--delays", ""], ["--task", "cnn"], ["--seed", "-1"],
                               ["--batch", "0"], ["-w", "resnet"], ["-t", "ring:²"]],
-    ("train-system", "ps"): [["--modes", "bsp"], ["--stragglers", "slow:99:2"], ["--placement", "0,0"]],
-    ("train-system", "compression"): [["--compressors", "topk:x"], ["--fix", "sideways"]],
-    ("train-system", "easgd"): [["--alpha", "1"]],
+    ("train-system", "ps"): [["--modes", "bsp"], ["--modes", " "], ["--placement", ""], ["--stragglers", "slow:99:2"], ["--placement", "0,0"]],
+    ("train-system", "compression"): [["--compressors", "topk:x"], ["--compressors", ""], ["--fix", ""],
+                                      ["--fix", "sideways"]],
+    ("train-system", "easgd"): [["--alpha", "1"], ["--variants", ""]],
     ("train-system", "kfac"): [["--inverse-efficiency", "2"], ["--config", "CONFIG_BAD"]],
 }
 
