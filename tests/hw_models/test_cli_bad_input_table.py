@@ -54,6 +54,7 @@ BAD = {
                 ["/nonexistent.csv"], ["/nonexistent.csv", "--preset", "pie", "--format", "gif"]],
     ("report",): [[], ["/nonexistent.sqlite"], ["CONFIG"], ["JSON", "--out", "r.html"]],
     ("train",): [["--bogus"], ["--workloads", "resnet"], ["--workloads", "/nonexistent.toml"], ["--batch", "0"],
+                 ["--batch", "1000000000000"],
                  ["--iterations", "1"], ["--device", "tpu"], ["--engine", "magic"], ["--policy", "fifo"],
                  ["--policy", "wfbp", "--slice-bytes", "1MiB"], ["--policy", "fusion", "--fusion-threshold", "lots"],
                  ["--model", "spice"], ["--nis", "65"], ["-t", "ring:²"], ["-a", "warp"], ["--variant", "omega"],
@@ -61,7 +62,7 @@ BAD = {
                  ["--workloads", "ncf", "--trace", "JSON"]],
     ("train-system",): [[], ["ring"]],  # the group: no system, an unknown one
     ("train-system", "ssd"): [["--servers", "2"], ["--delays", "0"], ["--delays", "1000000000"], ["--delays", ""], ["--task", "cnn"], ["--seed", "-1"],
-                              ["--batch", "0"], ["-w", "resnet"], ["-t", "ring:²"]],
+                              ["--batch", "0"], ["--batch", "1000000000000"], ["-w", "resnet"], ["-t", "ring:²"]],
     ("train-system", "ps"): [["--modes", "bsp"], ["--modes", " "], ["--placement", ""], ["--stragglers", "slow:99:2"], ["--placement", "0,0"]],
     ("train-system", "compression"): [["--compressors", "topk:x"], ["--compressors", ""], ["--fix", ""],
                                       ["--fix", "sideways"]],

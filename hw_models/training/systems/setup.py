@@ -52,8 +52,10 @@ def resolve_setting(sysname, workload, batch, device, topology, nis, algorithm, 
     from nic.collectives import algorithm_name
 
     check_config_file(config)
-    if batch < 1:
-        raise HwModelsError(f"--batch {batch}: must be an integer >= 1 (samples per worker)")
+    from hw_models.estimate import MAX_BATCH_SAMPLES
+
+    if not 1 <= batch <= MAX_BATCH_SAMPLES:
+        raise HwModelsError(f"--batch {batch}: must be an integer in 1..{MAX_BATCH_SAMPLES:,} (samples per worker)")
     if task not in MODELS + ("none",):
         raise HwModelsError(f"--task {task!r}: choose one of {', '.join(MODELS + ('none',))}")
     if max_iterations < 1:
