@@ -30,7 +30,7 @@ BAD = {
     ("rtl", "replay"): [["/nonexistent.json"], ["JSON"]],
     ("rtl", "synth"): [["--depths", "x"], ["--depths", "１6"], ["--nis", ""]],
     ("maddpg", "train"): [[], ["--episodes", "1", "--seed", "-1"], ["--episodes", "1", "--agents", "65"],
-                          ["--episodes", "1", "--fixed-point", "16.x"], ["--episodes", "0"],
+                          ["--episodes", "1", "--fixed-point", "16.x"], ["--episodes", "0"], ["--episodes", "1000000000"],
                           ["--episodes", "1", "--batch-size", "0"]],
     ("maddpg", "accel"): [["--part", "u999"], ["--agents", "1"], ["--agents", "3", "--fixed-point", "16.x"],
                           ["--pcie", "gen9x99"], ["--level", "cycle"], ["--seed", "-1"], ["--interconnect", "bus"],
