@@ -33,6 +33,9 @@ LONG_RUN_SECONDS = 600.0  # 10 minutes
 # the 32 default runs, 2-core machine under heavy load); the estimate uses 30 ms.
 SECONDS_PER_TRAINING_ITERATION = 0.03
 MAX_TRAINING_ITERATIONS = 100_000  # figures are steady-state means: a few iterations suffice
+# samples per worker per iteration: 2**20 is past every published per-device batch; a layer's
+# GEMM grows with it, and 10**12 ran on with no end in sight
+MAX_BATCH_SAMPLES = 1 << 20
 
 
 def format_duration(seconds: float) -> str:

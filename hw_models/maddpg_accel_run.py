@@ -26,15 +26,15 @@ class AccelRequest:
     """The flags of ``hw-models maddpg accel``."""
 
     agents: str
-    interconnect: str
+    interconnect: Optional[str]  # None: not given (the --config file's key, else DEFAULT_INTERCONNECTS)
     part: str
     env: str
     batch: int
     fixed_point: Optional[str]
     engine: str
-    level: str
-    semantics: str
-    pcie: str
+    level: Optional[str]  # None for these three: not given, the --config file's key or its default stands
+    semantics: Optional[str]
+    pcie: Optional[str]
     config: Optional[Path]
     cpu: str
     cpu_cache: Path
@@ -86,6 +86,10 @@ def _pcie(text: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
+#: the interconnects compared when neither --interconnect nor the --config file names one
+DEFAULT_INTERCONNECTS = "ring,mesh,crossbar"
+
+
 def resolve(req: AccelRequest) -> AccelSetup:
     """Every check of the flags before any work; bad input names its flag."""
     from hw_models.flags import parse_fixed_point
@@ -94,9 +98,14 @@ def resolve(req: AccelRequest) -> AccelSetup:
     from noc.base.config import SEED_RULE, read_toml, validate
 
     ns = _int_list(req.agents, "--agents", 2, 64)
-    ics = [s.strip() for s in req.interconnect.split(",") if s.strip()]
+    data = read_toml(req.config) if req.config is not None else {}
+    ic_text = req.interconnect if req.interconnect is not None else DEFAULT_INTERCONNECTS
+    ic_flag = "--interconnect"
+    if req.interconnect is None and isinstance(data.get("interconnect"), str):
+        ic_text, ic_flag = data["interconnect"], f"{req.config}: interconnect"
+    ics = [s.strip() for s in ic_text.split(",") if s.strip()]
     if not ics:
-        raise HwModelsError(f"--interconnect {req.interconnect!r}: allowed: ring, mesh, crossbar or noc specs, "
+        raise HwModelsError(f"{ic_flag} {ic_text!r}: allowed: ring, mesh, crossbar or noc specs, "
                             "comma-separated")
     try:
         the_part = get_part(req.part)
@@ -108,13 +117,18 @@ def resolve(req: AccelRequest) -> AccelSetup:
         raise HwModelsError(f"--seed {req.seed}: {SEED_RULE}")
     q_bits, q_frac = parse_fixed_point(req.fixed_point)
     size = _engine(req.engine)
-    gen, lanes = _pcie(req.pcie)
-    if req.level not in ("message", "flit"):
-        raise HwModelsError(f"--level {req.level!r}: allowed: message, flit")
-    if req.semantics not in ("parallel", "sequential"):
-        raise HwModelsError(f"--semantics {req.semantics!r}: allowed: parallel, sequential")
-    data = read_toml(req.config) if req.config is not None else {}
-    data.update({"level": req.level, "semantics": req.semantics, "pcie_gen": gen, "pcie_lanes": lanes})
+    # one rule with --config: a flag given overrides the file's key, a flag left out never does
+    if req.pcie is not None:
+        gen, lanes = _pcie(req.pcie)
+        data.update({"pcie_gen": gen, "pcie_lanes": lanes})
+    if req.level is not None:
+        if req.level not in ("message", "flit"):
+            raise HwModelsError(f"--level {req.level!r}: allowed: message, flit")
+        data["level"] = req.level
+    if req.semantics is not None:
+        if req.semantics not in ("parallel", "sequential"):
+            raise HwModelsError(f"--semantics {req.semantics!r}: allowed: parallel, sequential")
+        data["semantics"] = req.semantics
     if req.fixed_point is not None:
         data.update({"fixed_point_bits": q_bits, "fixed_point_frac_bits": q_frac})
     if size is not None:
@@ -129,7 +143,7 @@ def resolve(req: AccelRequest) -> AccelSetup:
             try:
                 build_topology(ic, n, base)
             except ConfigError as exc:
-                raise HwModelsError(f"--interconnect {ic!r}: {str(exc).split(': ', 1)[-1]}") from None
+                raise HwModelsError(f"{ic_flag} {ic!r}: {str(exc).split(': ', 1)[-1]}") from None
     workloads = {n: _workload(req.env, n, req.batch) for n in ns}
     if req.cpu not in ("measure", "none"):  # a profile passed in is checked before anything is made
         for n in ns:

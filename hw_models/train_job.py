@@ -94,9 +94,10 @@ def _check_scalars(req: TrainRequest):
     from hw_models.training.compute import ENGINES, get_device
     from nic.allreduce import MODELS
 
-    if isinstance(req.batch, bool) or req.batch < 1:
-        raise HwModelsError(f"--batch {req.batch}: must be an integer >= 1 (samples per worker)")
-    from hw_models.estimate import MAX_TRAINING_ITERATIONS
+    from hw_models.estimate import MAX_BATCH_SAMPLES, MAX_TRAINING_ITERATIONS
+
+    if isinstance(req.batch, bool) or not 1 <= req.batch <= MAX_BATCH_SAMPLES:
+        raise HwModelsError(f"--batch {req.batch}: must be an integer in 1..{MAX_BATCH_SAMPLES:,} (samples per worker)")
 
     if not 2 <= req.iterations <= MAX_TRAINING_ITERATIONS:
         raise HwModelsError(f"--iterations {req.iterations}: must be 2..{MAX_TRAINING_ITERATIONS:,} (the first "

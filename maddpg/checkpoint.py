@@ -13,18 +13,25 @@ disk and renamed over the old one (:func:`noc.base.files.replace_atomically`), s
 save (Ctrl-C, a crash) leaves the previous checkpoint and the chunks it lists intact. Reading
 checks the format tag and every expected key; a file that is not a readable npz, lacks a key,
 lists a missing chunk or was written for another configuration raises
-:class:`CheckpointError` naming the file and the problem. Format 1 (the whole replay inside
-the one file) is still read.
+:class:`CheckpointError` naming the file and the problem. A file also carries a SHA-256 over
+its arrays (names, dtypes, shapes and bytes), checked when read, so a flipped byte inside an
+array is found even where the zip container stays readable; files written before the digest
+existed are read without it. The meta data's fields are type-checked, and the networks and
+Adam moments must be finite: a damaged field is named. Format 1 (the whole replay inside the
+one file) is still read.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import zipfile
 from pathlib import Path
+from typing import Any, Optional
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError
 
 from noc.base.errors import HwModelsError
 from noc.base.files import replace_atomically
@@ -39,10 +46,80 @@ class CheckpointError(HwModelsError):
     """A checkpoint that is missing, corrupt, or does not match the run resuming it."""
 
 
+class _Replay(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    pos: Optional[StrictInt] = None
+    size: Optional[StrictInt] = None
+    chunks: Optional[list[tuple[StrictInt, StrictInt]]] = None
+
+
+class CheckpointMeta(BaseModel):
+    """The typed fields of a checkpoint's meta data (every field optional: what a format
+    lacks the loader reports as missing; what is present must have its type)."""
+
+    model_config = ConfigDict(extra="allow")
+    format: str
+    sha256: Optional[str] = None
+    config: Optional[dict[str, Any]] = None
+    episode: Optional[StrictInt] = None
+    env_steps: Optional[StrictInt] = None
+    updates: Optional[StrictInt] = None
+    obs_dims: Optional[list[StrictInt]] = None
+    act_dims: Optional[list[StrictInt]] = None
+    adam_steps: Optional[list[tuple[StrictInt, StrictInt]]] = None
+    replay: Optional[_Replay] = None
+    log_rows: Optional[list[dict[str, Any]]] = None
+    log_episode0: Optional[StrictInt] = None
+    start: Optional[StrictInt] = None
+    stop: Optional[StrictInt] = None
+
+
+_NON_NEGATIVE = ("episode", "env_steps", "updates", "log_episode0", "start", "stop")
+#: arrays that must hold finite numbers: the networks and their Adam moments
+_MUST_BE_FINITE = re.compile(r"^agent\d+/")
+
+
+def arrays_sha256(arrays: dict[str, np.ndarray]) -> str:
+    """SHA-256 over ``arrays`` in name order: each name, dtype, shape and raw bytes."""
+    h = hashlib.sha256()
+    for k in sorted(arrays):
+        a = np.ascontiguousarray(arrays[k])
+        h.update(f"{k}\0{a.dtype.str}\0{a.shape}\0".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def _check_meta_types(p: Path, meta: dict) -> None:
+    try:
+        m = CheckpointMeta.model_validate(meta)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(x) for x in err["loc"])
+        raise CheckpointError(f"{p}: corrupt checkpoint, meta field {field!r} is {err.get('input')!r} "
+                              f"({err['msg'].lower()})") from None
+    for k in _NON_NEGATIVE:
+        v = getattr(m, k)
+        if v is not None and v < 0:
+            raise CheckpointError(f"{p}: corrupt checkpoint, meta field {k!r} is {v}; allowed: an integer >= 0")
+
+
+def _check_arrays(p: Path, arrays: dict[str, np.ndarray], meta: dict) -> None:
+    want = meta.get("sha256")
+    if want is not None and arrays_sha256(arrays) != want:
+        raise CheckpointError(f"{p}: corrupt checkpoint, its arrays do not match the SHA-256 stored with them "
+                              f"(the file was changed or damaged after it was written)")
+    for k, a in arrays.items():
+        if _MUST_BE_FINITE.match(k) and a.dtype.kind == "f" and not np.isfinite(a).all():
+            bad = int(np.size(a) - np.count_nonzero(np.isfinite(a)))
+            raise CheckpointError(f"{p}: corrupt checkpoint, array {k!r} holds {bad} NaN or infinite value(s); "
+                                  f"allowed: finite numbers")
+
+
 def save_npz_atomic(path: str | Path, arrays: dict[str, np.ndarray], meta: dict, fmt: str = FORMAT) -> Path:
     """Write ``arrays`` plus a JSON ``meta`` (and the format tag) to ``path`` atomically."""
     payload = dict(arrays)
-    payload["__meta__"] = np.frombuffer(json.dumps({"format": fmt, **meta}, sort_keys=True).encode(), np.uint8)
+    full = {"format": fmt, **meta, "sha256": arrays_sha256(arrays)}
+    payload["__meta__"] = np.frombuffer(json.dumps(full, sort_keys=True).encode(), np.uint8)
 
     def write(tmp: Path) -> None:
         with tmp.open("wb") as f:
@@ -69,6 +146,8 @@ def load_npz(path: str | Path, required: list[str] | None = None,
     missing = [k for k in (required or []) if k not in arrays]
     if missing:
         raise CheckpointError(f"{p}: corrupt checkpoint, missing array(s) {', '.join(missing[:5])}")
+    _check_meta_types(p, meta)
+    _check_arrays(p, arrays, meta)
     return arrays, meta
 
 

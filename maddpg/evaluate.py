@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from maddpg.checkpoint import load_npz
+from maddpg.checkpoint import CheckpointError, load_npz
 from noc.base.errors import ConfigError
 
 __all__ = ["EvalResult", "load_policy", "evaluate", "render_gif"]
@@ -44,10 +44,18 @@ def load_policy(checkpoint: str | Path, n_envs: int, env_backend: str = "auto", 
     """A learner with ``n_envs`` environments and the checkpoint's actors (nothing else loaded)."""
     from maddpg.trainer import MADDPG, make_config
 
+    from pydantic import ValidationError
+
     _, meta = load_npz(checkpoint)
-    cfg = dict(meta.get("config", {}))
+    cfg = dict(meta.get("config") or {})
     cfg.update(n_envs=n_envs, buffer_size=1, learning_starts=None)
-    t = MADDPG(make_config(**cfg), env_factory, env_backend=env_backend)
+    try:
+        config = make_config(**cfg)
+    except (ValidationError, TypeError) as exc:
+        first = exc.errors()[0] if isinstance(exc, ValidationError) else {"loc": ("config",), "msg": str(exc)}
+        field = ".".join(str(x) for x in first["loc"])
+        raise CheckpointError(f"{checkpoint}: corrupt checkpoint, config key {field!r}: {first['msg']}") from None
+    t = MADDPG(config, env_factory, env_backend=env_backend)
     t.load_actors(checkpoint)
     return t
 

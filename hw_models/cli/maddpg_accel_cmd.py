@@ -16,21 +16,22 @@ from maddpg.accel.parts import PARTS
 
 def accel(
     agents: str = typer.Option("3,6,12", "--agents", help="Agent counts, comma-separated (2..64)."),
-    interconnect: str = typer.Option("ring,mesh,crossbar", "--interconnect",
+    interconnect: str = typer.Option(None, "--interconnect",
                                      help="Agent interconnects, comma-separated: ring, mesh, crossbar or any noc "
-                                          "topology spec with enough endpoints (torus:2x2, fattree:k4:l2, ...)."),
+                                          "topology spec with enough endpoints (torus:2x2, fattree:k4:l2, ...) [default: the --config file's interconnect, else "
+                                          "ring,mesh,crossbar]."),
     part: str = typer.Option("u250", "--part", help=f"FPGA part: {', '.join(PARTS)}."),
     env: str = typer.Option("simple_spread", "--env", help="MPE scenario whose shapes are trained."),
     batch: int = typer.Option(1024, "--batch", help="Minibatch size (1..65536)."),
     fixed_point: FixedPoint = None,
     engine: str = typer.Option("auto", "--engine", help="auto: per agent count and interconnect, the fastest engine "
                                "size that fits; or PExLANES for every layer array."),
-    level: str = typer.Option("message", "--level", help="Interconnect model: message (default) or flit."),
-    semantics: str = typer.Option("parallel", "--semantics", help="parallel (the engines update at once) or "
-                                  "sequential (the trainer's agent order)."),
-    pcie: str = typer.Option("gen3x16", "--pcie", help="Host link, genGxL (e.g. gen4x8)."),
+    level: Optional[str] = typer.Option(None, "--level", help="Interconnect model: message (default) or flit."),
+    semantics: Optional[str] = typer.Option(None, "--semantics", help="parallel (the engines update at once, "
+                                            "default) or sequential (the trainer's agent order)."),
+    pcie: Optional[str] = typer.Option(None, "--pcie", help="Host link, genGxL (e.g. gen4x8; default gen3x16)."),
     config: Optional[Path] = typer.Option(None, "--config", help="TOML file of accelerator keys (docs/maddpg_accel.md); "
-                                          "the flags above override it."),
+                                          "a flag given overrides the file's key, a flag left out never does."),
     cpu: str = typer.Option("measure", "--cpu", help="CPU baseline: measure (the float32 trainer timed on this machine, "
                             "cached in --cpu-cache), none (no throughput columns), or a profile JSON file."),
     cpu_cache: Path = typer.Option(Path("results/maddpg_accel/cpu"), "--cpu-cache",

@@ -13,6 +13,9 @@ from hw_models.cli.options import EnvBackend, FixedPoint
 from maddpg.env import SCENARIOS
 from noc.base.errors import HwModelsError
 
+#: the most episodes one training run may ask for (bounds a typo such as --episodes 1000000000)
+MAX_EPISODES = 1_000_000
+
 app = typer.Typer(help="MADDPG on MPE environments (HLS-style Numba kernels).", no_args_is_help=True)
 
 
@@ -41,8 +44,9 @@ class _SeedsCommand(TyperCommand):
 def train(
     env: str = typer.Option("simple_spread", "--env", help=f"MPE scenario: {', '.join(SCENARIOS)}."),
     agents: int = typer.Option(3, "--agents", help="Number of agents, 1 to 64 (simple_spread: agents = landmarks)."),
-    episodes: int = typer.Option(..., "--episodes", min=1, help="Train until this many episodes (a resumed run counts the "
-                                 "ones done); a multiple of --envs."),
+    episodes: int = typer.Option(..., "--episodes", min=1, max=MAX_EPISODES,
+                                 help="Train until this many episodes (a resumed run counts the ones done); a multiple "
+                                 f"of --envs; at most {MAX_EPISODES:,} (the MADDPG paper's runs take 25,000-60,000)."),
     seed: int = typer.Option(0, "--seed", help="Seed of everything random (weights, exploration, batches, env resets): "
                              "an integer in [0, 2**32 - 1]."),
     seeds: Optional[List[int]] = typer.Option(None, "--seeds", help="Several runs, one per seed (--seeds 1 2 3), each in "

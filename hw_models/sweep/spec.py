@@ -127,8 +127,16 @@ def _flatten(table: dict, prefix: str = "") -> dict[str, Any]:
     return out
 
 
+#: what a range or interval bound may be (an integer outside int64 has no float to compare with)
+NUMBER_RULE = "must be a finite number (an integer within -2**63 .. 2**63 - 1)"
+
+
 def _is_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    if isinstance(x, bool):
+        return False
+    if isinstance(x, int):
+        return -(2**63) <= x <= 2**63 - 1
+    return isinstance(x, float) and math.isfinite(x)
 
 
 def _axis_values(path: str, where: str, spec: Any, sampled: bool) -> tuple | Interval:
@@ -174,7 +182,7 @@ def _range(path: str, where: str, spec: dict) -> tuple:
     inc = spec.get("step", spec.get("times"))
     for name, x in (("from", lo), ("to", hi), ("step" if "step" in spec else "times", inc)):
         if not _is_number(x):
-            raise _err(path, f"{where}.{name}", x, "must be a finite number")
+            raise _err(path, f"{where}.{name}", x, NUMBER_RULE)
     if hi < lo:
         raise _err(path, where, spec, f"the range runs backwards (to = {hi} < from = {lo})")
     integers = all(isinstance(x, int) for x in (lo, hi, inc))
@@ -209,7 +217,7 @@ def _interval(path: str, where: str, spec: dict) -> Interval:
         if k not in spec:
             raise _err(path, where, spec, f"an interval needs 'low' and 'high' (missing {k!r})")
         if not _is_number(spec[k]):
-            raise _err(path, f"{where}.{k}", spec[k], "must be a finite number")
+            raise _err(path, f"{where}.{k}", spec[k], NUMBER_RULE)
     for k in ("log", "integer"):
         if k in spec and not isinstance(spec[k], bool):
             raise _err(path, f"{where}.{k}", spec[k], "must be true or false")

@@ -27,6 +27,9 @@ from numba import njit
 from nic.scheduler import OP_GATHER, OP_REDUCE
 from noc.base.errors import HwModelsError
 
+#: the largest vector a schedule splits: its bytes at 16 bytes an element fit an int64
+MAX_VECTOR_ELEMENTS = (2**63 - 1) // 16
+
 OP_NAMES = {OP_REDUCE: "reduce", OP_GATHER: "gather"}
 
 
@@ -117,9 +120,17 @@ class Schedule:
         return lo, hi - lo
 
     def chunk_bounds(self, num_elements: int) -> np.ndarray:
-        """int64[F+1]: flow ``f`` covers elements ``[b[f], b[f+1])``."""
+        """int64[F+1]: flow ``f`` covers elements ``[b[f], b[f+1])``, ``b[f] = f * n // F``.
+
+        Computed as ``f * (n // F) + f * (n % F) // F`` so no product leaves int64; ``n`` is at
+        most :data:`MAX_VECTOR_ELEMENTS`, so its byte count (up to 16 bytes an element) fits too."""
+        n = int(num_elements)
+        if not 0 <= n <= MAX_VECTOR_ELEMENTS:
+            raise HwModelsError(f"vector of {num_elements} elements: allowed 0..{MAX_VECTOR_ELEMENTS:,} elements "
+                                f"(its bytes must fit a 64-bit count)")
         f = np.arange(self.num_flows + 1, dtype=np.int64)
-        return f * num_elements // self.num_flows
+        q, r = divmod(n, self.num_flows)
+        return f * q + f * r // self.num_flows
 
     def transfer_elements(self, num_elements: int) -> np.ndarray:
         """int64[T]: elements each transfer carries for an ``num_elements`` vector."""

@@ -55,8 +55,10 @@ def resolve_setting(sysname, workload, batch, device, topology, nis, algorithm, 
     from nic.collectives import algorithm_name
 
     check_config_file(config)
-    if batch < 1:
-        raise HwModelsError(f"--batch {batch}: must be an integer >= 1 (samples per worker)")
+    from hw_models.estimate import MAX_BATCH_SAMPLES
+
+    if not 1 <= batch <= MAX_BATCH_SAMPLES:
+        raise HwModelsError(f"--batch {batch}: must be an integer in 1..{MAX_BATCH_SAMPLES:,} (samples per worker)")
     if task not in MODELS + ("none",):
         raise HwModelsError(f"--task {task!r}: choose one of {', '.join(MODELS + ('none',))}")
     if max_iterations < 1:
@@ -122,6 +124,16 @@ def _ints(flag: str, text: str, lo: int, hi: int | None = None) -> list[int]:
     return list(dict.fromkeys(vals))
 
 
+def _given(flag: str, value: str | None, default: str) -> str:
+    """``value`` when the flag was given (an empty or blank one is an error, never the
+    default), else ``default``."""
+    if value is None:
+        return default
+    if not value.strip():
+        raise HwModelsError(f"{flag} {value!r}: empty; give a value or leave the flag out for the default {default!r}")
+    return value
+
+
 def system_params(sysname, n, compressors, fix, average_every, servers, placement, modes, stragglers, delays,
                    variants, alpha, tau, inverse_efficiency, links=None, techniques=None, transfer_every=None,
                    mp_keep=None, st=None) -> dict:
@@ -131,8 +143,8 @@ def system_params(sysname, n, compressors, fix, average_every, servers, placemen
     from hw_models.training.systems.runner import parse_compressors
 
     if sysname == "compression":
-        comps = parse_compressors(compressors or DEFAULT_COMPRESSORS)
-        f = (fix or "none").strip().lower()
+        comps = parse_compressors(_given("--compressors", compressors, DEFAULT_COMPRESSORS))
+        f = _given("--fix", fix, "none").strip().lower()
         if f not in FIXES:
             raise HwModelsError(f"--fix {fix!r}: choose one of {', '.join(FIXES)}")
         avg = 10 if average_every is None else average_every
@@ -148,10 +160,10 @@ def system_params(sysname, n, compressors, fix, average_every, servers, placemen
     if sysname == "ps":
         s = 4 if servers is None else servers
         try:
-            nodes = server_nodes(placement or "spread", n, s)
+            nodes = server_nodes(_given("--placement", placement, "spread"), n, s)
         except ConfigError as exc:
             raise HwModelsError(f"{'--servers' if 'servers =' in str(exc) else '--placement'}: {exc}") from None
-        mlist = [x.strip() for x in (modes or "sync,async,ssp:2").split(",") if x.strip()]
+        mlist = [x.strip() for x in _given("--modes", modes, "sync,async,ssp:2").split(",") if x.strip()]
         if not mlist:
             raise HwModelsError(f"--modes {modes!r} names no mode (allowed: sync, async, ssp:BOUND)")
         try:
@@ -164,10 +176,10 @@ def system_params(sysname, n, compressors, fix, average_every, servers, placemen
     if sysname == "ssd":
         from hw_models.training.systems.ssd import MAX_DELAY  # noqa: PLC0415
 
-        ks = _ints("--delays", delays or "1,2,4,8", 1, MAX_DELAY)
+        ks = _ints("--delays", _given("--delays", delays, "1,2,4,8"), 1, MAX_DELAY)
         return {"delays": ks, "objects": (ks,)}
     if sysname == "easgd":
-        vs = [v.strip().lower() for v in (variants or ",".join(VARIANTS)).split(",") if v.strip()]
+        vs = [v.strip().lower() for v in _given("--variants", variants, ",".join(VARIANTS)).split(",") if v.strip()]
         bad = [v for v in vs if v not in VARIANTS]
         if bad or not vs:
             raise HwModelsError(f"--variants {variants!r}: allowed {', '.join(VARIANTS)}")
