@@ -140,11 +140,6 @@ def build(topology, algorithm: str, **options):
     except TypeError as exc:
         raise ScheduleError(f"{algorithm}: bad option ({exc})") from None
     if key is not None:
-        import numpy as np  # noqa: PLC0415
-
-        for value in vars(out).values():  # a shared value: a write into it raises, not leaks
-            if isinstance(value, np.ndarray):
-                value.flags.writeable = False
         _BUILT[key] = out
         while len(_BUILT) > 1 and (len(_BUILT) > _BUILT_MAX or sum(
                 getattr(v, "num_transfers", 0) for v in _BUILT.values()) > _BUILT_MAX_TRANSFERS):

@@ -67,6 +67,8 @@ BAD = {
     ("train-system", "compression"): [["--compressors", "topk:x"], ["--compressors", ""], ["--fix", ""],
                                       ["--fix", "sideways"]],
     ("train-system", "easgd"): [["--alpha", "1"], ["--variants", ""]],
+    ("train-system", "dlion"): [["--techniques", "warp"], ["--techniques", ""], ["--links", "slow:99:2"], ["--links", ""],
+                                ["--transfer-every", "0"]],
     ("train-system", "kfac"): [["--inverse-efficiency", "2"], ["--config", "CONFIG_BAD"]],
 }
 

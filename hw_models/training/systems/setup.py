@@ -194,14 +194,14 @@ def system_params(sysname, n, compressors, fix, average_every, servers, placemen
         from hw_models.training.systems.dlion import parse_techniques  # noqa: PLC0415
 
         try:
-            techs = parse_techniques(techniques or "all")
+            techs = parse_techniques(_given("--techniques", techniques, "all"))
         except ConfigError as exc:
             raise HwModelsError(f"--techniques: {exc}") from None
         every = 20 if transfer_every is None else transfer_every
         if every < 1:
             raise HwModelsError(f"--transfer-every {every}: must be an integer >= 1 (rounds between transfers)")
-        strag = _stragglers(stragglers if stragglers is not None else DEFAULT_DLION_WORKERS, n)
-        lk = _stragglers(links if links is not None else DEFAULT_DLION_LINKS, n, "--links", "links")
+        strag = _stragglers(_given("--stragglers", stragglers, DEFAULT_DLION_WORKERS), n)
+        lk = _stragglers(_given("--links", links, DEFAULT_DLION_LINKS), n, "--links", "links")
         return {"techniques": ["+".join(t) or "none" for t in techs], "stragglers": strag, "links": lk,
                 "transfer_every": every, "objects": (techs, strag, lk, every)}
     eff = 0.05 if inverse_efficiency is None else inverse_efficiency
