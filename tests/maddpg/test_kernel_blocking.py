@@ -29,16 +29,25 @@ def _golden_module():
     return mod
 
 
-@pytest.mark.parametrize("lanes", [8, 16])
-def test_each_blocking_reproduces_the_original_kernels_bit_for_bit(lanes):
+def test_both_blockings_give_the_same_bits_and_the_stored_outputs_to_rounding():
     """Outputs of every dense-kernel path (narrow, middle, blocked with row and column tails,
-    chunked inputs, column ranges, fixed point) stored from the kernels before the second
-    blocking existed (bench/maddpg_kernels_golden.py)."""
+    chunked inputs, column ranges, fixed point): the 8- and 16-lane blockings give the same
+    bits as each other on any host and compiler. Against the outputs stored from the kernels
+    before the second blocking existed (bench/maddpg_kernels_golden.py) they are bit-exact
+    with the Numba/LLVM that recorded them; another LLVM vectorises the unblocked paths'
+    fast-math sums in another order (numba 0.68.1: 21 of 105 outputs differ, by at most
+    1.6e-7 of the array's largest value), so the stored ones are held to 4 float32 epsilons
+    of the largest value, integers exactly."""
     ref = np.load(GOLDEN)
-    outs = _golden_module().kernel_outputs(lanes)
-    assert len(outs) > 100
-    for k, v in outs.items():
-        assert np.array_equal(v, ref[k]), k
+    outs8, outs16 = (_golden_module().kernel_outputs(lanes) for lanes in (8, 16))
+    assert len(outs8) > 100 and outs8.keys() == outs16.keys()
+    for k, v in outs8.items():
+        assert np.array_equal(v, outs16[k]), k
+        if v.dtype.kind == "f":
+            scale = float(np.abs(ref[k]).max())
+            assert np.abs(v.astype(np.float64) - ref[k]).max() <= 4 * np.finfo(np.float32).eps * scale, k
+        else:
+            assert np.array_equal(v, ref[k]), k
 
 
 def _fma(acc, a, b):
