@@ -189,22 +189,30 @@ def _range(path: str, where: str, spec: dict) -> tuple:
     if "step" in spec:
         if not inc > 0:
             raise _err(path, f"{where}.step", inc, "must be positive")
-        span = (hi - lo) / inc  # infinite when the range's arithmetic overflows a float
-        if not math.isfinite(span) or span + 1e-9 >= MAX_AXIS_VALUES:
-            count = f"{math.floor(span) + 1:,}" if math.isfinite(span) else "too many"
-            raise _err(path, where, spec, f"{count} values; at most {MAX_AXIS_VALUES:,} per axis")
-        n = math.floor(span + 1e-9) + 1
+        if integers:  # exact: a float quotient rounds past 'to' near 2**63
+            n = (hi - lo) // inc + 1
+            if n > MAX_AXIS_VALUES:
+                raise _err(path, where, spec, f"{n:,} values; at most {MAX_AXIS_VALUES:,} per axis")
+        else:
+            span = (hi - lo) / inc  # infinite when the range's arithmetic overflows a float
+            if not math.isfinite(span) or span + 1e-9 >= MAX_AXIS_VALUES:
+                count = f"{math.floor(span) + 1:,}" if math.isfinite(span) else "too many"
+                raise _err(path, where, spec, f"{count} values; at most {MAX_AXIS_VALUES:,} per axis")
+            n = math.floor(span + 1e-9) + 1
         values = [lo + k * inc if integers else round(lo + k * inc, 12) for k in range(n)]
+        while len(values) > 1 and values[-1] > hi + 1e-9 * max(1.0, abs(hi)):
+            values.pop()  # a float sum rounded past 'to' (from = -1e308, step = 1e308 gives 0.0)
     else:
         if not inc > 1:
             raise _err(path, f"{where}.times", inc, "must be greater than 1")
         if not lo > 0:
             raise _err(path, f"{where}.from", lo, "a range with 'times' starts above 0")
         values, x = [], lo
-        while x <= hi * (1 + 1e-12):
+        top = hi if integers else hi * (1 + 1e-12)  # integers exactly; floats to rounding
+        while x <= top:
             values.append(x if integers else round(x, 12))
             x = x * inc
-            if not math.isfinite(x) and x <= hi * (1 + 1e-12):
+            if isinstance(x, float) and not math.isfinite(x) and x <= top:
                 raise _err(path, where, spec, "the range's values overflow a floating-point number before reaching "
                                               "'to'")
             if len(values) > MAX_AXIS_VALUES:

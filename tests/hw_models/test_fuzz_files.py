@@ -41,7 +41,7 @@ def _check_range(tmp_path, lo, hi, key, inc):
         assert values == want
         assert key == "step" or values[-1] <= hi < values[-1] * inc
     else:
-        assert values[0] == pytest.approx(lo) and values[-1] <= hi * (1 + 1e-9) + 1e-9
+        assert values[0] == pytest.approx(lo) and values[-1] <= hi + 1e-9 * max(1.0, abs(hi))
 
 
 def _run(tmp_path, lo, hi, key, inc):
