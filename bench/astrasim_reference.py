@@ -77,29 +77,40 @@ def points():
                     yield net, topos, npus, coll, alg, size
 
 
-def run_point(binary: Path, work: Path, topos, npus, coll, alg, size) -> int:
-    ranks = 1
-    for n in npus:
-        ranks *= n
+def write_inputs(work: Path, topos, npus, alg: str, system: dict, bandwidth_gbps: float, latency_ns: float) -> None:
+    """ASTRA-sim's network (one entry per dimension), system (``alg`` for every collective) and
+    memory inputs, in ``work``."""
     (work / "net.yml").write_text(
         f"topology: [ {', '.join(topos)} ]\nnpus_count: [ {', '.join(map(str, npus))} ]\n"
-        f"bandwidth: [ {', '.join([str(BANDWIDTH_GBPS)] * len(topos))} ]\n"
-        f"latency: [ {', '.join([str(LATENCY_NS)] * len(topos))} ]\n")
-    system = dict(ASTRA_SYSTEM)
+        f"bandwidth: [ {', '.join([str(bandwidth_gbps)] * len(topos))} ]\n"
+        f"latency: [ {', '.join([str(latency_ns)] * len(topos))} ]\n")
+    system = dict(system)
     for k in ("all-reduce", "all-gather", "reduce-scatter", "all-to-all"):
         system[f"{k}-implementation"] = [alg] * len(topos)
     (work / "sys.json").write_text(json.dumps(system, indent=1))
     (work / "mem.json").write_text(json.dumps({"memory-type": "NO_MEMORY_EXPANSION"}))
-    prefix = export_workload(work / "et", "coll", [EtNode(0, coll, coll, comm_bytes=size)], ranks)
+
+
+def run_astrasim(binary: Path, work: Path, prefix, ranks: int, what: str, timeout: float) -> int:
+    """Run ASTRA-sim on the workload ``prefix`` with ``work``'s inputs; the last rank's finish cycle."""
     out = subprocess.run([str(binary), f"--workload-configuration={prefix}", f"--system-configuration={work / 'sys.json'}",
                           f"--network-configuration={work / 'net.yml'}",
                           f"--remote-memory-configuration={work / 'mem.json'}"],
-                         capture_output=True, text=True, cwd=work, timeout=600)
-    found = {int(a): int(b) for a, b in _FINISHED.findall(out.stdout + out.stderr)}
+                         capture_output=True, text=True, cwd=work, timeout=timeout)
+    text = out.stdout + out.stderr
+    found = {int(a): int(b) for a, b in _FINISHED.findall(text)}
     if out.returncode != 0 or len(found) != ranks:
-        raise RuntimeError(f"ASTRA-sim failed on {topos} {npus} {coll} {alg} {size}: rc {out.returncode}\n"
-                           f"{(out.stdout + out.stderr)[-2000:]}")
+        raise RuntimeError(f"ASTRA-sim failed on {what}: rc {out.returncode}\n{text[-2000:]}")
     return max(found.values())
+
+
+def run_point(binary: Path, work: Path, topos, npus, coll, alg, size) -> int:
+    ranks = 1
+    for n in npus:
+        ranks *= n
+    write_inputs(work, topos, npus, alg, ASTRA_SYSTEM, BANDWIDTH_GBPS, LATENCY_NS)
+    prefix = export_workload(work / "et", "coll", [EtNode(0, coll, coll, comm_bytes=size)], ranks)
+    return run_astrasim(binary, work, prefix, ranks, f"{topos} {npus} {coll} {alg} {size}", 600)
 
 
 def reference(args) -> None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.astrasim_reference import _FINISHED, _repo_commits  # noqa: E402
+from bench.astrasim_reference import _repo_commits, run_astrasim, write_inputs  # noqa: E402
 from hw_models.training.astrasim import ASTRA_SYSTEM, AstraAnalytical  # noqa: E402
 from hw_models.training.chakra import TraceWorkload, export_workload, layer_nodes, load_trace  # noqa: E402
 
@@ -59,26 +58,11 @@ def reference(args) -> None:
     t0 = time.process_time()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        (work / "net.yml").write_text(f"topology: [ Ring ]\nnpus_count: [ {NPUS} ]\nbandwidth: [ {BANDWIDTH_GBPS} ]\n"
-                                      f"latency: [ {LATENCY_NS} ]\n")
-        system = dict(SYSTEM)
-        for k in ("all-reduce", "all-gather", "reduce-scatter", "all-to-all"):
-            system[f"{k}-implementation"] = ["ring"]
-        (work / "sys.json").write_text(json.dumps(system))
-        (work / "mem.json").write_text(json.dumps({"memory-type": "NO_MEMORY_EXPANSION"}))
+        write_inputs(work, ["Ring"], [NPUS], "ring", SYSTEM, BANDWIDTH_GBPS, LATENCY_NS)
         for name, costs in workload_costs().items():
             nodes = layer_nodes(costs)
             prefix = export_workload(work / name, name, nodes, NPUS)
-            out = subprocess.run([str(binary), f"--workload-configuration={prefix}",
-                                  f"--system-configuration={work / 'sys.json'}",
-                                  f"--network-configuration={work / 'net.yml'}",
-                                  f"--remote-memory-configuration={work / 'mem.json'}"],
-                                 capture_output=True, text=True, cwd=work, timeout=3600)
-            text = out.stdout + out.stderr
-            found = {int(a): int(b) for a, b in _FINISHED.findall(text)}
-            if out.returncode != 0 or len(found) != NPUS:
-                raise RuntimeError(f"ASTRA-sim failed on {name}: rc {out.returncode}\n{text[-2000:]}")
-            cycles = max(found.values())
+            cycles = run_astrasim(binary, work, prefix, NPUS, name, 3600)
             compute_us = sum(n.duration_us for n in nodes if n.kind == "compute")
             exposed = cycles - compute_us * 1000
             rows.append({"workload": name, "npus": NPUS, "bandwidth_GBps": BANDWIDTH_GBPS, "latency_ns": LATENCY_NS,
