@@ -17,21 +17,7 @@ from hw_models.training.systems.ssd import ssd_timeline
 from hw_models.training.timeline import simulate
 from hw_models.training.workloads import load_workload_file
 
-NET = """name = "tiny"
-input = [3, 8, 8]
-[[layers]]
-kind = "conv"
-out_channels = 8
-kernel = 3
-padding = 1
-[[layers]]
-kind = "relu"
-[[layers]]
-kind = "flatten"
-[[layers]]
-kind = "linear"
-out_features = 10
-"""
+from tiny_workload import NET
 
 
 def run(argv, capsys):
