@@ -27,7 +27,17 @@ M. It is found by Dinkelbach's iteration on that ratio: start from the ratio of 
 run the N max-flows, and while some minimum cut falls short of N·x move x to that cut's
 ratio (strictly smaller each time, over finitely many cuts). Capacities are the links'
 ``bytes_per_cycle`` as exact fractions (a float is a binary fraction), scaled to integers
-for ``networkx``'s max-flow, so every value is exact.
+for the max-flow, so every value is exact.
+
+Symmetry cuts the max-flows from N per step to one per orbit: a permutation of the
+vertices that maps compute vertices to compute vertices and every link to a link of the
+same bandwidth (an automorphism) leaves the source's network unchanged, so sinks t and
+σ(t) have the same maximum flow. Candidates (translations and reflections of a grid's
+coordinates, rotations of a fully connected network) are each checked link by link
+against the bandwidths before use; a candidate that fails (a mesh's translation, a link
+made thinner) is dropped, so on any network the result is the general algorithm's. The
+orbits' smallest members are the sinks flowed, in increasing order: the first sink with
+the least flow is then the one the general algorithm picks, and its cut the same set.
 """
 
 from __future__ import annotations
@@ -37,6 +47,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import networkx as nx
+import numpy as np
 
 from noc.base.errors import SpecError
 from noc.topology import Topology
@@ -126,21 +137,83 @@ def _ratio(graph: CutGraph, inside: set[int]) -> Fraction:
     return _outgoing(graph, inside) / sum(1 for v in inside if v < graph.num_nodes)
 
 
-def _shortest_cut(graph: CutGraph, x: Fraction) -> tuple[Fraction, set[int]] | None:
+def _candidate_permutations(topology: Topology) -> list[list[int]]:
+    """Router permutations that may be automorphisms: on a grid (coordinates by strides) the
+    +1 translation and the reflection of each dimension, on a fully connected network a
+    rotation and a reflection of the indices. Nothing on switched networks."""
+    if not topology.is_direct:
+        return []
+    r = topology.num_routers
+    if topology.family == "fully_connected":
+        idx = np.arange(r)
+        return [((idx + 1) % r).tolist(), (r - 1 - idx).tolist()]
+    dims = tuple(int(k) for k in topology.dims)
+    coords = np.asarray(topology.router_coords)
+    if not dims or coords.shape != (r, len(dims)) or math.prod(dims) != r:
+        return []
+    strides = np.asarray([math.prod(dims[:i]) for i in range(len(dims))], dtype=np.int64)
+    if not np.array_equal(coords.astype(np.int64) @ strides, np.arange(r)):
+        return []
+    out = []
+    for d, k in enumerate(dims):
+        for moved in ((coords[:, d] + 1) % k, k - 1 - coords[:, d]):
+            c = coords.astype(np.int64).copy()
+            c[:, d] = moved
+            out.append((c @ strides).tolist())
+    return out
+
+
+def automorphisms(topology: Topology, graph: CutGraph) -> list[list[int]]:
+    """The candidate permutations (as maps of the cut graph's vertices) that are automorphisms
+    of ``graph``: compute vertices to compute vertices, every link onto a link of equal
+    bandwidth (links map injectively, so the map is onto the links too)."""
+    n, cap = graph.num_nodes, graph.capacity
+    found = []
+    for perm in _candidate_permutations(topology):
+        sigma = perm + [n + p for p in perm]  # direct network: node v is router v
+        if sorted(sigma) != list(range(len(sigma))):
+            continue
+        if all(cap.get((sigma[a], sigma[b])) == c for (a, b), c in cap.items()):
+            found.append(sigma)
+    return found
+
+
+def sink_representatives(num_nodes: int, perms: list[list[int]]) -> list[int]:
+    """The smallest compute vertex of each orbit under the group ``perms`` generate, sorted."""
+    parent = list(range(num_nodes))
+
+    def root(v: int) -> int:
+        while parent[v] != v:
+            parent[v] = parent[parent[v]]
+            v = parent[v]
+        return v
+
+    for sigma in perms:
+        for v in range(num_nodes):
+            a, b = root(v), root(sigma[v])
+            if a != b:
+                parent[max(a, b)] = min(a, b)  # the root stays the orbit's smallest member
+    return [v for v in range(num_nodes) if root(v) == v]
+
+
+def _shortest_cut(graph: CutGraph, x: Fraction, sinks: list[int] | None = None) -> tuple[Fraction, set[int]] | None:
     """The cut S minimising B+(S) - x|S ∩ V_c| over all sinks, if that is negative (x too large).
 
     S is the source side of the minimum cut nearest the sink (every vertex that cannot reach
-    the sink in the residual graph): one set whatever maximum flow is found. The flows run in
-    scipy's Dinic on int32 capacities when the scaled capacities fit, else in networkx."""
+    the sink in the residual graph): one set whatever maximum flow is found. ``sinks``: the
+    compute vertices to flow to, increasing (default all; fewer only when the rest share an
+    orbit with one of them). The flows run in scipy's Dinic on int32 capacities when the
+    scaled capacities fit, else in networkx."""
     n = graph.num_nodes
     scale = math.lcm(x.denominator, *(c.denominator for c in graph.capacity.values()))
     caps = {ab: int(c * scale) for ab, c in graph.capacity.items()}
     src_cap = int(x * scale)
     full = n * src_cap
+    sinks = range(n) if sinks is None else sinks
     if sum(caps.values()) + full < 2**31 - 1:
-        cuts = _sink_cuts_scipy(n, n + graph.num_routers, caps, src_cap)
+        cuts = _sink_cuts_scipy(n, n + graph.num_routers, caps, src_cap, sinks)
     else:
-        cuts = _sink_cuts_networkx(n, n + graph.num_routers, caps, src_cap)
+        cuts = _sink_cuts_networkx(n, n + graph.num_routers, caps, src_cap, sinks)
     best: tuple[int, set[int]] | None = None
     for value, side in cuts:
         if value < full and (best is None or value < best[0]):
@@ -150,22 +223,21 @@ def _shortest_cut(graph: CutGraph, x: Fraction) -> tuple[Fraction, set[int]] | N
     return _ratio(graph, best[1]), best[1]
 
 
-def _sink_cuts_networkx(n: int, vertices: int, caps: dict, src_cap: int):
-    """Per sink 0..n-1: (max-flow value from a source feeding every compute vertex, the source side)."""
+def _sink_cuts_networkx(n: int, vertices: int, caps: dict, src_cap: int, sinks=None):
+    """Per sink (default 0..n-1): (max-flow value from a source feeding every compute vertex, the source side)."""
     g = nx.DiGraph()
     g.add_nodes_from(range(vertices))
     for (a, b), c in caps.items():
         g.add_edge(a, b, capacity=c)
     for v in range(n):
         g.add_edge(SOURCE, v, capacity=src_cap)
-    for sink in range(n):
+    for sink in range(n) if sinks is None else sinks:
         value, (side, _) = nx.minimum_cut(g, SOURCE, sink)
         yield value, lambda side=side: set(side) - {SOURCE}
 
 
-def _sink_cuts_scipy(n: int, vertices: int, caps: dict, src_cap: int):
+def _sink_cuts_scipy(n: int, vertices: int, caps: dict, src_cap: int, sinks=None):
     """As :func:`_sink_cuts_networkx`, with scipy's maximum flow (vertex ``vertices`` is the source)."""
-    import numpy as np
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import breadth_first_order, maximum_flow
 
@@ -176,7 +248,7 @@ def _sink_cuts_scipy(n: int, vertices: int, caps: dict, src_cap: int):
     size = vertices + 1
     cap = csr_matrix((np.asarray(vals, dtype=np.int32), (rows, cols)), shape=(size, size))
     cap.sum_duplicates()
-    for sink in range(n):
+    for sink in range(n) if sinks is None else sinks:
         result = maximum_flow(cap, src, sink, method="dinic")
 
         def side(result=result, sink=sink) -> set[int]:
@@ -190,8 +262,9 @@ def _sink_cuts_scipy(n: int, vertices: int, caps: dict, src_cap: int):
         yield int(result.flow_value), side
 
 
-def max_cut_ratio(graph: CutGraph) -> tuple[Fraction, set[int]]:
-    """(x*, S): the least B+(S)/|S ∩ V_c| over cuts with a compute node inside and one outside."""
+def max_cut_ratio(graph: CutGraph, sinks: list[int] | None = None) -> tuple[Fraction, set[int]]:
+    """(x*, S): the least B+(S)/|S ∩ V_c| over cuts with a compute node inside and one outside.
+    ``sinks``: one compute vertex per orbit of the graph's automorphisms (default: every one)."""
     n = graph.num_nodes
     everything = set(range(n + graph.num_routers))
     # start from real cuts: one node alone, or everything but one node
@@ -207,7 +280,7 @@ def max_cut_ratio(graph: CutGraph) -> tuple[Fraction, set[int]]:
     if x == 0:
         raise SpecError(f"the network is not connected: no link leaves the vertices {sorted(inside)} "
                         "(compute nodes first, then routers), so no collective can finish")
-    while (better := _shortest_cut(graph, x)) is not None:
+    while (better := _shortest_cut(graph, x, sinks)) is not None:
         new_x, new_inside = better
         assert new_x < x, "Dinkelbach's ratio must fall at every step"
         x, inside = new_x, new_inside
@@ -223,14 +296,16 @@ def _as_cut(topology: Topology, graph: CutGraph, inside: set[int], *, entering: 
     return Cut(nodes=nodes, vertices=tuple(vertices), bytes_per_cycle=_outgoing(g, inside))
 
 
-def optimal_bound(topology: Topology) -> OptimalBound:
-    """The exact throughput optimum of all-gather, reduce-scatter and all-reduce on ``topology``."""
+def optimal_bound(topology: Topology, *, symmetry: bool = True) -> OptimalBound:
+    """The exact throughput optimum of all-gather, reduce-scatter and all-reduce on ``topology``.
+    ``symmetry=False`` flows to every sink (the general algorithm, same result, slower)."""
     graph = cut_graph(topology)
     n = graph.num_nodes
     if n < 2:
         return OptimalBound(topology.name, n, Fraction(0), Fraction(0), None, None)
-    x_ag, s_ag = max_cut_ratio(graph)
-    x_rs, s_rs = max_cut_ratio(graph.reversed())
+    sinks = sink_representatives(n, automorphisms(topology, graph)) if symmetry else None
+    x_ag, s_ag = max_cut_ratio(graph, sinks)
+    x_rs, s_rs = max_cut_ratio(graph.reversed(), sinks)  # reversing every link keeps the automorphisms
     return OptimalBound(
         topology_name=topology.name,
         num_nodes=n,
