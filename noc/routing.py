@@ -669,11 +669,83 @@ def check_deadlock_free(topology: Topology, routes: RouteTable | PairRoutes, vcs
         raise ConfigError(f"routing {routes.algorithm!r} needs {c} VC classes but vcs={vcs}")
     check_deadlock_size(topology, c, routes.max_links)
     n = topology.num_links * c
-    # Over blocks of paths: the int64 temporaries take ~50 bytes per table entry, ten times
-    # the table itself, while the distinct dependencies are few.
     h = routes.links.shape[-1]
     links = routes.links.reshape(-1, h)
     vcls = routes.vc_class.reshape(-1, h)
+    edges = _turn_dependencies(topology, links, vcls, c)
+    if edges is None:
+        edges = _sorted_dependencies(links, vcls, c, n)
+    src = (edges // n).astype(np.int64)
+    dst = (edges % n).astype(np.int64)
+    remaining = _kahn_remaining(src, dst, n)
+    if not remaining.any():
+        return DeadlockReport(True, (), n, int(edges.size))
+    cycle = _find_cycle(src, dst, remaining)
+    return DeadlockReport(False, tuple((int(ch // c), int(ch % c)) for ch in cycle), n, int(edges.size))
+
+
+MAX_TURN_SLOTS = 1 << 28  # one byte per (channel, next link, next class): the bitmap of _turn_dependencies
+
+
+def _turn_dependencies(topology: Topology, links: np.ndarray, vcls: np.ndarray, c: int) -> np.ndarray | None:
+    """The sorted distinct dependencies ``a * n + b`` of the paths, in one pass over them: a
+    flag per turn (a channel, then a link leaving the vertex it enters, in a class), read
+    out in channel order then by the next link's id and class. None (the caller sorts) when
+    the flags would exceed :data:`MAX_TURN_SLOTS` or a path's links do not join up."""
+    v = topology.num_vertices
+    out_deg = np.bincount(topology.link_src, minlength=v).astype(np.int64)
+    slots_per_link = out_deg[topology.link_dst] * c * c  # channel (link, class) x (next link, class)
+    if int(slots_per_link.sum()) > MAX_TURN_SLOTS:
+        return None
+    base = np.zeros(topology.num_links + 1, dtype=np.int64)
+    np.cumsum(slots_per_link, out=base[1:])
+    order = np.argsort(topology.link_src, kind="stable")  # out-links of each vertex, by link id
+    pos = np.empty(topology.num_links, dtype=np.int64)
+    first = np.zeros(v + 1, dtype=np.int64)
+    np.cumsum(out_deg, out=first[1:])
+    pos[order] = np.arange(topology.num_links) - first[topology.link_src[order]]
+    ok, edges = _turn_flags(links, vcls, c, base, out_deg[topology.link_dst], pos, order, first,
+                            topology.link_dst.astype(np.int64), topology.link_src.astype(np.int64))
+    return edges if ok else None
+
+
+@njit(cache=True)
+def _turn_flags(links, vcls, c, base, deg_after, pos, order, first, link_dst, link_src):
+    flags = np.zeros(base[-1], dtype=np.bool_)
+    for p in range(links.shape[0]):
+        for k in range(links.shape[1] - 1):
+            la, lb = links[p, k], links[p, k + 1]
+            if la < 0 or lb < 0:
+                continue
+            ca, cb = vcls[p, k], vcls[p, k + 1]
+            if link_src[lb] != link_dst[la] or ca < 0 or ca >= c or cb < 0 or cb >= c:
+                return False, np.zeros(0, dtype=np.int64)
+            flags[base[la] + ca * deg_after[la] * c + pos[lb] * c + cb] = True
+    count = 0
+    for i in range(flags.shape[0]):
+        count += flags[i]
+    n = link_dst.shape[0] * c
+    out = np.empty(count, dtype=np.int64)
+    j = 0
+    for la in range(link_dst.shape[0]):
+        w = link_dst[la]
+        d = deg_after[la]
+        for ca in range(c):
+            row = base[la] + ca * d * c
+            for q in range(d):
+                lb = order[first[w] + q]
+                for cb in range(c):
+                    if flags[row + q * c + cb]:
+                        out[j] = (la * c + ca) * n + lb * c + cb
+                        j += 1
+    return True, out
+
+
+def _sorted_dependencies(links: np.ndarray, vcls: np.ndarray, c: int, n: int) -> np.ndarray:
+    """As :func:`_turn_dependencies`, by sorting every step's key."""
+    # Over blocks of paths: the int64 temporaries take ~50 bytes per table entry, ten times
+    # the table itself, while the distinct dependencies are few.
+    h = links.shape[-1]
     rows = max(1, _DEP_BLOCK_ENTRIES // max(h - 1, 1))
     parts = []
     for s0 in range(0, links.shape[0], rows):
@@ -682,14 +754,7 @@ def check_deadlock_free(topology: Topology, routes: RouteTable | PairRoutes, vcs
         b = lk[:, 1:].astype(np.int64) * c + vc[:, 1:]
         ok = (lk[:, :-1] >= 0) & (lk[:, 1:] >= 0)
         parts.append(_sorted_unique(a[ok] * n + b[ok]))
-    edges = _sorted_unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
-    src = (edges // n).astype(np.int64)
-    dst = (edges % n).astype(np.int64)
-    remaining = _kahn_remaining(src, dst, n)
-    if not remaining.any():
-        return DeadlockReport(True, (), n, int(edges.size))
-    cycle = _find_cycle(src, dst, remaining)
-    return DeadlockReport(False, tuple((int(ch // c), int(ch % c)) for ch in cycle), n, int(edges.size))
+    return _sorted_unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
 
 
 @njit(cache=True)
