@@ -340,7 +340,7 @@ REPORTED_DLION = "up to 4.2x faster than the baselines (heterogeneous GPU cluste
 
 
 def run_dlion(st: Setting, techniques, workers_spec: str, links_spec: str, transfer_every: int = 20, *,
-              seed: int = 0, baselines: tuple[str, ...] = ("ps", "easgd")):
+              seed: int = 0, baselines: tuple[str, ...] = ("ps", "easgd"), policy: str = "wfbp"):
     """DLion's technique sets (:mod:`hw_models.training.systems.dlion`) and the baselines on the
     same workers (``workers_spec``) and links (``links_spec``): synchronous all-reduce, the
     asynchronous one-server parameter server (whole iterations) and asynchronous EASGD (their event simulations, with the
@@ -360,7 +360,8 @@ def run_dlion(st: Setting, techniques, workers_spec: str, links_spec: str, trans
     _check_one_shard_per_worker(st, n)
     m = st.model_bytes
     master = st.ps_comm((0,))
-    net = Net(st.compute_s, master.reduce_scatter_s(m) / n, st.comm.allreduce_s(m), m)
+    net = Net(st.compute_s, master.reduce_scatter_s(m) / n, st.comm.allreduce_s(m), m, tuple(st.layers),
+              lambda b: master.reduce_scatter_s(b) / n, st.comm, policy)
     wp = Profile.parse(workers_spec, n, seed=seed, what="stragglers")
     lp = Profile.parse(links_spec, n, seed=seed + 1, what="links")
     kw = dict(target=st.target, max_iterations=st.max_iterations, seed=seed)
