@@ -34,13 +34,21 @@ models stay equal and the run is synchronous SGD (the tests check it equals
 backward passes for ``B`` samples, from its layer costs on the device), then the exchange:
 each link's bytes over its bandwidth, the links concurrently, ``E_t = max_ji bytes_ji /
 bw_ji`` (prioritised: at most ``T``); a knowledge transfer adds the best worker's model over
-its slowest link. ``bw`` of a link at nominal speed: the model bytes over one worker's share
-of a one-server parameter server's push on the configured network (``push_all(M) / N``, as
-EASGD's exchange), divided by the link's factor.
+its slowest link. ``bw`` of a link at nominal speed: every worker sending ``b`` bytes to every
+other is the traffic of an all-gather of ``N b`` bytes, so a link's nominal time for ``b``
+bytes is the configured network's all-gather of ``N b`` (the baseline algorithm's), and a
+link with factor ``lf`` takes ``lf`` times it.
+
+**On the timeline** (:class:`Net` with ``layers``): a round is the iteration timeline's
+steady iteration with every layer's passes scaled by the slowest worker's ``max_i (b_i / B)
+f_i`` and each layer's exchange a collective of :class:`LinkExchange` (as long as its slowest
+link); policy ``wfbp`` sends each layer as its gradient appears, ``fused`` the whole model
+after the backward pass, which is the closed form :func:`round_s` exactly.
 
 **Baseline, synchronous all-reduce** on the same workers and links: ``max_i c f_i`` plus the
 baseline all-reduce of the model slowed by the slowest link (a ring passes through all of
-them), convergence synchronous SGD.
+them; on the timeline: passes scaled, the all-reduce model slowed), convergence synchronous
+SGD.
 
 Not modelled: DLion's measurement of capacities (the factors are known each round), its
 partial-model (per-layer) priorities, the compute of top-k selection, GPU contention.

@@ -363,8 +363,8 @@ def run_dlion(st: Setting, techniques, workers_spec: str, links_spec: str, trans
     _check_one_shard_per_worker(st, n)
     m = st.model_bytes
     master = st.ps_comm((0,))
-    net = Net(st.compute_s, master.reduce_scatter_s(m) / n, st.comm.allreduce_s(m), m, tuple(st.layers),
-              lambda b: master.reduce_scatter_s(b) / n, st.comm, policy)
+    net = Net(st.compute_s, st.comm.all_gather_s(n * m), st.comm.allreduce_s(m), m, tuple(st.layers),
+              lambda b: st.comm.all_gather_s(n * b), st.comm, policy)
     wp = Profile.parse(workers_spec, n, seed=seed, what="stragglers")
     lp = Profile.parse(links_spec, n, seed=seed + 1, what="links")
     kw = dict(target=st.target, max_iterations=st.max_iterations, seed=seed)
