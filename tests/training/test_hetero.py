@@ -88,3 +88,32 @@ def test_event_simulations_reproduce_the_figures_stored_before_profiles():
                                iterations=60, seed=3)
             out[f"easgd {spec} {v}"] = [r.time_per_iteration_s(), r.mean_staleness(), r.max_staleness()]
     assert json.loads(json.dumps(out)) == stored
+
+
+def test_baselines_pay_their_slow_links():
+    """Link profiles in the parameter server's and EASGD's event simulations: constant equal
+    workers, worker 3's link to the server on node 0 ``F`` times slower. Sync PS, by hand: all
+    pushes arrive at ``c`` and are served one after another (``3 s + F s``), then the pulls
+    (``3 p + F p``). Async EASGD with tau 1: the master serves one exchange at a time, so over
+    a round of N exchanges it is busy ``(3 + F) x + N u`` -- the steady time per iteration when
+    the master is the bottleneck. Links of factor 1 give the run without links exactly."""
+    from hw_models.training.systems.hogwild import simulate_easgd
+    from hw_models.training.systems.ps import simulate_ps
+
+    n, c, push, pull, F = 4, 0.01, 0.4, 0.2, 5.0
+    lk = Profile.parse(f"const:1/1/1/{F:g}", n)
+    r = simulate_ps(n, c, push, pull, mode="sync", links=lk, gradients=40)
+    per = (c + (3 + F) * push / n + (3 + F) * pull / n)
+    assert r.updates[0].time_s == pytest.approx(c + (3 + F) * push / n, rel=1e-12)
+    assert r.time_per_iteration_s() == pytest.approx(per, rel=1e-12)
+    ones = Profile.parse("const:1", n)
+    for mode in ("sync", "async"):
+        a = simulate_ps(n, c, push, pull, mode=mode, links=ones, gradients=40)
+        b = simulate_ps(n, c, push, pull, mode=mode, gradients=40)
+        assert a.updates == b.updates
+    x, u = 0.05, 0.001
+    e = simulate_easgd("async", 1, n, c, exchange_s=x, update_s=u, allreduce_s=0.0, links=lk, iterations=40)
+    assert e.time_per_iteration_s() == pytest.approx((3 + F) * x + n * u, rel=1e-6)
+    e1 = simulate_easgd("async", 1, n, c, exchange_s=x, update_s=u, allreduce_s=0.0, links=ones, iterations=40)
+    e0 = simulate_easgd("async", 1, n, c, exchange_s=x, update_s=u, allreduce_s=0.0, iterations=40)
+    assert e1.time_per_iteration_s() == e0.time_per_iteration_s()

@@ -34,13 +34,21 @@ models stay equal and the run is synchronous SGD (the tests check it equals
 backward passes for ``B`` samples, from its layer costs on the device), then the exchange:
 each link's bytes over its bandwidth, the links concurrently, ``E_t = max_ji bytes_ji /
 bw_ji`` (prioritised: at most ``T``); a knowledge transfer adds the best worker's model over
-its slowest link. ``bw`` of a link at nominal speed: the model bytes over one worker's share
-of a one-server parameter server's push on the configured network (``push_all(M) / N``, as
-EASGD's exchange), divided by the link's factor.
+its slowest link. ``bw`` of a link at nominal speed: every worker sending ``b`` bytes to every
+other is the traffic of an all-gather of ``N b`` bytes, so a link's nominal time for ``b``
+bytes is the configured network's all-gather of ``N b`` (the baseline algorithm's), and a
+link with factor ``lf`` takes ``lf`` times it.
+
+**On the timeline** (:class:`Net` with ``layers``): a round is the iteration timeline's
+steady iteration with every layer's passes scaled by the slowest worker's ``max_i (b_i / B)
+f_i`` and each layer's exchange a collective of :class:`LinkExchange` (as long as its slowest
+link); policy ``wfbp`` sends each layer as its gradient appears, ``fused`` the whole model
+after the backward pass, which is the closed form :func:`round_s` exactly.
 
 **Baseline, synchronous all-reduce** on the same workers and links: ``max_i c f_i`` plus the
 baseline all-reduce of the model slowed by the slowest link (a ring passes through all of
-them), convergence synchronous SGD.
+them; on the timeline: passes scaled, the all-reduce model slowed), convergence synchronous
+SGD.
 
 Not modelled: DLion's measurement of capacities (the factors are known each round), its
 partial-model (per-layer) priorities, the compute of top-k selection, GPU contention.
@@ -50,6 +58,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -153,12 +162,75 @@ class _Sampler:
 class Net:
     """What a round's time needs: ``compute_s`` (a worker's passes for the task batch ``B`` at
     nominal speed), ``link_s`` (the whole model, ``model_bytes``, over one link at nominal
-    bandwidth), ``allreduce_s`` (the baseline all-reduce of the model)."""
+    bandwidth), ``allreduce_s`` (the baseline all-reduce of the model).
+
+    With ``layers`` (the workload's :class:`~hw_models.training.costs.LayerCost`, whose passes
+    sum to ``compute_s``), ``link`` (seconds of ``b`` bytes over one link at nominal
+    bandwidth, ``link(model_bytes) == link_s``) and ``allreduce`` (the baseline's
+    communication model) a round is timed on the iteration timeline with ``policy``
+    (``wfbp``: each layer's exchange as its gradient appears; ``fused``: one exchange after
+    the backward pass, which gives :func:`round_s` exactly); without them by :func:`round_s`."""
 
     compute_s: float
     link_s: float
     allreduce_s: float
     model_bytes: int
+    layers: tuple = ()
+    link: Callable[[int], float] | None = None
+    allreduce: object = None
+    policy: str = "wfbp"
+
+    @property
+    def on_timeline(self) -> bool:
+        return bool(self.layers)
+
+
+class LinkExchange:
+    """DLion's exchange of a round as a communication model for the timeline: every link
+    ``j -> i`` at once, link ``j -> i`` moving ``q_ji b`` of a layer's ``b`` gradient bytes
+    (``q = 1`` dense; prioritised: its entries' bytes over the dense gradient's) at ``1 /
+    lf_ji`` of the nominal bandwidth; a collective ends with its slowest link:
+    ``link(b) * max_ji q_ji lf_ji`` (``scale``)."""
+
+    def __init__(self, link, scale: float, num_workers: int, what: str = "DLion links"):
+        self._link, self.scale, self.num_workers, self._what = link, float(scale), int(num_workers), what
+
+    def allreduce_s(self, nbytes: int) -> float:
+        return self._link(nbytes) * self.scale if nbytes else 0.0
+
+    reduce_scatter_s = all_gather_s = allreduce_s
+
+    def describe(self) -> str:
+        return f"{self._what} (slowest x{self.scale:g})"
+
+
+class _TimedRounds:
+    """Seconds of a round on the timeline (:func:`~hw_models.training.timeline.simulate`, its
+    steady state) for the slowest worker's compute factor ``cs`` and the exchange's slowest
+    link ``xs``; the same pair is simulated once."""
+
+    def __init__(self, net: Net, link, n: int):
+        from hw_models.training.systems.exchange import make_policy  # noqa: PLC0415
+
+        self.net, self.link, self.n = net, link, n
+        self.policy = make_policy(net.policy)
+        self._cache: dict = {}
+
+    def __call__(self, cs: float, xs: float) -> float:
+        from hw_models.training.costs import LayerCost  # noqa: PLC0415
+        from hw_models.training.timeline import simulate  # noqa: PLC0415
+
+        key = (cs, xs)
+        if key not in self._cache:
+            layers = tuple(LayerCost(x.name, x.fwd_s * cs, x.bwd_s * cs, x.grad_bytes) for x in self.net.layers)
+            self._cache[key] = simulate(layers, LinkExchange(self.link, xs, self.n), self.policy,
+                                        iterations=2).iteration_s
+        return self._cache[key]
+
+
+def round_s(compute_s: float, exchange_s: float, transfer_s: float = 0.0) -> float:
+    """The closed form of a round: compute, then the exchange, then a knowledge transfer."""
+    return compute_s + exchange_s + transfer_s
 
 
 def dlion(task, techs: tuple[str, ...], net: Net, workers, links, lr: float, *, target: float,
@@ -177,6 +249,7 @@ def dlion(task, techs: tuple[str, ...], net: Net, workers, links, lr: float, *, 
     bw_task = DENSE_BYTES * P / net.link_s if net.link_s > 0 else math.inf
     clock = {"t": 0.0, "bytes": 0.0}
     times: list[float] = []
+    timed = _TimedRounds(net, net.link, n) if net.on_timeline else None
 
     def step(t):
         f = np.array([workers.sample(rngs[i], i, n, t) for i in range(n)])
@@ -184,6 +257,7 @@ def dlion(task, techs: tuple[str, ...], net: Net, workers, links, lr: float, *, 
             _, b = weighted_batches(n * B, f)
         else:
             b = np.full(n, B)
+        cs = float(np.max(b / B * f))
         comp = float(np.max(b / B * net.compute_s * f))
         grads, losses = [], []
         for i in range(n):
@@ -192,7 +266,7 @@ def dlion(task, techs: tuple[str, ...], net: Net, workers, links, lr: float, *, 
             losses.append(loss)
         lf = np.array([[links.link_factor(i, j, n, t) if i != j else 1.0 for j in range(n)] for i in range(n)])
         wsum = float(b.sum())
-        exch, sent = 0.0, 0.0
+        exch, sent, xs = 0.0, 0.0, 0.0
         new = np.empty_like(x)
         for i in range(n):
             agg = b[i] * grads[i]
@@ -205,10 +279,12 @@ def dlion(task, techs: tuple[str, ...], net: Net, workers, links, lr: float, *, 
                     s = topk(v, k)
                     resid[j, i] = v - s
                     exch = max(exch, k * ENTRY_BYTES / (bw_task / lf[j, i]))
+                    xs = max(xs, k * ENTRY_BYTES / (DENSE_BYTES * P) * lf[j, i])
                     sent += k * ENTRY_BYTES / (DENSE_BYTES * P) * net.model_bytes
                 else:
                     s = grads[j]
                     exch = max(exch, net.link_s * lf[j, i])
+                    xs = max(xs, lf[j, i])
                     sent += net.model_bytes
                 agg = agg + b[j] * s
             new[i] = x[i] - lr * agg / wsum
@@ -219,7 +295,7 @@ def dlion(task, techs: tuple[str, ...], net: Net, workers, links, lr: float, *, 
             x[:] = (x + x[best]) / 2
             extra_s = net.link_s * max(lf[best, j] for j in range(n) if j != best) if n > 1 else 0.0
             sent += (n - 1) * net.model_bytes
-        clock["t"] += comp + exch + extra_s
+        clock["t"] += timed(cs, xs) + extra_s if timed else round_s(comp, exch, extra_s)
         clock["bytes"] += sent
         times.append(clock["t"])
         return x.mean(axis=0)
@@ -240,10 +316,11 @@ def allreduce_baseline(task, net: Net, workers, links, lr: float, *, target: flo
     n = task.workers
     rngs = [np.random.default_rng([seed, 13, i]) for i in range(n)]
     times, clock = [], 0.0
+    timed = _TimedRounds(net, net.allreduce.allreduce_s, n) if net.on_timeline else None
     for t in range(max_iterations):
         f = max(workers.sample(rngs[i], i, n, t) for i in range(n))
         worst_link = max(links.factor(i, n, t) for i in range(n))
-        clock += net.compute_s * f + net.allreduce_s * worst_link
+        clock += timed(f, worst_link) if timed else net.compute_s * f + net.allreduce_s * worst_link
         times.append(clock)
     r = sync_sgd(task, lr, target=target, max_iterations=max_iterations, eval_every=eval_every,
                  label="sync all-reduce SGD")

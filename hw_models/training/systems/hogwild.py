@@ -99,8 +99,10 @@ class EASGDRun:
 
 def simulate_easgd(variant: str, tau: int, num_workers: int, compute_s: float, *, exchange_s: float,
                    update_s: float, allreduce_s: float, stragglers: Stragglers | None = None, iterations: int = 100,
-                   seed: int = 0) -> EASGDRun:
-    """Event simulation of ``iterations * N`` local steps and their exchanges (module docstring)."""
+                   seed: int = 0, links: Stragglers | None = None) -> EASGDRun:
+    """Event simulation of ``iterations * N`` local steps and their exchanges (module docstring).
+    ``links``: a profile of the nodes' links; with it (``async``/``measgd``) worker ``i``'s
+    exchange with the master on node 0 takes ``link_factor(i, 0)`` times ``exchange_s``."""
     _check(variant, tau, 0.5)
     n = num_workers
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
@@ -155,7 +157,8 @@ def simulate_easgd(variant: str, tau: int, num_workers: int, compute_s: float, *
         while total < goal:
             t, i = ready.pop(0)
             start = max(t, master_free)
-            master_free = start + exchange_s + update_s
+            xf = links.link_factor(i, 0, n, steps[i]) if links is not None and i != 0 else 1.0
+            master_free = start + exchange_s * xf + update_s
             reads.append((stamp(start), i, steps[i]))
             writes[(i, steps[i])] = stamp(master_free)
             t_free[i] = master_free

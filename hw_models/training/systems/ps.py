@@ -197,10 +197,13 @@ def parse_mode(mode: str) -> tuple[str, int | None]:
 
 def simulate_ps(num_workers: int, compute_s: float, push_all_s: float, pull_all_s: float, *, mode: str = "sync",
                 eager: bool = False, stragglers: Stragglers | None = None, gradients: int = 800,
-                seed: int = 0) -> PSRun:
+                seed: int = 0, links: Profile | None = None, server: int = 0) -> PSRun:
     """Event simulation of whole iterations until ``gradients`` gradients are applied (see the
     module docstring). ``push_all_s``/``pull_all_s``: the network model's time for all
-    ``N`` workers' pushes (pulls) of the whole model at once."""
+    ``N`` workers' pushes (pulls) of the whole model at once. ``links``: a profile of the
+    nodes' links (:class:`~hw_models.training.hetero.Profile`); worker ``i``'s push and pull
+    then take ``link_factor(i, server)`` times its share (the server busy for it), in the
+    worker's iteration ``t``."""
     kind, bound = parse_mode(mode)
     n = num_workers
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
@@ -211,17 +214,24 @@ def simulate_ps(num_workers: int, compute_s: float, push_all_s: float, pull_all_
     strag = stragglers or Stragglers()
     rngs = [np.random.default_rng([seed, 7, i]) for i in range(n)]
     s_push, s_pull = push_all_s / n, pull_all_s / n
+
+    def lf(i, step):
+        return links.link_factor(i, server, n, step) if links is not None and i != server else 1.0
+
     updates: list[Update] = []
     if kind == "sync":
         t, version = 0.0, 0
         while sum(len(u.workers) for u in updates) < gradients:
-            done = sorted(t + compute_s * strag.sample(rngs[i], i, n, version) for i in range(n))
+            done = sorted((t + compute_s * strag.sample(rngs[i], i, n, version), i) for i in range(n))
             free = 0.0
-            for c in done:  # pushes first come first served
-                free = max(free, c) + s_push
+            for c, i in done:  # pushes first come first served
+                free = max(free, c) + s_push * lf(i, version)
             version += 1
             updates.append(Update(tuple(range(n)), (version - 1,) * n, version, free))
-            t = free + n * s_pull  # every worker pulls; the last pull ends the round
+            if links is None:
+                t = free + n * s_pull  # every worker pulls; the last pull ends the round
+            else:
+                t = free + sum(s_pull * lf(i, version - 1) for i in range(n))
         return PSRun(kind, bound, eager, n, tuple(updates), compute_s, push_all_s, pull_all_s)
 
     limit = math.inf if kind == "async" else bound
@@ -246,7 +256,7 @@ def simulate_ps(num_workers: int, compute_s: float, push_all_s: float, pull_all_
     def request_pull(time, i):
         nonlocal pull_free
         start = max(time, pull_free)
-        pull_free = start + s_pull
+        pull_free = start + s_pull * lf(i, started[i] - 1)
         push(start, "pull_start", i)
 
     while heap and len(updates) < gradients:
@@ -259,7 +269,7 @@ def simulate_ps(num_workers: int, compute_s: float, push_all_s: float, pull_all_
             started[i] += 1
         elif what == "computed":
             start = max(t, push_free)
-            push_free = start + s_push
+            push_free = start + s_push * lf(i, started[i] - 1)
             in_flight[i].append(read[i])
             push(push_free, "pushed", i)
             if eager:
@@ -275,7 +285,7 @@ def simulate_ps(num_workers: int, compute_s: float, push_all_s: float, pull_all_
                 push(t, "start", j)
         elif what == "pull_start":
             read[i] = version
-            push(t + s_pull, "pulled", i)
+            push(t + s_pull * lf(i, started[i] - 1), "pulled", i)
         elif what == "pulled":
             push(t, "start", i)
     return PSRun(kind, bound, eager, n, tuple(updates), compute_s, push_all_s, pull_all_s)

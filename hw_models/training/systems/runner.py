@@ -340,12 +340,15 @@ REPORTED_DLION = "up to 4.2x faster than the baselines (heterogeneous GPU cluste
 
 
 def run_dlion(st: Setting, techniques, workers_spec: str, links_spec: str, transfer_every: int = 20, *,
-              seed: int = 0, baselines: tuple[str, ...] = ("ps", "easgd")):
+              seed: int = 0, baselines: tuple[str, ...] = ("ps", "easgd"), policy: str = "wfbp"):
     """DLion's technique sets (:mod:`hw_models.training.systems.dlion`) and the baselines on the
-    same workers (``workers_spec``) and links (``links_spec``): synchronous all-reduce, the
-    asynchronous one-server parameter server (whole iterations) and asynchronous EASGD (their event simulations, with the
-    same worker profile; their links at nominal speed). Timing rows: seconds per round and
-    bytes per round; convergence rows: time to the target and final accuracy."""
+    same workers (``workers_spec``) and links (``links_spec``): synchronous all-reduce (its
+    ring as slow as the slowest link), the asynchronous one-server parameter server (whole
+    iterations) and asynchronous EASGD (their event simulations, the server/master on node 0,
+    worker ``i``'s push, pull or exchange over its link to it, ``link_factor(i, 0)`` times
+    slower). DLion and the all-reduce baseline are timed on the iteration timeline with
+    ``policy``. Timing rows: seconds per round and bytes per round; convergence rows: time to
+    the target and final accuracy."""
     from hw_models.training.hetero import Profile  # noqa: PLC0415
     from hw_models.training.systems.dlion import Net, allreduce_baseline, dlion  # noqa: PLC0415
     from hw_models.training.systems.hogwild import replay_easgd, simulate_easgd  # noqa: PLC0415
@@ -360,7 +363,8 @@ def run_dlion(st: Setting, techniques, workers_spec: str, links_spec: str, trans
     _check_one_shard_per_worker(st, n)
     m = st.model_bytes
     master = st.ps_comm((0,))
-    net = Net(st.compute_s, master.reduce_scatter_s(m) / n, st.comm.allreduce_s(m), m)
+    net = Net(st.compute_s, st.comm.all_gather_s(n * m), st.comm.allreduce_s(m), m, tuple(st.layers),
+              lambda b: st.comm.all_gather_s(n * b), st.comm, policy)
     wp = Profile.parse(workers_spec, n, seed=seed, what="stragglers")
     lp = Profile.parse(links_spec, n, seed=seed + 1, what="links")
     kw = dict(target=st.target, max_iterations=st.max_iterations, seed=seed)
@@ -370,13 +374,13 @@ def run_dlion(st: Setting, techniques, workers_spec: str, links_spec: str, trans
                                                          transfer_every=transfer_every, **kw)))
     if "ps" in baselines:
         run = simulate_ps(n, st.compute_s, master.reduce_scatter_s(m), master.all_gather_s(m), mode="async",
-                          stragglers=wp, gradients=n * st.max_iterations, seed=seed)
+                          stragglers=wp, gradients=n * st.max_iterations, seed=seed, links=lp)
         r = ps_convergence(st.task, run, st.lr, target=st.target, label="PS async, 1 server")
         results.append(("ps", _as_round(r, r.extra["time_to_target_s"], run.time_per_iteration_s(), 2 * n * m)))
     if "easgd" in baselines:
         ev = dict(exchange_s=(master.reduce_scatter_s(m) + master.all_gather_s(m)) / n,
                   update_s=3 * m / st.mem_bytes_per_s, allreduce_s=net.allreduce_s, stragglers=wp,
-                  iterations=st.max_iterations, seed=seed)
+                  iterations=st.max_iterations, seed=seed, links=lp)
         run = simulate_easgd("async", 1, n, st.compute_s, **ev)
         r = replay_easgd(st.task, run, st.lr, alpha=0.9 / n, target=st.target)
         per = run.time_per_iteration_s()

@@ -189,8 +189,9 @@ def test_a_config_file_runs_as_the_points_experiment_table(net, tmp_path, capsys
 
 @pytest.mark.slow
 def test_dlion_rows_against_the_pieces(net, pieces, tmp_path, capsys):
-    """The command's DLion rows are the module's runs on the same network figures: the link
-    time is one worker's share of a one-server push, the baseline the ring all-reduce."""
+    """The command's DLion rows are the module's runs on the same network figures: a link's
+    time for b bytes is the ring all-gather of 4 b, rounds on the timeline (wfbp), the
+    baseline the ring all-reduce."""
     from hw_models.training.hetero import Profile
     from hw_models.training.systems.dlion import Net, allreduce_baseline, dlion
     from hw_models.training.systems.tasks import Task
@@ -200,9 +201,9 @@ def test_dlion_rows_against_the_pieces(net, pieces, tmp_path, capsys):
                             "--seed", "2"), capsys)
     assert code in (0, None), err
     comm, layers = pieces
-    pc = NicComm(comm.topology, ps_schedule(comm.topology, (0,)), comm.nic, comm.network)
     m = sum(x.grad_bytes for x in layers)
-    nt = Net(sum(x.fwd_s + x.bwd_s for x in layers), pc.reduce_scatter_s(m) / 4, comm.allreduce_s(m), m)
+    nt = Net(sum(x.fwd_s + x.bwd_s for x in layers), comm.all_gather_s(4 * m), comm.allreduce_s(m), m,
+             tuple(layers), lambda b: comm.all_gather_s(4 * b), comm, "wfbp")
     task = Task("logreg", workers=4, batch=16, seed=2)
     w, lk = Profile.parse("slow:1:3", 4, seed=2), Profile.parse("slow:1:4", 4, seed=3)
     want = [allreduce_baseline(task, nt, w, lk, 0.1, target=0.95, max_iterations=120, seed=2),

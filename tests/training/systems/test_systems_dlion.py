@@ -82,3 +82,56 @@ def test_technique_sets_parse():
     assert parse_techniques("transfer+batching,none") == [("batching", "transfer"), ()]
     with pytest.raises(ConfigError, match="'gossip' unknown"):
         parse_techniques("gossip")
+
+
+def _timeline_net(policy):
+    """Three layers on an alpha-beta network: a link's time for ``b`` bytes has a start-up
+    cost, so the layer-by-layer exchange pays it per layer."""
+    from hw_models.training.comm import AlphaBeta
+    from hw_models.training.costs import LayerCost
+
+    layers = (LayerCost("a", 0.10, 0.20, 1000), LayerCost("b", 0.05, 0.10, 600), LayerCost("c", 0.05, 0.10, 1000))
+    link = AlphaBeta(latency_s=1e-3, bytes_per_s=4e3, num_workers=4)
+    ring = AlphaBeta(latency_s=1e-3, bytes_per_s=2e3, num_workers=4)
+    m = sum(x.grad_bytes for x in layers)
+    c = sum(x.fwd_s + x.bwd_s for x in layers)
+    return Net(c, link.allreduce_s(m), ring.allreduce_s(m), m, layers, link.allreduce_s, ring, policy)
+
+
+@pytest.mark.parametrize("techs", [(), ("batching",), ("priority",), ("batching", "priority", "transfer")])
+def test_fused_timeline_reproduces_the_round_formula(task, techs):
+    """One exchange after the backward pass on the timeline is compute + exchange (+ transfer),
+    the closed form's round, for every technique set and the all-reduce baseline."""
+    from hw_models.training.systems.dlion import allreduce_baseline
+
+    fused = _timeline_net("fused")
+    closed = Net(fused.compute_s, fused.link_s, fused.allreduce_s, fused.model_bytes)
+    w = Profile.parse("slow:1:3+walk:0.2", 4, seed=1)
+    lk = Profile.parse("slow:2:5+walk:0.2", 4, seed=2)
+    kw = dict(target=0.95, max_iterations=80, transfer_every=7, seed=1)
+    a = dlion(task, techs, fused, w, lk, 0.1, **kw)
+    b = dlion(task, techs, closed, w, lk, 0.1, **kw)
+    assert a.extra["seconds"] == pytest.approx(b.extra["seconds"], rel=1e-12)
+    assert a.curve == b.curve
+    kw.pop("transfer_every")
+    x = allreduce_baseline(task, fused, w, lk, 0.1, **kw)
+    y = allreduce_baseline(task, closed, w, lk, 0.1, **kw)
+    assert x.extra["seconds"] == pytest.approx(y.extra["seconds"], rel=1e-12)
+
+
+def test_layer_by_layer_exchange_overlaps_the_backward_pass(task):
+    """wfbp: the front layers' exchange waits behind the backward pass, the rest overlaps it,
+    so a round is shorter than fused's yet at least the compute; by hand on one round with
+    equal workers and links: backward c, b, a end at 0.30, 0.40, 0.60 s (after 0.2 s forward),
+    each layer's exchange takes the link callable's time for its bytes."""
+    none = Profile.parse("none", 4)
+    net = _timeline_net("wfbp")
+    r = dlion(task, (), net, none, none, 0.1, target=0.95, max_iterations=5)
+    t = lambda b: 2 * (3 * 1e-3 + 0.75 * b / 4e3)  # noqa: E731 - the link callable: AlphaBeta ring all-reduce, 4 workers
+    # exchanges: c at 0.30 (ends 0.30 + t(1000)), b after it, a from max(0.60, end of b)
+    end_c = 0.30 + t(1000)
+    end_b = max(0.40, end_c) + t(600)
+    end_a = max(0.60, end_b) + t(1000)
+    assert r.extra["mean_round_s"] == pytest.approx(end_a, rel=1e-9)
+    fused = dlion(task, (), _timeline_net("fused"), none, none, 0.1, target=0.95, max_iterations=5)
+    assert end_a < fused.extra["mean_round_s"]
