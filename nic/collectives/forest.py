@@ -178,16 +178,23 @@ def torus_forest(topology: Topology) -> Schedule:
     # (noc.topology's grid numbering, checked below)
     coords = topology.router_coords
     assert np.array_equal(coords[:, 0] + k1 * coords[:, 1], np.arange(topology.num_nodes))
-    rx, ry = coords[:, 0].astype(np.int64)[:, None], coords[:, 1].astype(np.int64)[:, None]
-    parent = ((px + rx) % k1 + k1 * ((py + ry) % k2)).ravel()
-    child = ((cx + rx) % k1 + k1 * ((cy + ry) % k2)).ravel()
-    flow = (4 * np.arange(topology.num_nodes)[:, None] + tree).ravel()
+    # 32-bit columns (a 64x64 torus has 134 million transfers), each written in place
     e = tree.size
     n = topology.num_nodes
-    step = np.concatenate([np.tile(reduce_step, n), np.tile(gather_step, n)])
-    src = np.concatenate([child, parent])
-    dst = np.concatenate([parent, child])
-    op = np.concatenate([np.full(n * e, OP_REDUCE), np.full(n * e, OP_GATHER)])
-    return Schedule.from_columns("forest", topology.name, n, topology.nis_per_node, 4 * n, step, src, dst,
-                                 np.concatenate([flow, flow]), op,
+    rx, ry = coords[:, 0].astype(np.int32)[:, None], coords[:, 1].astype(np.int32)[:, None]
+    i32 = lambda a: a.astype(np.int32)  # noqa: E731
+    src, dst = np.empty(2 * n * e, np.int32), np.empty(2 * n * e, np.int32)
+    parent, child = dst[: n * e].reshape(n, e), src[: n * e].reshape(n, e)  # the reduce half: child -> parent
+    np.add((i32(px) + rx) % k1, k1 * ((i32(py) + ry) % k2), out=parent)
+    np.add((i32(cx) + rx) % k1, k1 * ((i32(cy) + ry) % k2), out=child)
+    src[n * e:], dst[n * e:] = dst[: n * e], src[: n * e]  # the gather half: parent -> child
+    flow = np.empty(2 * n * e, np.int32)
+    np.add(4 * np.arange(n, dtype=np.int32)[:, None], i32(tree), out=flow[: n * e].reshape(n, e))
+    flow[n * e:] = flow[: n * e]
+    step = np.empty(2 * n * e, np.int32)
+    step[: n * e].reshape(n, e)[:] = reduce_step
+    step[n * e:].reshape(n, e)[:] = gather_step
+    op = np.empty(2 * n * e, np.int8)
+    op[: n * e], op[n * e:] = OP_REDUCE, OP_GATHER
+    return Schedule.from_columns("forest", topology.name, n, topology.nis_per_node, 4 * n, step, src, dst, flow, op,
                                  {"trees_per_root": 4, "depth": depth_max, "construction": "torus"})
