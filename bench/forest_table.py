@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from nic.allreduce import simulate_allreduce  # noqa: E402
-from nic.collectives import build, optimal_bound  # noqa: E402
+from nic.collectives import build, builder, optimal_bound  # noqa: E402
 from noc.topology import Topology, parse_spec  # noqa: E402
 
 ALGORITHMS = ("ring", "dbtree", "multitree", "forest")
@@ -124,17 +124,26 @@ def table(model: str) -> str:
     return "\n".join(lines)
 
 
-def synthesis(specs: list[str]) -> None:
+def synthesis(specs: list[str], repeats: int = 3) -> None:
+    """The forest builder's wall time per network (the builder itself: ``build`` keeps the
+    schedules it built), median of ``repeats`` after a first call that imports and compiles."""
+    import resource  # noqa: PLC0415
+
+    forest = builder("forest")
+    print("| network | transfers | steps | synthesis (median; min–max) | peak RSS |")
+    print("|---|---:|---:|---:|---:|")
     for spec in specs:
         t = parse_spec(spec)
-        build(t, "forest")  # first call: imports and compiles
         runs = []
-        for _ in range(3):
+        for i in range(repeats + 1):
+            s = None  # the previous schedule freed before the next build
             t0 = time.perf_counter()
-            s = build(t, "forest")
-            runs.append(time.perf_counter() - t0)
+            s = forest(t)
+            if i:  # the first call: imports and compiles
+                runs.append(time.perf_counter() - t0)
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
         print(f"| `{spec}` | {s.num_transfers:,} | {s.num_steps} | {statistics.median(runs):.2f} s "
-              f"({min(runs):.2f}–{max(runs):.2f}) |", flush=True)
+              f"({min(runs):.2f}–{max(runs):.2f}) | {rss:.1f} GB |", flush=True)
 
 
 def main(argv=None) -> int:
@@ -144,11 +153,12 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes-kib", nargs="*", type=int, default=[32, 1024, 8192, 65536])
     ap.add_argument("--table", action="store_true")
     ap.add_argument("--synthesis", nargs="*")
+    ap.add_argument("--repeats", type=int, default=3, help="timed builds per network (--synthesis)")
     args = ap.parse_args(argv)
     if args.table:
         print(table(args.model))
     elif args.synthesis:
-        synthesis(args.synthesis)
+        synthesis(args.synthesis, args.repeats)
     else:
         run(args)
     return 0

@@ -256,9 +256,16 @@ def _trace(s: AllreduceSetup, results: dict) -> Path:
     from hw_models.report.trace import TracedRun, write_trace
     from noc.base.units import format_size_bytes
 
+    from nic.collectives import build, size_options
+
     exp, nic = s.exp, s.exp.nics[s.designs[0]]
+
+    def schedule(r):  # the run's schedule: that of its size for a builder that takes the size
+        sized = size_options(r.algorithm, r.size_bytes)
+        return build(exp.topology, r.algorithm, **sized) if sized else exp.schedules[r.algorithm]
+
     return write_trace(s.request.trace, exp.topology, [
-        TracedRun(f"{r.algorithm} {format_size_bytes(r.size_bytes)} {r.nic} {m}", exp.schedules[r.algorithm],
+        TracedRun(f"{r.algorithm} {format_size_bytes(r.size_bytes)} {r.nic} {m}", schedule(r),
                   nic.model_copy(update={"design": r.nic}), exp.router, r.size_bytes, m, exp.config.run.seed)
         for m in s.models for r in results[m]])[0]
 

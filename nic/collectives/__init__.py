@@ -56,15 +56,27 @@ algorithms read it; :func:`register_algorithm` adds one."""
 ALIASES: dict[str, str] = {}
 UNCALIBRATED: set[str] = set()
 """Registered algorithms left out of the message model's calibration matrix (nic.calibration)."""
+SIZED: set[str] = set()
+"""Registered algorithms whose builder takes the all-reduce's size (``size_bytes=``): the sweep's
+points and the commands pass it (:func:`size_options`), so the schedule may differ by size."""
 
 
-def register_algorithm(name: str, builder, aliases: tuple[str, ...] = (), calibrated: bool = True) -> None:
+def register_algorithm(name: str, builder, aliases: tuple[str, ...] = (), calibrated: bool = True,
+                       sized: bool = False) -> None:
     """Add ``builder`` (a function, or ``"module:function"`` imported on first use) to the
     registry as ``name``, also reachable by ``aliases``; ``calibrated``: part of the message
-    model's calibration matrix (nic.calibration)."""
+    model's calibration matrix (nic.calibration); ``sized``: the builder takes the
+    all-reduce's size as ``size_bytes=`` (:data:`SIZED`)."""
     ALGORITHMS[name] = builder
     ALIASES.update({a: name for a in aliases})
     (UNCALIBRATED.discard if calibrated else UNCALIBRATED.add)(name)
+    (SIZED.add if sized else SIZED.discard)(name)
+
+
+def size_options(algorithm: str, size_bytes: int) -> dict:
+    """The builder options that give ``algorithm`` its all-reduce size: ``{"size_bytes": size_bytes}``
+    for a :data:`SIZED` algorithm, none for the others (their schedule is one at every size)."""
+    return {"size_bytes": int(size_bytes)} if algorithm_name(algorithm) in SIZED else {}
 
 
 register_algorithm("ring", "nic.collectives.baselines:ring")
@@ -77,8 +89,10 @@ register_algorithm("dbtree", "nic.collectives.baselines:dbtree", aliases=("doubl
 register_algorithm("halving_doubling", "nic.collectives.baselines:halving_doubling", aliases=("hd",))
 register_algorithm("multitree", "nic.collectives.multitree:multitree")
 # spanning trees per root at the throughput optimum (nic.collectives.forest, .treepack); left out of
-# the calibration matrix, whose flit-level runs of every case would grow by a third
-register_algorithm("forest", "nic.collectives.forest:forest", aliases=("treepack", "tree_packing"), calibrated=False)
+# the calibration matrix, whose flit-level runs of every case would grow by a third; given the
+# all-reduce's size, small ones take the fastest of it and shallower forests (nic.collectives.forest)
+register_algorithm("forest", "nic.collectives.forest:forest", aliases=("treepack", "tree_packing"), calibrated=False,
+                   sized=True)
 
 DEFAULT_ALGORITHMS = ("ring", "ring2d", "dbtree", "multitree")
 """The algorithms an experiment compares when its config names none (allreduce.algorithms)."""
@@ -148,10 +162,10 @@ def build(topology, algorithm: str, **options):
 
 
 __all__ = [
-    "ALGORITHMS", "ALIASES", "DEFAULT_ALGORITHMS", "SCHEDULE_VERSION", "UNCALIBRATED", "Bounds", "Contention",
+    "ALGORITHMS", "ALIASES", "DEFAULT_ALGORITHMS", "SCHEDULE_VERSION", "SIZED", "UNCALIBRATED", "Bounds", "Contention",
     "OP_NAMES", "Schedule", "ScheduleError", "TableEntry", "VerificationError", "VerifyReport", "algorithm_choices",
     "algorithm_name", "bidir_ring", "bounds", "build", "builder", "contention", "dbtree", "halving_doubling",
     "ideal_cycles", "multitree", "register_algorithm", "ring", "ring2d", "ring2d_4dir", "ring_order",
     "transfer_paths", "verify",
-    "Cut", "OptimalBound", "optimal_bound",
+    "Cut", "OptimalBound", "optimal_bound", "size_options",
 ]

@@ -33,6 +33,8 @@ shallowest.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from nic.collectives.schedule import Schedule, ScheduleError
@@ -80,10 +82,65 @@ def base_forest(k1: int, k2: int) -> tuple[np.ndarray, ...]:
     return tree, depth, px, py, cx, cy, rnd, cls
 
 
-def forest(topology: Topology, trees: int | None = None) -> Schedule:
+SELECT_BELOW_BYTES = 4 << 20
+"""Below this size :func:`forest` given the size times its candidates and keeps the fastest."""
+SMALL_CANDIDATES = ("multitree", "dbtree", "ring")
+"""The shallower forests :func:`forest` times against its own at small sizes (registry names):
+one breadth-first tree per root, two binary trees, one path per root."""
+
+
+def forest(topology: Topology, trees: int | None = None, size_bytes: int | None = None) -> Schedule:
     """Spanning trees per root at the optimum: :func:`torus_forest` on a square 2D torus
     (every side at least 3), else :func:`nic.collectives.treepack.treepack` with ``trees``
-    trees per root (default: the least count the optimum's rates allow)."""
+    trees per root (default: the least count the optimum's rates allow).
+
+    ``size_bytes`` (the all-reduce's size; the registry passes it to this builder): below
+    :data:`SELECT_BELOW_BYTES`, the schedule is the one of least modelled time
+    (:func:`modelled_cycles`) among that forest and the shallower ones of
+    :data:`SMALL_CANDIDATES`, which trade the optimum's bandwidth for fewer steps; its
+    ``params["construction"]`` names it. Given ``trees``, the packing is kept at every size."""
+    large = _optimum_forest(topology, trees)
+    if size_bytes is None or trees is not None or size_bytes >= SELECT_BELOW_BYTES:
+        return large
+    return fastest(topology, size_bytes, large)
+
+
+def modelled_cycles(topology: Topology, schedule: Schedule, size_bytes: int) -> float:
+    """The all-reduce's cycles under the message model (co-designed NIC of default settings,
+    default network), without the functional verification of :func:`nic.allreduce.simulate_allreduce`;
+    ``inf`` when ``size_bytes`` is less than one element per flow."""
+    from nic.allreduce import run_message  # noqa: PLC0415 (the message model imports this package)
+    from nic.nic_config import NicConfig  # noqa: PLC0415
+    from nic.preparation import prepare  # noqa: PLC0415
+
+    nic = NicConfig()
+    if size_bytes % nic.element_bytes or size_bytes < nic.element_bytes * schedule.num_flows:
+        return float("inf")
+    times, _ = run_message(topology, prepare(topology, schedule, nic, size_bytes), nic, None)
+    return float(times.arrive_cycles.max())
+
+
+def fastest(topology: Topology, size_bytes: int, large: Schedule) -> Schedule:
+    """Of ``large`` and the :data:`SMALL_CANDIDATES` that build on ``topology``, the one of
+    least :func:`modelled_cycles` at ``size_bytes`` (``large`` on a tie), named ``forest``."""
+    from nic.collectives import build  # noqa: PLC0415
+
+    best, best_cycles, best_name = large, modelled_cycles(topology, large, size_bytes), None
+    for name in SMALL_CANDIDATES:
+        try:
+            cand = build(topology, name)
+        except ScheduleError:  # not on this network
+            continue
+        cycles = modelled_cycles(topology, cand, size_bytes)
+        if cycles < best_cycles:
+            best, best_cycles, best_name = cand, cycles, name
+    if best_name is None:
+        return large
+    params = {**best.params, "construction": best_name, "selected_for_bytes": int(size_bytes)}
+    return dataclasses.replace(best, algorithm="forest", params=params)
+
+
+def _optimum_forest(topology: Topology, trees: int | None) -> Schedule:
     dims = topology.dims
     if trees is None and topology.family == "torus" and len(dims) == 2 and dims[0] == dims[1] and dims[0] >= 3:
         return torus_forest(topology)
@@ -121,16 +178,23 @@ def torus_forest(topology: Topology) -> Schedule:
     # (noc.topology's grid numbering, checked below)
     coords = topology.router_coords
     assert np.array_equal(coords[:, 0] + k1 * coords[:, 1], np.arange(topology.num_nodes))
-    rx, ry = coords[:, 0].astype(np.int64)[:, None], coords[:, 1].astype(np.int64)[:, None]
-    parent = ((px + rx) % k1 + k1 * ((py + ry) % k2)).ravel()
-    child = ((cx + rx) % k1 + k1 * ((cy + ry) % k2)).ravel()
-    flow = (4 * np.arange(topology.num_nodes)[:, None] + tree).ravel()
+    # 32-bit columns (a 64x64 torus has 134 million transfers), each written in place
     e = tree.size
     n = topology.num_nodes
-    step = np.concatenate([np.tile(reduce_step, n), np.tile(gather_step, n)])
-    src = np.concatenate([child, parent])
-    dst = np.concatenate([parent, child])
-    op = np.concatenate([np.full(n * e, OP_REDUCE), np.full(n * e, OP_GATHER)])
-    return Schedule.from_columns("forest", topology.name, n, topology.nis_per_node, 4 * n, step, src, dst,
-                                 np.concatenate([flow, flow]), op,
+    rx, ry = coords[:, 0].astype(np.int32)[:, None], coords[:, 1].astype(np.int32)[:, None]
+    i32 = lambda a: a.astype(np.int32)  # noqa: E731
+    src, dst = np.empty(2 * n * e, np.int32), np.empty(2 * n * e, np.int32)
+    parent, child = dst[: n * e].reshape(n, e), src[: n * e].reshape(n, e)  # the reduce half: child -> parent
+    np.add((i32(px) + rx) % k1, k1 * ((i32(py) + ry) % k2), out=parent)
+    np.add((i32(cx) + rx) % k1, k1 * ((i32(cy) + ry) % k2), out=child)
+    src[n * e:], dst[n * e:] = dst[: n * e], src[: n * e]  # the gather half: parent -> child
+    flow = np.empty(2 * n * e, np.int32)
+    np.add(4 * np.arange(n, dtype=np.int32)[:, None], i32(tree), out=flow[: n * e].reshape(n, e))
+    flow[n * e:] = flow[: n * e]
+    step = np.empty(2 * n * e, np.int32)
+    step[: n * e].reshape(n, e)[:] = reduce_step
+    step[n * e:].reshape(n, e)[:] = gather_step
+    op = np.empty(2 * n * e, np.int8)
+    op[: n * e], op[n * e:] = OP_REDUCE, OP_GATHER
+    return Schedule.from_columns("forest", topology.name, n, topology.nis_per_node, 4 * n, step, src, dst, flow, op,
                                  {"trees_per_root": 4, "depth": depth_max, "construction": "torus"})

@@ -139,3 +139,46 @@ def test_the_packing_runs_at_the_optimum_at_message_level(spec):
     ours = simulate_allreduce(t, build(t, "forest"), size_bytes=size, model="message")
     assert ours.verified
     assert opt <= ours.total_cycles <= opt / 0.97
+
+
+@pytest.mark.parametrize("spec", ["torus:4x4", "torus:4x4:c4", "torus:8x8:c4"])
+def test_given_a_small_size_forest_is_no_slower_than_ring_dbtree_or_multitree(spec):
+    """At 32 KiB the size-aware forest, run by the full (verifying) message model, takes no
+    more cycles than the fastest of the three baselines run the same way, and never fewer
+    than the exact optimum."""
+    from nic.allreduce import simulate_allreduce
+
+    t = parse_spec(spec)
+    size = 32 << 10
+    ours = simulate_allreduce(t, build(t, "forest", size_bytes=size), size_bytes=size, seed=1)
+    best = min(simulate_allreduce(t, build(t, a), size_bytes=size, seed=1).total_cycles
+               for a in ("ring", "dbtree", "multitree"))
+    assert ours.verified
+    assert float(optimal_bound(t).all_reduce_cycles(size)) <= ours.total_cycles <= best
+
+
+def test_from_the_selection_size_on_forest_is_the_optimum_forest():
+    from nic.collectives import SIZED, size_options
+    from nic.collectives.forest import SELECT_BELOW_BYTES
+
+    t = parse_spec("torus:8x8:c4")
+    assert "forest" in SIZED and size_options("tree_packing", 1024) == {"size_bytes": 1024}
+    assert size_options("multitree", 1024) == {}
+    large = forest(t)
+    assert build(t, "forest", size_bytes=SELECT_BELOW_BYTES) == large
+    assert build(t, "forest", size_bytes=64 << 20) == large
+    small = build(t, "forest", size_bytes=32 << 10)  # 32 KiB: MultiTree's fewer steps win (docs' table)
+    assert small.algorithm == "forest" and small.params["construction"] == "multitree"
+    assert small.num_steps < large.num_steps
+
+
+def test_a_sweep_point_of_forest_is_built_for_its_size():
+    from hw_models.sweep.kinds import allreduce as kind
+
+    point = {"network": {"topology": "torus:4x4"}, "allreduce": {"algorithm": "forest", "size": "32KiB"}}
+    resolved = kind.validate(point)
+    assert resolved["schedule_options"] == {"size_bytes": 32 << 10}
+    _, schedule, _, _ = kind.objects(resolved)
+    assert schedule.params["construction"] == "multitree"
+    big = kind.validate({**point, "allreduce": {"algorithm": "forest", "size": "8MiB"}})
+    assert kind.objects(big)[1].params["construction"] == "torus"

@@ -1,6 +1,7 @@
 """A 16-node all-reduce on 16 RTL NICs (scheduler + data path) through a Python network
-model with random backpressure on every stream (tests/rtl/allreduce_bench.py): ring and
-MultiTree schedules of a 4x4 torus, int32 (the functional verifier's exact sums) and fp32
+model with random backpressure on every stream (tests/rtl/allreduce_bench.py): ring,
+MultiTree and forest (the optimum's four trees per root: 64 flows, 136 table rows a node)
+schedules of a 4x4 torus, int32 (the functional verifier's exact sums) and fp32
 (bit for bit the numpy float32 reference in the recorded summation order), per-packet and
 whole-chunk transfers. Icarus by default; Verilator with ``-m slow``.
 """
@@ -15,34 +16,45 @@ import pytest
 from dp_runner import run_bench, sim_cases
 from hw_models.toolchain import REPO_ROOT
 from nic.collectives import build
+from nic.nic_table import node_tables
 from noc.topology import parse_spec
 
 NET_SOURCES = ["nic_sched_lowest.v", "nic_sched_mux.v", "nic_sched_ram.v", "nic_sched_entry.v", "nic_scheduler.v",
                "nic_fp32_add.v", "nic_reduce_add.v", "nic_packetiser.v", "nic_depacketiser.v", "nic_datapath.v",
                "nic_top.v", REPO_ROOT / "tests" / "rtl" / "hdl" / "nic_net.v"]
 
-BEATS_PER_CHUNK = 3  # 16 flows x 3 words x LANES elements
+BEATS_PER_CHUNK = 3  # 16 flows x 3 words x LANES elements (forest: 64 flows x 1 word)
 
 # (algorithm, format, lanes, packet beats (0: whole chunk), seed, messages delivered in the schedule's order,
 #  the adder's pipeline registers ADD_LAT)
 CASES = [("ring", 0, 2, 1, 1, False, 0), ("ring", 1, 2, 0, 2, False, 0), ("multitree", 1, 2, 2, 3, False, 0),
          ("multitree", 0, 2, 0, 4, False, 0), ("multitree", 1, 1, 1, 5, False, 0), ("multitree", 1, 2, 2, 6, True, 0)]
-# pipelined adder: slow (a 16-NIC build of its own and a longer run)
-SLOW_CASES = [("multitree", 0, 2, 1, 7, False, 2), ("multitree", 1, 2, 2, 8, False, 2)]
+# slow: the pipelined adder (a 16-NIC build of its own and a longer run); forest (DEPTH 256, 1,920
+# transfers: about 5 min with Icarus)
+SLOW_CASES = [("multitree", 0, 2, 1, 7, False, 2), ("multitree", 1, 2, 2, 8, False, 2), ("forest", 0, 2, 0, 9, False, 0)]
 VERILATOR_DEFAULT: set = set()
 
 
-def _params(fmt, lanes, add_lat=0):
-    return {"N": 16, "DEPTH": 64, "LANES": lanes, "FMT": fmt, "BUF_WORDS": 16 * BEATS_PER_CHUNK, "FLOW_W": 8,
+def beats_per_chunk(s) -> int:
+    return BEATS_PER_CHUNK if s.num_flows <= 16 else 1
+
+
+def _params(fmt, lanes, add_lat=0, s=None):
+    """HDL parameters; for schedule ``s``: a buffer word per beat of every flow, and table
+    rows (a power of two, 64 at least) for its nodes' tables."""
+    flows, rows = (16, 64) if s is None else (s.num_flows, max(len(t) for t in node_tables(s)))
+    depth = max(64, 1 << (rows - 1).bit_length())
+    words = flows * (BEATS_PER_CHUNK if s is None else beats_per_chunk(s))
+    return {"N": 16, "DEPTH": depth, "LANES": lanes, "FMT": fmt, "BUF_WORDS": words, "FLOW_W": 8,
             "NODE_W": 8, "STEP_W": 8, "LEN_W": 16, "CNT_W": 4, "ERR_W": 16, **({"ADD_LAT": add_lat} if add_lat else {})}
 
 
 def allreduce_job(algo, fmt, lanes, pkt, seed, in_order, add_lat=0):
     """(schedule, HDL parameters, job) of one all-reduce case."""
     s = build(parse_spec("torus:4x4"), algo)
-    job = {"schedule": s.to_json(), "M": s.num_flows * BEATS_PER_CHUNK * lanes, "seed": seed, "pkt_beats": pkt,
+    job = {"schedule": s.to_json(), "M": s.num_flows * beats_per_chunk(s) * lanes, "seed": seed, "pkt_beats": pkt,
            "p_ready": 0.6, "p_gap": 0.3, "max_latency": 6, "in_order": in_order}
-    return s, _params(fmt, lanes, add_lat), job
+    return s, _params(fmt, lanes, add_lat, s), job
 
 
 def _label(c):
@@ -61,7 +73,7 @@ def test_sixteen_rtl_nics_all_reduce_to_the_reference_sums_under_backpressure(si
     summary = json.loads(re.search(r"ALLREDUCE (\{.*\})", log).group(1))
     # the streams were really throttled, and the whole vector was moved
     assert summary["tx_stall_cycles"] > 50 and summary["rx_gap_cycles"] > 50
-    assert summary["beats"] == s.num_transfers * BEATS_PER_CHUNK
+    assert summary["beats"] == s.num_transfers * beats_per_chunk(s)
     if fmt == 1 and algo == "multitree" and not in_order:
         # arrival order differed from the schedule's somewhere: the recorded order mattered
         assert summary["words_with_several_reduces"] > 0

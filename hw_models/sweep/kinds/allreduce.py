@@ -52,7 +52,10 @@ def validate(point: dict, source: str = "point") -> dict:
     if tree_order not in TREE_ORDERS:
         raise ConfigError(f"{source}: key 'allreduce.tree_order' = {tree_order!r}: choose one of "
                           f"{', '.join(TREE_ORDERS)}")
+    from nic.collectives import size_options
+
     options = {"tree_order": tree_order} if algorithm == "multitree" and tree_order != "ours" else {}
+    options.update(size_options(algorithm, size_bytes))  # a builder that wants the size gets it
     data = {k: v for k, v in point.items() if k != "allreduce"}
     data["allreduce"] = {"algorithms": [algorithm], "sizes": None,
                          **({"element_bytes": ar["element_bytes"]} if "element_bytes" in ar else {})}
