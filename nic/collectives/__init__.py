@@ -90,8 +90,8 @@ register_algorithm("halving_doubling", "nic.collectives.baselines:halving_doubli
 register_algorithm("multitree", "nic.collectives.multitree:multitree")
 # spanning trees per root at the throughput optimum (nic.collectives.forest, .treepack); left out of
 # the calibration matrix, whose flit-level runs of every case would grow by a third; given the
-# all-reduce's size, small ones take the fastest of it and shallower forests (nic.collectives.forest)
-register_algorithm("forest", "nic.collectives.forest:forest", aliases=("treepack", "tree_packing"), calibrated=False,
+# all-reduce's size, small ones take the fastest of it and shallower forests (nic.forest_select)
+register_algorithm("forest", "nic.forest_select:forest", aliases=("treepack", "tree_packing"), calibrated=False,
                    sized=True)
 
 DEFAULT_ALGORITHMS = ("ring", "ring2d", "dbtree", "multitree")

@@ -33,8 +33,6 @@ shallowest.
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from nic.collectives.schedule import Schedule, ScheduleError
@@ -82,62 +80,12 @@ def base_forest(k1: int, k2: int) -> tuple[np.ndarray, ...]:
     return tree, depth, px, py, cx, cy, rnd, cls
 
 
-SELECT_BELOW_BYTES = 4 << 20
-"""Below this size :func:`forest` given the size times its candidates and keeps the fastest."""
-SMALL_CANDIDATES = ("multitree", "dbtree", "ring")
-"""The shallower forests :func:`forest` times against its own at small sizes (registry names):
-one breadth-first tree per root, two binary trees, one path per root."""
-
-
-def forest(topology: Topology, trees: int | None = None, size_bytes: int | None = None) -> Schedule:
+def forest(topology: Topology, trees: int | None = None) -> Schedule:
     """Spanning trees per root at the optimum: :func:`torus_forest` on a square 2D torus
     (every side at least 3), else :func:`nic.collectives.treepack.treepack` with ``trees``
-    trees per root (default: the least count the optimum's rates allow).
-
-    ``size_bytes`` (the all-reduce's size; the registry passes it to this builder): below
-    :data:`SELECT_BELOW_BYTES`, the schedule is the one of least modelled time
-    (:func:`modelled_cycles`) among that forest and the shallower ones of
-    :data:`SMALL_CANDIDATES`, which trade the optimum's bandwidth for fewer steps; its
-    ``params["construction"]`` names it. Given ``trees``, the packing is kept at every size."""
-    large = _optimum_forest(topology, trees)
-    if size_bytes is None or trees is not None or size_bytes >= SELECT_BELOW_BYTES:
-        return large
-    return fastest(topology, size_bytes, large)
-
-
-def modelled_cycles(topology: Topology, schedule: Schedule, size_bytes: int) -> float:
-    """The all-reduce's cycles under the message model (co-designed NIC of default settings,
-    default network), without the functional verification of :func:`nic.allreduce.simulate_allreduce`;
-    ``inf`` when ``size_bytes`` is less than one element per flow."""
-    from nic.allreduce import run_message  # noqa: PLC0415 (the message model imports this package)
-    from nic.nic_config import NicConfig  # noqa: PLC0415
-    from nic.preparation import prepare  # noqa: PLC0415
-
-    nic = NicConfig()
-    if size_bytes % nic.element_bytes or size_bytes < nic.element_bytes * schedule.num_flows:
-        return float("inf")
-    times, _ = run_message(topology, prepare(topology, schedule, nic, size_bytes), nic, None)
-    return float(times.arrive_cycles.max())
-
-
-def fastest(topology: Topology, size_bytes: int, large: Schedule) -> Schedule:
-    """Of ``large`` and the :data:`SMALL_CANDIDATES` that build on ``topology``, the one of
-    least :func:`modelled_cycles` at ``size_bytes`` (``large`` on a tie), named ``forest``."""
-    from nic.collectives import build  # noqa: PLC0415
-
-    best, best_cycles, best_name = large, modelled_cycles(topology, large, size_bytes), None
-    for name in SMALL_CANDIDATES:
-        try:
-            cand = build(topology, name)
-        except ScheduleError:  # not on this network
-            continue
-        cycles = modelled_cycles(topology, cand, size_bytes)
-        if cycles < best_cycles:
-            best, best_cycles, best_name = cand, cycles, name
-    if best_name is None:
-        return large
-    params = {**best.params, "construction": best_name, "selected_for_bytes": int(size_bytes)}
-    return dataclasses.replace(best, algorithm="forest", params=params)
+    trees per root (default: the least count the optimum's rates allow). The registry's
+    ``forest`` is :func:`nic.forest_select.forest`, which also takes the all-reduce's size."""
+    return _optimum_forest(topology, trees)
 
 
 def _optimum_forest(topology: Topology, trees: int | None) -> Schedule:

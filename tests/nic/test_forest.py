@@ -159,7 +159,7 @@ def test_given_a_small_size_forest_is_no_slower_than_ring_dbtree_or_multitree(sp
 
 def test_from_the_selection_size_on_forest_is_the_optimum_forest():
     from nic.collectives import SIZED, size_options
-    from nic.collectives.forest import SELECT_BELOW_BYTES
+    from nic.forest_select import SELECT_BELOW_BYTES
 
     t = parse_spec("torus:8x8:c4")
     assert "forest" in SIZED and size_options("tree_packing", 1024) == {"size_bytes": 1024}
