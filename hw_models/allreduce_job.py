@@ -89,11 +89,9 @@ class AllreduceSetup:
 
 def _check_flags(req: AllreduceRequest) -> None:
     from hw_models.config import check_config_file
+    from hw_models.store import check_new_file
 
-    trace = req.trace
-    if trace is not None and (trace.exists() or trace.is_symlink()):
-        raise HwModelsError(f"--trace {trace}: {'is a directory' if trace.is_dir() else 'the file exists'}; give a new "
-                            "file name")
+    check_new_file(req.trace, "--trace")
     check_config_file(req.config)
 
 

@@ -76,7 +76,16 @@ def _registered_algorithm(name: str) -> str:
     return name
 
 
-AlgorithmName = Annotated[str, AfterValidator(_registered_algorithm)]
+class _AlgorithmSchema:
+    """The JSON schema of an algorithm name: an enum of the registry's names as it is when
+    the schema is made (``ExperimentConfig.model_json_schema()``)."""
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema, handler):
+        return {**handler(core_schema), "enum": list(ALGORITHMS)}
+
+
+AlgorithmName = Annotated[str, AfterValidator(_registered_algorithm), _AlgorithmSchema]
 
 
 class AllreduceConfig(StrictModel):

@@ -78,19 +78,23 @@ def parse_fixed_point(text: Optional[str]) -> tuple[int, int]:
     return bits, frac
 
 
-def parse_int_list(text: str, name: str) -> list[int]:
-    """Comma-separated integers, duplicates dropped (first occurrence kept)."""
+def parse_int_list(text: str, flag: str, lo: Optional[int] = None, hi: Optional[int] = None) -> list[int]:
+    """Comma-separated integers (ASCII digits; empty parts skipped), each in ``lo``..``hi``
+    where given, duplicates dropped (first occurrence kept); errors name ``flag``."""
     import re
 
     from noc.base.errors import ConfigError
 
-    parts = [x.strip() for x in text.split(",") if x.strip()]
-    if not all(re.fullmatch(r"[+-]?[0-9]{1,18}", x) for x in parts):  # ASCII digits: int() also takes '４'
-        raise ConfigError(f"--{name} = {text!r} is not a comma-separated list of integers")
-    values = [int(x) for x in parts]
-    if not values:
-        raise ConfigError(f"--{name} is empty")
-    return list(dict.fromkeys(values))
+    allowed = "comma-separated integers" + (f" in {lo}..{hi}" if hi is not None else
+                                            f" >= {lo}" if lo is not None else "")
+    parts = [x.strip() for x in str(text).split(",") if x.strip()]
+    for x in parts:  # ASCII digits: int() also takes '４'
+        if not re.fullmatch(r"[+-]?[0-9]{1,18}", x) or (lo is not None and int(x) < lo) or (hi is not None
+                                                                                            and int(x) > hi):
+            raise ConfigError(f"{flag} {text!r}: must be {allowed} ({x!r} is not)")
+    if not parts:
+        raise ConfigError(f"{flag} {text!r}: must be {allowed} (none given)")
+    return list(dict.fromkeys(int(x) for x in parts))
 
 
 def flag_overlay(*, topology=None, nis=None, algorithms=None, nic=None, variant=None, lockstep=None,

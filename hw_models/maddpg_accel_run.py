@@ -58,17 +58,6 @@ class AccelSetup:
     out_dir: Path
 
 
-def _int_list(text: str, flag: str, lo: int, hi: int) -> list[int]:
-    out = []
-    for part in str(text).split(","):
-        p = part.strip()
-        if not re.fullmatch(r"[0-9]{1,6}", p) or not lo <= int(p) <= hi:
-            raise HwModelsError(f"{flag} {text!r}: {p!r} is not allowed; allowed: integers {lo}..{hi}, comma-separated "
-                                f"(e.g. 3,6,12)")
-        out.append(int(p))
-    return list(dict.fromkeys(out))
-
-
 def _engine(text: str) -> tuple[int, int] | None:
     if text.strip().lower() == "auto":
         return None
@@ -92,12 +81,12 @@ DEFAULT_INTERCONNECTS = "ring,mesh,crossbar"
 
 def resolve(req: AccelRequest) -> AccelSetup:
     """Every check of the flags before any work; bad input names its flag."""
-    from hw_models.flags import parse_fixed_point
+    from hw_models.flags import parse_fixed_point, parse_int_list
     from maddpg.accel.config import AccelConfig
     from maddpg.accel.parts import get_part
     from noc.base.config import SEED_RULE, read_toml, validate
 
-    ns = _int_list(req.agents, "--agents", 2, 64)
+    ns = parse_int_list(req.agents, "--agents", 2, 64)
     data = read_toml(req.config) if req.config is not None else {}
     ic_text = req.interconnect if req.interconnect is not None else DEFAULT_INTERCONNECTS
     ic_flag = "--interconnect"

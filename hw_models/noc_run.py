@@ -254,6 +254,7 @@ def _write_point(con, t, cfg, stats, out_dir: Path, name: str, reused: str) -> N
     """The run's CSV (with its configuration), per-link CSV and PNG, under the directory's
     lock, with a note when they held another configuration's run."""
     from hw_models.report.charts import link_utilisation_chart
+    from hw_models.report.writer import replacing_note
     from hw_models.store import locked_directory, write_csv_atomic
     from noc.flitsim_sweep import zero_load_latency_cycles
 
@@ -268,8 +269,8 @@ def _write_point(con, t, cfg, stats, out_dir: Path, name: str, reused: str) -> N
     with locked_directory(out_dir):  # another run into this folder waits: its comparison comes after these files
         other = _other_configuration(csv_path, row)
         if other is not None:
-            con.print(f"note: replacing {csv_path} and its _links.csv and _links.png ({other}); give --out "
-                      "another directory to keep both", soft_wrap=True)
+            con.print(replacing_note(csv_path, other, "give --out another directory to keep both",
+                                     also="its _links.csv and _links.png"), soft_wrap=True)
         csv_path = write_csv_atomic(csv_path, [row])
         links_path = write_csv_atomic(out_dir / f"{name}_links.csv", link_rows)
         png_path = link_utilisation_chart(t, util, out_dir / f"{name}_links.png",
@@ -310,7 +311,7 @@ def _other_configuration(csv_path: Path, row: dict) -> str | None:
     except (OSError, UnicodeDecodeError, csv.Error):
         old = None
     if old is None or not old.get("config_hash"):
-        return "its configuration is not recorded in it: written by an earlier version, or not by this command"
+        return "a run whose configuration is not recorded: written by an earlier version, or not by this command"
     if old["config_hash"] == row["config_hash"]:
         return None
     new = {k: "" if v is None else str(v) for k, v in row.items()}
@@ -318,5 +319,5 @@ def _other_configuration(csv_path: Path, row: dict) -> str | None:
     changed = [f"{k} {old[k] or 'unset'} -> {new[k] or 'unset'}" for k in keys if k in old and old[k] != new[k]]
     if not changed:  # e.g. the links' latencies of the [network] topology spec
         changed = [f"config_hash {old['config_hash']} -> {row['config_hash']}"]
-    return ("written by another configuration: " + ", ".join(changed[:4])
+    return ("a run of another configuration: " + ", ".join(changed[:4])
             + (f" and {len(changed) - 4} more" if len(changed) > 4 else ""))

@@ -70,6 +70,14 @@ def check_output_file(path: str | Path, named: str = "") -> Path:
     return out
 
 
+def check_new_file(path: Path | None, flag: str) -> None:
+    """A file a command writes new, never over another (``--trace``, ``--gantt``): ``path``
+    (None: not asked for) is neither a directory nor an existing file; errors name ``flag``."""
+    if path is not None and (path.exists() or path.is_symlink()):
+        raise HwModelsError(f"{flag} {path}: {'is a directory' if path.is_dir() else 'the file exists'}; give a new "
+                            "file name")
+
+
 def csv_text(rows: Iterable[dict]) -> str:
     """The CSV :func:`write_csv_atomic` writes for ``rows``: one column per key, in order of
     first appearance."""

@@ -130,14 +130,12 @@ def _policies(req: TrainRequest) -> tuple[tuple, dict]:
 
 
 def _check_trace_files(req: TrainRequest) -> None:
+    from hw_models.store import check_new_file
+
     if req.trace_run is not None and not (req.trace or req.gantt):
         raise HwModelsError("--trace-run chooses the run of --trace and --gantt; give one of them")
-    for flag, path in (("--trace", req.trace), ("--gantt", req.gantt)):
-        if path is not None:
-            if path.is_dir():
-                raise HwModelsError(f"{flag} {path}: is a directory; give a file name")
-            if path.exists():
-                raise HwModelsError(f"{flag} {path}: exists (another run's output?); choose another file name")
+    check_new_file(req.trace, "--trace")
+    check_new_file(req.gantt, "--gantt")
     if req.trace is not None and req.gantt is not None and req.trace.resolve() == req.gantt.resolve():
         raise HwModelsError(f"--trace and --gantt name one file, {req.trace}")
 

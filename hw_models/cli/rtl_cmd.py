@@ -122,8 +122,8 @@ def synth(
     from hw_models.rtl_synth_run import synth_rows
     from hw_models.store import STORE_NAME, check_output_dir, check_output_file, replace_atomically
 
-    d_list, n_list = parse_int_list(depths, "depths"), parse_int_list(nis, "nis")
-    lanes_list = parse_int_list(datapath, "datapath") if datapath is not None else []
+    d_list, n_list = parse_int_list(depths, "--depths"), parse_int_list(nis, "--nis")
+    lanes_list = parse_int_list(datapath, "--datapath") if datapath is not None else []
     delay = runs.synth_plan(d_list, n_list, lanes_list, ns_per_level, fixed_ns)
     topos = runs.node_tables(topology)
     if pnr is not None:

@@ -4,6 +4,9 @@ command's CSV and as a sweep store."""
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
 from hw_models.allreduce_sweep import table_rows
@@ -11,6 +14,7 @@ from hw_models.store import write_csv_atomic
 from hw_models.sweep.store import PointRecord, SweepStore, point_key
 from nic.result import AllreduceResult
 
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SIZES = (32768, 65536, 131072)
 # total cycles per (topology, algorithm, nic): cycles grow with size, algorithms differ
 BASE = {"ring": 4000.0, "multitree": 3500.0, "dbtree": 7000.0}
@@ -61,3 +65,18 @@ def write_load_store(path: Path) -> tuple[Path, dict]:
                 store.put(PointRecord(point_key("noc_load", config, {}), "noc_load", "done", config, {}, metrics, None,
                                       0.01, "test", "test"))
     return path, expected
+
+
+def figures_decoded(page: Path, profile: Path) -> tuple[int, int]:
+    """(figures decoded, figures on the page) of HTML report ``page`` as headless Chromium
+    loads it (``--dump-dom``: the counts the page's script writes into its body)."""
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           f"--user-data-dir={profile}", "--dump-dom", page.as_uri()]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    body = re.search(r"<body[^>]*>", proc.stdout)
+    assert body, proc.stderr[-2000:]
+    loaded = re.search(r'data-figures-loaded="(\d+)"', body.group(0))
+    total = re.search(r'data-figures-total="(\d+)"', body.group(0))
+    assert loaded and total, body.group(0)
+    return int(loaded.group(1)), int(total.group(1))

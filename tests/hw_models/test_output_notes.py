@@ -36,8 +36,8 @@ def test_noc_run_records_its_configuration_and_notes_replacing_another(tmp_path,
     out = _noc_run(tmp_path, capsys, 4, "--seed", "7")
     notes = [line for line in out.splitlines() if line.startswith("note:")]
     assert len(notes) == 1, out
-    assert f"note: replacing {tmp_path / 'o' / RUN_CSV} and its _links.csv and _links.png (written by another " \
-           "configuration: seed 1 -> 7, router.num_vcs 2 -> 4); give --out another directory to keep both" == notes[0]
+    assert f"note: replacing {tmp_path / 'o' / RUN_CSV} and its _links.csv and _links.png, which held a run of " \
+           "another configuration: seed 1 -> 7, router.num_vcs 2 -> 4; give --out another directory to keep both" == notes[0]
     row = next(csv.DictReader((tmp_path / "o" / RUN_CSV).open()))
     assert (row["router.num_vcs"], row["seed"]) == ("4", "7")
 
@@ -46,7 +46,7 @@ def test_noc_run_notes_replacing_a_file_without_a_recorded_configuration(tmp_pat
     (tmp_path / "o").mkdir()
     (tmp_path / "o" / RUN_CSV).write_text("topology,pattern,rate_packets,seed\nmesh:3x3,uniform,0.05,1\n")
     out = _flat(_noc_run(tmp_path, capsys, 2))
-    assert f"note: replacing {tmp_path / 'o' / RUN_CSV}" in out and "its configuration is not recorded in it" in out
+    assert f"note: replacing {tmp_path / 'o' / RUN_CSV}" in out and "which held a run whose configuration is not recorded" in out
 
 
 def _allreduce(tmp_path, capsys, sizes: str) -> str:

@@ -2,7 +2,7 @@
 error messages and the docs' tables all read it.
 
 A dummy all-reduce algorithm added to the registry (and removed again) is accepted by the
-experiment config, named in its errors, built by ``nic.collectives.build`` and listed in the
+experiment config and its JSON schema, named in its errors, built by ``nic.collectives.build`` and listed in the
 help of every command that takes an algorithm; the docs' tables of algorithms, NIC variants,
 policies, workloads, devices, training systems and sweep kinds hold exactly the registry's
 names.
@@ -42,7 +42,13 @@ def dummy_algorithm():
         registry.update(old)
 
 
+def _schema_algorithms() -> list[str]:
+    """The algorithm names the config's JSON schema allows."""
+    return ExperimentConfig.model_json_schema()["$defs"]["AllreduceConfig"]["properties"]["algorithms"]["items"]["enum"]
+
+
 def test_a_registered_algorithm_is_valid_in_the_config_and_named_in_its_errors(dummy_algorithm):
+    assert _schema_algorithms() == list(collectives.ALGORITHMS) and _schema_algorithms()[-1] == dummy_algorithm
     cfg = validate({"allreduce": {"algorithms": ["ring", dummy_algorithm]}}, ExperimentConfig)
     assert cfg.allreduce.algorithms == ["ring", dummy_algorithm]
     with pytest.raises(ConfigError) as info:
@@ -53,6 +59,7 @@ def test_a_registered_algorithm_is_valid_in_the_config_and_named_in_its_errors(d
 
 
 def test_without_the_dummy_the_config_refuses_it():
+    assert DUMMY not in _schema_algorithms() and "multitree" in _schema_algorithms()
     with pytest.raises(ConfigError, match="'dummy_ring': Input should be 'ring', .*, 'multitree' or 'forest'$"):
         validate({"allreduce": {"algorithms": [DUMMY]}}, ExperimentConfig)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +16,8 @@ from hw_models.report.data import load_rows
 from hw_models.report.writer import (NIC_LINESTYLES, algorithm_colour, format_number, write_figure,
                                      write_trace_json)
 from noc.base.errors import HwModelsError
-from report_data import SIZES, results, write_store
+from cli_run import run
+from report_data import CHROMIUM, SIZES, figures_decoded, results, write_store
 
 
 def _captured(monkeypatch, module, name):
@@ -138,3 +140,51 @@ def test_the_trace_writer_writes_compact_json_and_never_replaces_a_file(tmp_path
     assert json.loads(out.read_text()) == doc
     write_trace_json({"traceEvents": []}, out, overwrite=True)
     assert json.loads(out.read_text()) == {"traceEvents": []}
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "sweeps" / "allreduce_sizes.toml"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Debian: apt-get install -y chromium)")
+def test_the_example_sweeps_html_report_follows_the_style_rule(monkeypatch, tmp_path, capsys):
+    """docs/examples/sweeps/allreduce_sizes.toml run, its HTML report opened in headless
+    Chromium (every figure decodes), and the page's figures and table checked: colour =
+    algorithm, line style = NIC (co-designed solid as in the main job's plot), each value
+    named once in a label, one legend beside the panels, sizes in KiB/MiB, cycle counts as
+    integers."""
+    from hw_models.report import html
+
+    store = tmp_path / "s.sqlite"
+    code, out, err = run(["sweep", str(EXAMPLE), "--store", str(store), "--workers", "0"], capsys)
+    assert code == 0, out + err
+    code, _, err = run(["report", str(store), "--out", str(tmp_path / "r.html")], capsys)
+    assert code == 0, err
+    assert figures_decoded(tmp_path / "r.html", tmp_path / "profile") == (2, 2)
+
+    rows = load_rows(store)
+    assert len(rows) == 4 * 8 * 2  # algorithms x sizes 32 KiB..4 MiB x NIC designs
+    text = (tmp_path / "r.html").read_text()
+    table = text.split("<h2>Rows</h2>")[1]
+    assert "e+0" not in table
+    for c in {r["total_cycles"] for r in rows}:
+        assert f"<td>{int(round(c))}</td>" in table
+    seen = _captured(monkeypatch, figures, "figure_bytes")
+    assert [name for name, *_ in html.figures(rows)] == ["bandwidth", "speedup"]
+    assert len(seen) == 2
+    sizes = ["32KiB", "64KiB", "128KiB", "256KiB", "512KiB", "1MiB", "2MiB", "4MiB"]
+    for fig in seen:
+        panels = [ax for ax in fig.axes if ax.has_data()]
+        labels = set()
+        for ax in panels:
+            assert ax.get_legend() is None
+            assert [t.get_text() for t in ax.get_xticklabels()] == sizes
+            for ln in _lines(ax):
+                algorithm, nic = ln.get_label().split(", ")
+                assert nic in ("codesigned NIC", "baseline NIC")
+                assert ln.get_color() == algorithm_colour(algorithm)
+                assert ln.get_linestyle() == NIC_LINESTYLES[nic.removesuffix(" NIC")]
+                labels.add(ln.get_label())
+        (legend,) = fig.legends
+        assert sorted(t.get_text() for t in legend.get_texts()) == sorted(labels) and _legend_outside(fig, legend)
+    assert NIC_LINESTYLES["codesigned"] == "-"  # solid, as bandwidth_chart draws it in the main job's plot

@@ -137,27 +137,6 @@ def topk(v: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
-class _Sampler:
-    """A worker's minibatches of any size from its shard, without replacement within an epoch
-    (with the size fixed at the task's batch: the draws of
-    :class:`~hw_models.training.systems.tasks.ShardSampler`)."""
-
-    def __init__(self, task, worker: int):
-        self.task, self.idx = task, task.shards[worker]
-        self.rng = np.random.default_rng([task.seed, 2, 0, worker])
-        self._order = np.empty(0, dtype=np.int64)
-        self._pos = 0
-
-    def loss_grad(self, w, b: int):
-        b = min(b, len(self.idx))
-        if self._pos + b > len(self._order):
-            self._order = self.rng.permutation(self.idx)
-            self._pos = 0
-        sel = self._order[self._pos:self._pos + b]
-        self._pos += b
-        return self.task.loss_grad(w, self.task.Xtr[sel], self.task.ytr[sel])
-
-
 @dataclass(frozen=True)
 class Net:
     """What a round's time needs: ``compute_s`` (a worker's passes for the task batch ``B`` at
@@ -241,7 +220,7 @@ def dlion(task, techs: tuple[str, ...], net: Net, workers, links, lr: float, *, 
     from hw_models.training.systems.tasks import run_until  # noqa: PLC0415
 
     n, B, P = task.workers, task.batch, task.num_params
-    samplers = [_Sampler(task, i) for i in range(n)]
+    samplers = task.samplers()  # per worker; each minibatch of its own size here
     rngs = [np.random.default_rng([seed, 13, i]) for i in range(n)]
     x = np.tile(task.init_params(), (n, 1))
     resid = np.zeros((n, n, P)) if "priority" in techs else None
@@ -261,7 +240,7 @@ def dlion(task, techs: tuple[str, ...], net: Net, workers, links, lr: float, *, 
         comp = float(np.max(b / B * net.compute_s * f))
         grads, losses = [], []
         for i in range(n):
-            loss, g = samplers[i].loss_grad(x[i], int(b[i]))
+            loss, g = task.loss_grad(x[i], *samplers[i].next(int(b[i])))
             grads.append(g)
             losses.append(loss)
         lf = np.array([[links.link_factor(i, j, n, t) if i != j else 1.0 for j in range(n)] for i in range(n)])

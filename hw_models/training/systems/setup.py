@@ -113,17 +113,6 @@ def resolve_setting(sysname, workload, batch, device, topology, nis, algorithm, 
     return st, desc, settings
 
 
-def _ints(flag: str, text: str, lo: int, hi: int | None = None) -> list[int]:
-    allowed = f"comma-separated integers >= {lo}" if hi is None else f"comma-separated integers in {lo}..{hi}"
-    try:
-        vals = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise HwModelsError(f"{flag} {text!r}: must be {allowed}") from None
-    if not vals or any(v < lo or (hi is not None and v > hi) for v in vals):
-        raise HwModelsError(f"{flag} {text!r}: must be {allowed}")
-    return list(dict.fromkeys(vals))
-
-
 def _given(flag: str, value: str | None, default: str) -> str:
     """``value`` when the flag was given (an empty or blank one is an error, never the
     default), else ``default``."""
@@ -174,9 +163,10 @@ def system_params(sysname, n, compressors, fix, average_every, servers, placemen
         strag = _stragglers(stragglers if stragglers is not None else "slow:2:3", n)
         return {"servers": list(nodes), "modes": mlist, "stragglers": strag, "objects": (nodes, mlist, strag)}
     if sysname == "ssd":
+        from hw_models.flags import parse_int_list  # noqa: PLC0415
         from hw_models.training.systems.ssd import MAX_DELAY  # noqa: PLC0415
 
-        ks = _ints("--delays", _given("--delays", delays, "1,2,4,8"), 1, MAX_DELAY)
+        ks = parse_int_list(_given("--delays", delays, "1,2,4,8"), "--delays", 1, MAX_DELAY)
         return {"delays": ks, "objects": (ks,)}
     if sysname == "easgd":
         vs = [v.strip().lower() for v in _given("--variants", variants, ",".join(VARIANTS)).split(",") if v.strip()]

@@ -166,8 +166,9 @@ class ShardSampler:
         self._order = np.empty(0, dtype=np.int64)
         self._pos = 0
 
-    def next(self) -> tuple[np.ndarray, np.ndarray]:
-        b = min(self.task.batch, len(self.idx))
+    def next(self, size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The next minibatch (``size`` samples, default the task's batch; at most the shard)."""
+        b = min(self.task.batch if size is None else size, len(self.idx))
         if self._pos + b > len(self._order):
             self._order = self.rng.permutation(self.idx)
             self._pos = 0
