@@ -70,7 +70,7 @@ MUTANTS = [
     ("rtl data path: packetiser reloads its output while tready is low", "rtl/nic_packetiser.v",
      "&& (!tx_tvalid || tx_tready);", ";"),
     ("rtl data path: nic_top reports every receive event to the scheduler as a REDUCE", "rtl/nic_top.v",
-     ".recv_op(r_op), .recv_src(r_src),\n    .send_ready", ".recv_op(1'b0), .recv_src(r_src),\n    .send_ready"),
+     "wire [NIS-1:0]        ro_port = {NIS{r_op}};", "wire [NIS-1:0]        ro_port = {NIS{1'b0}};"),
     ("rtl: the wrong-source check ignores the entry's check bit", "rtl/nic_sched_entry.v",
      "wrong_src[p] = match[p] && e_src_chk &&", "wrong_src[p] = match[p] &&"),
     ("rtl: a receive does not restart the timeout", "rtl/nic_scheduler.v",
