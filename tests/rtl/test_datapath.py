@@ -61,7 +61,11 @@ LINT = [("nic_top", {}), ("nic_top", {"DEPTH": 1, "LANES": 1, "FMT": 0, "BUF_WOR
         ("nic_datapath", {"LANES": 4, "FMT": 0, "BUF_WORDS": 1000}),
         ("nic_reduce_add", {"LANES": 1, "FMT": 1}), ("nic_reduce_add", {"LANES": 16, "FMT": 0}),
         ("nic_reduce_add", {"LANES": 2, "FMT": 1, "ADD_LAT": 1}), ("nic_reduce_add", {"LANES": 2, "FMT": 0, "ADD_LAT": 2}),
-        ("nic_top", {"ADD_LAT": 2}), ("nic_top", {"ADD_LAT": 1, "FMT": 0, "BUF_WORDS": 2, "LANES": 1})]
+        ("nic_top", {"ADD_LAT": 2}), ("nic_top", {"ADD_LAT": 1, "FMT": 0, "BUF_WORDS": 2, "LANES": 1}),
+        # several NIs: a power of two, an odd count with every width 1, the most
+        ("nic_top", {"NIS": 4}), ("nic_top", {"NIS": 3, "DEPTH": 1, "LANES": 1, "BUF_WORDS": 2, "FLOW_W": 1, "NODE_W": 1,
+                                              "STEP_W": 1, "LEN_W": 1, "CNT_W": 1, "ERR_W": 1}),
+        ("nic_top", {"NIS": 16, "ADD_LAT": 2}), ("nic_datapath", {"NIS": 2, "LANES": 1})]
 
 
 @pytest.mark.parametrize("top,params", LINT, ids=[f"{t}-{'-'.join(f'{k}{v}' for k, v in p.items()) or 'defaults'}"
