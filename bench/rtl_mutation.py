@@ -71,6 +71,10 @@ MUTANTS = [
      "&& (!tx_tvalid || tx_tready);", ";"),
     ("rtl data path: nic_top reports every receive event to the scheduler as a REDUCE", "rtl/nic_top.v",
      "wire [NIS-1:0]        ro_port = {NIS{r_op}};", "wire [NIS-1:0]        ro_port = {NIS{1'b0}};"),
+    ("rtl data path: the receive arbiter releases its grant at every beat, not at the packet's end",
+     "rtl/nic_datapath.v", "&& m_tready && rx_tlast[rx_sel];", "&& m_tready;"),
+    ("rtl data path: every send request goes to NI 0's packetiser", "rtl/nic_datapath.v",
+     ".send_valid(send_valid && ni_sel == q)", ".send_valid(send_valid && q == 0)"),
     ("rtl: the wrong-source check ignores the entry's check bit", "rtl/nic_sched_entry.v",
      "wrong_src[p] = match[p] && e_src_chk &&", "wrong_src[p] = match[p] &&"),
     ("rtl: a receive does not restart the timeout", "rtl/nic_scheduler.v",
@@ -110,14 +114,17 @@ def _mutated_tree(dest: Path, mutant) -> tuple[list[Path], Path | None]:
 
 def run_datapath(sim: str, rtl_dir: Path) -> dict:
     """In the child, for a data path mutant: the adder bench (combinational and with
-    ADD_LAT 2), the round trip, the receive hazard bench at ADD_LAT 2, then a 16-node
-    MultiTree all-reduce in fp32 with 2-beat packets (tests/rtl/test_datapath.py,
-    test_allreduce_rtl.py); what failed first."""
-    from dp_runner import run_bench  # noqa: PLC0415
+    ADD_LAT 2), the round trip, the receive hazard bench at ADD_LAT 2, the two-NI pause
+    bench (crossed pauses, ADD_LAT 2), then 16-node MultiTree all-reduces: fp32 with 2-beat
+    packets, and int32 with 4 NIs per node in lockstep with the model
+    (tests/rtl/test_datapath.py, test_allreduce_rtl.py); what failed first."""
+    from dp_runner import DP_SOURCES, run_bench  # noqa: PLC0415
+    from test_datapath import BACKPRESSURE, IDLE  # noqa: PLC0415
     from test_allreduce_rtl import NET_SOURCES, allreduce_job  # noqa: PLC0415
 
     work = Path(tempfile.mkdtemp(prefix="hwm-mut-dp-"))
     s, ar_params, ar_job = allreduce_job("multitree", 1, 2, 2, 3, False)
+    _, ar4_params, ar4_job = allreduce_job("multitree", 0, 2, 1, 9, False, 0, 4)
     checks = [
         ("adder bench fp32 x2", dict(toplevel="nic_reduce_add", bench="adder_bench", params={"LANES": 2, "FMT": 1},
                                      job={"random": 6000}, sources=["nic_fp32_add.v", "nic_reduce_add.v"])),
@@ -131,8 +138,16 @@ def run_datapath(sim: str, rtl_dir: Path) -> dict:
                                         params={"LANES": 2, "FMT": 1, "BUF_WORDS": 8, "FLOW_W": 4, "NODE_W": 4,
                                                 "STEP_W": 3, "LEN_W": 12, "ADD_LAT": 2},
                                         job={"messages": 60, "seed": 9})),
+        ("two-NI pause bench", dict(toplevel="nic_dp_axis2", bench="pause_bench",
+                                    params={"LANES": 2, "FMT": 0, "BUF_WORDS": 32, "FLOW_W": 4, "NODE_W": 4,
+                                            "STEP_W": 3, "LEN_W": 12, "ADD_LAT": 2},
+                                    job={"messages": 10, "sends": 12, "seed": 22, "idle": IDLE,
+                                         "backpressure": BACKPRESSURE},
+                                    sources=[*DP_SOURCES, ROOT / "tests" / "rtl" / "hdl" / "nic_dp_axis2.v"])),
         ("16-node all-reduce", dict(toplevel="nic_net", bench="allreduce_bench", params=ar_params, job=ar_job,
                                     sources=NET_SOURCES, test_module="allreduce_bench")),
+        ("16-node all-reduce, 4 NIs", dict(toplevel="nic_net", bench="allreduce_bench", params=ar4_params,
+                                           job=ar4_job, sources=NET_SOURCES, test_module="allreduce_bench")),
     ]
     for k, (name, kw) in enumerate(checks):
         tmp = work / f"run{k}"

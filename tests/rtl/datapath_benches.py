@@ -384,7 +384,7 @@ async def pause_bench(dut):
     arbiter really held beats (counted)."""
     import itertools
 
-    from cocotb.triggers import ReadOnly, RisingEdge
+    from cocotb.triggers import ReadOnly, RisingEdge, with_timeout
     from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
     j = _job()
@@ -476,12 +476,14 @@ async def pause_bench(dut):
         op, peer, step = int(rng.integers(0, 2)), int(rng.integers(0, 1 << node_w)), int(rng.integers(0, 1 << step_w))
         dut.send_valid.value, dut.send_ni.value, dut.send_op.value, dut.send_flow.value = 1, ni, op, flow
         dut.send_peer.value, dut.send_step.value, dut.send_len.value = peer, step, chunk * lanes
-        while True:
+        for _ in range(10000):
             await ReadOnly()
             taken = int(dut.send_ready.value)
             await FallingEdge(dut.clk)
             if taken:
                 break
+        else:
+            raise AssertionError(f"send request {k} to NI {ni} not accepted in 10,000 cycles")
         dut.send_valid.value = 0
         b = 0
         for size in plan:
@@ -491,14 +493,14 @@ async def pause_bench(dut):
     for q in range(2):
         got = []
         for _ in want_tx[q]:
-            f = await sinks[q].recv()  # the sink compacts the sideband to one value when it held for the packet
+            f = await with_timeout(sinks[q].recv(), 50, "us")  # the sink compacts the sideband to one value when it held for the packet
             assert all(isinstance(x, int) for x in (f.tid, f.tdest, f.tuser)), f"NI {q}: sideband changed: {f}"
             assert f.tid == node, f"NI {q}: tid {f.tid} is not the node {node}"
             got.append((bytes(f.tdata), f.tdest, f.tuser))
         assert got == want_tx[q], f"NI {q}: sent packets differ from the plan"
         assert sinks[q].empty(), f"NI {q}: more packets than requested"
     for s in srcs:
-        await s.wait()
+        await with_timeout(s.wait(), 50, "us")
     for _ in range(8):  # the last beats leave the adder
         await FallingEdge(dut.clk)
     finished = True
