@@ -91,7 +91,7 @@ MUTANTS = [
     ("model: count does not saturate", "nic/scheduler.py",
      "tab[i, C_COUNT] = c if c < tab[i, C_DEP_COUNT] else tab[i, C_DEP_COUNT]", "tab[i, C_COUNT] = c"),
     ("model: the held NI is not reserved", "nic/scheduler.py",
-     "if ((busy_before | held) >> i) & 1 == 0:", "if (busy_before >> i) & 1 == 0:"),
+     "if ((busy | held) >> i) & 1 == 0:", "if (busy >> i) & 1 == 0:"),
     ("model: a surplus message on a later port is needed", "nic/scheduler.py",
      "if tab[i, C_COUNT] + prior < tab[i, C_DEP_COUNT]:", "if tab[i, C_COUNT] < tab[i, C_DEP_COUNT]:"),
 ]

@@ -207,6 +207,29 @@ generate
         for (q = 0; q < NIS; q = q + 1) begin : g_ready
             assign rx_tready[q] = rx_lock && rx_sel == q && m_tready;
         end
+`ifdef FORMAL
+        // the arbiter's rules (tests/rtl/formal/props_rx_arb.v proves them): only the granted
+        // stream is ready, and a packet keeps the grant from its first beat to its last
+        reg            f_in_pkt = 1'b0;  // a beat of a packet taken, its last beat not yet
+        reg [NI_W-1:0] f_pkt_sel = {NI_W{1'b0}};
+        always @(posedge clk) begin
+            if (rst) begin
+                f_in_pkt <= 1'b0;
+            end else if (m_tvalid && m_tready) begin
+                f_in_pkt <= !m_tlast;
+                f_pkt_sel <= rx_sel;
+            end
+        end
+        integer f_q;
+        always @* begin
+            if (!rst) begin
+                assert(!f_in_pkt || (rx_lock && rx_sel == f_pkt_sel));
+                for (f_q = 0; f_q < NIS; f_q = f_q + 1) begin
+                    if (rx_tready[f_q]) assert(rx_lock && rx_sel == f_q);
+                end
+            end
+        end
+`endif
     end
 endgenerate
 
