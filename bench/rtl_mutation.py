@@ -60,7 +60,9 @@ MUTANTS = [
     ("rtl data path: the pipelined fp32 adder normalises the sum of the inputs, not of its register",
      "rtl/nic_fp32_add.v", "wire [27:0] sum = s1_q[27:0];", "wire [27:0] sum = sum1;"),
     ("rtl data path: a beat to a word still in the adder's pipeline does not wait", "rtl/nic_depacketiser.v",
-     "if (q[s][Q_W-1] && q[s][Q_W-2 -: BA_W] == p_addr) hz = 1'b1;", "if (1'b0) hz = 1'b1;"),
+     "if (q[s][Q_W-1] && q[s][Q_W-2 -: BA_W] == p_addr) hz = 1'b1;",
+     # the comparison stays in the block: a block that reads nothing never runs in Icarus (hz stays X)
+     "if (q[s][Q_W-1] && q[s][Q_W-2 -: BA_W] == p_addr && 1'b0) hz = 1'b1;"),
     ("rtl data path: a waiting beat is overwritten by the next one", "rtl/nic_depacketiser.v",
      "assign rx_tready = !rst && !(p_valid && hazard);", "assign rx_tready = !rst;"),
     ("rtl data path: every beat of a packet written to the packet's first word", "rtl/nic_depacketiser.v",
@@ -70,7 +72,11 @@ MUTANTS = [
     ("rtl data path: packetiser reloads its output while tready is low", "rtl/nic_packetiser.v",
      "&& (!tx_tvalid || tx_tready);", ";"),
     ("rtl data path: nic_top reports every receive event to the scheduler as a REDUCE", "rtl/nic_top.v",
-     ".recv_op(r_op), .recv_src(r_src),\n    .send_ready", ".recv_op(1'b0), .recv_src(r_src),\n    .send_ready"),
+     "wire [NIS-1:0]        ro_port = {NIS{r_op}};", "wire [NIS-1:0]        ro_port = {NIS{1'b0}};"),
+    ("rtl data path: the receive arbiter releases its grant at every beat, not at the packet's end",
+     "rtl/nic_datapath.v", "&& m_tready && rx_tlast[rx_sel];", "&& m_tready;"),
+    ("rtl data path: every send request goes to NI 0's packetiser", "rtl/nic_datapath.v",
+     ".send_valid(send_valid && ni_sel == q)", ".send_valid(send_valid && q == 0)"),
     ("rtl: the wrong-source check ignores the entry's check bit", "rtl/nic_sched_entry.v",
      "wrong_src[p] = match[p] && e_src_chk &&", "wrong_src[p] = match[p] &&"),
     ("rtl: a receive does not restart the timeout", "rtl/nic_scheduler.v",
@@ -85,7 +91,7 @@ MUTANTS = [
     ("model: count does not saturate", "nic/scheduler.py",
      "tab[i, C_COUNT] = c if c < tab[i, C_DEP_COUNT] else tab[i, C_DEP_COUNT]", "tab[i, C_COUNT] = c"),
     ("model: the held NI is not reserved", "nic/scheduler.py",
-     "if ((busy_before | held) >> i) & 1 == 0:", "if (busy_before >> i) & 1 == 0:"),
+     "if ((busy | held) >> i) & 1 == 0:", "if (busy >> i) & 1 == 0:"),
     ("model: a surplus message on a later port is needed", "nic/scheduler.py",
      "if tab[i, C_COUNT] + prior < tab[i, C_DEP_COUNT]:", "if tab[i, C_COUNT] < tab[i, C_DEP_COUNT]:"),
 ]
@@ -110,14 +116,17 @@ def _mutated_tree(dest: Path, mutant) -> tuple[list[Path], Path | None]:
 
 def run_datapath(sim: str, rtl_dir: Path) -> dict:
     """In the child, for a data path mutant: the adder bench (combinational and with
-    ADD_LAT 2), the round trip, the receive hazard bench at ADD_LAT 2, then a 16-node
-    MultiTree all-reduce in fp32 with 2-beat packets (tests/rtl/test_datapath.py,
-    test_allreduce_rtl.py); what failed first."""
-    from dp_runner import run_bench  # noqa: PLC0415
+    ADD_LAT 2), the round trip, the receive hazard bench at ADD_LAT 2, the two-NI pause
+    bench (crossed pauses, ADD_LAT 2), then 16-node MultiTree all-reduces: fp32 with 2-beat
+    packets, and int32 with 4 NIs per node in lockstep with the model
+    (tests/rtl/test_datapath.py, test_allreduce_rtl.py); what failed first."""
+    from dp_runner import DP_SOURCES, run_bench  # noqa: PLC0415
+    from test_datapath import BACKPRESSURE, IDLE  # noqa: PLC0415
     from test_allreduce_rtl import NET_SOURCES, allreduce_job  # noqa: PLC0415
 
     work = Path(tempfile.mkdtemp(prefix="hwm-mut-dp-"))
     s, ar_params, ar_job = allreduce_job("multitree", 1, 2, 2, 3, False)
+    _, ar4_params, ar4_job = allreduce_job("multitree", 0, 2, 1, 9, False, 0, 4)
     checks = [
         ("adder bench fp32 x2", dict(toplevel="nic_reduce_add", bench="adder_bench", params={"LANES": 2, "FMT": 1},
                                      job={"random": 6000}, sources=["nic_fp32_add.v", "nic_reduce_add.v"])),
@@ -131,8 +140,16 @@ def run_datapath(sim: str, rtl_dir: Path) -> dict:
                                         params={"LANES": 2, "FMT": 1, "BUF_WORDS": 8, "FLOW_W": 4, "NODE_W": 4,
                                                 "STEP_W": 3, "LEN_W": 12, "ADD_LAT": 2},
                                         job={"messages": 60, "seed": 9})),
+        ("two-NI pause bench", dict(toplevel="nic_dp_axis2", bench="pause_bench",
+                                    params={"LANES": 2, "FMT": 0, "BUF_WORDS": 32, "FLOW_W": 4, "NODE_W": 4,
+                                            "STEP_W": 3, "LEN_W": 12, "ADD_LAT": 2},
+                                    job={"messages": 10, "sends": 12, "seed": 22, "idle": IDLE,
+                                         "backpressure": BACKPRESSURE},
+                                    sources=[*DP_SOURCES, ROOT / "tests" / "rtl" / "hdl" / "nic_dp_axis2.v"])),
         ("16-node all-reduce", dict(toplevel="nic_net", bench="allreduce_bench", params=ar_params, job=ar_job,
                                     sources=NET_SOURCES, test_module="allreduce_bench")),
+        ("16-node all-reduce, 4 NIs", dict(toplevel="nic_net", bench="allreduce_bench", params=ar4_params,
+                                           job=ar4_job, sources=NET_SOURCES, test_module="allreduce_bench")),
     ]
     for k, (name, kw) in enumerate(checks):
         tmp = work / f"run{k}"

@@ -1,8 +1,12 @@
-// One node's NIC with one NI: the schedule-table scheduler (nic_scheduler, NIS = 1) and
-// the data path (nic_datapath) wired together.
+// One node's NIC with NIS NIs: the schedule-table scheduler (nic_scheduler) and the data
+// path (nic_datapath) wired together.
 //
-//   scheduler send request --> packetiser --> tx packets;  last beat taken --> ni_done
-//   rx packets --> depacketiser/reduction --> buffer;      message applied --> recv event
+//   scheduler send request (NI send_ni) --> that NI's packetiser --> its tx packets;
+//                                           last beat taken --> that NI's ni_done
+//   rx packets (NIS streams) --> depacketiser/reduction --> buffer; message applied -->
+//                                           recv event (on the scheduler's receive port 0)
+//
+// NI q's streams are the fields q*W +: W of the tx_* and rx_* vectors (nic_datapath.v).
 //
 // The table load port, start/clear, status and read port are the scheduler's own
 // (docs/nic_scheduler.md); the streams, the host buffer port and the error flags are the
@@ -26,9 +30,12 @@ module nic_top #(
     parameter TMO_W = 16,
     // the reduction adder's pipeline registers (0..2; receive timing in nic_depacketiser.v)
     parameter ADD_LAT = 0,
+    // NIs: sends in flight, transmit and receive streams (1..16)
+    parameter NIS = 1,
     // derived; do not override
     parameter ADDR_W = (DEPTH > 1) ? $clog2(DEPTH) : 1,
-    parameter BA_W = $clog2(BUF_WORDS)
+    parameter BA_W = $clog2(BUF_WORDS),
+    parameter NI_W = (NIS > 1) ? $clog2(NIS) : 1
 ) (
     input  wire                          clk,
     input  wire                          rst,
@@ -66,9 +73,10 @@ module nic_top #(
     output wire                          ev_timeout,
     output wire                          rx_err,
     output wire                          req_err,
-    output wire                          ni_busy,
+    output wire [NIS-1:0]                ni_busy,
     output wire                          sched_send_valid,
     output wire [ADDR_W-1:0]             sched_send_entry,
+    output wire [NI_W-1:0]               sched_send_ni,
 
     // table read port (nic_scheduler)
     output wire                          rd_valid,
@@ -85,20 +93,20 @@ module nic_top #(
     output wire [NODE_W-1:0]             rd_src,
     output wire                          rd_src_chk,
 
-    // packets
-    output wire                          tx_tvalid,
-    input  wire                          tx_tready,
-    output wire [LANES*32-1:0]           tx_tdata,
-    output wire                          tx_tlast,
-    output wire [NODE_W-1:0]             tx_tdest,
-    output wire [NODE_W-1:0]             tx_tid,
-    output wire [BA_W+STEP_W+FLOW_W+1:0] tx_tuser,
-    input  wire                          rx_tvalid,
-    output wire                          rx_tready,
-    input  wire [LANES*32-1:0]           rx_tdata,
-    input  wire                          rx_tlast,
-    input  wire [NODE_W-1:0]             rx_tid,
-    input  wire [BA_W+STEP_W+FLOW_W+1:0] rx_tuser,
+    // packets, one transmit and one receive stream per NI
+    output wire [NIS-1:0]                tx_tvalid,
+    input  wire [NIS-1:0]                tx_tready,
+    output wire [NIS*LANES*32-1:0]       tx_tdata,
+    output wire [NIS-1:0]                tx_tlast,
+    output wire [NIS*NODE_W-1:0]         tx_tdest,
+    output wire [NIS*NODE_W-1:0]         tx_tid,
+    output wire [NIS*(BA_W+STEP_W+FLOW_W+2)-1:0] tx_tuser,
+    input  wire [NIS-1:0]                rx_tvalid,
+    output wire [NIS-1:0]                rx_tready,
+    input  wire [NIS*LANES*32-1:0]       rx_tdata,
+    input  wire [NIS-1:0]                rx_tlast,
+    input  wire [NIS*NODE_W-1:0]         rx_tid,
+    input  wire [NIS*(BA_W+STEP_W+FLOW_W+2)-1:0] rx_tuser,
 
     // host buffer port
     input  wire                          host_we,
@@ -118,6 +126,8 @@ initial begin
     if (ADDR_W != ((DEPTH > 1) ? $clog2(DEPTH) : 1)) $fatal(1, "nic_top: ADDR_W is derived; do not override");
     if (BA_W != $clog2(BUF_WORDS)) $fatal(1, "nic_top: BA_W is derived; do not override");
     if (ADD_LAT < 0 || ADD_LAT > 2) $fatal(1, "nic_top: ADD_LAT = %0d out of range 0..2", ADD_LAT);
+    if (NIS < 1 || NIS > 16) $fatal(1, "nic_top: NIS = %0d out of range 1..16", NIS);
+    if (NI_W != ((NIS > 1) ? $clog2(NIS) : 1)) $fatal(1, "nic_top: NI_W is derived; do not override");
 end
 `endif
 
@@ -128,15 +138,25 @@ wire [FLOW_W-1:0] s_flow;
 wire [NODE_W-1:0] s_peer;
 wire [LEN_W-1:0]  s_len;
 wire [STEP_W-1:0] s_step;
-wire              s_ni;  // always 0: one NI
-wire              ni_done;
+wire [NI_W-1:0]   s_ni;
+wire [NIS-1:0]    ni_done;
 wire              r_valid;
 wire [FLOW_W-1:0] r_flow;
 wire              r_op;
 wire [NODE_W-1:0] r_src;
 
+// receive events on port 0; the other ports stay idle (their fields are don't-care)
+reg  [NIS-1:0]        rv_port;
+always @* begin
+    rv_port = {NIS{1'b0}};
+    rv_port[0] = r_valid;
+end
+wire [NIS-1:0]        ro_port = {NIS{r_op}};
+wire [NIS*FLOW_W-1:0] rf_port = {NIS{r_flow}};
+wire [NIS*NODE_W-1:0] rs_port = {NIS{r_src}};
+
 nic_scheduler #(
-    .DEPTH(DEPTH), .NIS(1), .FLOW_W(FLOW_W), .NODE_W(NODE_W), .STEP_W(STEP_W), .LEN_W(LEN_W),
+    .DEPTH(DEPTH), .NIS(NIS), .FLOW_W(FLOW_W), .NODE_W(NODE_W), .STEP_W(STEP_W), .LEN_W(LEN_W),
     .CNT_W(CNT_W), .ERR_W(ERR_W), .TMO_W(TMO_W)
 ) u_sched (
     .clk(clk), .rst(rst), .clear(clear),
@@ -144,7 +164,7 @@ nic_scheduler #(
     .load_peer(load_peer), .load_step(load_step), .load_len(load_len), .load_dep_op(load_dep_op),
     .load_dep_count(load_dep_count), .load_src(load_src), .load_src_chk(load_src_chk),
     .rd_en(rd_en), .rd_addr(rd_addr), .start(start), .timeout_cycles(timeout_cycles),
-    .recv_valid(r_valid), .recv_flow(r_flow), .recv_op(r_op), .recv_src(r_src),
+    .recv_valid(rv_port), .recv_flow(rf_port), .recv_op(ro_port), .recv_src(rs_port),
     .send_ready(s_ready), .ni_done(ni_done),
     .send_valid(s_valid), .send_entry(sched_send_entry), .send_op(s_op), .send_flow(s_flow),
     .send_peer(s_peer), .send_len(s_len), .send_step(s_step), .send_ni(s_ni),
@@ -157,15 +177,16 @@ nic_scheduler #(
     .rd_src(rd_src), .rd_src_chk(rd_src_chk)
 );
 
-assign sched_send_valid = s_valid && !s_ni;
+assign sched_send_valid = s_valid;
+assign sched_send_ni = s_ni;
 
 nic_datapath #(
     .LANES(LANES), .FMT(FMT), .BUF_WORDS(BUF_WORDS), .FLOW_W(FLOW_W), .NODE_W(NODE_W), .STEP_W(STEP_W),
-    .LEN_W(LEN_W), .ADD_LAT(ADD_LAT)
+    .LEN_W(LEN_W), .ADD_LAT(ADD_LAT), .NIS(NIS)
 ) u_dp (
     .clk(clk), .rst(rst || clear), .node_id(node_id), .cfg_pkt_beats(cfg_pkt_beats),
     .send_valid(s_valid), .send_ready(s_ready), .send_op(s_op), .send_flow(s_flow), .send_peer(s_peer),
-    .send_len(s_len), .send_step(s_step), .ni_done(ni_done),
+    .send_len(s_len), .send_step(s_step), .send_ni(s_ni), .ni_done(ni_done),
     .recv_valid(r_valid), .recv_flow(r_flow), .recv_op(r_op), .recv_src(r_src), .rx_err(rx_err),
     .req_err(req_err),
     .tx_tvalid(tx_tvalid), .tx_tready(tx_tready), .tx_tdata(tx_tdata), .tx_tlast(tx_tlast),

@@ -26,12 +26,15 @@ NET_SOURCES = ["nic_sched_lowest.v", "nic_sched_mux.v", "nic_sched_ram.v", "nic_
 BEATS_PER_CHUNK = 3  # 16 flows x 3 words x LANES elements (forest: 64 flows x 1 word)
 
 # (algorithm, format, lanes, packet beats (0: whole chunk), seed, messages delivered in the schedule's order,
-#  the adder's pipeline registers ADD_LAT)
+#  the adder's pipeline registers ADD_LAT[, NIs per node (default 1)])
 CASES = [("ring", 0, 2, 1, 1, False, 0), ("ring", 1, 2, 0, 2, False, 0), ("multitree", 1, 2, 2, 3, False, 0),
          ("multitree", 0, 2, 0, 4, False, 0), ("multitree", 1, 1, 1, 5, False, 0), ("multitree", 1, 2, 2, 6, True, 0)]
 # slow: the pipelined adder (a 16-NIC build of its own and a longer run); forest (DEPTH 256, 1,920
 # transfers: about 5 min with Icarus)
 SLOW_CASES = [("multitree", 0, 2, 1, 7, False, 2), ("multitree", 1, 2, 2, 8, False, 2), ("forest", 0, 2, 0, 9, False, 0)]
+# four NIs per node, every node's scheduler in lockstep with the cycle model (one 16-NIC build of its own)
+NIS4_CASES = [("multitree", 0, 2, 1, 9, False, 0, 4), ("multitree", 1, 2, 2, 10, False, 0, 4),
+              ("ring", 0, 2, 0, 11, False, 0, 4)]
 VERILATOR_DEFAULT: set = set()
 
 
@@ -39,34 +42,36 @@ def beats_per_chunk(s) -> int:
     return BEATS_PER_CHUNK if s.num_flows <= 16 else 1
 
 
-def _params(fmt, lanes, add_lat=0, s=None):
+def _params(fmt, lanes, add_lat=0, s=None, nis=1):
     """HDL parameters; for schedule ``s``: a buffer word per beat of every flow, and table
     rows (a power of two, 64 at least) for its nodes' tables."""
     flows, rows = (16, 64) if s is None else (s.num_flows, max(len(t) for t in node_tables(s)))
     depth = max(64, 1 << (rows - 1).bit_length())
     words = flows * (BEATS_PER_CHUNK if s is None else beats_per_chunk(s))
     return {"N": 16, "DEPTH": depth, "LANES": lanes, "FMT": fmt, "BUF_WORDS": words, "FLOW_W": 8,
-            "NODE_W": 8, "STEP_W": 8, "LEN_W": 16, "CNT_W": 4, "ERR_W": 16, **({"ADD_LAT": add_lat} if add_lat else {})}
+            "NODE_W": 8, "STEP_W": 8, "LEN_W": 16, "CNT_W": 4, "ERR_W": 16, **({"ADD_LAT": add_lat} if add_lat else {}),
+            **({"NIS": nis} if nis > 1 else {})}
 
 
-def allreduce_job(algo, fmt, lanes, pkt, seed, in_order, add_lat=0):
-    """(schedule, HDL parameters, job) of one all-reduce case."""
-    s = build(parse_spec("torus:4x4"), algo)
+def allreduce_job(algo, fmt, lanes, pkt, seed, in_order, add_lat=0, nis=1):
+    """(schedule, HDL parameters, job) of one all-reduce case; with several NIs, the lockstep with the model too."""
+    s = build(parse_spec("torus:4x4" if nis == 1 else f"torus:4x4:c{nis}"), algo)  # the schedule for nis NIs
     job = {"schedule": s.to_json(), "M": s.num_flows * beats_per_chunk(s) * lanes, "seed": seed, "pkt_beats": pkt,
-           "p_ready": 0.6, "p_gap": 0.3, "max_latency": 6, "in_order": in_order}
-    return s, _params(fmt, lanes, add_lat, s), job
+           "p_ready": 0.6, "p_gap": 0.3, "max_latency": 6, "in_order": in_order, "lockstep": nis > 1}
+    return s, _params(fmt, lanes, add_lat, s, nis), job
 
 
 def _label(c):
     return (f"{c[0]}-{('int32', 'fp32')[c[1]]}-lanes{c[2]}-pkt{c[3]}" + ("-schedule_order" if c[5] else "")
-            + (f"-lat{c[6]}" if c[6] else ""))
+            + (f"-lat{c[6]}" if c[6] else "") + (f"-nis{c[7]}" if len(c) > 7 else ""))
 
 
 @pytest.mark.parametrize("sim,case", sim_cases(CASES, VERILATOR_DEFAULT, lambda c: c, _label)
                          + [pytest.param(*p.values, marks=(*p.marks, pytest.mark.slow), id=p.id)
-                            for p in sim_cases(SLOW_CASES, set(), lambda c: c, _label)])
+                            for p in sim_cases(SLOW_CASES, set(), lambda c: c, _label)]
+                         + sim_cases(NIS4_CASES, set(), lambda c: c, _label))
 def test_sixteen_rtl_nics_all_reduce_to_the_reference_sums_under_backpressure(sim, case, tmp_path):
-    algo, fmt, lanes, pkt, seed, in_order, add_lat = case
+    algo, fmt, lanes, pkt, seed, in_order = case[:6]
     s, params, job = allreduce_job(*case)
     log = run_bench(sim, "nic_net", "allreduce_bench", params, job, tmp_path, sources=NET_SOURCES,
                     test_module="allreduce_bench")
@@ -77,3 +82,10 @@ def test_sixteen_rtl_nics_all_reduce_to_the_reference_sums_under_backpressure(si
     if fmt == 1 and algo == "multitree" and not in_order:
         # arrival order differed from the schedule's somewhere: the recorded order mattered
         assert summary["words_with_several_reduces"] > 0
+    nis = case[7] if len(case) > 7 else 1
+    if nis > 1:
+        # every node's scheduler was compared with the model on every cycle of the run
+        assert summary["lockstep_node_cycles"] >= 16 * summary["cycles"]
+        if algo == "multitree":  # the NIs beyond the first really carried messages
+            assert sum(1 for c in summary["packets_per_ni"] if c) >= 2, summary["packets_per_ni"]
+

@@ -83,3 +83,32 @@ def test_a_scheduler_that_breaks_a_rule_is_refused(old, new, tmp_path):
     r = prove("props_scheduler", srcs + [SCHED_PROPS], {"DEPTH": 2, "NIS": 2, "ERR_W": 2}, max_steps=6,
               work_dir=tmp_path / "work")
     assert not r.proven
+
+
+ARB_PROPS = Path(__file__).parent / "formal" / "props_rx_arb.v"
+DP_FILES = ("nic_fp32_add.v", "nic_reduce_add.v", "nic_packetiser.v", "nic_depacketiser.v", "nic_datapath.v")
+
+
+@pytest.mark.slow  # about 50 s of CPU per set (the whole two- or three-NI data path is in the problem)
+@pytest.mark.parametrize("nis", [2, 3])
+def test_the_receive_arbiter_grants_one_stream_for_a_whole_packet(nis):
+    r = prove("props_rx_arb", [RTL_DIR / n for n in DP_FILES] + [ARB_PROPS], {"NIS": nis}, max_steps=4)
+    assert r.proven, r.verdict
+    assert r.induction_length == 1
+
+
+@pytest.mark.slow
+def test_an_arbiter_that_releases_the_grant_mid_packet_is_refused(tmp_path):
+    srcs = []
+    for n in DP_FILES:
+        text = (RTL_DIR / n).read_text()
+        if n == "nic_datapath.v":
+            old = "&& m_tready && rx_tlast[rx_sel];"
+            assert text.count(old) == 1
+            text = text.replace(old, "&& m_tready;")
+        dst = tmp_path / "src" / n
+        dst.parent.mkdir(exist_ok=True)
+        dst.write_text(text)
+        srcs.append(dst)
+    r = prove("props_rx_arb", srcs + [ARB_PROPS], {"NIS": 2}, max_steps=4, work_dir=tmp_path / "work")
+    assert not r.proven
