@@ -22,8 +22,17 @@ backend sees a network, so that its figures can be set beside ASTRA-sim's run fo
   halving-doubling (``log2 N`` steps of ``c/2, c/4, ...`` to partners ``1, 2, 4, ...``
   away) and double binary tree (reduce up and broadcast down a tree of depth ``log2 N``,
   the whole chunk per step); ``endpoint_delay_ns`` is added once per step;
-* on several dimensions an all-reduce is reduce-scatters from the first dimension to the
-  last (each shrinking the chunk by its ``N``), then all-gathers back.
+* a received message that is summed (a reduce-scatter step, the reduce-scatter half of an
+  all-reduce) costs ASTRA-sim's local reduction: one write and two reads of the message at
+  ``local_mem_GBps`` (its ``local-mem-bw``, GB of 10^9 B), each truncated to whole ns
+  (``local_mem_GBps=None``: no such cost). Halving-doubling's all-reduce is charged none
+  for its first step, as measured;
+* on several dimensions ASTRA-sim's ``baseline`` runs the same collective on each
+  dimension in turn, first to last (an all-reduce of the whole chunk per dimension; a
+  reduce-scatter's chunk shrinks by each ``N``, an all-gather's grows), and each
+  dimension serves one chunk at a time, so chunk ``k`` runs on dimension ``d`` once it
+  has left ``d-1`` and chunk ``k-1`` has left ``d``: the chunks pipeline over the
+  dimensions (``pipeline=False``: one chunk after the other).
 
 The figures it was checked against, and by how much it differs where, are in
 docs/validation.md.
@@ -64,6 +73,8 @@ class AstraAnalytical:
     algorithm: str = "ring"
     splits: int = 4
     endpoint_delay_ns: float = ASTRA_SYSTEM["endpoint-delay"]
+    local_mem_GBps: float | None = ASTRA_SYSTEM["local-mem-bw"]
+    pipeline: bool = True
 
     def __post_init__(self) -> None:
         if len(self.topologies) != len(self.npus) or not self.topologies:
@@ -82,6 +93,8 @@ class AstraAnalytical:
             raise ConfigError(f"bandwidth_GBps = {self.bandwidth_GBps!r}: must be a finite number > 0")
         if not (self.latency_ns >= 0 and math.isfinite(self.latency_ns)):
             raise ConfigError(f"latency_ns = {self.latency_ns!r}: must be a finite number >= 0")
+        if self.local_mem_GBps is not None and not (self.local_mem_GBps > 0 and math.isfinite(self.local_mem_GBps)):
+            raise ConfigError(f"local_mem_GBps = {self.local_mem_GBps!r}: must be a finite number > 0, or None")
         if isinstance(self.splits, bool) or not isinstance(self.splits, int) or self.splits < 1:
             raise ConfigError(f"splits = {self.splits!r}: must be an integer >= 1")
 
@@ -100,22 +113,46 @@ class AstraAnalytical:
         """One message: ``hops * latency + bytes / bandwidth``, whole ns."""
         return float(math.floor(self.hops(dim, distance) * self.latency_ns + nbytes / self.bytes_per_ns))
 
+    def reduce_ns(self, nbytes: float) -> float:
+        """ASTRA-sim's local reduction of a received message: a write and two reads, whole ns each."""
+        if self.local_mem_GBps is None:
+            return 0.0
+        return 3.0 * math.floor(nbytes / self.local_mem_GBps)
+
     def phase_ns(self, dim: int, kind: str, chunk_bytes: float) -> float:
         """One chunk's reduce-scatter, all-gather or all-reduce in one dimension."""
         n, alg, e = self.npus[dim], self.algorithm, self.endpoint_delay_ns
         if kind == "allreduce" and alg != "doubleBinaryTree":
-            return 2 * self.phase_ns(dim, "reduce_scatter", chunk_bytes)  # the all-gather mirrors it
+            rs = self.phase_ns(dim, "reduce_scatter", chunk_bytes)
+            if alg == "halvingDoubling":  # measured: no reduction charged for the first step
+                rs -= self.reduce_ns(chunk_bytes / 2)
+            return rs + self.phase_ns(dim, "all_gather", chunk_bytes)  # the all-gather mirrors it
+        red = self.reduce_ns if kind == "reduce_scatter" else (lambda m: 0.0)
         if alg == "ring":
-            return (n - 1) * (e + self.send_ns(dim, 1, chunk_bytes / n))
+            return (n - 1) * (e + self.send_ns(dim, 1, chunk_bytes / n) + red(chunk_bytes / n))
         if alg == "direct":
-            return e + max(self.send_ns(dim, k, chunk_bytes / n) for k in range(1, n))
+            return e + max(self.send_ns(dim, k, chunk_bytes / n) for k in range(1, n)) + red(chunk_bytes / n)
         if alg == "halvingDoubling":
             steps = int(round(math.log2(n)))
-            return sum(e + self.send_ns(dim, 1 << s, chunk_bytes / (2 << s)) for s in range(steps))
+            return sum(e + self.send_ns(dim, 1 << s, chunk_bytes / (2 << s)) + red(chunk_bytes / (2 << s))
+                       for s in range(steps))
         # double binary tree: up and down a tree of depth log2 N, the whole chunk per step
         depth = max(1, math.ceil(math.log2(n)))
         per = depth * (e + self.send_ns(dim, 1, chunk_bytes))
         return 2 * per if kind == "allreduce" else per
+
+    def stages_ns(self, kind: str, chunk: float) -> list[float]:
+        """One chunk's time on each dimension, in the order it visits them."""
+        stages = []
+        if kind == "all_gather":
+            chunk /= self.num_workers
+        for d, n in enumerate(self.npus):
+            if kind == "all_gather":
+                chunk *= n
+            stages.append(self.phase_ns(d, kind, chunk))
+            if kind == "reduce_scatter":
+                chunk /= n
+        return stages
 
     def collective_ns(self, kind: str, nbytes: int) -> float:
         """Nanoseconds of one collective of ``kind`` (:data:`COLLECTIVES`) moving ``nbytes``."""
@@ -128,25 +165,16 @@ class AstraAnalytical:
         chunk = nbytes // self.splits
         if kind != "all_gather" and chunk < self.num_workers:
             chunk = self.num_workers  # ASTRA-sim's smallest chunk: one byte per NPU
-        dims = range(len(self.npus))
-        if len(self.npus) == 1:
-            stages = [self.phase_ns(0, kind, chunk)]
-        else:
-            stages, c = [], chunk
-            if kind in ("allreduce", "reduce_scatter"):
-                for d in dims:
-                    stages.append(self.phase_ns(d, "reduce_scatter", c))
-                    c /= self.npus[d]
-            if kind in ("allreduce", "all_gather"):
-                if kind == "all_gather":
-                    c = chunk
-                    for d in dims:
-                        c /= self.npus[d]
-                for d in reversed(dims):
-                    c *= self.npus[d]
-                    stages.append(self.phase_ns(d, "all_gather", c))
-        # the chunks one after the other (ASTRA-sim's baseline pipelines none across dimensions)
-        return float(self.splits * sum(stages))
+        stages = self.stages_ns(kind, chunk)
+        if not self.pipeline:
+            return float(self.splits * sum(stages))
+        free = [0.0] * len(stages)  # when each dimension is done with the chunk before
+        for _ in range(self.splits):
+            t = 0.0
+            for d, s in enumerate(stages):
+                t = max(t, free[d]) + s
+                free[d] = t
+        return float(free[-1])
 
     # the timeline's CommModel: seconds
     @property
