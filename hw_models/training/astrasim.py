@@ -41,6 +41,8 @@ docs/validation.md.
 from __future__ import annotations
 
 import math
+
+import numpy as np
 from dataclasses import dataclass
 
 from noc.base.errors import ConfigError
@@ -193,3 +195,142 @@ class AstraAnalytical:
     def describe(self) -> str:
         return (f"ASTRA-sim analytical {'x'.join(f'{t}({n})' for t, n in zip(self.topologies, self.npus))}, "
                 f"{self.algorithm}, {self.bandwidth_GBps:g} GB/s, {self.latency_ns:g} ns, {self.splits} splits")
+
+
+# ---------------------------------------------------------------------------------------------
+# The same collectives on our message-level simulator (nic.message_sim), set up with ASTRA-sim's
+# analytical semantics: one cycle = 1 ns, links in bytes/ns from GB/s of 2^30 B, its chunking.
+
+CONGESTION = ("unaware", "aware")
+
+
+def _group_steps(alg: str, kind: str, n: int, chunk: float) -> list[list[tuple[int, int, float, bool]]]:
+    """One chunk's phase on one line of ``n`` NPUs: per step, (src, dst, bytes, summed) by
+    local index. Ring sends to the next NPU; direct to every other at once; halving-doubling
+    to the partner ``1, 2, 4, ...`` away (XOR), then back."""
+    def ring(summed):
+        return [[(i, (i + 1) % n, chunk / n, summed) for i in range(n)] for _ in range(n - 1)]
+
+    def direct(summed):
+        return [[(i, j, chunk / n, summed) for i in range(n) for j in range(n) if j != i]]
+
+    steps_hd = int(round(math.log2(n))) if n & (n - 1) == 0 else 0
+
+    def hd(rs: bool, first_summed: bool = True):
+        order = range(steps_hd) if rs else reversed(range(steps_hd))
+        return [[(i, i ^ (1 << s), chunk / (2 << s), rs and (s > 0 or first_summed)) for i in range(n)]
+                for s in order]
+
+    build = {"ring": ring, "direct": direct}
+    if alg == "halvingDoubling":
+        if kind == "allreduce":  # as measured: no reduction charged for the first step
+            return hd(True, first_summed=False) + hd(False)
+        return hd(kind == "reduce_scatter")
+    if alg not in build:
+        raise ConfigError(f"algorithm = {alg!r}: the message model builds ring, direct and halvingDoubling")
+    if kind == "allreduce":
+        return build[alg](True) + build[alg](False)
+    return build[alg](kind == "reduce_scatter")
+
+
+def message_run(model: AstraAnalytical, kind: str, nbytes: int, congestion: str = "unaware"):
+    """The :class:`nic.message_sim.TransferRun` of one collective on ``model``'s network.
+
+    Every NPU sends a chunk's steps on each dimension (the order and sizes of
+    :meth:`AstraAnalytical.stages_ns`), a step once the previous step's messages into it have
+    arrived plus the endpoint delay (the NIC's issue delay); a dimension takes a chunk once
+    the NPU is done with the chunk before on it (ASTRA-sim's one active chunk per dimension).
+    A message's path latency is ``hops * latency`` plus, when the receiver sums it, the local
+    reduction (:meth:`AstraAnalytical.reduce_ns`). ``congestion="unaware"``: every message has
+    a link of its own (ASTRA-sim's congestion-unaware backend); ``"aware"``: messages share
+    the network's directed links (a ring's neighbour links, a fully connected dimension's
+    pair links, a switch's up and down links), max-min fair as everywhere in the message model.
+    """
+    from nic.message_sim import POLICY_BASELINE, TransferRun
+
+    if kind not in COLLECTIVES:
+        raise ConfigError(f"collective kind {kind!r}: must be one of {', '.join(COLLECTIVES)}")
+    if congestion not in CONGESTION:
+        raise ConfigError(f"congestion = {congestion!r}: must be one of {', '.join(CONGESTION)}")
+    if kind == "all_gather":
+        nbytes *= model.num_workers
+    chunk = nbytes // model.splits
+    if kind != "all_gather" and chunk < model.num_workers:
+        chunk = model.num_workers
+    strides = [math.prod(model.npus[:d]) for d in range(len(model.npus))]
+    sizes = []  # the chunk's size on each dimension (as stages_ns)
+    c = chunk / model.num_workers if kind == "all_gather" else chunk
+    for n in model.npus:
+        c = c * n if kind == "all_gather" else c
+        sizes.append(c)
+        c = c / n if kind == "reduce_scatter" else c
+    links: dict[tuple, int] = {}
+
+    def link(key) -> int:
+        return links.setdefault(key, len(links))
+
+    src, dst, nb, lat, paths, deps = [], [], [], [], [], []
+    last_into: dict[tuple, list[int]] = {}  # (node, chunk, dim) -> the last step's messages into it
+    for k in range(model.splits):
+        for d, n in enumerate(model.npus):
+            steps = _group_steps(model.algorithm, kind, n, sizes[d])
+            for base in range(model.num_workers):
+                if (base // strides[d]) % n:
+                    continue  # one line per dimension: the NPUs whose coordinate d is 0
+                rank = [base + i * strides[d] for i in range(n)]
+                into_prev: dict[int, list[int]] = {}
+                for s, step in enumerate(steps):
+                    into: dict[int, list[int]] = {}
+                    for a, b, m, summed in step:
+                        u, v = rank[a], rank[b]
+                        if s:
+                            wait = into_prev.get(u, [])
+                        else:
+                            wait = last_into.get((u, k, d - 1), []) + last_into.get((u, k - 1, d), [])
+                        hops = model.hops(d, b - a)
+                        if congestion == "unaware":
+                            path = [link(("own", len(src)))]
+                        elif model.topologies[d] == "Ring":
+                            way = 1 if (b - a) % n <= n // 2 else -1
+                            path = [link((d, rank[(a + way * h) % n], rank[(a + way * (h + 1)) % n]))
+                                    for h in range(hops)]
+                        elif model.topologies[d] == "FullyConnected":
+                            path = [link((d, u, v))]
+                        else:
+                            path = [link((d, u, "up")), link((d, "down", v))]
+                        into.setdefault(v, []).append(len(src))
+                        src.append(u)
+                        dst.append(v)
+                        nb.append(m)
+                        lat.append(hops * model.latency_ns + (model.reduce_ns(m) if summed else 0.0))
+                        paths.append(path)
+                        deps.append(wait)
+                    into_prev = into
+                for v in rank:
+                    last_into[(v, k, d)] = into_prev.get(v, [])
+    t = len(src)
+    h = max(len(p) for p in paths)
+    path_links = np.full((t, h), -1, np.int64)
+    for i, p in enumerate(paths):
+        path_links[i, :len(p)] = p
+    dep_ptr = np.zeros(t + 1, np.int64)
+    dep_ptr[1:] = np.cumsum([len(x) for x in deps])
+    dep_idx = np.array([j for x in deps for j in x], np.int64)
+    # steps: the transfer's position in its node's list (ascending: the table is in schedule order per node)
+    return TransferRun(
+        src_node=np.array(src, np.int64), step=np.zeros(t, np.int64), wire_bytes=np.array(nb, np.float64),
+        dep_ptr=dep_ptr, dep_idx=dep_idx, path_len=np.array([len(p) for p in paths], np.int64),
+        link_bytes_per_cycle=np.full(len(links), model.bytes_per_ns), num_nodes=model.num_workers,
+        nis_per_node=max(model.npus) * len(model.npus), policy=POLICY_BASELINE,
+        issue_delay_cycles=float(model.endpoint_delay_ns), step_advance_cycles=0.0,
+        first_start_cycles=float(model.endpoint_delay_ns), path_links=path_links,
+        path_latency_cycles=np.array(lat, np.float64))
+
+
+def message_collective_ns(model: AstraAnalytical, kind: str, nbytes: int, congestion: str = "unaware") -> float:
+    """Nanoseconds of one collective on our message-level simulator (:func:`message_run`)."""
+    from nic.message_sim import simulate
+
+    if nbytes <= 0:
+        return 0.0
+    return simulate(message_run(model, kind, nbytes, congestion)).total_cycles
