@@ -10,9 +10,13 @@ its public source; the commits of it and its submodules go in the CSV's header) 
 ``bench/data/astrasim_collectives.csv``: per point the largest ``sys[i] finished, N
 cycles`` over the ranks (ASTRA-sim's cycle is 1 ns) and the same in seconds.
 
-``compare`` recomputes our side, :class:`hw_models.training.astrasim.AstraAnalytical`
-(ASTRA-sim's analytical semantics: GB/s of 2^30 B, ns, its chunking), for every stored
-point and prints both and the deviation.
+``compare`` recomputes our side for every stored point and prints it beside ASTRA-sim's with
+the deviation: :class:`hw_models.training.astrasim.AstraAnalytical` (ASTRA-sim's analytical
+semantics: GB/s of 2^30 B, ns, its chunking, in closed form) and, with ``--message``, our
+message-level simulator set up with the same semantics
+(:func:`hw_models.training.astrasim.message_collective_ns`, every message on a link of its
+own as ASTRA-sim's congestion-unaware backend has it) and, with ``--congestion aware``,
+messages sharing the network's links. ``--csv-out`` writes the table.
 
 Matrix: bandwidth 50 GB/s and latency 500 ns per link; Ring(8), FullyConnected(8),
 Switch(8) and Ring(4) x Ring(4); all-reduce with ring, double binary tree, halving-doubling
@@ -37,9 +41,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hw_models.training.astrasim import ASTRA_SYSTEM, AstraAnalytical  # noqa: E402
+from hw_models.training.astrasim import (  # noqa: E402
+    ASTRA_SYSTEM, CONGESTION, AstraAnalytical, message_collective_ns)
 from hw_models.training.chakra import EtNode, export_workload  # noqa: E402
 
+MESSAGE_ALGORITHMS = ("ring", "direct", "halvingDoubling")
 DEFAULT_CSV = Path(__file__).resolve().parent / "data" / "astrasim_collectives.csv"
 BANDWIDTH_GBPS = 50.0
 LATENCY_NS = 500.0
@@ -149,31 +155,67 @@ def read_reference(path: Path = DEFAULT_CSV) -> list[dict]:
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
+def _model(row: dict, **options) -> AstraAnalytical:
+    return AstraAnalytical(topologies=tuple(row["topologies"].split("x")),
+                           npus=tuple(int(n) for n in row["npus"].split("x")),
+                           bandwidth_GBps=float(row["bandwidth_GBps"]), latency_ns=float(row["latency_ns"]),
+                           algorithm=row["algorithm"], splits=int(row["splits"]), **options)
+
+
 def ours(row: dict, **options) -> float:
-    """Our side's nanoseconds for one stored row."""
-    model = AstraAnalytical(topologies=tuple(row["topologies"].split("x")),
-                            npus=tuple(int(n) for n in row["npus"].split("x")),
-                            bandwidth_GBps=float(row["bandwidth_GBps"]), latency_ns=float(row["latency_ns"]),
-                            algorithm=row["algorithm"], splits=int(row["splits"]), **options)
-    return model.collective_ns(row["collective"], int(row["size_bytes"]))
+    """Our closed-form side's nanoseconds for one stored row."""
+    return _model(row, **options).collective_ns(row["collective"], int(row["size_bytes"]))
+
+
+def ours_message(row: dict, congestion: str = "unaware", **options) -> float | None:
+    """Our message-level simulator's nanoseconds for one stored row (None: an algorithm it
+    does not build, the double binary tree)."""
+    if row["algorithm"] not in MESSAGE_ALGORITHMS:
+        return None
+    return message_collective_ns(_model(row, **options), row["collective"], int(row["size_bytes"]), congestion)
 
 
 def compare(args) -> None:
     rows = read_reference(Path(args.csv))
-    print(f"{'network':16s} {'collective':15s} {'algorithm':17s} {'bytes':>11s} {'ASTRA-sim us':>13s} "
-          f"{'ours us':>13s} {'dev %':>7s}")
-    worst: dict[tuple, float] = {}
+    head = f"{'network':16s} {'collective':15s} {'algorithm':17s} {'bytes':>11s} {'ASTRA-sim us':>13s} " \
+           f"{'closed us':>11s} {'dev %':>7s}"
+    if args.message:
+        head += f" {'message us':>11s} {'dev %':>7s}"
+    print(head + "   (1 cycle = 1 ns)")
+    worst: dict[tuple, list[float]] = {}
+    table = []
     for r in rows:
         peer = float(r["astrasim_cycles"])
         mine = ours(r)
         dev = 100.0 * (mine - peer) / peer
+        msg = ours_message(r, args.congestion) if args.message else None
+        mdev = None if msg is None else 100.0 * (msg - peer) / peer
         key = (r["network"], r["collective"], r["algorithm"])
-        worst[key] = max(worst.get(key, 0.0), abs(dev))
-        print(f"{r['network']:16s} {r['collective']:15s} {r['algorithm']:17s} {int(r['size_bytes']):>11d} "
-              f"{peer / 1e3:>13.3f} {mine / 1e3:>13.3f} {dev:>7.2f}")
-    print("\nlargest |deviation| per network, collective and algorithm:")
-    for k, v in worst.items():
-        print(f"  {' / '.join(k):50s} {v:6.2f} %")
+        w = worst.setdefault(key, [0.0, 0.0])
+        w[0] = max(w[0], abs(dev))
+        w[1] = max(w[1], abs(mdev or 0.0))
+        line = (f"{r['network']:16s} {r['collective']:15s} {r['algorithm']:17s} {int(r['size_bytes']):>11d} "
+                f"{peer / 1e3:>13.3f} {mine / 1e3:>11.3f} {dev:>7.2f}")
+        if args.message:
+            line += "" if msg is None else f" {msg / 1e3:>11.3f} {mdev:>7.2f}"
+        print(line, flush=True)
+        table.append({"network": r["network"], "collective": r["collective"], "algorithm": r["algorithm"],
+                      "size_bytes": r["size_bytes"], "astrasim_ns": r["astrasim_cycles"],
+                      "astrasim_us": f"{peer / 1e3:.3f}", "closed_form_ns": f"{mine:.0f}",
+                      "closed_form_dev_percent": f"{dev:.2f}",
+                      "message_ns": "" if msg is None else f"{msg:.1f}",
+                      "message_dev_percent": "" if mdev is None else f"{mdev:.2f}"})
+    print("\nlargest |deviation| per network, collective and algorithm (closed form" +
+          (f", message model {args.congestion}" if args.message else "") + "):")
+    for k, (a, b) in worst.items():
+        print(f"  {' / '.join(k):50s} {a:6.2f} %" + (f" {b:6.2f} %" if args.message else ""))
+    if args.csv_out:
+        with Path(args.csv_out).open("w", newline="") as f:
+            f.write(f"# made by bench/astrasim_reference.py compare{' --message' if args.message else ''}"
+                    f" --congestion {args.congestion}; 1 cycle = 1 ns; dev = (ours - ASTRA-sim) / ASTRA-sim\n")
+            w = csv.DictWriter(f, fieldnames=list(table[0]))
+            w.writeheader()
+            w.writerows(table)
 
 
 def main(argv=None) -> None:
@@ -185,6 +227,10 @@ def main(argv=None) -> None:
     r.add_argument("--jobs", type=int, default=2, help="ASTRA-sim runs at once")
     c = sub.add_parser("compare")
     c.add_argument("--csv", default=str(DEFAULT_CSV))
+    c.add_argument("--message", action="store_true", help="also our message-level simulator")
+    c.add_argument("--congestion", choices=CONGESTION, default="unaware",
+                   help="the message model's links: one per message (unaware) or shared (aware)")
+    c.add_argument("--csv-out", help="write the table as CSV")
     args = ap.parse_args(argv)
     reference(args) if args.cmd == "reference" else compare(args)
 

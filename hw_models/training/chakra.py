@@ -12,8 +12,8 @@ field  name              type
 1      id                uint64
 2      name              string
 3      type              enum NodeType (COMP_NODE 4, COMM_COLL_NODE 7, ...)
-4      ctrl_deps         repeated uint64 (ids of nodes this one waits for)
-5      data_deps         repeated uint64
+4      ctrl_deps         repeated uint64 (ids of nodes this one waits for: control)
+5      data_deps         repeated uint64 (ids of nodes this one waits for: data)
 6      start_time_micros uint64
 7      duration_micros   uint64 (a compute node's run time, whole microseconds)
 10     attr              repeated AttributeProto
@@ -107,7 +107,8 @@ def _classes() -> dict[str, type]:
 class EtNode:
     """One node of a rank's ET: ``kind`` ``"compute"`` (``duration_us``, whole µs) or a
     collective (``"allreduce"``, ``"reduce_scatter"``, ``"all_gather"``; ``comm_bytes``);
-    ``deps``: ids of the nodes it waits for (Chakra's ``ctrl_deps``)."""
+    ``deps``: ids of the nodes it waits for. Written as Chakra's ``data_deps``, the field
+    ASTRA-sim's ET feeder resolves (it does not wait for ``ctrl_deps``); read from both."""
 
     id: int
     name: str
@@ -156,7 +157,7 @@ def write_et(path: str | Path, nodes: Iterable[EtNode]) -> None:
     A = c["AttributeProto"]
     for n in nodes:
         msg = c["Node"](id=n.id, name=n.name)
-        msg.ctrl_deps.extend(n.deps)
+        msg.data_deps.extend(n.deps)
         msg.attr.append(A(name="is_cpu_op", bool_val=False))
         if n.kind == "compute":
             msg.type = NODE_TYPES["COMP_NODE"]
@@ -197,7 +198,7 @@ def read_et(path: str | Path) -> list[EtNode]:
         except DecodeError as e:
             raise ConfigError(f"chakra trace {p}: not a Chakra ET ({e})") from None
         attrs = {a.name: a for a in msg.attr}
-        deps = tuple(int(d) for d in msg.ctrl_deps) + tuple(int(d) for d in msg.data_deps)
+        deps = tuple(dict.fromkeys([int(d) for d in msg.data_deps] + [int(d) for d in msg.ctrl_deps]))
         if msg.type == NODE_TYPES["COMP_NODE"]:
             nodes.append(EtNode(int(msg.id), msg.name, "compute", deps, duration_us=int(msg.duration_micros)))
         elif msg.type == NODE_TYPES["COMM_COLL_NODE"]:

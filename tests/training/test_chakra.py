@@ -35,7 +35,7 @@ def _ld(num, data):
 
 def test_wire_format_matches_a_hand_encoding_of_the_schema(tmp_path):
     """A collective node written by write_et equals the bytes encoded by hand from the schema's
-    field numbers (Node: id 1, name 2, type 3, ctrl_deps 4, attr 10; AttributeProto: name 1,
+    field numbers (Node: id 1, name 2, type 3, data_deps 5, attr 10; AttributeProto: name 1,
     int64_val 9, bool_val 27), each message prefixed by its varint length."""
     p = tmp_path / "x.0.et"
     write_et(p, [EtNode(5, "ar", "allreduce", (3,), comm_bytes=300)])
@@ -43,7 +43,7 @@ def test_wire_format_matches_a_hand_encoding_of_the_schema(tmp_path):
     attr = [_ld(1, b"is_cpu_op") + _field(27, 0, b"\x00"),
             _ld(1, b"comm_type") + _field(9, 0, _varint(0)),
             _ld(1, b"comm_size") + _field(9, 0, _varint(300))]
-    node = (_field(1, 0, _varint(5)) + _ld(2, b"ar") + _field(3, 0, _varint(7)) + _ld(4, _varint(3))
+    node = (_field(1, 0, _varint(5)) + _ld(2, b"ar") + _field(3, 0, _varint(7)) + _ld(5, _varint(3))
             + b"".join(_ld(10, a) for a in attr))
     assert p.read_bytes() == _varint(len(meta)) + meta + _varint(len(node)) + node
 
@@ -57,6 +57,18 @@ def test_round_trip_and_ranks(tmp_path):
     # WFBP: forward a, b; backward b then a; a's all-reduce after a's backward; b has no gradient
     assert [(n.name, n.deps) for n in nodes] == [("fwd.a", ()), ("fwd.b", (0,)), ("bwd.b", (1,)), ("bwd.a", (2,)),
                                                   ("allreduce.a", (3,))]
+
+
+def test_a_trace_with_control_dependencies_reads_them(tmp_path):
+    """Another writer's ctrl_deps (field 4) are dependencies too, read beside data_deps (5)."""
+    meta = _ld(1, b"0.0.4")
+    attr = _ld(1, b"is_cpu_op") + _field(27, 0, b"\x00")
+    a = _field(1, 0, _varint(0)) + _ld(2, b"a") + _field(3, 0, _varint(4)) + _field(7, 0, _varint(2)) + _ld(10, attr)
+    b = (_field(1, 0, _varint(1)) + _ld(2, b"b") + _field(3, 0, _varint(4)) + _ld(4, _varint(0)) + _ld(5, _varint(0))
+         + _field(7, 0, _varint(3)) + _ld(10, attr))
+    (tmp_path / "c.0.et").write_bytes(b"".join(_varint(len(m)) + m for m in (meta, a, b)))
+    assert read_et(tmp_path / "c.0.et") == [EtNode(0, "a", "compute", (), duration_us=2),
+                                           EtNode(1, "b", "compute", (0,), duration_us=3)]
 
 
 def test_bad_traces_are_config_errors(tmp_path):
