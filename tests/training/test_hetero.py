@@ -87,7 +87,15 @@ def test_event_simulations_reproduce_the_figures_stored_before_profiles():
             r = simulate_easgd(v, 2, 6, 0.1, exchange_s=0.01, update_s=0.002, allreduce_s=0.03, stragglers=s,
                                iterations=60, seed=3)
             out[f"easgd {spec} {v}"] = [r.time_per_iteration_s(), r.mean_staleness(), r.max_staleness()]
-    assert json.loads(json.dumps(out)) == stored
+    # exactly, up to numpy's exp/log: its AVX-512 paths (Intel SVML) and its AVX2 paths round the
+    # lognormal draws a unit in the last place apart, so the stored figures hold to 1e-12 relative
+    def flat(d):
+        return {f"{k} {i}": v for k, row in d.items() for i, v in enumerate(
+            [x for item in row for x in (item if isinstance(item, list) else [item])])}
+
+    got, want = flat(json.loads(json.dumps(out))), flat(stored)
+    assert got.keys() == want.keys() and len(got) > 100
+    assert got == pytest.approx(want, rel=1e-12, abs=0)
 
 
 def test_baselines_pay_their_slow_links():
