@@ -11,7 +11,6 @@ from nic.collectives.forest import forest as optimum_forest
 from nic.collectives.schedule import Schedule, ScheduleError
 from noc.topology import Topology
 
-
 SELECT_BELOW_BYTES = 4 << 20
 """Below this size :func:`forest` given the size times its candidates and keeps the fastest."""
 SMALL_CANDIDATES = ("multitree", "dbtree", "ring")
@@ -20,9 +19,8 @@ one breadth-first tree per root, two binary trees, one path per root."""
 
 
 def forest(topology: Topology, trees: int | None = None, size_bytes: int | None = None) -> Schedule:
-    """Spanning trees per root at the optimum: :func:`torus_forest` on a square 2D torus
-    (every side at least 3), else :func:`nic.collectives.treepack.treepack` with ``trees``
-    trees per root (default: the least count the optimum's rates allow).
+    """Spanning trees per root at the optimum (:func:`nic.collectives.forest.forest`:
+    exact trees on a square 2D torus, else a packing of ``trees`` trees per root).
 
     ``size_bytes`` (the all-reduce's size; the registry passes it to this builder): below
     :data:`SELECT_BELOW_BYTES`, the schedule is the one of least modelled time
