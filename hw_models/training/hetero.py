@@ -131,7 +131,10 @@ class Profile:
         return f
 
     def link_factor(self, i: int, j: int, num_nodes: int, step: int = 0) -> float:
-        """A link's slowdown: its slower end's (``lognormal`` not applied)."""
+        """A link's slowdown: its slower end's (``lognormal`` not applied); 1 from a node to
+        itself (no link)."""
+        if i == j:
+            return 1.0
         return max(self.factor(i, num_nodes, step), self.factor(j, num_nodes, step))
 
     @property

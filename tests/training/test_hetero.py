@@ -20,6 +20,7 @@ def test_slow_const_and_schedule_multiply_as_written():
         assert [p.factor(i, 4, step) for i in range(4)] == pytest.approx(fs, rel=1e-15)
     assert p.factor(0, 4, 9) == 1.0 and p.label == "slow:1:3+const:1/2/1/4+at:10:0:5"
     assert p.link_factor(0, 3, 4, 0) == 12 and p.link_factor(0, 1, 4, 10) == 5
+    assert p.link_factor(3, 3, 4, 0) == 1.0  # no link from a node to itself, however slow the node
 
 
 def test_walk_is_its_own_seeded_stream_reflected_into_its_bounds():

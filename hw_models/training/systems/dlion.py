@@ -243,7 +243,7 @@ def dlion(task, techs: tuple[str, ...], net: Net, workers, links, lr: float, *, 
             loss, g = task.loss_grad(x[i], *samplers[i].next(int(b[i])))
             grads.append(g)
             losses.append(loss)
-        lf = np.array([[links.link_factor(i, j, n, t) if i != j else 1.0 for j in range(n)] for i in range(n)])
+        lf = np.array([[links.link_factor(i, j, n, t) for j in range(n)] for i in range(n)])
         wsum = float(b.sum())
         exch, sent, xs = 0.0, 0.0, 0.0
         new = np.empty_like(x)

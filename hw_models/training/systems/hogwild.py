@@ -157,7 +157,7 @@ def simulate_easgd(variant: str, tau: int, num_workers: int, compute_s: float, *
         while total < goal:
             t, i = ready.pop(0)
             start = max(t, master_free)
-            xf = links.link_factor(i, 0, n, steps[i]) if links is not None and i != 0 else 1.0
+            xf = links.link_factor(i, 0, n, steps[i]) if links is not None else 1.0
             master_free = start + exchange_s * xf + update_s
             reads.append((stamp(start), i, steps[i]))
             writes[(i, steps[i])] = stamp(master_free)

@@ -216,7 +216,7 @@ def simulate_ps(num_workers: int, compute_s: float, push_all_s: float, pull_all_
     s_push, s_pull = push_all_s / n, pull_all_s / n
 
     def lf(i, step):
-        return links.link_factor(i, server, n, step) if links is not None and i != server else 1.0
+        return links.link_factor(i, server, n, step) if links is not None else 1.0
 
     updates: list[Update] = []
     if kind == "sync":
