@@ -576,12 +576,16 @@ def from_booksim(values: dict[str, Any], source: str = "booksim config") -> Book
     method = {ours: (_number(v, key, source, float) if ours.endswith(("thres", "thres_cycles"))
                      else _number(v, key, source)) for key, ours in _METHOD_KEYS.items()}
     if 0 < method["warmup_periods"] >= method["max_samples"]:
-        # BookSim2 ends its run as the warm-up ends: no period is measured, and it prints the
-        # last warm-up period's figures as if they were measured
+        # BookSim2's sample loop stops after max_samples periods. At max_samples ==
+        # warmup_periods the warm-up has just ended: it prints the last warm-up period's figures
+        # as if they were measured. Below, the run is still warming up: it prints "Too many
+        # sample periods needed to converge" and "Simulation unstable, ending ...".
+        then = ("BookSim2 prints the last warm-up period's figures as measured"
+                if method["max_samples"] == method["warmup_periods"]
+                else "BookSim2 ends it as 'Simulation unstable'")
         raise _refuse(source, "max_samples", method["max_samples"], f"with warmup_periods = "
-                      f"{method['warmup_periods']} no sample period is measured (BookSim2 would print the warm-up's "
-                      f"figures); set max_samples above warmup_periods, e.g. max_samples = "
-                      f"{method['warmup_periods'] + 10}")
+                      f"{method['warmup_periods']} no sample period is measured ({then}); set max_samples "
+                      f"above warmup_periods, e.g. max_samples = {method['warmup_periods'] + 10}")
     traffic = validate({
         "pattern": "hotspot" if name == "hotspot" else _PATTERNS[pattern], **hot_keys, "rate_packets": rate, **burst, "packet_flits": sizes, "packet_weights": weights,
         "self_packets": True, "inject_during_drain": True, "methodology": "booksim", **method,

@@ -93,4 +93,9 @@ def test_a_file_whose_run_measures_no_period_is_refused_with_what_to_change():
     with pytest.raises(ConfigError, match=r"max_samples = 3: with warmup_periods = 3 no sample period is measured.*"
                                           r"max_samples = 13"):
         from_booksim(parse_booksim(base + "max_samples = 3;"), "f.cfg")
+    with pytest.raises(ConfigError, match=r"max_samples = 3: .*BookSim2 prints the last warm-up period's figures"):
+        from_booksim(parse_booksim(base + "max_samples = 3;"), "f.cfg")
+    with pytest.raises(ConfigError, match=r"max_samples = 2: with warmup_periods = 3 no sample period is measured "
+                                          r"\(BookSim2 ends it as 'Simulation unstable'\).*max_samples = 13"):
+        from_booksim(parse_booksim(base + "max_samples = 2;"), "f.cfg")
     assert from_booksim(parse_booksim(base + "max_samples = 4;"), "f.cfg").traffic.max_samples == 4
