@@ -130,7 +130,7 @@ def model_versions() -> dict:
     from nic.collectives import SCHEDULE_VERSION
     from nic.message_sim import MODEL_VERSION
 
-    return {"train_system": 2, "schedule": SCHEDULE_VERSION, "message_model": MODEL_VERSION}
+    return {"train_system": 3, "schedule": SCHEDULE_VERSION, "message_model": MODEL_VERSION}
 
 
 KIND = Kind(name="train_system", summary="one training-communication system (compression, ps, ssd, easgd, kfac, dlion) "

@@ -216,7 +216,8 @@ def dlion(task, techs: tuple[str, ...], net: Net, workers, links, lr: float, *, 
           max_iterations: int, transfer_every: int = 20, eval_every: int = 5, seed: int = 0):
     """DLion with ``techs`` on ``task`` (module docstring); ``workers``/``links``:
     :class:`~hw_models.training.hetero.Profile`. ``extra``: ``time_to_target_s``,
-    ``seconds`` (simulated to the end), ``mean_round_s``, ``bytes_per_round``."""
+    ``seconds`` (simulated to the end), ``mean_round_s``, ``bytes_per_round``, ``round_s`` (each
+    round's seconds, in order)."""
     from hw_models.training.systems.tasks import run_until  # noqa: PLC0415
 
     n, B, P = task.workers, task.batch, task.num_params
@@ -284,7 +285,7 @@ def dlion(task, techs: tuple[str, ...], net: Net, workers, links, lr: float, *, 
     rounds = len(times)
     return type(r)(r.label, r.target, r.iterations_to_target, r.curve, r.final_accuracy,
                    {"time_to_target_s": tt, "seconds": clock["t"], "mean_round_s": clock["t"] / rounds,
-                    "bytes_per_round": clock["bytes"] / rounds})
+                    "bytes_per_round": clock["bytes"] / rounds, "round_s": _rounds(times)})
 
 
 def allreduce_baseline(task, net: Net, workers, links, lr: float, *, target: float, max_iterations: int,
@@ -307,7 +308,12 @@ def allreduce_baseline(task, net: Net, workers, links, lr: float, *, target: flo
     tt = times[r.iterations_to_target - 1] if r.iterations_to_target else math.nan
     return type(r)(r.label, r.target, r.iterations_to_target, r.curve, r.final_accuracy,
                    {"time_to_target_s": tt, "seconds": times[rounds - 1], "mean_round_s": times[rounds - 1] / rounds,
-                    "bytes_per_round": 2 * (n - 1) / n * net.model_bytes * n})
+                    "bytes_per_round": 2 * (n - 1) / n * net.model_bytes * n, "round_s": _rounds(times)})
+
+
+def _rounds(times) -> tuple[float, ...]:
+    """Each round's seconds from the clock after each round."""
+    return tuple(float(x) for x in np.diff(np.concatenate(([0.0], times))))
 
 
 __all__ = ["DENSE_BYTES", "ENTRY_BYTES", "Net", "TECHNIQUES", "allreduce_baseline", "dlion", "label",

@@ -347,8 +347,10 @@ def run_dlion(st: Setting, techniques, workers_spec: str, links_spec: str, trans
     iterations) and asynchronous EASGD (their event simulations, the server/master on node 0,
     worker ``i``'s push, pull or exchange over its link to it, ``link_factor(i, 0)`` times
     slower). DLion and the all-reduce baseline are timed on the iteration timeline with
-    ``policy``. Timing rows: seconds per round and bytes per round; convergence rows: time to
-    the target and final accuracy."""
+    ``policy``. Timing rows: seconds per round (the mean over the run's rounds, and for the
+    round-timed runs over the first ``common_rounds``, which every one of them ran: the
+    profiles drift, so means over different rounds differ) and bytes per round; convergence
+    rows: time to the target and final accuracy."""
     from hw_models.training.hetero import Profile  # noqa: PLC0415
     from hw_models.training.systems.dlion import Net, allreduce_baseline, dlion  # noqa: PLC0415
     from hw_models.training.systems.hogwild import replay_easgd, simulate_easgd  # noqa: PLC0415
@@ -387,9 +389,15 @@ def run_dlion(st: Setting, techniques, workers_spec: str, links_spec: str, trans
         tt = r.iterations_to_target * per if r.iterations_to_target else math.nan
         results.append(("easgd", _as_round(r, tt, per, 2 * n * m)))
     base = results[0][1]
+    # the profiles change from round to round, so runs of different lengths average different rounds:
+    # each round-timed run's mean over the rounds every one of them ran, too
+    common = min(len(r.extra["round_s"]) for _, r in results if "round_s" in r.extra)
     timing, conv = [], []
     for key, r in results:
+        per = r.extra.get("round_s")
         timing.append({"system": "dlion", "run": r.label, "techniques": key, "iteration_s": r.extra["mean_round_s"],
+                       "common_rounds": common if per else "",
+                       "common_round_s": math.fsum(per[:common]) / common if per else "",
                        "bytes_per_round": round(r.extra["bytes_per_round"], 1), "stragglers": wp.label,
                        "links": lp.label})
         row = _conv_row("dlion", r, base.iterations_to_target, r.extra["mean_round_s"], base.extra["mean_round_s"],

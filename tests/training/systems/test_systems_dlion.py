@@ -135,3 +135,52 @@ def test_layer_by_layer_exchange_overlaps_the_backward_pass(task):
     assert r.extra["mean_round_s"] == pytest.approx(end_a, rel=1e-9)
     fused = dlion(task, (), _timeline_net("fused"), none, none, 0.1, target=0.95, max_iterations=5)
     assert end_a < fused.extra["mean_round_s"]
+
+
+def test_batching_never_lengthens_a_round_the_profiles_drift_between_rounds(task):
+    """Round by round on the same drifting workers and links, batching's round is at most the
+    round without it (the slowest link is the same, the slowest worker's compute no longer);
+    yet its mean over its own rounds can be the longer one, because it averages other rounds
+    of a walk whose links slow down: the mean over the rounds both ran is the comparable one."""
+    from hw_models.training.systems.runner import Setting, run_dlion
+
+    w = Profile.parse("slow:1:3+walk:0.3", 4, seed=3)
+    lk = Profile.parse("walk:0.3", 4, seed=4)
+    net = _timeline_net("wfbp")
+    kw = dict(target=0.95, max_iterations=120, seed=3)
+    none = dlion(task, (), net, w, lk, 0.1, **kw)
+    bat = dlion(task, ("batching",), net, w, lk, 0.1, **kw)
+    common = min(len(none.extra["round_s"]), len(bat.extra["round_s"]))
+    assert common >= 20 and all(b <= a * (1 + 1e-12) for a, b in zip(none.extra["round_s"][:common], bat.extra["round_s"][:common]))
+    assert math.fsum(none.extra["round_s"]) == pytest.approx(none.extra["seconds"], rel=1e-12)
+    # the command's column is that mean, over the rounds every round-timed run ran
+    from hw_models.training.comm import AlphaBeta
+
+    comm = AlphaBeta(latency_s=1e-3, bytes_per_s=4e3, num_workers=4)
+    st = Setting(None, 16, net.layers, comm, "ring", 1e12, 320e9, task, 0.1, 0.95, 120, lambda s: comm)
+    timing, _ = run_dlion(st, [(), ("batching",)], "slow:1:3+walk:0.3", "walk:0.3", seed=3, baselines=())
+    per = {row["techniques"]: _round_s(st, row) for row in timing}
+    n = min(len(v) for v in per.values())
+    assert [row["techniques"] for row in timing] == ["allreduce", "none", "batching"]
+    for row in timing:
+        assert row["common_rounds"] == n
+        assert row["common_round_s"] == pytest.approx(math.fsum(per[row["techniques"]][:n]) / n, rel=1e-12)
+
+
+def _round_s(st, row):
+    """The rounds' seconds of ``row``'s run, as run_dlion's network makes them (a link's time
+    for b bytes: the all-gather of 4 b)."""
+    from hw_models.training.systems.dlion import Net, allreduce_baseline
+
+    net = st.comm
+    m = st.model_bytes
+    nt = Net(st.compute_s, net.all_gather_s(4 * m), net.allreduce_s(m), m, tuple(st.layers),
+             lambda b: net.all_gather_s(4 * b), net, "wfbp")
+    wp, lp = Profile.parse("slow:1:3+walk:0.3", 4, seed=3), Profile.parse("walk:0.3", 4, seed=4)
+    kw = dict(target=0.95, max_iterations=120, seed=3)
+    if row["techniques"] == "allreduce":
+        r = allreduce_baseline(st.task, nt, wp, lp, 0.1, **kw)
+    else:
+        techs = () if row["techniques"] == "none" else tuple(row["techniques"].split("+"))
+        r = dlion(st.task, techs, nt, wp, lp, 0.1, **kw)
+    return r.extra["round_s"]
