@@ -24,9 +24,21 @@ boundary: forward each sample's hidden activations keep their ``k`` largest magn
 rest zero), backward the gradient with respect to them keeps its ``k`` largest per sample
 before it goes through the tanh; synchronous SGD otherwise.
 
+**Iteration time** (:func:`hybrid_layers`, :func:`hybrid_iteration`): on the iteration
+timeline (:func:`~hw_models.training.timeline.simulate`) the embedding layers come first
+with no gradient to all-reduce (each worker updates its shard of the tables), then the
+boundary as one blocking step, forward the activations' all-to-all and backward their
+gradients', then the data-parallel layers, whose gradients are all-reduced by the policy as
+in plain data parallelism. Every worker sends ``S / N`` bytes to every other (``S = B W 4``
+dense, ``B k 8`` kept): the traffic of an all-gather of ``S`` bytes, so the all-to-all
+takes the configured network's all-gather of ``S`` (:func:`alltoall_s`; the same
+equivalence DLion's links use).
+
 Not modelled: DCT's per-sample thresholds refreshed periodically (we take the exact top-k
-per sample every iteration), the embedding lookups' own all-to-all of indices, overlap of
-the all-to-all with compute.
+per sample every iteration), the embedding lookups' own all-to-all of indices, the compute
+of the top-k selection, the boundary all-to-all sharing the network with the data-parallel
+gradients' all-reduce (it is a blocking step of the compute; the all-reduces that overlap
+it run as if the network were theirs alone).
 """
 
 from __future__ import annotations
@@ -62,6 +74,49 @@ def mp_traffic(width: int, batch: int, workers: int, keep: float) -> dict:
     comp = 2 * batch * k * ENTRY_BYTES * off if keep < 1 else dense
     return {"width": width, "kept": k if keep < 1 else width, "dense_bytes": dense, "compressed_bytes": comp,
             "reduction": dense / comp}
+
+
+BOUNDARY = "boundary_all_to_all"
+
+
+def boundary_bytes(width: int, batch: int, keep: float | None) -> int:
+    """One direction's bytes a worker's boundary buffer holds: ``B W 4`` dense (``keep``
+    None or 1), ``B k 8`` kept."""
+    if keep is None or keep >= 1:
+        return int(batch) * int(width) * DENSE_BYTES
+    return int(batch) * _keep_k(width, keep) * ENTRY_BYTES
+
+
+def alltoall_s(comm, per_worker_bytes: int) -> float:
+    """Seconds of an all-to-all in which every worker sends ``per_worker_bytes / N`` to every
+    other: the traffic of an all-gather of ``per_worker_bytes``, timed as ``comm``'s."""
+    return float(comm.all_gather_s(int(per_worker_bytes))) if per_worker_bytes else 0.0
+
+
+def hybrid_layers(layers, kinds, comm, width: int, batch: int, keep: float | None):
+    """``layers`` (:class:`~hw_models.training.costs.LayerCost`, with their workload layers'
+    ``kinds``) as the hybrid DP x MP iteration (module docstring): the embedding layers without
+    gradients to all-reduce, the boundary's all-to-all (forward and backward) as a layer of
+    its own, then the others unchanged."""
+    from hw_models.training.costs import LayerCost  # noqa: PLC0415
+
+    if len(layers) != len(kinds):
+        raise ConfigError(f"{len(layers)} layer costs for {len(kinds)} layer kinds")
+    emb = [x for x, k in zip(layers, kinds) if k == "embedding"]
+    if not emb:
+        raise ConfigError("the workload has no embedding layers: no model-parallel boundary")
+    t = alltoall_s(comm, boundary_bytes(width, batch, keep))
+    return (*(LayerCost(x.name, x.fwd_s, x.bwd_s, 0) for x in emb), LayerCost(BOUNDARY, t, t, 0),
+            *(x for x, k in zip(layers, kinds) if k != "embedding"))
+
+
+def hybrid_iteration(layers, kinds, comm, width: int, batch: int, keep: float | None, policy=None):
+    """The hybrid iteration on the timeline (:func:`hybrid_layers`; ``policy`` default
+    wait-free backprop): the :class:`~hw_models.training.timeline.TimelineResult`."""
+    from hw_models.training.policies import WaitFreeBackprop  # noqa: PLC0415
+    from hw_models.training.timeline import simulate  # noqa: PLC0415
+
+    return simulate(hybrid_layers(layers, kinds, comm, width, batch, keep), comm, policy or WaitFreeBackprop())
 
 
 def _rowtopk(a: np.ndarray, k: int) -> np.ndarray:
@@ -110,4 +165,5 @@ def dct_mp_sgd(task, keep: float, lr: float, *, target: float, max_iterations: i
                      eval_every=eval_every)
 
 
-__all__ = ["boundary_width", "dct_mp_sgd", "mp_loss_grad", "mp_traffic"]
+__all__ = ["BOUNDARY", "alltoall_s", "boundary_bytes", "boundary_width", "dct_mp_sgd", "hybrid_iteration",
+           "hybrid_layers", "mp_loss_grad", "mp_traffic"]
