@@ -49,6 +49,8 @@ def train_system(
     seed: int = typer.Option(0, "--seed", help="Seed of the task's split, shards and batches, and of the "
                              "stragglers."),
     out: Path = typer.Option(Path("out/train_system"), "--out", "-o", help="Output directory."),
+    yes: bool = typer.Option(False, "--yes", help="Run what is estimated to take longer than 10 minutes (the "
+                             "convergence runs x --max-iterations)."),
     compressors: Optional[str] = typer.Option(None, "--compressors", help="compression: comma-separated "
                                               f"topk:RATIO, randk:RATIO, threshold:RATIO[:REFRESH], onebit, "
                                               f"eightbit (default {DEFAULT_COMPRESSORS})."),
@@ -99,7 +101,7 @@ def train_system(
            "techniques": techniques, "transfer_every": transfer_every, "mp_keep": mp_keep}
     run_train_system(system, workload=workload, batch=batch, device=device, topology=topology, nis=nis,
                      algorithm=algorithm, config=config, preset=preset, task=task, lr=lr, target=target,
-                     max_iterations=max_iterations, seed=seed, out=out, **own)
+                     max_iterations=max_iterations, seed=seed, out=out, yes=yes, **own)
 
 
 # --- one subcommand per system, each with the common options and its own ------------------

@@ -55,14 +55,15 @@ def resolve_setting(sysname, workload, batch, device, topology, nis, algorithm, 
     from nic.collectives import algorithm_name
 
     check_config_file(config)
-    from hw_models.estimate import MAX_BATCH_SAMPLES
+    from hw_models.estimate import MAX_BATCH_SAMPLES, MAX_SYSTEM_ITERATIONS
 
     if not 1 <= batch <= MAX_BATCH_SAMPLES:
         raise HwModelsError(f"--batch {batch}: must be an integer in 1..{MAX_BATCH_SAMPLES:,} (samples per worker)")
     if task not in MODELS + ("none",):
         raise HwModelsError(f"--task {task!r}: choose one of {', '.join(MODELS + ('none',))}")
-    if max_iterations < 1:
-        raise HwModelsError(f"--max-iterations {max_iterations}: must be an integer >= 1")
+    if not 1 <= max_iterations <= MAX_SYSTEM_ITERATIONS:
+        raise HwModelsError(f"--max-iterations {max_iterations}: must be an integer in 1..{MAX_SYSTEM_ITERATIONS:,} "
+                            "(the digits task reaches its targets in tens to hundreds of iterations)")
     if not 0 <= seed < 2 ** 32:
         raise HwModelsError(f"--seed {seed}: must be an integer in [0, 2**32 - 1]")
     if lr is not None and not (0 < lr < 100):
@@ -198,6 +199,25 @@ def system_params(sysname, n, compressors, fix, average_every, servers, placemen
     if not 0 < eff <= 1:
         raise HwModelsError(f"--inverse-efficiency {eff}: must be in (0, 1]")
     return {"inverse_efficiency": eff, "objects": (eff,)}
+
+
+def convergence_runs(sysname: str, params: dict, task: str) -> int:
+    """How many convergence runs on the task (each up to ``--max-iterations``) ``sysname``
+    makes with ``params`` (:func:`system_params`); 0 with ``--task none``."""
+    if task == "none":
+        return 0
+    if sysname == "compression":  # the reference, each compressor without and with error feedback (and the fix)
+        n = 1 + len(params["compressors"]) * (2 + (params["fix"] != "none"))
+        return n + (2 if "mp_keep" in params and task == "mlp" else 0)
+    if sysname == "ps":  # a replay per mode; asynchronous ones coupled and eager, each plain and staleness-aware
+        return sum(1 if m.strip().lower() == "sync" else 4 for m in params["modes"])
+    if sysname == "ssd":
+        return 1 + len(params["delays"])
+    if sysname == "easgd":
+        return 1 + len(params["variants"]) * (2 if params["stragglers"].strip().lower() != "none" else 1)
+    if sysname == "dlion":  # the all-reduce baseline, each technique set, the PS and EASGD baselines
+        return 3 + len(params["techniques"])
+    return 2  # kfac: SGD and K-FAC
 
 
 def _stragglers(text: str, n: int, flag: str = "--stragglers", what: str = "stragglers") -> str:
