@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from hw_models.sweep.kinds import get_kind, kind_names
+from hw_models.sweep.kinds.train_system import tables
 from hw_models.training.systems.runner import run_ssd
 from hw_models.training.systems.setup import resolve_setting
 from noc.base.errors import ConfigError
@@ -48,3 +49,55 @@ def test_run_gives_the_command_rows():
     assert [m[f"t{i}_iteration_s"] for i in range(3)] == [r["iteration_s"] for r in timing]
     assert [m[f"c{i}_run"] for i in range(3)] == [r["run"] for r in conv]
     assert all(m[f"c{i}_iterations_to_target"] == (r["iterations_to_target"] or -1) for i, r in enumerate(conv))
+
+
+@pytest.mark.parametrize("system, flags, point", [
+    ("dlion", ["--techniques", "none,priority", "--links", "slow:1:4+walk:0.2", "--max-iterations", "30"],
+     {"techniques": "none,priority", "links": "slow:1:4+walk:0.2", "max_iterations": 30}),
+    ("compression", ["--mp-keep", "0.1", "--compressors", "threshold:0.01", "--task", "mlp",
+                     "--max-iterations", "30"],
+     {"workload": "ncf", "mp_keep": 0.1, "compressors": "threshold:0.01", "task": "mlp", "max_iterations": 30}),
+])
+def test_a_sweep_point_stores_the_commands_metrics_byte_for_byte(tmp_path, capsys, system, flags, point):
+    """``hw-models sweep run`` of a point and ``hw-models train-system`` with the same settings
+    store the same point (the same key) with byte-identical metrics, so every row of the two
+    tables is the same."""
+    import json
+    import sqlite3
+
+    from hw_models.cli import main
+    from tiny_workload import NET
+
+    def run(argv, capsys):
+        with pytest.raises(SystemExit) as info:
+            main(argv)
+        out = capsys.readouterr()
+        return info.value.code, out.out, out.err
+
+    (tmp_path / "tiny.toml").write_text(NET)
+    common = {"workload": str(tmp_path / "tiny.toml"), "topology": "torus:2x2", "batch": 4}
+    base = {**common, **point, "system": system}
+    argv = ["train-system", system, "-w", base["workload"], "-t", "torus:2x2", "-b", "4", "-o", str(tmp_path / "cmd"),
+            *flags]
+    code, _, err = run(argv, capsys)
+    assert code in (0, None), err
+    sweep = tmp_path / "s.toml"
+    sweep.write_text('kind = "train_system"\n[base]\n' + "".join(f"{k} = {json.dumps(v)}\n" for k, v in base.items()))
+    code, _, err = run(["sweep", "run", str(sweep), "--store", str(tmp_path / "sweep.sqlite"), "--workers", "1"],
+                       capsys)
+    assert code in (0, None), err
+
+    def stored(path):
+        with sqlite3.connect(path) as db:
+            return db.execute("SELECT key, metrics FROM points WHERE status = 'done'").fetchall()
+
+    (cmd,) = stored(tmp_path / "cmd" / "runs.sqlite")
+    (swp,) = stored(tmp_path / "sweep.sqlite")
+    assert cmd == swp
+    timing, conv = tables(json.loads(swp[1]))
+    assert timing and conv
+    if system == "compression":
+        assert [r["run"] for r in timing][-2:] == ["hybrid DP x MP (embeddings sharded), dense boundary",
+                                                  "DCT model-parallel boundary keep=0.1"]
+    else:
+        assert [r["techniques"] for r in timing] == ["allreduce", "none", "priority", "ps", "easgd"]
