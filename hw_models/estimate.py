@@ -37,10 +37,10 @@ SECONDS_PER_TRAINING_ITERATION = 0.03
 MAX_TRAINING_ITERATIONS = 100_000  # figures are steady-state means: a few iterations suffice
 # ``hw-models train-system``: seconds of one iteration of one of a system's convergence runs on the
 # digits task with 16 workers (one shard each), each run taken to --max-iterations (a target not
-# reached): about twice the CPU seconds bench/train_system_cost.py measured (0.0006-0.0009 s;
+# reached): about twice the CPU seconds bench/train_system_cost.py measured (0.0005-0.0010 s;
 # the parameter server 0.009 s with its event simulation; DLion 0.015 s with its rounds on the
 # iteration timeline; bench/data/train_system_cost.md). On a machine shared with other work the
-# wall time is longer (3-4x the CPU seconds there)
+# wall time is longer (3-8x the CPU seconds there)
 SECONDS_PER_SYSTEM_ITERATION = {"compression": 0.002, "ps": 0.02, "ssd": 0.002, "easgd": 0.002, "kfac": 0.002,
                                 "dlion": 0.03}
 SYSTEM_WORKERS_MEASURED = 16
