@@ -45,7 +45,7 @@ def train_system(
                                        "mlp)."),
     target: Optional[float] = typer.Option(None, "--target", help="Test accuracy to reach (default 0.95)."),
     max_iterations: int = typer.Option(1500, "--max-iterations", help="Iterations before a run counts as not "
-                                       "reaching the target."),
+                                       "reaching the target (1..100,000)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the task's split, shards and batches, and of the "
                              "stragglers."),
     out: Path = typer.Option(Path("out/train_system"), "--out", "-o", help="Output directory."),
