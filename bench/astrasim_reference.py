@@ -45,7 +45,7 @@ from hw_models.training.astrasim import (  # noqa: E402
     ASTRA_SYSTEM, CONGESTION, AstraAnalytical, message_collective_ns)
 from hw_models.training.chakra import EtNode, export_workload  # noqa: E402
 
-MESSAGE_ALGORITHMS = ("ring", "direct", "halvingDoubling")
+MESSAGE_ALGORITHMS = ("ring", "direct", "halvingDoubling", "doubleBinaryTree")
 DEFAULT_CSV = Path(__file__).resolve().parent / "data" / "astrasim_collectives.csv"
 BANDWIDTH_GBPS = 50.0
 LATENCY_NS = 500.0
@@ -169,10 +169,54 @@ def ours(row: dict, **options) -> float:
 
 def ours_message(row: dict, congestion: str = "unaware", **options) -> float | None:
     """Our message-level simulator's nanoseconds for one stored row (None: an algorithm it
-    does not build, the double binary tree)."""
+    does not build)."""
     if row["algorithm"] not in MESSAGE_ALGORITHMS:
         return None
     return message_collective_ns(_model(row, **options), row["collective"], int(row["size_bytes"]), congestion)
+
+
+NET_TITLES = {"Ring8": "Ring(8)", "FullyConnected8": "FullyConnected(8)", "Switch8": "Switch(8)",
+              "Ring4xRing4": "Ring(4) × Ring(4)"}
+ALG_TITLES = {"ring": "ring", "direct": "direct", "halvingDoubling": "halving-doubling",
+              "doubleBinaryTree": "double binary tree"}
+
+
+def markdown_tables(table: list[dict], message: bool) -> str:
+    """docs/validation.md's tables from ``compare``'s rows: the largest |deviation| per
+    network, collective and algorithm (closed form, and the message model when run), and
+    selected all-reduce points in µs."""
+    worst: dict[tuple, list[float]] = {}
+    for t in table:
+        w = worst.setdefault((t["collective"], t["algorithm"], t["network"]), [0.0, -1.0])
+        w[0] = max(w[0], abs(float(t["closed_form_dev_percent"])))
+        if t["message_dev_percent"] != "":
+            w[1] = max(w[1], abs(float(t["message_dev_percent"])))
+    nets = list(dict.fromkeys(t["network"] for t in table))
+    lines = ["| collective / algorithm | " + " | ".join(NET_TITLES.get(n, n) for n in nets) + " |",
+             "|---" * (len(nets) + 1) + "|"]
+    for coll, alg in dict.fromkeys((t["collective"], t["algorithm"]) for t in table):
+        cells = []
+        for n in nets:
+            a, b = worst[(coll, alg, n)]
+            cells.append(f"{a:.2f} %" + (f" / {b:.2f} %" if message and b >= 0 else ""))
+        lines.append(f"| {coll.replace('_', '-')} / {ALG_TITLES.get(alg, alg)} | " + " | ".join(cells) + " |")
+    lines += ["", "| network, algorithm | 1 KiB | 1 MiB | 1 GiB |", "|---|---|---|---|"]
+    for n in nets:
+        for alg in ("ring", "doubleBinaryTree"):
+            pts = {int(t["size_bytes"]): t for t in table
+                   if t["network"] == n and t["collective"] == "allreduce" and t["algorithm"] == alg}
+            if not pts:
+                continue
+            cells = []
+            for size in (1 << 10, 1 << 20, 1 << 30):
+                t = pts[size]
+                peer, mine = float(t["astrasim_ns"]) / 1e3, float(t["closed_form_ns"]) / 1e3
+                cell = f"{peer:,.3f} / {mine:,.3f}"
+                if message and t["message_ns"] != "":
+                    cell += f" / {float(t['message_ns']) / 1e3:,.3f}"
+                cells.append(cell + f" ({float(t['closed_form_dev_percent']):+.2f} %)")
+            lines.append(f"| {NET_TITLES.get(n, n)}, {ALG_TITLES[alg]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def compare(args) -> None:
@@ -209,6 +253,9 @@ def compare(args) -> None:
           (f", message model {args.congestion}" if args.message else "") + "):")
     for k, (a, b) in worst.items():
         print(f"  {' / '.join(k):50s} {a:6.2f} %" + (f" {b:6.2f} %" if args.message else ""))
+    if args.markdown:
+        print()
+        print(markdown_tables(table, args.message))
     if args.csv_out:
         with Path(args.csv_out).open("w", newline="") as f:
             f.write(f"# made by bench/astrasim_reference.py compare{' --message' if args.message else ''}"
@@ -231,6 +278,7 @@ def main(argv=None) -> None:
     c.add_argument("--congestion", choices=CONGESTION, default="unaware",
                    help="the message model's links: one per message (unaware) or shared (aware)")
     c.add_argument("--csv-out", help="write the table as CSV")
+    c.add_argument("--markdown", action="store_true", help="also print docs/validation.md's tables")
     args = ap.parse_args(argv)
     reference(args) if args.cmd == "reference" else compare(args)
 

@@ -58,3 +58,44 @@ def test_bad_input_is_refused():
         message_run(m, "allreduce", 1024, "partly")
     with pytest.raises(ConfigError, match="collective kind"):
         message_run(m, "all_to_all", 1024)
+
+
+def test_binary_tree_is_astrasims():
+    """ASTRA-sim's BinaryTree for 8 NPUs, from its construction: the root with one child
+    over a complete tree of depth 3, ids given in order; RootMax puts the root last."""
+    from hw_models.training.astrasim import binary_tree
+    root, kids = binary_tree(8, root_max=True)
+    assert root == 7 and kids[7] == [3] and kids[3] == [1, 5] and kids[1] == [0, 2] and kids[5] == [4, 6]
+    assert all(kids[v] == [] for v in (0, 2, 4, 6))
+    root, kids = binary_tree(8, root_max=False)
+    assert root == 0 and kids[0] == [4] and kids[4] == [2, 6] and kids[2] == [1, 3] and kids[6] == [5, 7]
+    root, kids = binary_tree(2, root_max=True)
+    assert root == 1 and kids == {0: [], 1: [0]}
+    with pytest.raises(ConfigError, match="power of two"):
+        binary_tree(6, root_max=True)
+
+
+def test_one_chunk_up_and_down_the_tree():
+    """One chunk on FullyConnected(8): three messages up (leaf, inner, its parent, root) and
+    three down, the five receivers that sum charge a local reduction, and seven endpoint
+    delays (the leaf's start, five sums, the leaf's end)."""
+    m = _model(("FullyConnected",), (8,), "doubleBinaryTree", splits=1)
+    size = 1 << 20
+    hop = int(500 + size / m.bytes_per_ns)
+    expect = 6 * hop + 5 * m.reduce_ns(size) + 7 * m.endpoint_delay_ns
+    assert m.collective_ns("allreduce", size) == expect
+    assert message_collective_ns(m, "allreduce", size) == pytest.approx(expect, rel=1e-4)
+
+
+def test_tree_messages():
+    """Per chunk and line 2 (N-1) messages of the whole chunk; a mark per NPU and stage after
+    the first, and one per NPU at the end."""
+    m = _model(("Ring", "Ring"), (4, 4), "doubleBinaryTree")
+    run = message_run(m, "allreduce", 1 << 20)
+    stages = m.splits * 2
+    assert len(run.src_node) == stages * 4 * 2 * 3 + (stages - 1) * 16 + 16
+    assert (run.wire_bytes > 0).sum() == stages * 4 * 2 * 3
+    with pytest.raises(ConfigError, match="all-reduce only"):
+        message_run(m, "reduce_scatter", 1 << 20)
+    with pytest.raises(ConfigError, match="all-reduce only"):
+        m.collective_ns("all_gather", 1 << 20)
