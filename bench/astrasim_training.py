@@ -98,20 +98,41 @@ def ours(costs, **options) -> tuple[float, float]:
     return end, end - compute
 
 
-def compare(args) -> None:
-    rows = list(csv.DictReader(line for line in Path(args.csv).open() if not line.startswith("#")))
+def read_reference(path: Path = DEFAULT_CSV) -> list[dict]:
+    with Path(path).open() as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def side_by_side(rows: list[dict]) -> list[dict]:
+    """Per stored workload: ASTRA-sim's iteration and exposed communication (s) and ours on
+    the same ETs read back."""
     costs = workload_costs()
-    print(f"{'workload':18s} {'ASTRA-sim ms':>13s} {'ours ms':>10s} {'dev %':>7s} {'exposed ASTRA ms':>17s} "
-          f"{'exposed ours ms':>16s}")
+    out = []
     with tempfile.TemporaryDirectory() as tmp:
         for r in rows:
             name = r["workload"]
             prefix = export_workload(Path(tmp), name, layer_nodes(costs[name]), 1)
-            tc = TraceWorkload(name, load_trace(prefix)).layer_costs()
-            end, exposed = ours(tc)
-            peer, peer_exp = float(r["astrasim_s"]), float(r["astrasim_exposed_s"])
-            print(f"{name:18s} {peer * 1e3:>13.4f} {end * 1e3:>10.4f} {100 * (end - peer) / peer:>7.2f} "
-                  f"{peer_exp * 1e3:>17.4f} {exposed * 1e3:>16.4f}")
+            end, exposed = ours(TraceWorkload(name, load_trace(prefix)).layer_costs())
+            out.append({"workload": name, "astrasim_s": float(r["astrasim_s"]), "ours_s": end,
+                        "astrasim_exposed_s": float(r["astrasim_exposed_s"]), "ours_exposed_s": exposed})
+    return out
+
+
+def compare(args) -> None:
+    table = side_by_side(read_reference(Path(args.csv)))
+    print(f"{'workload':18s} {'ASTRA-sim ms':>13s} {'ours ms':>10s} {'dev %':>7s} {'exposed ASTRA ms':>17s} "
+          f"{'exposed ours ms':>16s}   (ASTRA-sim: 1 cycle = 1 ns)")
+    for t in table:
+        peer, end = t["astrasim_s"], t["ours_s"]
+        print(f"{t['workload']:18s} {peer * 1e3:>13.4f} {end * 1e3:>10.4f} {100 * (end - peer) / peer:>7.2f} "
+              f"{t['astrasim_exposed_s'] * 1e3:>17.4f} {t['ours_exposed_s'] * 1e3:>16.4f}")
+    if args.markdown:
+        print("\n| workload | ASTRA-sim ms | ours ms | deviation | exposed, ASTRA-sim ms | exposed, ours ms |")
+        print("|---|---|---|---|---|---|")
+        for t in table:
+            peer, end = t["astrasim_s"], t["ours_s"]
+            print(f"| {t['workload']} | {peer * 1e3:.4f} | {end * 1e3:.4f} | {100 * (end - peer) / peer:+.3f} % | "
+                  f"{t['astrasim_exposed_s'] * 1e3:.4f} | {t['ours_exposed_s'] * 1e3:.4f} |")
 
 
 def main(argv=None) -> None:
@@ -122,6 +143,7 @@ def main(argv=None) -> None:
     r.add_argument("--out", default=str(DEFAULT_CSV))
     c = sub.add_parser("compare")
     c.add_argument("--csv", default=str(DEFAULT_CSV))
+    c.add_argument("--markdown", action="store_true", help="also print docs/validation.md's table")
     args = ap.parse_args(argv)
     reference(args) if args.cmd == "reference" else compare(args)
 

@@ -20,7 +20,9 @@ backend sees a network, so that its figures can be set beside ASTRA-sim's run fo
 * per chunk and dimension, the algorithm's steps: ring (``N-1`` steps of ``c/N`` per
   reduce-scatter or all-gather phase), direct (one step of ``c/N`` to every peer at once),
   halving-doubling (``log2 N`` steps of ``c/2, c/4, ...`` to partners ``1, 2, 4, ...``
-  away); ``endpoint_delay_ns`` is added once per step;
+  away); ``endpoint_delay_ns`` is added once per step, and once more per chunk and
+  dimension (ASTRA-sim's first packet bundle goes through the memory bus before the first
+  send);
 * the double binary tree (all-reduce only; ``N`` a power of two) is ASTRA-sim's: a root
   with one child over a complete binary tree of the other ``N-1`` NPUs, numbered in order
   (:func:`binary_tree`); even chunks take the tree whose root is the last NPU, odd chunks
@@ -138,6 +140,8 @@ class AstraAnalytical:
             rs = self.phase_ns(dim, "reduce_scatter", chunk_bytes)
             if alg == "halvingDoubling":  # measured: no reduction charged for the first step
                 rs -= self.reduce_ns(chunk_bytes / 2)
+            if alg == "direct":
+                return self.direct_allreduce_ns(dim, chunk_bytes)
             return rs + self.phase_ns(dim, "all_gather", chunk_bytes)  # the all-gather mirrors it
         red = self.reduce_ns if kind == "reduce_scatter" else (lambda m: 0.0)
         if alg == "ring":
@@ -149,6 +153,22 @@ class AstraAnalytical:
             return sum(e + self.send_ns(dim, 1 << s, chunk_bytes / (2 << s)) + red(chunk_bytes / (2 << s))
                        for s in range(steps))
         raise ConfigError(f"algorithm = {alg!r}: no per-chunk phase (the tree's chunks overlap; see tree_ns)")
+
+    def direct_allreduce_ns(self, dim: int, chunk_bytes: float) -> float:
+        """A direct all-reduce's chunk on one dimension as ASTRA-sim runs it: every NPU sends
+        ``c/N`` to each peer at once; each received message is summed (endpoint delay and
+        local reduction), and each finished sum frees one send. The all-gather's messages
+        (to the peers ``1, 2, ..., N-1`` away, in that order) wait until every reduce-scatter
+        message has arrived; then the sums finished by then free that many sends at once and
+        each later sum one more. On a ring, where far peers' messages arrive later, this
+        can send before the last sum is done; a leaf's end is an endpoint delay after the last
+        message reaches it."""
+        n, e = self.npus[dim], self.endpoint_delay_ns
+        m = chunk_bytes / n
+        arrive = [self.send_ns(dim, k, m) for k in range(1, n)]
+        sums = sorted(a + e + self.reduce_ns(m) for a in arrive)
+        first = min(c for c in sums if c >= max(arrive))  # the first sum once all have arrived
+        return e + max(max(c, first) + self.send_ns(dim, j + 1, m) for j, c in enumerate(sums))
 
     def tree_ns(self, chunk: float) -> float:
         """The double binary tree all-reduce of ``splits`` chunks of ``chunk`` bytes (module
@@ -210,7 +230,7 @@ class AstraAnalytical:
         for d, n in enumerate(self.npus):
             if kind == "all_gather":
                 chunk *= n
-            stages.append(self.phase_ns(d, kind, chunk))
+            stages.append(self.endpoint_delay_ns + self.phase_ns(d, kind, chunk))  # the first bundle's trip
             if kind == "reduce_scatter":
                 chunk /= n
         return stages
@@ -404,8 +424,9 @@ def _lines(model: AstraAnalytical, d: int):
 def _step_messages(msgs: _Messages, kind: str, chunk: int) -> None:
     """Ring, direct and halving-doubling: every NPU sends a chunk's steps on each dimension
     (the order and sizes of :meth:`AstraAnalytical.stages_ns`), a step once the previous
-    step's messages into it have arrived; a dimension takes a chunk once the NPU is done with
-    the chunk before on it."""
+    step's messages into it have arrived, the first an endpoint delay after a mark (the
+    stage's start); a dimension takes a chunk once the NPU is done with the chunk before on
+    it."""
     model = msgs.model
     sizes = []  # the chunk's size on each dimension (as stages_ns)
     c = chunk / model.num_workers if kind == "all_gather" else chunk
@@ -418,13 +439,14 @@ def _step_messages(msgs: _Messages, kind: str, chunk: int) -> None:
         for d, n in enumerate(model.npus):
             steps = _group_steps(model.algorithm, kind, n, sizes[d])
             for rank in _lines(model, d):
-                into_prev: dict[int, list[int]] = {}
+                # ASTRA-sim's first bundle of a stage goes through the memory bus (an endpoint
+                # delay) before the first send: a mark
+                into_prev = {u: [msgs.mark(u, 0.0, last_into.get((u, k, d - 1), []) + last_into.get((u, k - 1, d), []))]
+                             for u in rank}
                 for s, step in enumerate(steps):
                     into: dict[int, list[int]] = {}
                     for a, b, m, summed in step:
-                        u = rank[a]
-                        wait = into_prev.get(u, []) if s else \
-                            last_into.get((u, k, d - 1), []) + last_into.get((u, k - 1, d), [])
+                        wait = into_prev.get(rank[a], [])
                         into.setdefault(rank[b], []).append(msgs.add(d, rank, a, b, m, summed, wait))
                     into_prev = into
                 for v in rank:
