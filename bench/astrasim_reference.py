@@ -199,10 +199,11 @@ def markdown_tables(table: list[dict], message: bool) -> str:
         for n in nets:
             a, b = worst[(coll, alg, n)]
             cells.append(f"{a:.2f} %" + (f" / {b:.2f} %" if message and b >= 0 else ""))
-        lines.append(f"| {coll.replace('_', '-')} / {ALG_TITLES.get(alg, alg)} | " + " | ".join(cells) + " |")
+        title = {"allreduce": "all-reduce", "reduce_scatter": "reduce-scatter", "all_gather": "all-gather"}[coll]
+        lines.append(f"| {title} / {ALG_TITLES.get(alg, alg)} | " + " | ".join(cells) + " |")
     lines += ["", "| network, algorithm | 1 KiB | 1 MiB | 1 GiB |", "|---|---|---|---|"]
-    for n in nets:
-        for alg in ("ring", "doubleBinaryTree"):
+    for n in [n for n in nets if n in ("Ring8", "Ring4xRing4")]:
+        for alg in ("ring", "halvingDoubling", "direct", "doubleBinaryTree"):
             pts = {int(t["size_bytes"]): t for t in table
                    if t["network"] == n and t["collective"] == "allreduce" and t["algorithm"] == alg}
             if not pts:
@@ -211,10 +212,11 @@ def markdown_tables(table: list[dict], message: bool) -> str:
             for size in (1 << 10, 1 << 20, 1 << 30):
                 t = pts[size]
                 peer, mine = float(t["astrasim_ns"]) / 1e3, float(t["closed_form_ns"]) / 1e3
-                cell = f"{peer:,.3f} / {mine:,.3f}"
+                cell, dev = f"{peer:,.3f} / {mine:,.3f}", f"{float(t['closed_form_dev_percent']):+.2f} %"
                 if message and t["message_ns"] != "":
                     cell += f" / {float(t['message_ns']) / 1e3:,.3f}"
-                cells.append(cell + f" ({float(t['closed_form_dev_percent']):+.2f} %)")
+                    dev += f" / {float(t['message_dev_percent']):+.2f} %"
+                cells.append(f"{cell} ({dev})")
             lines.append(f"| {NET_TITLES.get(n, n)}, {ALG_TITLES[alg]} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
