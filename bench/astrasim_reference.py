@@ -124,7 +124,9 @@ def reference(args) -> None:
     src = binary.parents[4] if len(binary.parents) > 4 else binary.parent
     rows = []
     t0 = time.process_time()
-    pts = list(points())
+    pts = [p for p in points() if (args.sizes is None or p[-1] in args.sizes)
+           and (args.networks is None or p[0] in args.networks)]
+    backend = "congestion-aware" if "Congestion_Aware" in binary.name else "congestion-unaware"
 
     def one(i):
         with tempfile.TemporaryDirectory() as tmp:
@@ -141,7 +143,7 @@ def reference(args) -> None:
         print(f"{net:16s} {coll:15s} {alg:17s} {size:>11d} B  {cycles:>12d} cycles", flush=True)
     out = Path(args.out)
     with out.open("w", newline="") as f:
-        f.write(f"# ASTRA-sim 2 analytical congestion-unaware backend; {_repo_commits(src)}\n")
+        f.write(f"# ASTRA-sim 2 analytical {backend} backend; {_repo_commits(src)}\n")
         f.write(f"# made by bench/astrasim_reference.py reference; system {json.dumps(ASTRA_SYSTEM, sort_keys=True)}; "
                 "one cycle = 1 ns; the time is the largest over the ranks\n")
         w = csv.DictWriter(f, fieldnames=FIELDS)
@@ -271,9 +273,15 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("reference")
-    r.add_argument("--astrasim", required=True, help="the AstraSim_Analytical_Congestion_Unaware binary")
+    r.add_argument("--astrasim", required=True, help="the AstraSim_Analytical_Congestion_Unaware binary (or "
+                   "_Congestion_Aware: the CSV's header names the backend)")
     r.add_argument("--out", default=str(DEFAULT_CSV))
     r.add_argument("--jobs", type=int, default=2, help="ASTRA-sim runs at once")
+    r.add_argument("--sizes", type=lambda t: [int(x) for x in t.split(",")], default=None,
+                   help="only these sizes in bytes, comma-separated (default: the matrix's)")
+    r.add_argument("--networks", type=lambda t: t.split(","), default=None,
+                   help=f"only these networks, comma-separated, of {', '.join(NETWORKS)} (the congestion-aware "
+                        "backend takes one dimension)")
     c = sub.add_parser("compare")
     c.add_argument("--csv", default=str(DEFAULT_CSV))
     c.add_argument("--message", action="store_true", help="also our message-level simulator")

@@ -316,7 +316,7 @@ def binary_tree(n: int, root_max: bool) -> tuple[int, dict[int, list[int]]]:
 # The same collectives on our message-level simulator (nic.message_sim), set up with ASTRA-sim's
 # analytical semantics: one cycle = 1 ns, links in bytes/ns from GB/s of 2^30 B, its chunking.
 
-CONGESTION = ("unaware", "aware")
+CONGESTION = ("unaware", "aware", "store-and-forward")
 
 
 def _group_steps(alg: str, kind: str, n: int, chunk: float) -> list[list[tuple[int, int, float, bool]]]:
@@ -375,7 +375,16 @@ class _Messages:
             path = [self._link((d, u, v))]
         else:
             path = [self._link((d, u, "up")), self._link((d, "down", v))]
-        return self._append(u, nbytes, hops * m.latency_ns + (m.reduce_ns(nbytes) if summed else 0.0), path, wait)
+        red = m.reduce_ns(nbytes) if summed else 0.0
+        if self.congestion != "store-and-forward" or len(path) == 1:
+            return self._append(u, nbytes, hops * m.latency_ns + red, path, wait)
+        # link by link, each sending the whole message once the one before has it; the next
+        # hop's issue delay is taken off its latency (a hop is no endpoint)
+        e = float(m.endpoint_delay_ns)
+        i = self._append(u, nbytes, m.latency_ns * (hops - len(path) + 1), path[:1], wait)
+        for k, link in enumerate(path[1:], start=1):
+            i = self._append(u, nbytes, m.latency_ns - e + (red if k == len(path) - 1 else 0.0), [link], [i])
+        return i
 
     def mark(self, v: int, latency: float, wait: list[int]) -> int:
         """A message of no bytes from ``v`` to itself on a link of its own: it arrives
@@ -507,7 +516,10 @@ def message_run(model: AstraAnalytical, kind: str, nbytes: int, congestion: str 
     (:meth:`AstraAnalytical.reduce_ns`). ``congestion="unaware"``: every message has a link
     of its own (ASTRA-sim's congestion-unaware backend); ``"aware"``: messages share the
     network's directed links (a ring's neighbour links, a fully connected dimension's pair
-    links, a switch's up and down links), max-min fair as everywhere in the message model.
+    links, a switch's up and down links), max-min fair as everywhere in the message model;
+    ``"store-and-forward"``: as ``"aware"``, but a message crosses its path link by link, each
+    link sending it whole once the one before has it (as ASTRA-sim's congestion-aware
+    backend moves a chunk).
     """
     if kind not in COLLECTIVES:
         raise ConfigError(f"collective kind {kind!r}: must be one of {', '.join(COLLECTIVES)}")
