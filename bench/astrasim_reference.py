@@ -16,7 +16,10 @@ semantics: GB/s of 2^30 B, ns, its chunking, in closed form) and, with ``--messa
 message-level simulator set up with the same semantics
 (:func:`hw_models.training.astrasim.message_collective_ns`, every message on a link of its
 own as ASTRA-sim's congestion-unaware backend has it) and, with ``--congestion aware``,
-messages sharing the network's links. ``--csv-out`` writes the table.
+messages sharing the network's links (``store-and-forward``: crossing them link by link,
+as ASTRA-sim's congestion-aware backend moves a chunk; its stored runs:
+``--csv bench/data/astrasim_collectives_aware.csv``). ``--csv-out`` writes the table,
+``--markdown`` prints docs/validation.md's tables.
 
 Matrix: bandwidth 50 GB/s and latency 500 ns per link; Ring(8), FullyConnected(8),
 Switch(8) and Ring(4) x Ring(4); all-reduce with ring, double binary tree, halving-doubling
