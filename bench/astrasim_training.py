@@ -8,9 +8,9 @@ closed-form engine: what ``hw-models train`` uses by default) are exported as Ch
 (:func:`hw_models.training.chakra.layer_nodes`: forward, then per layer in reverse its
 backward and its gradient all-reduce, durations in whole µs), one per NPU of a Ring(16)
 network (50 GB/s, 500 ns), and run by ASTRA-sim's congestion-unaware analytical backend
-with ring, direct, halving-doubling and double binary tree all-reduce (``--algorithms``) and the system of bench/astrasim_reference.py except a FIFO
-scheduling policy (all-reduces leave in the order their gradients are ready, as the
-timeline sends them). ASTRA-sim runs one iteration; its time is the largest ``finished``
+with ring, direct, halving-doubling and double binary tree all-reduce (``--algorithms``)
+and the system of bench/astrasim_reference.py except a FIFO scheduling policy
+(all-reduces leave in the order their gradients are ready, as the timeline sends them). ASTRA-sim runs one iteration; its time is the largest ``finished``
 tick over the ranks and its exposed communication that minus the rank's compute ticks.
 
 ``compare`` reads the same ETs back (``trace:``), runs our timeline with WFBP and

@@ -249,7 +249,8 @@ def _point_figures(t, cfg, stats) -> list[tuple[str, str]]:
         ("measured packets delivered", f"{stats.packets:,}"),
         ("router-link utilisation mean / max", f"{fmt(float(util.mean()) if util.size else 0.0, 3)} / "
                                                f"{fmt(float(util.max()) if util.size else 0.0, 3)}"),
-        ("simulated cycles", f"{stats.cycles:,} ({format_seconds(cycles_to_seconds(stats.cycles, cfg.network.clock_ghz))})"),
+        ("simulated cycles",
+         f"{stats.cycles:,} ({format_seconds(cycles_to_seconds(stats.cycles, cfg.network.clock_ghz))})"),
     ]
 
 
