@@ -10,8 +10,9 @@ backward and its gradient all-reduce, durations in whole µs), one per NPU of a 
 network (50 GB/s, 500 ns), and run by ASTRA-sim's congestion-unaware analytical backend
 with ring, direct, halving-doubling and double binary tree all-reduce (``--algorithms``)
 and the system of bench/astrasim_reference.py except a FIFO scheduling policy
-(all-reduces leave in the order their gradients are ready, as the timeline sends them). ASTRA-sim runs one iteration; its time is the largest ``finished``
-tick over the ranks and its exposed communication that minus the rank's compute ticks.
+(all-reduces leave in the order their gradients are ready, as the timeline sends them).
+ASTRA-sim runs one iteration; its time is the largest ``finished`` tick over the ranks and
+its exposed communication that minus the rank's compute ticks.
 
 ``compare`` reads the same ETs back (``trace:``), runs our timeline with WFBP and
 :class:`hw_models.training.astrasim.AstraAnalytical` as the cost of each all-reduce, and
