@@ -16,7 +16,10 @@ semantics: GB/s of 2^30 B, ns, its chunking, in closed form) and, with ``--messa
 message-level simulator set up with the same semantics
 (:func:`hw_models.training.astrasim.message_collective_ns`, every message on a link of its
 own as ASTRA-sim's congestion-unaware backend has it) and, with ``--congestion aware``,
-messages sharing the network's links. ``--csv-out`` writes the table.
+messages sharing the network's links (``store-and-forward``: crossing them link by link,
+as ASTRA-sim's congestion-aware backend moves a chunk; its stored runs:
+``--csv bench/data/astrasim_collectives_aware.csv``). ``--csv-out`` writes the table,
+``--markdown`` prints docs/validation.md's tables.
 
 Matrix: bandwidth 50 GB/s and latency 500 ns per link; Ring(8), FullyConnected(8),
 Switch(8) and Ring(4) x Ring(4); all-reduce with ring, double binary tree, halving-doubling
@@ -45,7 +48,7 @@ from hw_models.training.astrasim import (  # noqa: E402
     ASTRA_SYSTEM, CONGESTION, AstraAnalytical, message_collective_ns)
 from hw_models.training.chakra import EtNode, export_workload  # noqa: E402
 
-MESSAGE_ALGORITHMS = ("ring", "direct", "halvingDoubling")
+MESSAGE_ALGORITHMS = ("ring", "direct", "halvingDoubling", "doubleBinaryTree")
 DEFAULT_CSV = Path(__file__).resolve().parent / "data" / "astrasim_collectives.csv"
 BANDWIDTH_GBPS = 50.0
 LATENCY_NS = 500.0
@@ -124,7 +127,9 @@ def reference(args) -> None:
     src = binary.parents[4] if len(binary.parents) > 4 else binary.parent
     rows = []
     t0 = time.process_time()
-    pts = list(points())
+    pts = [p for p in points() if (args.sizes is None or p[-1] in args.sizes)
+           and (args.networks is None or p[0] in args.networks)]
+    backend = "congestion-aware" if "Congestion_Aware" in binary.name else "congestion-unaware"
 
     def one(i):
         with tempfile.TemporaryDirectory() as tmp:
@@ -141,7 +146,7 @@ def reference(args) -> None:
         print(f"{net:16s} {coll:15s} {alg:17s} {size:>11d} B  {cycles:>12d} cycles", flush=True)
     out = Path(args.out)
     with out.open("w", newline="") as f:
-        f.write(f"# ASTRA-sim 2 analytical congestion-unaware backend; {_repo_commits(src)}\n")
+        f.write(f"# ASTRA-sim 2 analytical {backend} backend; {_repo_commits(src)}\n")
         f.write(f"# made by bench/astrasim_reference.py reference; system {json.dumps(ASTRA_SYSTEM, sort_keys=True)}; "
                 "one cycle = 1 ns; the time is the largest over the ranks\n")
         w = csv.DictWriter(f, fieldnames=FIELDS)
@@ -169,10 +174,56 @@ def ours(row: dict, **options) -> float:
 
 def ours_message(row: dict, congestion: str = "unaware", **options) -> float | None:
     """Our message-level simulator's nanoseconds for one stored row (None: an algorithm it
-    does not build, the double binary tree)."""
+    does not build)."""
     if row["algorithm"] not in MESSAGE_ALGORITHMS:
         return None
     return message_collective_ns(_model(row, **options), row["collective"], int(row["size_bytes"]), congestion)
+
+
+NET_TITLES = {"Ring8": "Ring(8)", "FullyConnected8": "FullyConnected(8)", "Switch8": "Switch(8)",
+              "Ring4xRing4": "Ring(4) × Ring(4)"}
+ALG_TITLES = {"ring": "ring", "direct": "direct", "halvingDoubling": "halving-doubling",
+              "doubleBinaryTree": "double binary tree"}
+
+
+def markdown_tables(table: list[dict], message: bool) -> str:
+    """docs/validation.md's tables from ``compare``'s rows: the largest |deviation| per
+    network, collective and algorithm (closed form, and the message model when run), and
+    selected all-reduce points in µs."""
+    worst: dict[tuple, list[float]] = {}
+    for t in table:
+        w = worst.setdefault((t["collective"], t["algorithm"], t["network"]), [0.0, -1.0])
+        w[0] = max(w[0], abs(float(t["closed_form_dev_percent"])))
+        if t["message_dev_percent"] != "":
+            w[1] = max(w[1], abs(float(t["message_dev_percent"])))
+    nets = list(dict.fromkeys(t["network"] for t in table))
+    lines = ["| collective / algorithm | " + " | ".join(NET_TITLES.get(n, n) for n in nets) + " |",
+             "|---" * (len(nets) + 1) + "|"]
+    for coll, alg in dict.fromkeys((t["collective"], t["algorithm"]) for t in table):
+        cells = []
+        for n in nets:
+            a, b = worst[(coll, alg, n)]
+            cells.append(f"{a:.2f} %" + (f" / {b:.2f} %" if message and b >= 0 else ""))
+        title = {"allreduce": "all-reduce", "reduce_scatter": "reduce-scatter", "all_gather": "all-gather"}[coll]
+        lines.append(f"| {title} / {ALG_TITLES.get(alg, alg)} | " + " | ".join(cells) + " |")
+    lines += ["", "| network, algorithm | 1 KiB | 1 MiB | 1 GiB |", "|---|---|---|---|"]
+    for n in [n for n in nets if n in ("Ring8", "Ring4xRing4")]:
+        for alg in ("ring", "halvingDoubling", "direct", "doubleBinaryTree"):
+            pts = {int(t["size_bytes"]): t for t in table
+                   if t["network"] == n and t["collective"] == "allreduce" and t["algorithm"] == alg}
+            if not pts:
+                continue
+            cells = []
+            for size in (1 << 10, 1 << 20, 1 << 30):
+                t = pts[size]
+                peer, mine = float(t["astrasim_ns"]) / 1e3, float(t["closed_form_ns"]) / 1e3
+                cell, dev = f"{peer:,.3f} / {mine:,.3f}", f"{float(t['closed_form_dev_percent']):+.2f} %"
+                if message and t["message_ns"] != "":
+                    cell += f" / {float(t['message_ns']) / 1e3:,.3f}"
+                    dev += f" / {float(t['message_dev_percent']):+.2f} %"
+                cells.append(f"{cell} ({dev})")
+            lines.append(f"| {NET_TITLES.get(n, n)}, {ALG_TITLES[alg]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def compare(args) -> None:
@@ -209,6 +260,9 @@ def compare(args) -> None:
           (f", message model {args.congestion}" if args.message else "") + "):")
     for k, (a, b) in worst.items():
         print(f"  {' / '.join(k):50s} {a:6.2f} %" + (f" {b:6.2f} %" if args.message else ""))
+    if args.markdown:
+        print()
+        print(markdown_tables(table, args.message))
     if args.csv_out:
         with Path(args.csv_out).open("w", newline="") as f:
             f.write(f"# made by bench/astrasim_reference.py compare{' --message' if args.message else ''}"
@@ -222,15 +276,22 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("reference")
-    r.add_argument("--astrasim", required=True, help="the AstraSim_Analytical_Congestion_Unaware binary")
+    r.add_argument("--astrasim", required=True, help="the AstraSim_Analytical_Congestion_Unaware binary (or "
+                   "_Congestion_Aware: the CSV's header names the backend)")
     r.add_argument("--out", default=str(DEFAULT_CSV))
     r.add_argument("--jobs", type=int, default=2, help="ASTRA-sim runs at once")
+    r.add_argument("--sizes", type=lambda t: [int(x) for x in t.split(",")], default=None,
+                   help="only these sizes in bytes, comma-separated (default: the matrix's)")
+    r.add_argument("--networks", type=lambda t: t.split(","), default=None,
+                   help=f"only these networks, comma-separated, of {', '.join(NETWORKS)} (the congestion-aware "
+                        "backend takes one dimension)")
     c = sub.add_parser("compare")
     c.add_argument("--csv", default=str(DEFAULT_CSV))
     c.add_argument("--message", action="store_true", help="also our message-level simulator")
     c.add_argument("--congestion", choices=CONGESTION, default="unaware",
                    help="the message model's links: one per message (unaware) or shared (aware)")
     c.add_argument("--csv-out", help="write the table as CSV")
+    c.add_argument("--markdown", action="store_true", help="also print docs/validation.md's tables")
     args = ap.parse_args(argv)
     reference(args) if args.cmd == "reference" else compare(args)
 

@@ -218,7 +218,7 @@ def _render(con, s: AllreduceSetup, results: dict) -> list[Path]:
 
     from hw_models.allreduce_sweep import calibration_rows, table_rows
     from hw_models.report.charts import bandwidth_chart
-    from noc.base.units import format_size_bytes
+    from noc.base.units import format_seconds, format_size_bytes
 
     from nic.collectives import optimal_bound
 
@@ -227,10 +227,11 @@ def _render(con, s: AllreduceSetup, results: dict) -> list[Path]:
     for m in s.models:
         rows = table_rows(results[m], optimum)
         table = Table(title=f"all-reduce on {t.name}: {m}-level, clock {s.exp.config.network.clock_ghz:g} GHz")
-        for col in ("size", "algorithm", "NIC", "cycles", "bus GB/s", "vs ring", "% of bound", "% of optimum"):
+        for col in ("size", "algorithm", "NIC", "cycles", "time", "bus GB/s", "vs ring", "% of bound", "% of optimum"):
             table.add_column(col, justify="left" if col in ("algorithm", "NIC") else "right")
         for r in rows:
             table.add_row(format_size_bytes(r["size_bytes"]), r["algorithm"], r["nic"], f"{r['total_cycles']:,.0f}",
+                          format_seconds(r["time_us"] * 1e-6),
                           f"{r['busbw_gbps']:.2f}", f"{r['speedup_vs_ring']:.2f}x" if r["speedup_vs_ring"] != "" else "-",
                           f"{r['bound_percent']:.1f}", f"{r['optimum_percent']:.1f}")
         con.print(table)
@@ -239,11 +240,12 @@ def _render(con, s: AllreduceSetup, results: dict) -> list[Path]:
     if len(s.models) > 1:
         rows = calibration_rows(results["message"] + results["flit"])
         table = Table(title=f"message level against flit level on {t.name} (negative: the message model is faster)")
-        for col in ("size", "algorithm", "NIC", "flit cycles", "message cycles", "message vs flit"):
+        for col in ("size", "algorithm", "NIC", "flit cycles", "message cycles", "flit time", "message vs flit"):
             table.add_column(col, justify="left" if col in ("algorithm", "NIC") else "right")
         for r in rows:
             table.add_row(format_size_bytes(r["size_bytes"]), r["algorithm"], r["nic"], f"{r['flit_cycles']:,.0f}",
-                          f"{r['message_cycles']:,.0f}", f"{r['message_vs_flit_percent']:+.2f} %")
+                          f"{r['message_cycles']:,.0f}", format_seconds(r["flit_us"] * 1e-6),
+                          f"{r['message_vs_flit_percent']:+.2f} %")
         con.print(table)
         written += _write_rows(con, s, "calibration", rows)
     return written

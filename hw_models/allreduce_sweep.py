@@ -95,6 +95,8 @@ def calibration_rows(results: list[AllreduceResult]) -> list[dict]:
             continue
         rows.append({"size_bytes": key[0], "algorithm": key[1], "nic": key[2], "flit_cycles": f.total_cycles,
                      "message_cycles": m.total_cycles,
-                     "message_vs_flit_percent": round(100 * (m.total_cycles / f.total_cycles - 1), 3)})
+                     "message_vs_flit_percent": round(100 * (m.total_cycles / f.total_cycles - 1), 3),
+                     "clock_ghz": f.clock_ghz, "flit_us": round(f.seconds * 1e6, 6),
+                     "message_us": round(m.seconds * 1e6, 6)})
     return rows
 

@@ -229,6 +229,7 @@ def run_point(config: Path, rate: Optional[float], pattern: Optional[str], seed:
 def _point_figures(t, cfg, stats) -> list[tuple[str, str]]:
     import numpy as np
 
+    from noc.base.units import cycles_to_seconds, format_seconds
     from noc.flitsim_sweep import bisection_bound_flits, zero_load_latency_cycles
 
     router_links = np.nonzero(t.is_router_link)[0]
@@ -240,14 +241,26 @@ def _point_figures(t, cfg, stats) -> list[tuple[str, str]]:
         ("uniform bisection bound (flits/NI/cycle)", fmt(bisection_bound_flits(t, cfg.router.flit_bytes), 4)),
         ("packet latency avg / p50 / p99 (cycles)",
          f"{fmt(stats.latency_avg)} / {fmt(stats.latency_p50, 0)} / {fmt(stats.latency_p99, 0)}"),
+        (f"packet latency avg / p99 (ns at {cfg.network.clock_ghz:g} GHz)",
+         f"{fmt(stats.latency_avg / cfg.network.clock_ghz)} / {fmt(stats.latency_p99 / cfg.network.clock_ghz)}"),
         ("network latency avg (cycles)", fmt(stats.network_latency_avg)),
         ("zero-load latency, analytic (cycles)", fmt(zero_load_latency_cycles(t, cfg.router, cfg.traffic))),
         ("hops avg (router to router)", fmt(stats.hops_avg, 3)),
         ("measured packets delivered", f"{stats.packets:,}"),
         ("router-link utilisation mean / max", f"{fmt(float(util.mean()) if util.size else 0.0, 3)} / "
                                                f"{fmt(float(util.max()) if util.size else 0.0, 3)}"),
-        ("simulated cycles", f"{stats.cycles:,}"),
+        ("simulated cycles",
+         f"{stats.cycles:,} ({format_seconds(cycles_to_seconds(stats.cycles, cfg.network.clock_ghz))})"),
     ]
+
+
+def time_columns(row: dict, clock_ghz: float) -> dict:
+    """A load point's CSV row with its latencies in ns at ``clock_ghz`` added (and the clock)."""
+    out = dict(row, clock_ghz=clock_ghz)
+    for k in ("latency_avg", "latency_p50", "latency_p99", "network_latency_avg"):
+        v = row.get(k)
+        out[f"{k}_ns"] = "" if v is None or v == "" else round(float(v) / clock_ghz, 4)
+    return out
 
 
 def _write_point(con, t, cfg, stats, out_dir: Path, name: str, reused: str) -> None:
@@ -260,8 +273,9 @@ def _write_point(con, t, cfg, stats, out_dir: Path, name: str, reused: str) -> N
 
     tr, util = cfg.traffic, stats.link_utilisation
     row = {"topology": t.name, "pattern": tr.pattern, "rate_packets": tr.rate_packets, "seed": tr.seed, **stats.row(),
-           "zero_load_latency_analytic": round(zero_load_latency_cycles(t, cfg.router, tr), 3),
-           **_run_config_columns(cfg, t)}
+           "zero_load_latency_analytic": round(zero_load_latency_cycles(t, cfg.router, tr), 3)}
+    row = {**time_columns(row, cfg.network.clock_ghz), **_run_config_columns(cfg, t)}
+    del row["clock_ghz"]  # network.clock_ghz, a configuration column, holds it
     link_rows = [{"link": int(l), "src": int(t.link_src[l]), "dst": int(t.link_dst[l]),
                   "router_link": bool(t.is_router_link[l]), "utilisation": round(float(util[l]), 5)}
                  for l in range(t.num_links)]

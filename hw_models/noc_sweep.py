@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Optional
 
 from hw_models.console import console, progress_bar
-from hw_models.noc_run import booksim_base, booksim_stem, check_time, fmt, load_booksim, load_point, output_dir, stem
+from hw_models.noc_run import (booksim_base, booksim_stem, check_time, fmt, load_booksim, load_point, output_dir, stem,
+                               time_columns)
 
 ORIGIN = "hw-models noc sweep-load"
 
@@ -34,6 +35,7 @@ class LoadSweep:
     stem: str
     booksim: bool
     store_path: Path  # the output directory's sweep store
+    clock_ghz: float = 1.0  # network.clock_ghz: the tables' and CSV's times in ns
 
 
 def resolve(args: list[str] | None, booksim: Optional[Path], pattern: Optional[str], seed: Optional[int],
@@ -61,7 +63,7 @@ def resolve(args: list[str] | None, booksim: Optional[Path], pattern: Optional[s
     data = read_toml(config)  # the point's sections as a sweep file's [base] gives them: one key both ways
     base = {k: data[k] for k in ("network", "channels", "router") if k in data}
     return LoadSweep(t, cfg.router, cfg.traffic, cfg.sweep, base, str(config), out_dir, name, False,
-                     out_dir / STORE_NAME)
+                     out_dir / STORE_NAME, cfg.network.clock_ghz)
 
 
 class StoredPoints:
@@ -148,7 +150,7 @@ def sweep_load(args: list[str] | None, booksim: Optional[Path], pattern: Optiona
             progress.update(task, total=len(res.points), completed=len(res.points))
     except SweepInterrupted as exc:  # Ctrl-C: show and write what is finished; the store keeps it for a re-run
         part = _as_stored(s, points, exc.result)
-        print_sweep(con, t, tr, part)
+        print_sweep(con, t, tr, part, clock_ghz=s.clock_ghz)
         written = write_sweep(con, s, part, title + " (interrupted)") if part.points else []
         con.print(f"interrupted after {len(part.points)} point(s) (of at most {s.sweep.max_points}): "
                   + (f"wrote them to {' and '.join(map(str, written))}; " if written else "")
@@ -156,13 +158,13 @@ def sweep_load(args: list[str] | None, booksim: Optional[Path], pattern: Optiona
         raise typer.Exit(130) from None
     except SweepDeadlockError as exc:  # the points before the deadlock are results: show and write them
         part = exc.result
-        print_sweep(con, t, tr, part, deadlock_flits=exc.offered_flits)
+        print_sweep(con, t, tr, part, deadlock_flits=exc.offered_flits, clock_ghz=s.clock_ghz)
         written = write_sweep(con, s, part, title + f" (deadlock at {exc.offered_flits:.4g})",
                               deadlock_flits=exc.offered_flits) if part.points else []
         kept = (f"the {len(part.points)} point(s) measured before it are in {' and '.join(map(str, written))}"
                 if written else "no point was measured before it")
         raise type(exc)(f"{s.source}: {exc}; {kept}", part, exc.offered_flits) from None
-    print_sweep(con, t, tr, res)
+    print_sweep(con, t, tr, res, clock_ghz=s.clock_ghz)
     con.print(f"zero-load latency {res.zero_load_latency_cycles:.2f} cycles measured at {res.points[0].offered_flits:.4g} "
               f"flits/NI/cycle (analytic {res.zero_load_latency_analytic_cycles:.2f})")
     con.print(saturation_line(res, s.sweep.max_points))
@@ -171,22 +173,23 @@ def sweep_load(args: list[str] | None, booksim: Optional[Path], pattern: Optiona
     con.print(f"wrote {' and '.join(map(str, written))}{reused}")
 
 
-def print_sweep(con, t, tr, res, deadlock_flits: float | None = None) -> None:
-    """The load-latency table of ``res`` (with a last row for a load that deadlocked)."""
+def print_sweep(con, t, tr, res, deadlock_flits: float | None = None, clock_ghz: float = 1.0) -> None:
+    """The load-latency table of ``res`` (with a last row for a load that deadlocked):
+    latencies in cycles and the average in ns at ``clock_ghz``."""
     from rich.table import Table
 
-    table = Table(title=f"load-latency: {t.name}, {tr.pattern}")
-    for col in ("offered", "accepted", "lat avg", "p50", "p99", "net lat", "hops", "max link", "verdict"):
+    table = Table(title=f"load-latency: {t.name}, {tr.pattern} (cycles; ns at {clock_ghz:g} GHz)")
+    for col in ("offered", "accepted", "lat avg", "lat ns", "p50", "p99", "net lat", "hops", "max link", "verdict"):
         table.add_column(col, justify="right")
     for p in res.points:
         st = p.stats
         u = st.link_utilisation[t.is_router_link] if st.link_utilisation.size else st.link_utilisation
         table.add_row(f"{p.offered_flits:.4f}", fmt(st.accepted_flits, 4), fmt(st.latency_avg, 1),
-                      fmt(st.latency_p50, 0), fmt(st.latency_p99, 0), fmt(st.network_latency_avg, 1),
-                      fmt(st.hops_avg, 2), fmt(float(u.max()) if u.size else 0.0, 3),
+                      fmt(st.latency_avg / clock_ghz, 1), fmt(st.latency_p50, 0), fmt(st.latency_p99, 0),
+                      fmt(st.network_latency_avg, 1), fmt(st.hops_avg, 2), fmt(float(u.max()) if u.size else 0.0, 3),
                       "saturated" if p.saturated else "ok")
     if deadlock_flits is not None:
-        table.add_row(f"{deadlock_flits:.4f}", *["-"] * 7, "DEADLOCK")
+        table.add_row(f"{deadlock_flits:.4f}", *["-"] * 8, "DEADLOCK")
     con.print(table)
 
 
@@ -199,7 +202,8 @@ def write_sweep(con, s: LoadSweep, res, title: str, deadlock_flits: float | None
     from hw_models.job import write_rows
     from hw_models.report.charts import load_latency_chart
 
-    return write_rows(con, s.out_dir / f"{s.stem}.csv", res.rows, f"every point measured stays in {s.store_path}",
+    rows = [time_columns(r, s.clock_ghz) for r in res.rows]
+    return write_rows(con, s.out_dir / f"{s.stem}.csv", rows, f"every point measured stays in {s.store_path}",
                       lambda png: load_latency_chart(res, png, title, deadlock_flits=deadlock_flits),
                       held="other points (another configuration's sweep of this topology and pattern, or an "
                            "unfinished sweep)")

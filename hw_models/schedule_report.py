@@ -17,7 +17,8 @@ from fractions import Fraction
 from nic.collectives import Schedule
 from noc.topology import Topology
 
-SUMMARY_COLUMNS = ("algorithm", "steps", "transfers", "messages", "link/step", "link bytes", "ideal cycles", "/bound",
+SUMMARY_COLUMNS = ("algorithm", "steps", "transfers", "messages", "link/step", "link bytes", "ideal cycles", "time",
+                   "/bound",
                    "% of optimum")
 TABLE_COLUMNS = ("step", "op", "flow", "peer", "waits for", "offset", "length")
 
@@ -103,26 +104,29 @@ def _cycles(value: Fraction) -> str:
     return f"{int(value):,}" if value.denominator == 1 else f"{float(value):,.1f}"
 
 
-def print_summary(console, t: Topology, size_bytes: int, rows: list[ScheduleRow], verified: bool) -> None:
-    """The summary table (each schedule's figures, its ideal time over the injection bound and
-    as a share of the optimum) and the bounds and optimum under it."""
+def print_summary(console, t: Topology, size_bytes: int, rows: list[ScheduleRow], verified: bool,
+                  clock_ghz: float = 1.0) -> None:
+    """The summary table (each schedule's figures, its ideal time in cycles and in seconds at
+    ``clock_ghz``, over the injection bound and as a share of the optimum) and the bounds and
+    optimum under it."""
     from rich.table import Table
 
     from nic.collectives import bounds, optimal_bound
-    from noc.base.units import format_size_bytes
+    from noc.base.units import cycles_to_seconds, format_seconds, format_size_bytes
 
     b = bounds(t, size_bytes)
     opt = optimal_bound(t)
     best = float(opt.all_reduce_cycles(size_bytes))
     summary = Table(title=f"all-reduce of {format_size_bytes(size_bytes)} on {t.name} "
-                          f"({t.num_nodes} nodes, {t.nis_per_node} NI(s) per node)")
+                          f"({t.num_nodes} nodes, {t.nis_per_node} NI(s) per node), clock {clock_ghz:g} GHz")
     for col in SUMMARY_COLUMNS:
         summary.add_column(col, justify="right" if col != "algorithm" else "left")
     for r in rows:
         s = r.schedule
         summary.add_row(s.algorithm, str(s.num_steps), str(s.num_transfers), str(r.messages),
                         str(r.max_messages_per_link_step), format_size_bytes(r.busiest_link_bytes),
-                        f"{r.ideal_cycles:,.0f}", f"{r.ideal_cycles / b.injection_cycles:.2f}" if b.injection_cycles
+                        f"{r.ideal_cycles:,.0f}", format_seconds(cycles_to_seconds(r.ideal_cycles, clock_ghz)),
+                        f"{r.ideal_cycles / b.injection_cycles:.2f}" if b.injection_cycles
                         else "-", f"{100 * best / r.ideal_cycles:.1f}" if r.ideal_cycles else "-")
     console.print(summary)
     console.print("link/step: most messages on one directed link in a step (1 = contention-free); "

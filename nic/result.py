@@ -65,6 +65,7 @@ class AllreduceResult:
             "nis_per_node": self.nis_per_node,
             "total_cycles": round(self.total_cycles, 3),
             "clock_ghz": self.clock_ghz,
+            "time_us": round(self.seconds * 1e6, 6),
             "algbw_gbps": round(self.algbw_gbps, 4),
             "busbw_gbps": round(self.busbw_gbps, 4),
             "bound_cycles": round(self.bound_cycles, 3),

@@ -57,7 +57,7 @@ def allreduce(
                                           "default: in this process), as `hw-models sweep` runs points."),
     dask: Dask = None,
 ) -> None:
-    """Simulate all-reduces and print cycles, bus bandwidth, speedup over ring and % of the bound; write CSV and PNG."""
+    """Simulate all-reduces and print cycles and time, bus bandwidth, speedup over ring and % of the bound; write CSV and PNG."""
     from hw_models.allreduce_job import AllreduceRequest, run_allreduce
 
     run_allreduce(AllreduceRequest(topology, nis, algorithms, sizes, nic, variant, lockstep, step_priority,

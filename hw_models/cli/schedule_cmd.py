@@ -29,7 +29,7 @@ def schedule(
     and the exact optimum."""
     from rich.console import Console
 
-    from hw_models.config import resolve_topology
+    from hw_models.config import NetworkConfig, resolve_topology
     from hw_models.schedule_report import build_rows, print_node_tables, print_summary
     from hw_models.store import check_output_file, replace_atomically
     from noc.base.units import parse_size_bytes
@@ -54,7 +54,7 @@ def schedule(
         raise HwModelsError("--format json writes one schedule: give one --algorithm")
     console = Console(stderr=fmt == "json", width=None if sys.stdout.isatty() else 120)
     rows = build_rows(t, names, size_bytes, verify_)
-    print_summary(console, t, size_bytes, rows, verify_)
+    print_summary(console, t, size_bytes, rows, verify_, NetworkConfig().clock_ghz)
     if tables:
         print_node_tables(console, rows, size_bytes, node)
     if fmt == "json":

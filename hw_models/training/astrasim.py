@@ -20,8 +20,20 @@ backend sees a network, so that its figures can be set beside ASTRA-sim's run fo
 * per chunk and dimension, the algorithm's steps: ring (``N-1`` steps of ``c/N`` per
   reduce-scatter or all-gather phase), direct (one step of ``c/N`` to every peer at once),
   halving-doubling (``log2 N`` steps of ``c/2, c/4, ...`` to partners ``1, 2, 4, ...``
-  away) and double binary tree (reduce up and broadcast down a tree of depth ``log2 N``,
-  the whole chunk per step); ``endpoint_delay_ns`` is added once per step;
+  away); ``endpoint_delay_ns`` is added once per step, and once more per chunk and
+  dimension (ASTRA-sim's first packet bundle goes through the memory bus before the first
+  send);
+* the double binary tree (all-reduce only; ``N`` a power of two) is ASTRA-sim's: a root
+  with one child over a complete binary tree of the other ``N-1`` NPUs, numbered in order
+  (:func:`binary_tree`); even chunks take the tree whose root is the last NPU, odd chunks
+  the one whose root is the first. Each step sends the whole chunk: leaves send up after
+  the endpoint delay, a node sums its children's chunks (endpoint delay and local
+  reduction after the later one arrives) and sends up, the root sums and sends down, each
+  node below sums what it gets, sends it to its children and is done, and a leaf is done
+  an endpoint delay after the chunk reaches it. The chunks overlap: an NPU starts a chunk
+  on a dimension once it is done with the one before there (and with this chunk on the
+  dimension before), so chunk ``k+1`` climbs its tree while chunk ``k`` is still coming
+  down the other;
 * a received message that is summed (a reduce-scatter step, the reduce-scatter half of an
   all-reduce) costs ASTRA-sim's local reduction: one write and two reads of the message at
   ``local_mem_GBps`` (its ``local-mem-bw``, GB of 10^9 B), each truncated to whole ns
@@ -89,8 +101,8 @@ class AstraAnalytical:
                 raise ConfigError(f"npus = {n!r}: must be an integer >= 2 per dimension")
         if self.algorithm not in ALGORITHMS:
             raise ConfigError(f"algorithm = {self.algorithm!r}: must be one of {', '.join(ALGORITHMS)}")
-        if self.algorithm == "halvingDoubling" and any(n & (n - 1) for n in self.npus):
-            raise ConfigError(f"npus = {self.npus}: halvingDoubling needs powers of two")
+        if self.algorithm in ("halvingDoubling", "doubleBinaryTree") and any(n & (n - 1) for n in self.npus):
+            raise ConfigError(f"npus = {self.npus}: {self.algorithm} needs powers of two")
         if not (self.bandwidth_GBps > 0 and math.isfinite(self.bandwidth_GBps)):
             raise ConfigError(f"bandwidth_GBps = {self.bandwidth_GBps!r}: must be a finite number > 0")
         if not (self.latency_ns >= 0 and math.isfinite(self.latency_ns)):
@@ -128,6 +140,8 @@ class AstraAnalytical:
             rs = self.phase_ns(dim, "reduce_scatter", chunk_bytes)
             if alg == "halvingDoubling":  # measured: no reduction charged for the first step
                 rs -= self.reduce_ns(chunk_bytes / 2)
+            if alg == "direct":
+                return self.direct_allreduce_ns(dim, chunk_bytes)
             return rs + self.phase_ns(dim, "all_gather", chunk_bytes)  # the all-gather mirrors it
         red = self.reduce_ns if kind == "reduce_scatter" else (lambda m: 0.0)
         if alg == "ring":
@@ -138,10 +152,75 @@ class AstraAnalytical:
             steps = int(round(math.log2(n)))
             return sum(e + self.send_ns(dim, 1 << s, chunk_bytes / (2 << s)) + red(chunk_bytes / (2 << s))
                        for s in range(steps))
-        # double binary tree: up and down a tree of depth log2 N, the whole chunk per step
-        depth = max(1, math.ceil(math.log2(n)))
-        per = depth * (e + self.send_ns(dim, 1, chunk_bytes))
-        return 2 * per if kind == "allreduce" else per
+        raise ConfigError(f"algorithm = {alg!r}: no per-chunk phase (the tree's chunks overlap; see tree_ns)")
+
+    def direct_allreduce_ns(self, dim: int, chunk_bytes: float) -> float:
+        """A direct all-reduce's chunk on one dimension as ASTRA-sim runs it: every NPU sends
+        ``c/N`` to each peer at once; each received message is summed (endpoint delay and
+        local reduction), and each finished sum frees one send. The all-gather's messages
+        (to the peers ``1, 2, ..., N-1`` away, in that order) wait until every reduce-scatter
+        message has arrived; then the sums finished by then free that many sends at once and
+        each later sum one more. On a ring, where far peers' messages arrive later, this
+        can send before the last sum is done; a leaf's end is an endpoint delay after the last
+        message reaches it."""
+        n, e = self.npus[dim], self.endpoint_delay_ns
+        m = chunk_bytes / n
+        arrive = [self.send_ns(dim, k, m) for k in range(1, n)]
+        sums = sorted(a + e + self.reduce_ns(m) for a in arrive)
+        first = min(c for c in sums if c >= max(arrive))  # the first sum once all have arrived
+        return e + max(max(c, first) + self.send_ns(dim, j + 1, m) for j, c in enumerate(sums))
+
+    def tree_ns(self, chunk: float) -> float:
+        """The double binary tree all-reduce of ``splits`` chunks of ``chunk`` bytes (module
+        docstring): per NPU, when it is done with each chunk on each dimension."""
+        e, red = self.endpoint_delay_ns, self.reduce_ns(chunk)
+        strides = [math.prod(self.npus[:d]) for d in range(len(self.npus))]
+        done_dim = [0.0] * self.num_workers  # when each NPU is done with the chunk before on dimension d
+        done = {}  # (npu, dim) -> when it is done with the chunk before there
+        end = 0.0
+        for k in range(self.splits):
+            for d, n in enumerate(self.npus):
+                root, kids = binary_tree(n, root_max=k % 2 == 0)
+                for base in range(self.num_workers):
+                    if (base // strides[d]) % n:
+                        continue
+                    rank = [base + i * strides[d] for i in range(n)]
+                    if self.pipeline:
+                        start = [max(done_dim[r] if d else 0.0, done.get((r, d), 0.0)) for r in rank]
+                    else:
+                        start = [end if d == 0 else done_dim[r] for r in rank]
+                    for i, t in enumerate(self._tree_once(d, root, kids, start, chunk, e, red)):
+                        done[(rank[i], d)] = done_dim[rank[i]] = t
+            end = max(end, max(done_dim))
+        return float(end)
+
+    def _tree_once(self, d: int, root: int, kids: dict, start: list[float], chunk: float, e: float,
+                   red: float) -> list[float]:
+        """One chunk up and down one tree of a line: when each NPU of it is done."""
+        up = {}
+
+        def climb(v):  # when v sends its (summed) chunk up
+            for c in kids[v]:
+                climb(c)
+            if not kids[v]:
+                up[v] = start[v] + e
+            else:
+                got = max(up[c] + self.send_ns(d, v - c, chunk) for c in kids[v])
+                up[v] = max(start[v], got) + e + red
+        climb(root)
+        out = [0.0] * len(start)
+        todo = [root]
+        while todo:
+            v = todo.pop()
+            out[v] = up[v]  # the root's is the time it sends down
+            for c in kids[v]:
+                got = out[v] + self.send_ns(d, c - v, chunk)
+                if kids[c]:
+                    up[c] = got + e + red  # reused: when c sends down
+                    todo.append(c)
+                else:
+                    out[c] = got + e
+        return out
 
     def stages_ns(self, kind: str, chunk: float) -> list[float]:
         """One chunk's time on each dimension, in the order it visits them."""
@@ -151,7 +230,7 @@ class AstraAnalytical:
         for d, n in enumerate(self.npus):
             if kind == "all_gather":
                 chunk *= n
-            stages.append(self.phase_ns(d, kind, chunk))
+            stages.append(self.endpoint_delay_ns + self.phase_ns(d, kind, chunk))  # the first bundle's trip
             if kind == "reduce_scatter":
                 chunk /= n
         return stages
@@ -167,6 +246,10 @@ class AstraAnalytical:
         chunk = nbytes // self.splits
         if kind != "all_gather" and chunk < self.num_workers:
             chunk = self.num_workers  # ASTRA-sim's smallest chunk: one byte per NPU
+        if self.algorithm == "doubleBinaryTree":
+            if kind != "allreduce":
+                raise ConfigError(f"collective kind {kind!r}: doubleBinaryTree is an all-reduce only")
+            return self.tree_ns(chunk)
         stages = self.stages_ns(kind, chunk)
         if not self.pipeline:
             return float(self.splits * sum(stages))
@@ -197,11 +280,43 @@ class AstraAnalytical:
                 f"{self.algorithm}, {self.bandwidth_GBps:g} GB/s, {self.latency_ns:g} ns, {self.splits} splits")
 
 
+def binary_tree(n: int, root_max: bool) -> tuple[int, dict[int, list[int]]]:
+    """ASTRA-sim's binary tree of ``n`` NPUs (a power of two): a root with one child, the
+    root of a complete binary tree of the other ``n - 1``, every node numbered in order
+    (left subtree, node, right subtree). ``root_max``: the root is NPU ``n - 1`` (its child
+    the tree on ``0 .. n-2``); else NPU 0 (over ``1 .. n-1``). Returns the root and each
+    node's children."""
+    if n < 2 or n & (n - 1):
+        raise ConfigError(f"npus = {n!r}: a binary tree needs a power of two >= 2")
+    kids: dict[int, list[int]] = {}
+    ids = iter(range(n))
+
+    def build(depth: int) -> int:  # in order: the subtree's nodes take the next ids
+        if depth == 1:
+            me = next(ids)
+            kids[me] = []
+            return me
+        left = build(depth - 1)
+        me = next(ids)
+        kids[me] = [left, build(depth - 1)]
+        return me
+
+    depth = n.bit_length() - 1  # the complete tree under the root holds n - 1 = 2^depth - 1 NPUs
+    if root_max:
+        child = build(depth)
+        root = next(ids)
+    else:
+        root = next(ids)
+        child = build(depth)
+    kids[root] = [child]
+    return root, kids
+
+
 # ---------------------------------------------------------------------------------------------
 # The same collectives on our message-level simulator (nic.message_sim), set up with ASTRA-sim's
 # analytical semantics: one cycle = 1 ns, links in bytes/ns from GB/s of 2^30 B, its chunking.
 
-CONGESTION = ("unaware", "aware")
+CONGESTION = ("unaware", "aware", "store-and-forward")
 
 
 def _group_steps(alg: str, kind: str, n: int, chunk: float) -> list[list[tuple[int, int, float, bool]]]:
@@ -227,27 +342,185 @@ def _group_steps(alg: str, kind: str, n: int, chunk: float) -> list[list[tuple[i
             return hd(True, first_summed=False) + hd(False)
         return hd(kind == "reduce_scatter")
     if alg not in build:
-        raise ConfigError(f"algorithm = {alg!r}: the message model builds ring, direct and halvingDoubling")
+        raise ConfigError(f"algorithm = {alg!r}: the step messages are ring, direct and halvingDoubling")
     if kind == "allreduce":
         return build[alg](True) + build[alg](False)
     return build[alg](kind == "reduce_scatter")
 
 
+class _Messages:
+    """The transfers of a :func:`message_run` as they are built: per message its source, bytes,
+    path latency, links and the messages it waits for."""
+
+    def __init__(self, model: AstraAnalytical, congestion: str):
+        self.model, self.congestion = model, congestion
+        self.links: dict[tuple, int] = {}
+        self.src, self.nb, self.lat, self.paths, self.deps = [], [], [], [], []
+
+    def _link(self, key) -> int:
+        return self.links.setdefault(key, len(self.links))
+
+    def add(self, d: int, rank: list[int], a: int, b: int, nbytes: float, summed: bool, wait: list[int]) -> int:
+        """A message of dimension ``d`` from ``rank[a]`` to ``rank[b]`` (local indices of one
+        line); ``summed``: the receiver reduces it. Returns its index."""
+        m, n = self.model, len(rank)
+        u, v = rank[a], rank[b]
+        hops = m.hops(d, b - a)
+        if self.congestion == "unaware":
+            path = [self._link(("own", len(self.src)))]
+        elif m.topologies[d] == "Ring":
+            way = 1 if (b - a) % n <= n // 2 else -1
+            path = [self._link((d, rank[(a + way * h) % n], rank[(a + way * (h + 1)) % n])) for h in range(hops)]
+        elif m.topologies[d] == "FullyConnected":
+            path = [self._link((d, u, v))]
+        else:
+            path = [self._link((d, u, "up")), self._link((d, "down", v))]
+        red = m.reduce_ns(nbytes) if summed else 0.0
+        if self.congestion != "store-and-forward" or len(path) == 1:
+            return self._append(u, nbytes, hops * m.latency_ns + red, path, wait)
+        # link by link, each sending the whole message once the one before has it; the next
+        # hop's issue delay is taken off its latency (a hop is no endpoint)
+        e = float(m.endpoint_delay_ns)
+        i = self._append(u, nbytes, m.latency_ns * (hops - len(path) + 1), path[:1], wait)
+        for k, link in enumerate(path[1:], start=1):
+            i = self._append(u, nbytes, m.latency_ns - e + (red if k == len(path) - 1 else 0.0), [link], [i])
+        return i
+
+    def mark(self, v: int, latency: float, wait: list[int]) -> int:
+        """A message of no bytes from ``v`` to itself on a link of its own: it arrives
+        ``latency`` after it leaves, an endpoint delay after ``wait`` have arrived."""
+        return self._append(v, 0.0, latency, [self._link(("mark", len(self.src)))], wait)
+
+    def _append(self, u: int, nbytes: float, latency: float, path: list[int], wait: list[int]) -> int:
+        self.src.append(u)
+        self.nb.append(nbytes)
+        self.lat.append(latency)
+        self.paths.append(path)
+        self.deps.append(list(wait))
+        return len(self.src) - 1
+
+    def run(self):
+        from nic.message_sim import POLICY_BASELINE, TransferRun
+
+        m, t = self.model, len(self.src)
+        h = max(len(p) for p in self.paths)
+        path_links = np.full((t, h), -1, np.int64)
+        for i, p in enumerate(self.paths):
+            path_links[i, :len(p)] = p
+        dep_ptr = np.zeros(t + 1, np.int64)
+        dep_ptr[1:] = np.cumsum([len(x) for x in self.deps])
+        dep_idx = np.array([j for x in self.deps for j in x], np.int64)
+        # steps: the transfer's position in its node's list (ascending: the table is in schedule order per node)
+        return TransferRun(
+            src_node=np.array(self.src, np.int64), step=np.zeros(t, np.int64),
+            wire_bytes=np.array(self.nb, np.float64), dep_ptr=dep_ptr, dep_idx=dep_idx,
+            path_len=np.array([len(p) for p in self.paths], np.int64),
+            link_bytes_per_cycle=np.full(len(self.links), m.bytes_per_ns), num_nodes=m.num_workers,
+            nis_per_node=max(m.npus) * len(m.npus) + 2, policy=POLICY_BASELINE,
+            issue_delay_cycles=float(m.endpoint_delay_ns), step_advance_cycles=0.0,
+            first_start_cycles=float(m.endpoint_delay_ns), path_links=path_links,
+            path_latency_cycles=np.array(self.lat, np.float64))
+
+
+def _lines(model: AstraAnalytical, d: int):
+    """The NPUs of each line of dimension ``d``, by local index."""
+    n, stride = model.npus[d], math.prod(model.npus[:d])
+    for base in range(model.num_workers):
+        if (base // stride) % n == 0:
+            yield [base + i * stride for i in range(n)]
+
+
+def _step_messages(msgs: _Messages, kind: str, chunk: int) -> None:
+    """Ring, direct and halving-doubling: every NPU sends a chunk's steps on each dimension
+    (the order and sizes of :meth:`AstraAnalytical.stages_ns`), a step once the previous
+    step's messages into it have arrived, the first an endpoint delay after a mark (the
+    stage's start); a dimension takes a chunk once the NPU is done with the chunk before on
+    it."""
+    model = msgs.model
+    sizes = []  # the chunk's size on each dimension (as stages_ns)
+    c = chunk / model.num_workers if kind == "all_gather" else chunk
+    for n in model.npus:
+        c = c * n if kind == "all_gather" else c
+        sizes.append(c)
+        c = c / n if kind == "reduce_scatter" else c
+    last_into: dict[tuple, list[int]] = {}  # (node, chunk, dim) -> the last step's messages into it
+    for k in range(model.splits):
+        for d, n in enumerate(model.npus):
+            steps = _group_steps(model.algorithm, kind, n, sizes[d])
+            for rank in _lines(model, d):
+                # ASTRA-sim's first bundle of a stage goes through the memory bus (an endpoint
+                # delay) before the first send: a mark
+                into_prev = {u: [msgs.mark(u, 0.0, last_into.get((u, k, d - 1), []) + last_into.get((u, k - 1, d), []))]
+                             for u in rank}
+                for s, step in enumerate(steps):
+                    into: dict[int, list[int]] = {}
+                    for a, b, m, summed in step:
+                        wait = into_prev.get(rank[a], [])
+                        into.setdefault(rank[b], []).append(msgs.add(d, rank, a, b, m, summed, wait))
+                    into_prev = into
+                for v in rank:
+                    last_into[(v, k, d)] = into_prev.get(v, [])
+
+
+def _tree_messages(msgs: _Messages, chunk: int) -> None:
+    """The double binary tree (:meth:`AstraAnalytical.tree_ns`) as messages: up each line's
+    tree (a node's send waits for its children's), down it, the whole chunk per message. An
+    NPU's start on a (chunk, dimension) after the first is a mark waiting for what it last
+    received on the chunk before there and on this chunk on the dimension before (ASTRA-sim's
+    done: an endpoint delay after that), arriving a local reduction later where the NPU sums
+    in this tree (its reduction comes after both the start and its children's chunks). The
+    run ends with a mark per NPU: done with the last chunk."""
+    model = msgs.model
+    red = model.reduce_ns(chunk)
+    last_into: dict[tuple, list[int]] = {}  # (npu, chunk, dim) -> the message it was last sent
+    for k in range(model.splits):
+        for d, n in enumerate(model.npus):
+            root, kids = binary_tree(n, root_max=k % 2 == 0)
+            parent = {c: v for v, cs in kids.items() for c in cs}
+            for rank in _lines(model, d):
+                begin = {}
+                for i, v in enumerate(rank):
+                    wait = last_into.get((v, k, d - 1), []) + last_into.get((v, k - 1, d), [])
+                    begin[i] = [msgs.mark(v, red if kids[i] else 0.0, wait)] if wait else []
+                up = {}
+
+                def climb(i):
+                    for c in kids[i]:
+                        climb(c)
+                    if i != root:
+                        wait = begin[i] + [up[c] for c in kids[i]]
+                        up[i] = msgs.add(d, rank, i, parent[i], chunk, True, wait)
+                climb(root)
+                got = {root: up[kids[root][0]]}  # the message each NPU waits for before sending down
+                todo = [root]
+                while todo:
+                    i = todo.pop()
+                    wait = begin[i] + [got[i]] if i == root else [got[i]]
+                    for c in kids[i]:
+                        got[c] = msgs.add(d, rank, i, c, chunk, bool(kids[c]), wait)
+                        todo.append(c)
+                for i, v in enumerate(rank):
+                    last_into[(v, k, d)] = [got[i]]
+    last = len(model.npus) - 1
+    for v in range(model.num_workers):  # done: an endpoint delay after the last chunk arrives
+        msgs.mark(v, 0.0, last_into[(v, model.splits - 1, last)])
+
+
 def message_run(model: AstraAnalytical, kind: str, nbytes: int, congestion: str = "unaware"):
     """The :class:`nic.message_sim.TransferRun` of one collective on ``model``'s network.
 
-    Every NPU sends a chunk's steps on each dimension (the order and sizes of
-    :meth:`AstraAnalytical.stages_ns`), a step once the previous step's messages into it have
-    arrived plus the endpoint delay (the NIC's issue delay); a dimension takes a chunk once
-    the NPU is done with the chunk before on it (ASTRA-sim's one active chunk per dimension).
-    A message's path latency is ``hops * latency`` plus, when the receiver sums it, the local
-    reduction (:meth:`AstraAnalytical.reduce_ns`). ``congestion="unaware"``: every message has
-    a link of its own (ASTRA-sim's congestion-unaware backend); ``"aware"``: messages share
-    the network's directed links (a ring's neighbour links, a fully connected dimension's
-    pair links, a switch's up and down links), max-min fair as everywhere in the message model.
+    Ring, direct and halving-doubling as :func:`_step_messages` builds them, the double
+    binary tree as :func:`_tree_messages`; a message leaves an endpoint delay (the NIC's
+    issue delay) after the messages it waits for have arrived. A message's path latency is
+    ``hops * latency`` plus, when the receiver sums it, the local reduction
+    (:meth:`AstraAnalytical.reduce_ns`). ``congestion="unaware"``: every message has a link
+    of its own (ASTRA-sim's congestion-unaware backend); ``"aware"``: messages share the
+    network's directed links (a ring's neighbour links, a fully connected dimension's pair
+    links, a switch's up and down links), max-min fair as everywhere in the message model;
+    ``"store-and-forward"``: as ``"aware"``, but a message crosses its path link by link, each
+    link sending it whole once the one before has it (as ASTRA-sim's congestion-aware
+    backend moves a chunk).
     """
-    from nic.message_sim import POLICY_BASELINE, TransferRun
-
     if kind not in COLLECTIVES:
         raise ConfigError(f"collective kind {kind!r}: must be one of {', '.join(COLLECTIVES)}")
     if congestion not in CONGESTION:
@@ -257,74 +530,14 @@ def message_run(model: AstraAnalytical, kind: str, nbytes: int, congestion: str 
     chunk = nbytes // model.splits
     if kind != "all_gather" and chunk < model.num_workers:
         chunk = model.num_workers
-    strides = [math.prod(model.npus[:d]) for d in range(len(model.npus))]
-    sizes = []  # the chunk's size on each dimension (as stages_ns)
-    c = chunk / model.num_workers if kind == "all_gather" else chunk
-    for n in model.npus:
-        c = c * n if kind == "all_gather" else c
-        sizes.append(c)
-        c = c / n if kind == "reduce_scatter" else c
-    links: dict[tuple, int] = {}
-
-    def link(key) -> int:
-        return links.setdefault(key, len(links))
-
-    src, dst, nb, lat, paths, deps = [], [], [], [], [], []
-    last_into: dict[tuple, list[int]] = {}  # (node, chunk, dim) -> the last step's messages into it
-    for k in range(model.splits):
-        for d, n in enumerate(model.npus):
-            steps = _group_steps(model.algorithm, kind, n, sizes[d])
-            for base in range(model.num_workers):
-                if (base // strides[d]) % n:
-                    continue  # one line per dimension: the NPUs whose coordinate d is 0
-                rank = [base + i * strides[d] for i in range(n)]
-                into_prev: dict[int, list[int]] = {}
-                for s, step in enumerate(steps):
-                    into: dict[int, list[int]] = {}
-                    for a, b, m, summed in step:
-                        u, v = rank[a], rank[b]
-                        if s:
-                            wait = into_prev.get(u, [])
-                        else:
-                            wait = last_into.get((u, k, d - 1), []) + last_into.get((u, k - 1, d), [])
-                        hops = model.hops(d, b - a)
-                        if congestion == "unaware":
-                            path = [link(("own", len(src)))]
-                        elif model.topologies[d] == "Ring":
-                            way = 1 if (b - a) % n <= n // 2 else -1
-                            path = [link((d, rank[(a + way * h) % n], rank[(a + way * (h + 1)) % n]))
-                                    for h in range(hops)]
-                        elif model.topologies[d] == "FullyConnected":
-                            path = [link((d, u, v))]
-                        else:
-                            path = [link((d, u, "up")), link((d, "down", v))]
-                        into.setdefault(v, []).append(len(src))
-                        src.append(u)
-                        dst.append(v)
-                        nb.append(m)
-                        lat.append(hops * model.latency_ns + (model.reduce_ns(m) if summed else 0.0))
-                        paths.append(path)
-                        deps.append(wait)
-                    into_prev = into
-                for v in rank:
-                    last_into[(v, k, d)] = into_prev.get(v, [])
-    t = len(src)
-    h = max(len(p) for p in paths)
-    path_links = np.full((t, h), -1, np.int64)
-    for i, p in enumerate(paths):
-        path_links[i, :len(p)] = p
-    dep_ptr = np.zeros(t + 1, np.int64)
-    dep_ptr[1:] = np.cumsum([len(x) for x in deps])
-    dep_idx = np.array([j for x in deps for j in x], np.int64)
-    # steps: the transfer's position in its node's list (ascending: the table is in schedule order per node)
-    return TransferRun(
-        src_node=np.array(src, np.int64), step=np.zeros(t, np.int64), wire_bytes=np.array(nb, np.float64),
-        dep_ptr=dep_ptr, dep_idx=dep_idx, path_len=np.array([len(p) for p in paths], np.int64),
-        link_bytes_per_cycle=np.full(len(links), model.bytes_per_ns), num_nodes=model.num_workers,
-        nis_per_node=max(model.npus) * len(model.npus), policy=POLICY_BASELINE,
-        issue_delay_cycles=float(model.endpoint_delay_ns), step_advance_cycles=0.0,
-        first_start_cycles=float(model.endpoint_delay_ns), path_links=path_links,
-        path_latency_cycles=np.array(lat, np.float64))
+    msgs = _Messages(model, congestion)
+    if model.algorithm == "doubleBinaryTree":
+        if kind != "allreduce":
+            raise ConfigError(f"collective kind {kind!r}: doubleBinaryTree is an all-reduce only")
+        _tree_messages(msgs, chunk)
+    else:
+        _step_messages(msgs, kind, chunk)
+    return msgs.run()
 
 
 def message_collective_ns(model: AstraAnalytical, kind: str, nbytes: int, congestion: str = "unaware") -> float:

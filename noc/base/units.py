@@ -58,3 +58,29 @@ def format_size_bytes(n: int) -> str:
         if n % mult == 0:
             return f"{n // mult}{unit}"
     return f"{n}B"
+
+
+def cycles_to_seconds(cycles: float, clock_ghz: float) -> float:
+    """Cycles of a clock of ``clock_ghz`` GHz in seconds."""
+    if not clock_ghz > 0:
+        raise ConfigError(f"clock_ghz = {clock_ghz!r}: must be > 0 to turn cycles into seconds")
+    return float(cycles) / (clock_ghz * 1e9)
+
+
+def format_seconds(seconds: float, digits: int = 4) -> str:
+    """A time with the unit that keeps it readable: ``'443 ns'``, ``'1.595 µs'``,
+    ``'26.52 ms'``, ``'1.204 s'`` (``digits`` significant digits, at least the integer part)."""
+    s = float(seconds)
+    if s != s or s in (float("inf"), float("-inf")):
+        return str(s)
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if abs(s) >= scale or unit == "ns":
+            v = s / scale
+            whole = len(str(int(abs(v)))) if abs(v) >= 1 else 1
+            return f"{v:,.{max(0, digits - whole)}f} {unit}"
+    raise AssertionError("unreachable")
+
+
+def format_cycles_time(cycles: float, clock_ghz: float) -> str:
+    """``'1,595 cycles = 1.595 µs'`` at ``clock_ghz``."""
+    return f"{cycles:,.0f} cycles = {format_seconds(cycles_to_seconds(cycles, clock_ghz))}"

@@ -18,7 +18,14 @@
 # run again by this script with the code that added them, and only those columns taken over
 # (every other figure is byte for byte the recorded one). The noc_run case was recorded with
 # the code of commit f806779, the rtl_synth case with that of 43ce2b3, each before its command
-# ran its points through the sweep pipeline.
+# ran its points through the sweep pipeline. The times beside the cycles (the allreduce
+# tables' "time" column and CSV columns time_us, and clock_ghz, flit_us, message_us of the
+# calibration CSV; noc run's ns line and latency_*_ns columns; noc sweep-load's "lat ns"
+# column and clock_ghz, latency_*_ns columns) came later: the demo, allreduce,
+# allreduce_flit, noc_run and noc_sweep_load cases were run again by this script with the
+# code that added them; every earlier CSV column is byte for byte the recorded one, and the
+# printed text differs only by those columns and lines (and the result store's name, which
+# the test reads as STORE).
 set -euo pipefail
 HW=${1:-$(pwd)/.venv/bin/hw-models}
 HW=$(cd "$(dirname "$HW")" && pwd)/$(basename "$HW")
