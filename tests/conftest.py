@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
 
 from slow_shards import pytest_addoption, pytest_collection_modifyitems  # noqa: F401  (--slow-shard K/N)
 
@@ -15,3 +21,43 @@ def pytest_configure(config):
     if os.environ.get("PYTEST_XDIST_WORKER"):
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
+
+# The warm-up's jobs (tests/warm_kernels.py) in two groups of about equal compile time: the
+# flit network's kernels (the co-simulation first: the traffic run then reuses its network
+# step) and the message-level loop with the MADDPG batch kernels.
+WARM_GROUPS = (("cosim", "traffic", "cosim_narrow"), ("maddpg", "message"))
+
+
+def _warm_up_wanted(config) -> bool:
+    """Only for a whole default run in two or more worker processes (``make test``): there
+    the workers would compile the same kernels at once; one process compiles each only once
+    anyway, and a run of a few files or tests (paths, ``-k``, ``-m``) compiles only what it needs."""
+    if os.environ.get("PYTEST_XDIST_WORKER") or os.environ.get("HW_MODELS_WARM_UP", "1") == "0":
+        return False
+    try:
+        workers = int(config.getoption("numprocesses", 0) or 0)
+    except (TypeError, ValueError):  # -n auto: pytest-xdist resolves it later
+        workers = os.cpu_count() or 1
+    return (workers >= 2 and not config.option.collectonly and config.option.markexpr == "not slow"
+            and not config.option.keyword and config.args_source == pytest.Config.ArgsSource.TESTPATHS)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    """Compile the heaviest Numba kernels into the cache before pytest-xdist starts the
+    workers (its own sessionstart runs last): each kernel once, the groups in parallel.
+    A job that fails only costs its time: the tests that need the kernel compile it."""
+    if not _warm_up_wanted(session.config):
+        return
+    script = Path(__file__).with_name("warm_kernels.py")
+    t0 = time.perf_counter()
+    print(f"\nwarm-up: compiling the heaviest Numba kernels once, {len(WARM_GROUPS)} processes "
+          f"(HW_MODELS_WARM_UP=0 skips it)", flush=True)
+    procs = [subprocess.Popen([sys.executable, str(script), *group], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for group in WARM_GROUPS]
+    for group, proc in zip(WARM_GROUPS, procs):
+        out, _ = proc.communicate()
+        if proc.returncode != 0:
+            tail = " | ".join(out.strip().splitlines()[-3:])
+            print(f"warm-up: warning: {' '.join(group)} failed (exit {proc.returncode}): {tail}", flush=True)
+    print(f"warm-up: done in {time.perf_counter() - t0:.0f} s", flush=True)
