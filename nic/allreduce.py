@@ -40,6 +40,7 @@ import warnings
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
+from dataclasses import replace
 
 import numpy as np
 from numba import njit
@@ -237,6 +238,12 @@ def _link_bytes(links, wire_bytes, num_links):
     return out
 
 
+def _loop_layout(prep: Prepared) -> Prepared:
+    """``prep`` without what the message-level loop does not read once the routes are known:
+    the endpoints and the payloads (16 bytes per transfer; the wire bytes stay)."""
+    return replace(prep, payload_bytes=None, src_ep=None, dst_ep=None)
+
+
 def run_message(topology: Topology, prep: Prepared, nic: NicConfig, network, *,
                 routes: RouteTable | PairRoutes | None = None,
                 not_before: np.ndarray | None = None) -> tuple[TransferTimes, np.ndarray]:
@@ -313,6 +320,8 @@ def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | 
         link_bytes = timing.link_bytes
         extra = dict(timing.extra)
     else:
+        if times_out is None:  # the routes are known: the endpoints and payloads go before the loop runs
+            prep = _loop_layout(prep)
         try:
             times, link_bytes = run_message(topology, prep, nic, network, routes=paths)
         except RuntimeError as exc:
@@ -322,10 +331,21 @@ def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | 
             raise DeadlockError(f"{risk}; the message model stalled in it: {exc}") from None
         start, sent, arrive = times.start_cycles, times.sent_cycles, times.arrive_cycles
         ready = times.usable_cycles
+        del times
         extra = {}
     check_times(prep, start, ready)
+    total = float(arrive.max()) if arrive.size else 0.0
+    step_end = _step_ends(prep.step, np.asarray(arrive, np.float64), schedule.num_steps)
+    idle = _idle_fraction(prep, start, sent, topology.num_nodes, total)
+    if nic.reduction != "free":
+        busy = np.bincount(prep.dst_node, weights=prep.reduce_work, minlength=topology.num_nodes)
+        extra.update({"reduction": nic.reduction, "reduce_busy_cycles_max": int(busy.max())})
     # the reduction the simulation performed: the schedule replayed on exact integers in the
-    # simulated order (each transfer carries its sender's data as it was when it started)
+    # simulated order (each transfer carries its sender's data as it was when it started);
+    # without times_out, the layout, the routes and the other times are let go first (the
+    # replay sorts its own events)
+    if times_out is None:
+        prep = paths = sent = ready = None
     verify(schedule, seed=int(seed), times=(start, arrive))
     if times_out is not None:
         route = paths if paths is not None else transfer_routes(topology, prep, network, routes)
@@ -333,14 +353,9 @@ def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | 
                          arrive_cycles=np.asarray(arrive, np.float64), src_ep=np.asarray(prep.src_ep),
                          dst_ep=np.asarray(prep.dst_ep), payload_bytes=np.asarray(prep.payload_bytes),
                          links=np.asarray(route.links))
-    total = float(arrive.max()) if arrive.size else 0.0
-    step_end = _step_ends(prep.step, np.asarray(arrive, np.float64), schedule.num_steps)
     router = topology.is_router_link
     util = link_bytes / topology.link_bytes_per_cycle / total if total > 0 else np.zeros(topology.num_links)
     b = bounds(topology, int(size_bytes))
-    if nic.reduction != "free":
-        busy = np.bincount(prep.dst_node, weights=prep.reduce_work, minlength=topology.num_nodes)
-        extra.update({"reduction": nic.reduction, "reduce_busy_cycles_max": int(busy.max())})
     if risk:
         extra["deadlock_risk"] = risk
     extra.update({"flow_control": "bulk" if nic.bulk else "packet", "packet_bytes": nic.packet_bytes,
@@ -351,7 +366,7 @@ def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | 
         size_bytes=int(size_bytes), num_nodes=topology.num_nodes, nis_per_node=topology.nis_per_node,
         total_cycles=total, clock_ghz=nic.clock_ghz, bound_cycles=float(b.bandwidth_cycles), verified=verified,
         step_end_cycles=tuple(float(x) for x in step_end),
-        node_idle_fraction=_idle_fraction(prep, start, sent, topology.num_nodes, total),
+        node_idle_fraction=idle,
         link_utilisation_mean=float(util[router].mean()) if router.any() else 0.0,
         link_utilisation_max=float(util[router].max()) if router.any() else 0.0,
         link_utilisation=tuple(float(x) for x in util),

@@ -226,8 +226,8 @@ def transfer_routes(topology: Topology, prep: Prepared, network,
     pairs' paths (:func:`noc.routing.route_pairs`), with the network config's routing and
     dateline (the family's own without one)."""
     if isinstance(routes, PairRoutes):
-        if routes.links.shape[0] != len(prep.src_ep):
-            raise ValueError(f"routes has {routes.links.shape[0]} rows, one per transfer needed ({len(prep.src_ep)})")
+        if routes.links.shape[0] != len(prep.src_node):
+            raise ValueError(f"routes has {routes.links.shape[0]} rows, one per transfer needed ({len(prep.src_node)})")
         return routes
     if routes is not None:
         length = routes.length[prep.src_ep, prep.dst_ep]
