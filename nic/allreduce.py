@@ -40,6 +40,7 @@ import warnings
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
+from dataclasses import replace
 
 import numpy as np
 from numba import njit
@@ -48,7 +49,7 @@ from nic.collectives import Schedule, bounds, verify
 from nic.flow_control import route_flow_control
 from nic.message_sim import POLICY_CODESIGNED, TransferTimes, simulate_routes
 from nic.nic_config import NicConfig, honours_priority
-from nic.preparation import Prepared, prepare, transfer_routes
+from nic.preparation import Prepared, distinct_routes, prepare, transfer_routes
 from nic.reduction import MODES as REDUCTION_MODES
 from nic.result import AllreduceResult
 from noc.base.config import check_seed
@@ -225,25 +226,40 @@ def deadlock_risk(topology: Topology, schedule: Schedule, paths: PairRoutes) -> 
 
 
 @njit(cache=True)
-def _link_bytes(links, wire_bytes, num_links):
-    """Bytes each link carried: every transfer's wire bytes on each link of its path (added
-    in transfer order, as ``np.bincount`` adds them)."""
+def _link_bytes(links, route_of, wire_bytes, num_links):
+    """Bytes each link carried: every transfer's wire bytes on each link of its path (row
+    ``route_of[i]`` of ``links``, or row i when ``route_of`` is empty), added in transfer
+    order, as ``np.bincount`` adds them."""
     out = np.zeros(num_links)
-    for i in range(links.shape[0]):
+    for i in range(wire_bytes.shape[0]):
+        r = route_of[i] if route_of.shape[0] > 0 else i
         for h in range(links.shape[1]):
-            lk = links[i, h]
+            lk = links[r, h]
             if lk >= 0:
                 out[lk] += wire_bytes[i]
     return out
 
 
+def _loop_layout(prep: Prepared) -> Prepared:
+    """``prep`` without what the message-level loop does not read once the routes are known:
+    the endpoints and the payloads (16 bytes per transfer; the wire bytes stay)."""
+    return replace(prep, payload_bytes=None, src_ep=None, dst_ep=None)
+
+
 def run_message(topology: Topology, prep: Prepared, nic: NicConfig, network, *,
-                routes: RouteTable | PairRoutes | None = None,
-                not_before: np.ndarray | None = None) -> tuple[TransferTimes, np.ndarray]:
+                routes: RouteTable | PairRoutes | None = None, not_before: np.ndarray | None = None,
+                route_of: np.ndarray | None = None) -> tuple[TransferTimes, np.ndarray]:
     """Time a prepared schedule with the message-level model: per-transfer times and the
     bytes each link carried. ``not_before``: per transfer, a cycle it may not start before
-    (e.g. the flit level's start times, to compare the two networks on one start order)."""
-    paths = transfer_routes(topology, prep, network, routes)
+    (e.g. the flit level's start times, to compare the two networks on one start order).
+    ``routes`` with ``route_of``: the rows of :func:`nic.preparation.distinct_routes`; without
+    ``routes``, those are derived here."""
+    if route_of is not None and not isinstance(routes, PairRoutes):
+        raise ValueError("route_of goes with routes (the PairRoutes whose rows it names)")
+    if route_of is None:
+        paths, route_of = distinct_routes(topology, prep, network, routes)
+    else:
+        paths = routes
     wormhole, ni_bw, shared = route_flow_control(topology, paths, nic, network)
     # The sending NI is whichever of the node's NIs is free (the NI count limits a node's
     # concurrent sends), so the injection hop is a private resource per transfer at the NI's
@@ -260,8 +276,10 @@ def run_message(topology: Topology, prep: Prepared, nic: NicConfig, network, *,
         reduce_last_cycles=None if nic.reduction == "free" else prep.reduce_last,
         reduce_latency_cycles=nic.reduce_latency_cycles,
         reduce_mode=REDUCTION_MODES[nic.reduction], tx_buffer_bytes=float(nic.tx_buffer_flits * nic.flit_bytes),
+        route_of=route_of,
     )
-    return times, _link_bytes(paths.links, np.asarray(prep.wire_bytes, np.float64), topology.num_links)
+    rows = np.zeros(0, np.int32) if route_of is None else route_of
+    return times, _link_bytes(paths.links, rows, np.asarray(prep.wire_bytes, np.float64), topology.num_links)
 
 
 def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | None = None, network=None,
@@ -287,9 +305,9 @@ def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | 
     with nullcontext() if already else ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify") as side:
         verifying = None if already else side.submit(_verified, schedule, int(seed))
         prep = prepare(topology, schedule, nic, size_bytes)
-        paths = None
-        if model == "message":
-            paths = transfer_routes(topology, prep, network, routes)
+        paths = route_of = None
+        if model == "message":  # the routes of the distinct endpoint pairs, and each transfer's
+            paths, route_of = distinct_routes(topology, prep, network, routes)
             check_run_bytes(topology, schedule, paths)
         risk = ""
         if network is not None and hasattr(network, "num_vcs"):  # VC routers: run the dependency check first
@@ -313,8 +331,10 @@ def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | 
         link_bytes = timing.link_bytes
         extra = dict(timing.extra)
     else:
+        if times_out is None:  # the routes are known: the endpoints and payloads go before the loop runs
+            prep = _loop_layout(prep)
         try:
-            times, link_bytes = run_message(topology, prep, nic, network, routes=paths)
+            times, link_bytes = run_message(topology, prep, nic, network, routes=paths, route_of=route_of)
         except RuntimeError as exc:
             if not risk:
                 raise
@@ -322,25 +342,31 @@ def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | 
             raise DeadlockError(f"{risk}; the message model stalled in it: {exc}") from None
         start, sent, arrive = times.start_cycles, times.sent_cycles, times.arrive_cycles
         ready = times.usable_cycles
+        del times
         extra = {}
     check_times(prep, start, ready)
+    total = float(arrive.max()) if arrive.size else 0.0
+    step_end = _step_ends(prep.step, np.asarray(arrive, np.float64), schedule.num_steps)
+    idle = _idle_fraction(prep, start, sent, topology.num_nodes, total)
+    if nic.reduction != "free":
+        busy = np.bincount(prep.dst_node, weights=prep.reduce_work, minlength=topology.num_nodes)
+        extra.update({"reduction": nic.reduction, "reduce_busy_cycles_max": int(busy.max())})
     # the reduction the simulation performed: the schedule replayed on exact integers in the
-    # simulated order (each transfer carries its sender's data as it was when it started)
+    # simulated order (each transfer carries its sender's data as it was when it started);
+    # without times_out, the layout, the routes and the other times are let go first (the
+    # replay sorts its own events)
+    if times_out is None:
+        prep = paths = route_of = sent = ready = None
     verify(schedule, seed=int(seed), times=(start, arrive))
     if times_out is not None:
         route = paths if paths is not None else transfer_routes(topology, prep, network, routes)
         times_out.update(start_cycles=np.asarray(start, np.float64), sent_cycles=np.asarray(sent, np.float64),
                          arrive_cycles=np.asarray(arrive, np.float64), src_ep=np.asarray(prep.src_ep),
                          dst_ep=np.asarray(prep.dst_ep), payload_bytes=np.asarray(prep.payload_bytes),
-                         links=np.asarray(route.links))
-    total = float(arrive.max()) if arrive.size else 0.0
-    step_end = _step_ends(prep.step, np.asarray(arrive, np.float64), schedule.num_steps)
+                         links=np.asarray(route.links if route_of is None else route.links[route_of]))
     router = topology.is_router_link
     util = link_bytes / topology.link_bytes_per_cycle / total if total > 0 else np.zeros(topology.num_links)
     b = bounds(topology, int(size_bytes))
-    if nic.reduction != "free":
-        busy = np.bincount(prep.dst_node, weights=prep.reduce_work, minlength=topology.num_nodes)
-        extra.update({"reduction": nic.reduction, "reduce_busy_cycles_max": int(busy.max())})
     if risk:
         extra["deadlock_risk"] = risk
     extra.update({"flow_control": "bulk" if nic.bulk else "packet", "packet_bytes": nic.packet_bytes,
@@ -351,7 +377,7 @@ def simulate_allreduce(topology: Topology, schedule: Schedule, nic: NicConfig | 
         size_bytes=int(size_bytes), num_nodes=topology.num_nodes, nis_per_node=topology.nis_per_node,
         total_cycles=total, clock_ghz=nic.clock_ghz, bound_cycles=float(b.bandwidth_cycles), verified=verified,
         step_end_cycles=tuple(float(x) for x in step_end),
-        node_idle_fraction=_idle_fraction(prep, start, sent, topology.num_nodes, total),
+        node_idle_fraction=idle,
         link_utilisation_mean=float(util[router].mean()) if router.any() else 0.0,
         link_utilisation_max=float(util[router].max()) if router.any() else 0.0,
         link_utilisation=tuple(float(x) for x in util),

@@ -60,7 +60,8 @@ _stage = njit(cache=True, error_model="numpy", _nrt=False, inline="always")
 
 TransferArrays = namedtuple("TransferArrays", [
     "src_node", "step", "wire_bytes", "dep_ptr", "rdep_ptr", "rdep_idx",
-    "links", "path_len", "vc_class",  # int[T, H] route (links or, for transfer arrays, path links) and classes
+    "links", "path_len", "vc_class",  # int[R, H] routes (links or, for transfer arrays, path links) and classes
+    "route", "has_route",  # int32[T]: transfer i's row of the routes (empty without: row i)
     "not_before", "has_not_before",  # float[T] (empty without)
 ])
 
@@ -387,17 +388,18 @@ def _fill_route(tr, rt, wh, sl, rs, i, s):
     resources and, with the head-of-line rule, the router inputs it passes through."""
     hw = tr.links.shape[1]
     nl = rs.nl
-    ln = tr.path_len[i]
+    r = tr.route[i] if tr.has_route else i  # the transfer's row of the routes
+    ln = tr.path_len[r]
     sl.plen[s] = ln
     own_cls = rt.heads_from_links or not rt.derived
     plink, pcls, hshare, links, vc_class = sl.plink, sl.pcls, sl.hshare, tr.links, tr.vc_class
     head_lat, in_port, rate_links, link_lat = sl.head_lat, sl.in_port, sl.rate_links, rt.link_lat
     for h in range(hw):
-        plink[s, h] = links[i, h]
-        pcls[s, h] = vc_class[i, h] if own_cls else 0
+        plink[s, h] = links[r, h]
+        pcls[s, h] = vc_class[r, h] if own_cls else 0
         hshare[s, h] = 0.0
     if rt.derived:
-        l0 = tr.links[i, 0]
+        l0 = tr.links[r, 0]
         sl.plink[s, 0] = nl + s
         rs.lcap[nl + s] = rt.ni_cap[l0]
         rs.rate_cap[nl + s] = rt.ni_cap[l0]
@@ -405,7 +407,7 @@ def _fill_route(tr, rt, wh, sl, rs, i, s):
         sl.tail_slot[s] = rt.tail_link[l0]
         pl = 0.0
         for h in range(ln):
-            pl += link_lat[links[i, h]]
+            pl += link_lat[links[r, h]]
         rd = rt.router_delay
         sl.path_lat[s] = pl + rd * max(ln - 1, 0)
         head_lat[s, 0] = 0.0
@@ -413,14 +415,14 @@ def _fill_route(tr, rt, wh, sl, rs, i, s):
         from_links = rt.heads_from_links
         for h in range(1, hw):
             if from_links:
-                pv = links[i, h - 1]
+                pv = links[r, h - 1]
                 head_lat[s, h] = head_lat[s, h - 1] + (link_lat[pv] if pv >= 0 else 0.0) + rd
                 in_port[s, h] = pv
             else:
                 head_lat[s, h] = 0.0
                 in_port[s, h] = -1
     else:
-        sl.cap_ni[s] = rt.link_cap[tr.links[i, 0]]
+        sl.cap_ni[s] = rt.link_cap[tr.links[r, 0]]
         sl.tail_slot[s] = rt.tail_slot[i]
         sl.path_lat[s] = rt.path_lat[i]
         for h in range(hw):
@@ -432,7 +434,7 @@ def _fill_route(tr, rt, wh, sl, rs, i, s):
         rl += 1
     if rt.extra_mode == 1:
         for h in range(1, ln):
-            sl.rate_links[s, rl] = rs.ext_base + tr.links[i, h] * wh.n_cls + tr.vc_class[i, h]
+            sl.rate_links[s, rl] = rs.ext_base + tr.links[r, h] * wh.n_cls + tr.vc_class[r, h]
             rl += 1
     elif rt.extra_mode == 2:
         for e in range(rt.extra.shape[1]):
@@ -443,8 +445,8 @@ def _fill_route(tr, rt, wh, sl, rs, i, s):
         for h in range(hw):
             sl.in_res[s, h] = -1
         for h in range(1, ln - 1):
-            sl.in_res[s, h] = rs.in_base + tr.links[i, h]
-            sl.rate_links[s, rl] = rs.in_base + tr.links[i, h]
+            sl.in_res[s, h] = rs.in_base + tr.links[r, h]
+            sl.rate_links[s, rl] = rs.in_base + tr.links[r, h]
             rl += 1
     sl.rate_len[s] = rl
 

@@ -190,8 +190,9 @@ class TransferRun(_Run):
 
 @dataclass(frozen=True, kw_only=True)
 class RouteRun(_Run):
-    """A run over transfers given as routes over a topology's links (``links[i,
-    :path_len[i]]``, injection and ejection links included, with their VC classes): what a
+    """A run over transfers given as routes over a topology's links (``links[r,
+    :path_len[r]]`` with ``r = route_of[i]``, or ``r = i`` without ``route_of``, injection
+    and ejection links included, with their VC classes): what a
     route implies (path and head latencies from ``link_latency_cycles`` plus
     ``router_delay_cycles`` per router crossed, input ports, the tail slot) is derived when
     the transfer starts, and state is held only for the transfers under way, so its memory
@@ -211,6 +212,9 @@ class RouteRun(_Run):
     wormhole: RouteWormhole | None = None
     shared_classes: bool = False
     shared_capacity: np.ndarray | None = None
+    # int[T]: transfer i's row of links, vc_class and path_len (None: row i); schedules of
+    # neighbour transfers share a few rows per node (nic.preparation.distinct_routes)
+    route_of: np.ndarray | None = None
 
 
 def simulate_transfers(**fields) -> TransferTimes:
@@ -229,9 +233,10 @@ def simulate(run: TransferRun | RouteRun) -> TransferTimes:
     t = np.asarray(run.src_node).shape[0]
     if t >= 2**31 - 1:
         raise ValueError(f"{t:,} transfers are more than the event loop's 32-bit transfer ids hold")
-    _check_transfers(run.src_node, run.step, run.wire_bytes, run.path_len, run.policy)
+    route_of = _route_rows(run, t) if isinstance(run, RouteRun) else None
+    _check_transfers(run.src_node, run.step, run.wire_bytes, run.path_len, run.policy, route_of)
     if isinstance(run, RouteRun):
-        tr, rt, wh = _route_inputs(run, t)
+        tr, rt, wh = _route_inputs(run, t, route_of)
     else:
         tr, rt, wh = _transfer_inputs(run, t)
     nt = loop.NicTiming(int(run.num_nodes), int(run.nis_per_node), int(run.policy), float(run.issue_delay_cycles),
@@ -267,7 +272,7 @@ def simulate(run: TransferRun | RouteRun) -> TransferTimes:
     return TransferTimes(out.start, out.sent, out.arrive, out.ready if red.keep_ready else None)
 
 
-def _transfer_arrays(run: _Run, t: int, links, vc_class, not_before) -> loop.TransferArrays:
+def _transfer_arrays(run: _Run, t: int, links, vc_class, not_before, route_of=None) -> loop.TransferArrays:
     """The schedule as the loop reads it: one dtype per array whatever the caller built, so
     the loop compiles once."""
     src_node, step = _narrow(run.src_node, np.int32, "src_node"), _narrow(run.step, np.int32, "step")
@@ -277,8 +282,8 @@ def _transfer_arrays(run: _Run, t: int, links, vc_class, not_before) -> loop.Tra
     return loop.TransferArrays(
         src_node, step, np.ascontiguousarray(run.wire_bytes, np.float64), dep_ptr, rdep_ptr, rdep_idx,
         _narrow(links, np.int32, "links"), _narrow(run.path_len, np.int16, "path_len"),
-        _narrow(vc_class, np.int8, "vc_class"), np.zeros(0) if not_before is None else not_before,
-        not_before is not None)
+        _narrow(vc_class, np.int8, "vc_class"), np.zeros(0, np.int32) if route_of is None else route_of,
+        route_of is not None, np.zeros(0) if not_before is None else not_before, not_before is not None)
 
 
 def _wormhole_params(w, policy: int, step_priority) -> loop.WormholeParams:
@@ -312,7 +317,21 @@ def _transfer_inputs(run: TransferRun, t: int):
     return tr, rt, wh
 
 
-def _route_inputs(run: RouteRun, t: int):
+def _route_rows(run: RouteRun, t: int) -> np.ndarray | None:
+    """``run.route_of`` as int32[t] rows of its routes, or None (row i); a row that is not
+    one is a ValueError."""
+    if run.route_of is None:
+        return None
+    rows = np.asarray(run.links).shape[0]
+    r = _narrow(run.route_of, np.int32, "route_of")
+    if r.shape != (t,):
+        raise ValueError(f"route_of must be one row per transfer ({t}), got shape {r.shape}")
+    if r.size and (int(r.min()) < 0 or int(r.max()) >= rows):
+        raise ValueError(f"route_of names rows {int(r.min())}..{int(r.max())}, not all of 0..{rows - 1}")
+    return r
+
+
+def _route_inputs(run: RouteRun, t: int, route_of: np.ndarray | None):
     """(TransferArrays, RouteArrays, WormholeParams) of a run over routes."""
     not_before = None if run.not_before is None else _per_transfer_cycles("not_before", run.not_before, t)
     link_cap = np.ascontiguousarray(run.link_bytes_per_cycle, np.float64)
@@ -326,7 +345,7 @@ def _route_inputs(run: RouteRun, t: int):
     ni = np.ascontiguousarray(run.ni_bytes_per_cycle, np.float64)
     if ni.shape != link_cap.shape:
         raise ValueError(f"ni_bytes_per_cycle must be one rate per link ({link_cap.shape[0]}), got shape {ni.shape}")
-    tr = _transfer_arrays(run, t, run.links, run.vc_class, not_before)
+    tr = _transfer_arrays(run, t, run.links, run.vc_class, not_before, route_of)
     none = np.zeros(0)
     rt = loop.RouteArrays(
         True, run.wormhole is not None, link_cap, np.ascontiguousarray(run.link_latency_cycles, np.float64),
@@ -434,13 +453,15 @@ def _step_order_fault(src_node, step, num_nodes):
     return -1, 0, 0
 
 
-def _check_transfers(src_node, step, wire_bytes, path_len, policy):
-    """Inputs the event loop cannot time (it would hang or blame a dependency cycle)."""
+def _check_transfers(src_node, step, wire_bytes, path_len, policy, route_of=None):
+    """Inputs the event loop cannot time (it would hang or blame a dependency cycle);
+    ``route_of``: each transfer's row of ``path_len`` (None: row i)."""
     w = np.asarray(wire_bytes, dtype=np.float64)
     if not np.isfinite(w).all() or (w < 0).any():
         bad = int(np.nonzero(~(np.isfinite(w) & (w >= 0)))[0][0])
         raise ValueError(f"wire_bytes must be finite and non-negative; transfer {bad} has {w[bad]}")
-    short = np.nonzero(np.asarray(path_len) < 1)[0]
+    no_route = np.asarray(path_len) < 1
+    short = np.nonzero(no_route if route_of is None else no_route[route_of])[0]
     if short.size:
         raise ValueError(f"transfer {int(short[0])} has no route (path_len 0: source and destination are the same "
                          "endpoint?)")

@@ -226,18 +226,79 @@ def transfer_routes(topology: Topology, prep: Prepared, network,
     pairs' paths (:func:`noc.routing.route_pairs`), with the network config's routing and
     dateline (the family's own without one)."""
     if isinstance(routes, PairRoutes):
-        if routes.links.shape[0] != len(prep.src_ep):
-            raise ValueError(f"routes has {routes.links.shape[0]} rows, one per transfer needed ({len(prep.src_ep)})")
+        if routes.links.shape[0] != len(prep.src_node):
+            raise ValueError(f"routes has {routes.links.shape[0]} rows, one per transfer needed ({len(prep.src_node)})")
         return routes
-    if routes is not None:
-        length = routes.length[prep.src_ep, prep.dst_ep]
+    return _pair_routes(topology, prep.src_ep, prep.dst_ep, network, routes)
+
+
+def _pair_routes(topology: Topology, src_ep, dst_ep, network, table: RouteTable | None) -> PairRoutes:
+    """The routes of the endpoint pairs ``(src_ep[p], dst_ep[p])``: rows of ``table``, or routed."""
+    if table is not None:
+        length = table.length[src_ep, dst_ep]
         w = max(int(length.max(initial=0)), 1)
-        return PairRoutes(routes.algorithm, routes.links[prep.src_ep, prep.dst_ep, :w],
-                          routes.vc_class[prep.src_ep, prep.dst_ep, :w], length, routes.num_vc_classes)
+        return PairRoutes(table.algorithm, table.links[src_ep, dst_ep, :w], table.vc_class[src_ep, dst_ep, :w], length,
+                          table.num_vc_classes)
     if network is None:
-        return route_pairs(topology, prep.src_ep, prep.dst_ep, "auto")
-    return route_pairs(topology, prep.src_ep, prep.dst_ep, getattr(network, "routing", "auto"),
+        return route_pairs(topology, src_ep, dst_ep, "auto")
+    return route_pairs(topology, src_ep, dst_ep, getattr(network, "routing", "auto"),
                        dateline=bool(getattr(network, "dateline", True)))
 
 
-__all__ = ["Prepared", "check_size", "dependencies", "prepare", "transfer_routes"]
+def distinct_routes(topology: Topology, prep: Prepared, network,
+                    routes: RouteTable | PairRoutes | None = None) -> tuple[PairRoutes, np.ndarray | None]:
+    """The routes of the prepared transfers' distinct endpoint pairs and, per transfer, its
+    row (int32; ``None``: one row per transfer, when ``routes`` is already one per transfer).
+    Row ``route_of[i]`` is :func:`transfer_routes`'s row ``i``: a schedule of neighbour
+    transfers holds a few rows per node rather than one per transfer."""
+    if isinstance(routes, PairRoutes):
+        return transfer_routes(topology, prep, network, routes), None
+    src, dst = np.asarray(prep.src_ep), np.asarray(prep.dst_ep)
+    route_of = np.empty(src.shape[0], np.int32)
+    pairs = _distinct_pair_rows(src, dst, route_of)
+    return _pair_routes(topology, pairs[:, 0].copy(), pairs[:, 1].copy(), network, routes), route_of
+
+
+@njit(cache=True)
+def _distinct_pair_rows(src, dst, row):
+    """The distinct pairs ``(src[p], dst[p])`` (int64[P, 2], in order of first appearance);
+    ``row[p]`` is pair ``p``'s index among them. An open-addressing hash table of the pairs
+    seen, doubled when half full."""
+    cap = 1 << 12
+    keys = np.full(cap, -1, np.int64)
+    ids = np.zeros(cap, np.int32)
+    out = np.empty((16, 2), np.int64)
+    n = 0
+    for p in range(src.shape[0]):
+        key = (np.int64(src[p]) << 32) | np.int64(dst[p])
+        h = (key * np.int64(-7046029254386353131)) & (cap - 1)
+        while keys[h] >= 0 and keys[h] != key:
+            h = (h + 1) & (cap - 1)
+        if keys[h] < 0:
+            if n == out.shape[0]:
+                grown = np.empty((2 * n, 2), np.int64)
+                grown[:n] = out
+                out = grown
+            keys[h] = key
+            ids[h] = n
+            out[n, 0] = src[p]
+            out[n, 1] = dst[p]
+            n += 1
+            if 2 * n > cap:  # rehash into twice the slots
+                cap *= 2
+                new_keys = np.full(cap, -1, np.int64)
+                new_ids = np.zeros(cap, np.int32)
+                for q in range(n):
+                    kq = (out[q, 0] << 32) | out[q, 1]
+                    hq = (kq * np.int64(-7046029254386353131)) & (cap - 1)
+                    while new_keys[hq] >= 0:
+                        hq = (hq + 1) & (cap - 1)
+                    new_keys[hq] = kq
+                    new_ids[hq] = q
+                keys, ids = new_keys, new_ids
+                h = -1
+        row[p] = ids[h] if h >= 0 else n - 1
+    return out[:n].copy()
+
+
+__all__ = ["Prepared", "check_size", "dependencies", "distinct_routes", "prepare", "transfer_routes"]

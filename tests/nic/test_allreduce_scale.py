@@ -86,8 +86,12 @@ def test_routes_give_the_times_of_every_transfers_arrays(spec, algorithm, nic_na
     nic, network = NICS[nic_name], NETWORKS[net_name]
     prep = prepare(t, s, nic, 256 << 10)
     paths = transfer_routes(t, prep, network)
-    got, _ = run_message(t, prep, nic, network, routes=paths)
+    got, link_bytes = run_message(t, prep, nic, network, routes=paths)
     _same_times(got, _transfer_arrays_run(t, prep, nic, network, paths))
+    # the routes of the distinct endpoint pairs, a row per transfer (run_message's own)
+    shared, shared_bytes = run_message(t, prep, nic, network)
+    _same_times(shared, got)
+    np.testing.assert_array_equal(shared_bytes, link_bytes)
 
 
 def test_routes_honour_not_before_like_every_transfers_arrays():

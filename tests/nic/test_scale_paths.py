@@ -164,3 +164,42 @@ def test_the_event_loop_ends_with_a_clear_error_past_its_bound(monkeypatch):
     monkeypatch.setattr(message_sim, "EVENTS_LIMIT_BASE", 3)
     with pytest.raises(RuntimeError, match=r"did not finish within 3 events \(480 transfers, 16 nodes\)"):
         simulate_allreduce(t, s, NicConfig(), None, 1 << 16)
+
+
+@pytest.mark.parametrize("spec,algorithm", [("torus:4x4:c4", "multitree"), ("torus:4x4:c4", "ring"),
+                                            ("mesh:4x4", "multitree"), ("fattree:k4:l2", "ring")])
+def test_distinct_routes_give_every_transfer_its_row(spec, algorithm):
+    """distinct_routes' rows, taken per transfer, are transfer_routes' one row per transfer;
+    each distinct endpoint pair has one row, in order of first appearance."""
+    from nic.preparation import distinct_routes
+    from noc.flit import FlitNetworkConfig
+
+    t = parse_spec(spec)
+    prep = prepare(t, build(t, algorithm), NicConfig(), 1 << 16)
+    for network in (None, FlitNetworkConfig()):
+        one = transfer_routes(t, prep, network)
+        rows, route_of = distinct_routes(t, prep, network)
+        assert route_of.dtype == np.int32 and route_of.shape == (len(prep.src_ep),)
+        assert (rows.links[route_of][:, :one.max_links] == one.links).all()
+        assert (rows.links[route_of][:, one.max_links:] == -1).all()
+        assert (rows.length[route_of] == one.length).all()
+        assert (rows.vc_class[route_of][:, :one.max_links] == one.vc_class).all()
+        pairs = list(zip(prep.src_ep.tolist(), prep.dst_ep.tolist()))
+        assert rows.links.shape[0] == len(set(pairs))
+        assert route_of.tolist() == [list(dict.fromkeys(pairs)).index(p) for p in pairs]
+
+
+def test_distinct_pair_rows_number_many_pairs_by_first_appearance():
+    """More distinct pairs than the hash table starts with (it doubles several times)."""
+    from nic.preparation import _distinct_pair_rows
+
+    rng = np.random.default_rng(3)
+    src = rng.integers(0, 300, 60_000).astype(np.int32)
+    dst = rng.integers(0, 300, 60_000).astype(np.int32)
+    row = np.empty(src.size, np.int32)
+    pairs = _distinct_pair_rows(src, dst, row)
+    first = {}
+    for p, key in enumerate(zip(src.tolist(), dst.tolist())):
+        first.setdefault(key, len(first))
+    assert pairs.tolist() == [list(k) for k in first]
+    assert row.tolist() == [first[k] for k in zip(src.tolist(), dst.tolist())]
