@@ -19,7 +19,8 @@ import types
 
 # the names this package re-exports, by the module that defines them (imported on first use)
 _EXPORTS = {
-    "nic.collectives.analysis": ("Bounds", "Contention", "bounds", "contention", "ideal_cycles", "transfer_paths"),
+    "nic.collectives.analysis": ("Bounds", "Contention", "bounds", "contention", "ideal_cycles", "ni_occupancy_cycles",
+                                 "transfer_paths"),
     "nic.collectives.baselines": ("bidir_ring", "dbtree", "halving_doubling", "ring", "ring2d", "ring2d_4dir",
                                   "ring_order"),
     "nic.collectives.multitree": ("multitree",),
@@ -192,7 +193,7 @@ __all__ = [
     "ALGORITHMS", "ALIASES", "DEFAULT_ALGORITHMS", "SCHEDULE_CHANGES", "SCHEDULE_VERSION", "SIZED", "UNCALIBRATED", "Bounds", "Contention",
     "OP_NAMES", "Schedule", "ScheduleError", "TableEntry", "VerificationError", "VerifyReport", "algorithm_choices",
     "algorithm_name", "bidir_ring", "bounds", "build", "builder", "contention", "dbtree", "halving_doubling",
-    "ideal_cycles", "multitree", "register_algorithm", "ring", "ring2d", "ring2d_4dir", "ring_order",
+    "ideal_cycles", "multitree", "ni_occupancy_cycles", "register_algorithm", "ring", "ring2d", "ring2d_4dir", "ring_order",
     "transfer_paths", "verify",
     "Cut", "OptimalBound", "optimal_bound", "schedule_versions", "size_options", "timing_options",
 ]
