@@ -1,7 +1,7 @@
 """The forest all-reduce beside ring, double binary tree and MultiTree on many networks, as
 bus GB/s and % of the exact throughput optimum; and the forest's synthesis time.
 
-    .venv/bin/python bench/forest_table.py [--model message|flit] [--only NAME ...] [--sizes-kib 32 1024 65536]
+    .venv/bin/python bench/forest_table.py [--model message|flit] [--only NAME ...] [--algorithms A ...] [--sizes-kib 32 1024 65536]
     .venv/bin/python bench/forest_table.py --table [--model message]      # the docs' table, from the CSV
     .venv/bin/python bench/forest_table.py --synthesis torus:16x16:c4 torus:32x32:c4 torus:64x64:c4
 
@@ -98,7 +98,7 @@ def run(args) -> None:
     nic, network = NicConfig(), FlitNetworkConfig()
     for name, t in topologies(args.only).items():
         ob = optimal_bound(t)
-        for a in ALGORITHMS:
+        for a in args.algorithms or ALGORITHMS:
             todo = [kib for kib in args.sizes_kib if (name, kib * 1024, a) not in done]
             for kib in todo:
                 size = kib * 1024
@@ -187,6 +187,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", choices=("message", "flit"), default="message")
     ap.add_argument("--only", nargs="*")
+    ap.add_argument("--algorithms", nargs="*", choices=ALGORITHMS, help="run only these (default: all four)")
     ap.add_argument("--sizes-kib", nargs="*", type=int, default=[32, 1024, 8192, 65536])
     ap.add_argument("--table", action="store_true")
     ap.add_argument("--check", action="store_true", help="print the target lines from the CSV")
