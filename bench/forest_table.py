@@ -1,7 +1,8 @@
 """The forest all-reduce beside ring, double binary tree and MultiTree on many networks, as
 bus GB/s and % of the exact throughput optimum; and the forest's synthesis time.
 
-    .venv/bin/python bench/forest_table.py [--model message|flit] [--only NAME ...] [--algorithms A ...] [--sizes-kib 32 1024 65536]
+    .venv/bin/python bench/forest_table.py [--model message|flit] [--only NAME ...] [--algorithms A ...]
+        [--sizes-kib 32 1024 65536]
     .venv/bin/python bench/forest_table.py --table [--model message]      # the docs' table, from the CSV
     .venv/bin/python bench/forest_table.py --synthesis torus:16x16:c4 torus:32x32:c4 torus:64x64:c4
 
@@ -144,7 +145,8 @@ def table(model: str) -> str:
     rows = read_rows(model)
     by = {(r["topology"], int(r["size_bytes"]), r["algorithm"]): r for r in rows}
     order = [*SPECS, two_by_eight().name]  # the networks in the bench's order, then any other
-    names = sorted(dict.fromkeys(r["topology"] for r in rows), key=lambda n: order.index(n) if n in order else len(order))
+    names = sorted(dict.fromkeys(r["topology"] for r in rows),
+                   key=lambda n: order.index(n) if n in order else len(order))
     sizes = sorted({int(r["size_bytes"]) for r in rows})
     lines = ["| network | size | " + " | ".join(ALGORITHMS) + " |", "|---|---:|" + "---:|" * len(ALGORITHMS)]
     for name in names:

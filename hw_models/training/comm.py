@@ -198,7 +198,8 @@ class NicComm:
         self._twin: NicComm | None = None
         from nic.collectives import SIZED, algorithm_name  # noqa: PLC0415
 
-        self.algorithm = None if algorithm is None or algorithm_name(algorithm) not in SIZED else algorithm_name(algorithm)
+        name = None if algorithm is None else algorithm_name(algorithm)
+        self.algorithm = name if name in SIZED else None
 
     # ---- construction from an experiment config ----------------------------------------
     @classmethod

@@ -190,10 +190,12 @@ def build(topology, algorithm: str, **options):
 
 
 __all__ = [
-    "ALGORITHMS", "ALIASES", "DEFAULT_ALGORITHMS", "SCHEDULE_CHANGES", "SCHEDULE_VERSION", "SIZED", "UNCALIBRATED", "Bounds", "Contention",
+    "ALGORITHMS", "ALIASES", "DEFAULT_ALGORITHMS", "SCHEDULE_CHANGES", "SCHEDULE_VERSION", "SIZED", "UNCALIBRATED",
+    "Bounds", "Contention",
     "OP_NAMES", "Schedule", "ScheduleError", "TableEntry", "VerificationError", "VerifyReport", "algorithm_choices",
     "algorithm_name", "bidir_ring", "bounds", "build", "builder", "contention", "dbtree", "halving_doubling",
-    "ideal_cycles", "multitree", "ni_occupancy_cycles", "register_algorithm", "ring", "ring2d", "ring2d_4dir", "ring_order",
+    "ideal_cycles", "multitree", "ni_occupancy_cycles", "register_algorithm", "ring", "ring2d", "ring2d_4dir",
+    "ring_order",
     "transfer_paths", "verify",
     "Cut", "OptimalBound", "optimal_bound", "schedule_versions", "size_options", "timing_options",
 ]

@@ -198,7 +198,8 @@ def ni_occupancy_cycles(schedule: Schedule, topology: Topology, size_bytes: int,
     tb = schedule.transfer_elements(elems).astype(np.float64) * element_bytes
     bw = topology.link_bytes_per_cycle
     ep = topology.node_endpoints[:, 0]
-    rate = np.minimum(bw[topology.inject_link[ep[schedule.src]]], bw[topology.eject_link[ep[schedule.dst]]]).astype(np.float64)
+    rate = np.minimum(bw[topology.inject_link[ep[schedule.src]]],
+                      bw[topology.eject_link[ep[schedule.dst]]]).astype(np.float64)
     np.minimum.at(rate, np.repeat(np.arange(schedule.num_transfers), np.diff(off)), bw[flat])
     busy = np.bincount(schedule.src, weights=tb / rate, minlength=schedule.num_nodes)
     return float(busy.max() / topology.nis_per_node)
