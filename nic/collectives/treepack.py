@@ -289,6 +289,8 @@ def gather_steps(topology: Topology, parents: np.ndarray, reverse: bool = False)
     nl = topology.num_links
     unit = float(cap[np.nonzero(topology.is_router_link)[0] if topology.is_direct else np.arange(nl)].min())
     slots = np.maximum(1, np.floor(cap / unit + 1e-9)).astype(np.int64)
+    # an NI sends (and receives) one transfer at a time: a node's slots are at most its NIs
+    slots[nl:] = np.minimum(slots[nl:], topology.nis_per_node)
     edge_of = np.full((f_count, n), -1, np.int64)  # the gather edge into (flow, child)
     edge_of[flows, child] = np.arange(m)
     # children of each (flow, node): CSR over edges sorted by (flow, parent)
