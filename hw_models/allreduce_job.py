@@ -256,13 +256,16 @@ def _trace(s: AllreduceSetup, results: dict) -> Path:
     from hw_models.report.trace import TracedRun, write_trace
     from noc.base.units import format_size_bytes
 
-    from nic.collectives import build, size_options
+    from nic.collectives import build, size_options, timing_options
 
     exp, nic = s.exp, s.exp.nics[s.designs[0]]
 
-    def schedule(r):  # the run's schedule: that of its size for a builder that takes the size
+    def schedule(r):  # the run's schedule: that of its size (and NIC) for a builder that takes the size
         sized = size_options(r.algorithm, r.size_bytes)
-        return build(exp.topology, r.algorithm, **sized) if sized else exp.schedules[r.algorithm]
+        if not sized:
+            return exp.schedules[r.algorithm]
+        return build(exp.topology, r.algorithm, **sized,
+                     **timing_options(r.algorithm, exp.nics.get(r.nic, nic), exp.router))
 
     return write_trace(s.request.trace, exp.topology, [
         TracedRun(f"{r.algorithm} {format_size_bytes(r.size_bytes)} {r.nic} {m}", schedule(r),

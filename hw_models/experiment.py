@@ -76,7 +76,7 @@ def resolve_experiment(cfg: ExperimentConfig, source: str, *, flags: Mapping[str
     are left out, named ones are errors)."""
     from nic.nic_config import NicConfig  # noqa: PLC0415
     from nic.preparation import check_size  # noqa: PLC0415
-    from nic.collectives import ScheduleError, build  # noqa: PLC0415
+    from nic.collectives import ScheduleError, build, timing_options  # noqa: PLC0415
     from noc.routing import check_vc_classes, route_pairs  # noqa: PLC0415
 
     flags = dict(flags or {})
@@ -113,8 +113,11 @@ def resolve_experiment(cfg: ExperimentConfig, source: str, *, flags: Mapping[str
         names.insert(0, "ring")  # the baseline every speedup is measured against
     schedules, left_out = {}, []
     for a in names:
+        options = dict((schedule_options or {}).get(a, {}))
+        if "size_bytes" in options:  # a sized builder times its choices with the run's NIC and routers
+            options.update(timing_options(a, nics[next(iter(nics))], router))
         try:
-            schedules[a] = build(t, a, **(schedule_options or {}).get(a, {}))
+            schedules[a] = build(t, a, **options)
         except ScheduleError as exc:
             if not defaults_only or a == "ring":
                 asked = ",".join(algorithms) if algorithms is not None else cfg.allreduce.algorithms

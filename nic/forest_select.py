@@ -18,7 +18,8 @@ SMALL_CANDIDATES = ("multitree", "dbtree", "ring")
 one breadth-first tree per root, two binary trees, one path per root."""
 
 
-def forest(topology: Topology, trees: int | None = None, size_bytes: int | None = None) -> Schedule:
+def forest(topology: Topology, trees: int | None = None, size_bytes: int | None = None,
+           nic=None, network=None) -> Schedule:
     """Spanning trees per root at the optimum (:func:`nic.collectives.forest.forest`:
     exact trees on a square 2D torus, else a packing of ``trees`` trees per root).
 
@@ -26,40 +27,46 @@ def forest(topology: Topology, trees: int | None = None, size_bytes: int | None 
     :data:`SELECT_BELOW_BYTES`, the schedule is the one of least modelled time
     (:func:`modelled_cycles`) among that forest and the shallower ones of
     :data:`SMALL_CANDIDATES`, which trade the optimum's bandwidth for fewer steps; its
-    ``params["construction"]`` names it. Given ``trees``, the packing is kept at every size."""
+    ``params["construction"]`` names it. ``nic`` (a :class:`nic.nic_config.NicConfig`) and
+    ``network`` (the routers' :class:`noc.flit.FlitNetworkConfig`) are the run's, which the
+    candidates are timed with (the commands pass them: :func:`nic.collectives.timing_options`);
+    None: the co-designed NIC of default settings, a network without router delay. Given
+    ``trees``, the packing is kept at every size."""
     large = optimum_forest(topology, trees)
     if size_bytes is None or trees is not None or size_bytes >= SELECT_BELOW_BYTES:
         return large
-    return fastest(topology, size_bytes, large)
+    return fastest(topology, size_bytes, large, nic, network)
 
 
-def modelled_cycles(topology: Topology, schedule: Schedule, size_bytes: int) -> float:
-    """The all-reduce's cycles under the message model (co-designed NIC of default settings,
-    default network), without the functional verification of :func:`nic.allreduce.simulate_allreduce`;
-    ``inf`` when ``size_bytes`` is less than one element per flow."""
+def modelled_cycles(topology: Topology, schedule: Schedule, size_bytes: int, nic=None, network=None) -> float:
+    """The all-reduce's cycles under the message model with ``nic`` and ``network`` (as
+    :func:`nic.allreduce.simulate_allreduce` takes them; None: the defaults), without its
+    functional verification; ``inf`` when ``size_bytes`` is not a whole number of at least
+    one element per flow."""
     from nic.allreduce import run_message  # noqa: PLC0415
     from nic.nic_config import NicConfig  # noqa: PLC0415
     from nic.preparation import prepare  # noqa: PLC0415
 
-    nic = NicConfig()
+    nic = NicConfig() if nic is None else nic
     if size_bytes % nic.element_bytes or size_bytes < nic.element_bytes * schedule.num_flows:
         return float("inf")
-    times, _ = run_message(topology, prepare(topology, schedule, nic, size_bytes), nic, None)
+    times, _ = run_message(topology, prepare(topology, schedule, nic, size_bytes), nic, network)
     return float(times.arrive_cycles.max())
 
 
-def fastest(topology: Topology, size_bytes: int, large: Schedule) -> Schedule:
+def fastest(topology: Topology, size_bytes: int, large: Schedule, nic=None, network=None) -> Schedule:
     """Of ``large`` and the :data:`SMALL_CANDIDATES` that build on ``topology``, the one of
-    least :func:`modelled_cycles` at ``size_bytes`` (``large`` on a tie), named ``forest``."""
+    least :func:`modelled_cycles` (with ``nic`` and ``network``) at ``size_bytes`` (``large``
+    on a tie), named ``forest``."""
     from nic.collectives import build  # noqa: PLC0415
 
-    best, best_cycles, best_name = large, modelled_cycles(topology, large, size_bytes), None
+    best, best_cycles, best_name = large, modelled_cycles(topology, large, size_bytes, nic, network), None
     for name in SMALL_CANDIDATES:
         try:
             cand = build(topology, name)
         except ScheduleError:  # not on this network
             continue
-        cycles = modelled_cycles(topology, cand, size_bytes)
+        cycles = modelled_cycles(topology, cand, size_bytes, nic, network)
         if cycles < best_cycles:
             best, best_cycles, best_name = cand, cycles, name
     if best_name is None:

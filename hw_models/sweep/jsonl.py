@@ -134,7 +134,7 @@ def _allreduce_point(record: dict, config: dict | None) -> tuple[dict, dict] | N
     """(the allreduce point of ``record`` on the experiment data ``config``, its metrics), or
     None when the record's old key is not that point's."""
     from hw_models.sweep.kinds.allreduce import metrics, objects, validate
-    from nic.collectives import SCHEDULE_VERSION
+    from nic.collectives import schedule_versions
     from nic.message_sim import MODEL_VERSION as MESSAGE_MODEL_VERSION
     from nic.result import AllreduceResult
     from noc.flit import MODEL_VERSION as FLIT_MODEL_VERSION
@@ -152,12 +152,14 @@ def _allreduce_point(record: dict, config: dict | None) -> tuple[dict, dict] | N
     job = {"algorithm": resolved["algorithm"], "size_bytes": resolved["size_bytes"], "nic": record["nic"],
            "model": resolved["model"]}
     fields = {"topology": t.to_dict(), "job": job, "nic": nic.key_fields(), "network": router.key_fields(),
-              "seed": resolved["seed"], "schedule_version": SCHEDULE_VERSION,
               f"{resolved['model']}_model_version": MESSAGE_MODEL_VERSION if resolved["model"] == "message"
               else FLIT_MODEL_VERSION}
     if resolved["schedule_options"]:
         fields["schedule_options"] = {resolved["algorithm"]: resolved["schedule_options"]}
-    if hashlib.sha1(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12] != record["key"].rsplit("|", 1)[-1]:
+    digests = {hashlib.sha1(json.dumps({**fields, "seed": resolved["seed"], "schedule_version": v},
+                                       sort_keys=True).encode()).hexdigest()[:12]
+               for v in schedule_versions(resolved["algorithm"])}
+    if record["key"].rsplit("|", 1)[-1] not in digests:
         return None
     return resolved, metrics(AllreduceResult.from_json(json.dumps({k: v for k, v in record.items() if k != "key"})))
 
@@ -214,7 +216,7 @@ def _train_point(r: dict, workloads: list[str], digest: str, ring_s: float | Non
     from hw_models.training.compute import get_device
     from nic.message_sim import MODEL_VERSION as MESSAGE_MODEL_VERSION
     from noc.base.config import validate as validate_model
-    from nic.collectives import SCHEDULE_VERSION
+    from nic.collectives import schedule_versions
     from noc.flit import MODEL_VERSION as FLIT_MODEL_VERSION
 
     if ring_s is None:  # the ring run beside it: the point's baseline
@@ -239,12 +241,13 @@ def _train_point(r: dict, workloads: list[str], digest: str, ring_s: float | Non
     costs = e2e.workload_costs(works, r["batch"], get_device(r["device"]), r["engine"])
 
     fields = {k: r[k] for k in _TRAIN_CONFIG}
-    blob = json.dumps({**fields, "topology": exp.topology.to_dict(), "nic": exp.nics[r["nic"]].key_fields(),
-                       "network": exp.router.key_fields(), "schedule_version": SCHEDULE_VERSION,
-                       "model_version": MESSAGE_MODEL_VERSION if r["model"] == "message" else FLIT_MODEL_VERSION,
-                       "costs": {w: [[x.name, x.fwd_s, x.bwd_s, x.grad_bytes] for x in layers]
-                                 for w, layers in costs.items()}}, sort_keys=True, default=str)
-    if hashlib.sha1(blob.encode()).hexdigest()[:12] != digest:
+    blobs = (json.dumps({**fields, "topology": exp.topology.to_dict(), "nic": exp.nics[r["nic"]].key_fields(),
+                         "network": exp.router.key_fields(), "schedule_version": v,
+                         "model_version": MESSAGE_MODEL_VERSION if r["model"] == "message" else FLIT_MODEL_VERSION,
+                         "costs": {w: [[x.name, x.fwd_s, x.bwd_s, x.grad_bytes] for x in layers]
+                                   for w, layers in costs.items()}}, sort_keys=True, default=str)
+             for v in schedule_versions(resolved["algorithm"]))
+    if digest not in {hashlib.sha1(b.encode()).hexdigest()[:12] for b in blobs}:
         return None
     m = {k: r[k] for k in e2e.TrainRun.__dataclass_fields__ if k not in ("workload", "algorithm", "policy")}
     m.update(policy_label=r["policy"], ring_iteration_s=ring_s,

@@ -172,10 +172,13 @@ class NicComm:
     takes them; ``model``: ``"message"`` or ``"flit"``; ``fixed_latency_s``: seconds added
     to every collective (a software or launch overhead); ``seed``: of the functional
     verifier's input vectors. Every distinct simulated size is run once (per kind) and
-    cached in this object."""
+    cached in this object. ``algorithm``: the registry's name of ``schedule``; for a sized
+    one (``nic.collectives.SIZED``, e.g. ``forest``) each size runs the schedule built for
+    that size, NIC and network (:meth:`schedule_for`), ``schedule`` being the one built
+    without a size."""
 
     def __init__(self, topology, schedule, nic=None, network=None, *, model: str = "message",
-                 fixed_latency_s: float = 0.0, seed: int = 0):
+                 fixed_latency_s: float = 0.0, seed: int = 0, algorithm: str | None = None):
         from nic.allreduce import MODELS, NicConfig  # noqa: PLC0415
 
         if model not in MODELS:
@@ -191,8 +194,12 @@ class NicComm:
         self.fixed_latency_s = float(lat)
         self.seed = int(seed)
         self._cycles: dict[tuple[str, int], float] = {}
-        self._phases = None
+        self._phases: dict[int, tuple] = {}  # id(schedule) -> (schedule, reduce phase, gather phase)
         self._twin: NicComm | None = None
+        from nic.collectives import SIZED, algorithm_name  # noqa: PLC0415
+
+        name = None if algorithm is None else algorithm_name(algorithm)
+        self.algorithm = name if name in SIZED else None
 
     # ---- construction from an experiment config ----------------------------------------
     @classmethod
@@ -217,7 +224,7 @@ class NicComm:
         exp = resolve_experiment(cfg, source, designs=[design] if design else None, algorithms=[alg])
         nic = next(iter(exp.nics.values()))
         return cls(exp.topology, exp.schedules[alg], nic, exp.router, model=model, fixed_latency_s=fixed_latency_s,
-                   seed=int(cfg.run.seed))
+                   seed=int(cfg.run.seed), algorithm=alg)
 
     # ---- sizes and costs --------------------------------------------------------------
     @property
@@ -227,6 +234,16 @@ class NicComm:
     @property
     def clock_ghz(self) -> float:
         return float(self.nic.clock_ghz)
+
+    def schedule_for(self, size: int):
+        """The schedule a collective of ``size`` simulated bytes runs: for a sized algorithm
+        the registry's build for that size with this NIC and network, else ``schedule``."""
+        if self.algorithm is None:
+            return self.schedule
+        from nic.collectives import build, size_options, timing_options  # noqa: PLC0415
+
+        return build(self.topology, self.algorithm, **size_options(self.algorithm, size),
+                     **timing_options(self.algorithm, self.nic, self.network))
 
     def sim_bytes(self, nbytes: int) -> int:
         """The size simulated for ``nbytes``: whole ``element_bytes`` elements, rounded up,
@@ -277,8 +294,9 @@ class NicComm:
     def _simulate(self, kind: str, size: int) -> float:
         from nic.allreduce import simulate_allreduce  # noqa: PLC0415
 
+        schedule = self.schedule_for(size)
         if kind == "allreduce":
-            r = simulate_allreduce(self.topology, self.schedule, self.nic, self.network, int(size), model=self.model,
+            r = simulate_allreduce(self.topology, schedule, self.nic, self.network, int(size), model=self.model,
                                    seed=self.seed)
             return float(r.total_cycles)
         if self.model == "flit":
@@ -288,14 +306,15 @@ class NicComm:
             rs, ag = twin.cycles("reduce_scatter", size), twin.cycles("all_gather", size)
             share = (rs if kind == "reduce_scatter" else ag) / (rs + ag) if rs + ag > 0 else 0.5
             return self.cycles("allreduce", size) * share
-        reduce_part, gather_part = self._split()
+        reduce_part, gather_part = self._split(schedule)
         part = reduce_part[0] if kind == "reduce_scatter" else gather_part[0]
         _, arrive = self._run_phase(part, size)
         return float(arrive.max()) if arrive.size else 0.0
 
     def _message_twin(self) -> "NicComm":
         if self._twin is None:
-            self._twin = NicComm(self.topology, self.schedule, self.nic, self.network, model="message", seed=self.seed)
+            self._twin = NicComm(self.topology, self.schedule, self.nic, self.network, model="message", seed=self.seed,
+                                 algorithm=self.algorithm)
         return self._twin
 
     def _run_phase(self, part, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -308,14 +327,13 @@ class NicComm:
         check_times(prep, times.start_cycles, times.usable_cycles)
         return times.start_cycles, times.arrive_cycles
 
-    def _split(self):
-        """The schedule's reduce and gather phases (each ``(schedule, indices)``), checked once:
+    def _split(self, s):
+        """Schedule ``s``'s reduce and gather phases (each ``(schedule, indices)``), checked once:
         run one after the other at the smallest size, they perform the all-reduce."""
-        if self._phases is None:
+        if id(s) not in self._phases:
             from nic.collectives import verify  # noqa: PLC0415
             from nic.scheduler import OP_GATHER, OP_REDUCE  # noqa: PLC0415
 
-            s = self.schedule
             red, gat = _phase_schedule(s, OP_REDUCE), _phase_schedule(s, OP_GATHER)
             if len(red[1]) + len(gat[1]) != s.num_transfers:
                 raise RuntimeError(f"internal error: {s.algorithm} has transfers that neither reduce nor gather")
@@ -328,8 +346,8 @@ class NicComm:
             start[red[1]], arrive[red[1]] = rs_start, rs_arrive
             start[gat[1]], arrive[gat[1]] = ag_start + end, ag_arrive + end
             verify(s, seed=self.seed, times=(start, arrive))
-            self._phases = (red, gat)
-        return self._phases
+            self._phases[id(s)] = (s, red, gat)  # the schedule kept: its id is not reused
+        return self._phases[id(s)][1:]
 
 
 __all__ = ["ALPHA_BETA_ALGORITHMS", "AlphaBeta", "CommModel", "KINDS", "NicComm", "collective_s", "describe"]

@@ -161,7 +161,7 @@ def nic_comms(exp, design: str, model: str = "message", fixed_latency_s: float =
 
     nic = exp.nics[design]
     return {a: NicComm(exp.topology, s, nic, exp.router, model=model, fixed_latency_s=fixed_latency_s,
-                       seed=int(exp.config.run.seed))
+                       seed=int(exp.config.run.seed), algorithm=a)
             for a, s in exp.schedules.items()}
 
 

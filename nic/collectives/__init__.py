@@ -19,7 +19,8 @@ import types
 
 # the names this package re-exports, by the module that defines them (imported on first use)
 _EXPORTS = {
-    "nic.collectives.analysis": ("Bounds", "Contention", "bounds", "contention", "ideal_cycles", "transfer_paths"),
+    "nic.collectives.analysis": ("Bounds", "Contention", "bounds", "contention", "ideal_cycles", "ni_occupancy_cycles",
+                                 "transfer_paths"),
     "nic.collectives.baselines": ("bidir_ring", "dbtree", "halving_doubling", "ring", "ring2d", "ring2d_4dir",
                                   "ring_order"),
     "nic.collectives.multitree": ("multitree",),
@@ -79,6 +80,16 @@ def size_options(algorithm: str, size_bytes: int) -> dict:
     return {"size_bytes": int(size_bytes)} if algorithm_name(algorithm) in SIZED else {}
 
 
+def timing_options(algorithm: str, nic=None, network=None) -> dict:
+    """The builder options that give a :data:`SIZED` ``algorithm`` the run's NIC (a
+    ``NicConfig``) and network (the routers' ``FlitNetworkConfig``), which it may time its
+    candidates with: ``{"nic": nic, "network": network}`` (None values left out); none for
+    the others. Not stored with a sweep point (its own keys hold the NIC and network)."""
+    if algorithm_name(algorithm) not in SIZED:
+        return {}
+    return {k: v for k, v in (("nic", nic), ("network", network)) if v is not None}
+
+
 register_algorithm("ring", "nic.collectives.baselines:ring")
 register_algorithm("bidir_ring", "nic.collectives.baselines:bidir_ring", aliases=("bidir-ring",))
 register_algorithm("ring2d", "nic.collectives.baselines:ring2d", aliases=("2dring",))
@@ -98,8 +109,25 @@ DEFAULT_ALGORITHMS = ("ring", "ring2d", "dbtree", "multitree")
 """The algorithms an experiment compares when its config names none (allreduce.algorithms)."""
 
 # Bumped whenever a builder's schedules change, so stored all-reduce results built on
-# older schedules are not reused (hw_models.allreduce_sweep.run_key).
-SCHEDULE_VERSION = 1
+# older schedules are not reused (hw_models.allreduce_sweep.run_key); SCHEDULE_CHANGES names
+# the algorithms each bump changed.
+SCHEDULE_VERSION = 2
+SCHEDULE_CHANGES: dict[int, tuple[str, ...]] = {2: ("forest",)}
+"""Version -> the algorithms whose schedules that version changed (from version 2 on; a
+record of an older store is still valid for the others: :func:`schedule_versions`)."""
+
+
+def schedule_versions(algorithm: str) -> list[int]:
+    """The schedule versions under which a stored result of ``algorithm`` is one of today's
+    schedules, newest first: :data:`SCHEDULE_VERSION` and the older ones not followed by a
+    change of ``algorithm`` (a record imported from an older store is checked against these)."""
+    name = algorithm_name(algorithm)
+    out = [SCHEDULE_VERSION]
+    for v in range(SCHEDULE_VERSION, 1, -1):
+        if name in SCHEDULE_CHANGES.get(v, ()):
+            break
+        out.append(v - 1)
+    return out
 
 
 def algorithm_choices() -> str:
@@ -162,10 +190,12 @@ def build(topology, algorithm: str, **options):
 
 
 __all__ = [
-    "ALGORITHMS", "ALIASES", "DEFAULT_ALGORITHMS", "SCHEDULE_VERSION", "SIZED", "UNCALIBRATED", "Bounds", "Contention",
+    "ALGORITHMS", "ALIASES", "DEFAULT_ALGORITHMS", "SCHEDULE_CHANGES", "SCHEDULE_VERSION", "SIZED", "UNCALIBRATED",
+    "Bounds", "Contention",
     "OP_NAMES", "Schedule", "ScheduleError", "TableEntry", "VerificationError", "VerifyReport", "algorithm_choices",
     "algorithm_name", "bidir_ring", "bounds", "build", "builder", "contention", "dbtree", "halving_doubling",
-    "ideal_cycles", "multitree", "register_algorithm", "ring", "ring2d", "ring2d_4dir", "ring_order",
+    "ideal_cycles", "multitree", "ni_occupancy_cycles", "register_algorithm", "ring", "ring2d", "ring2d_4dir",
+    "ring_order",
     "transfer_paths", "verify",
-    "Cut", "OptimalBound", "optimal_bound", "size_options",
+    "Cut", "OptimalBound", "optimal_bound", "schedule_versions", "size_options", "timing_options",
 ]

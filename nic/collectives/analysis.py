@@ -181,3 +181,25 @@ def ideal_cycles(schedule: Schedule, topology: Topology, size_bytes: int, *, ele
     np.add.at(recv, (schedule.step, schedule.dst), tb)
     ni_time = np.maximum(sent / inj_bw[None, :], recv / ej_bw[None, :]).max(axis=1)
     return float(np.maximum(link_time, ni_time).sum())
+
+
+def ni_occupancy_cycles(schedule: Schedule, topology: Topology, size_bytes: int, *, element_bytes: int = 4,
+                        routes: RouteTable | None = None) -> float:
+    """A lower bound on the schedule's time on NICs whose NI sends one transfer at a time
+    (the co-designed and baseline NICs of :mod:`nic.allreduce`): the busiest node's send
+    occupancy, the sum over its transfers of bytes / (the least bandwidth on the transfer's
+    way: its route's links, the sender's and the receiver's NI link), over its NIs.
+
+    Unlike :func:`nic.collectives.optimal_bound` (which gives a node the sum of its NI
+    links), a transfer through a slow link holds a whole NI for as long as that link takes
+    to carry it."""
+    off, flat = transfer_paths(schedule, topology, routes)
+    elems = max(1, size_bytes // element_bytes)
+    tb = schedule.transfer_elements(elems).astype(np.float64) * element_bytes
+    bw = topology.link_bytes_per_cycle
+    ep = topology.node_endpoints[:, 0]
+    rate = np.minimum(bw[topology.inject_link[ep[schedule.src]]],
+                      bw[topology.eject_link[ep[schedule.dst]]]).astype(np.float64)
+    np.minimum.at(rate, np.repeat(np.arange(schedule.num_transfers), np.diff(off)), bw[flat])
+    busy = np.bincount(schedule.src, weights=tb / rate, minlength=schedule.num_nodes)
+    return float(busy.max() / topology.nis_per_node)

@@ -34,6 +34,7 @@ shallowest.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from nic.collectives.schedule import Schedule, ScheduleError
 from nic.scheduler import OP_GATHER, OP_REDUCE
@@ -126,23 +127,65 @@ def torus_forest(topology: Topology) -> Schedule:
     # (noc.topology's grid numbering, checked below)
     coords = topology.router_coords
     assert np.array_equal(coords[:, 0] + k1 * coords[:, 1], np.arange(topology.num_nodes))
-    # 32-bit columns (a 64x64 torus has 134 million transfers), each written in place
-    e = tree.size
+    # the base edges of both halves, (step, src x, src y, dst x, dst y, tree, op), in step order;
+    # the reduce half runs child -> parent, the gather half parent -> child
+    base = np.concatenate([np.stack([reduce_step, cx, cy, px, py, tree, np.full_like(tree, OP_REDUCE)]),
+                           np.stack([gather_step, px, py, cx, cy, tree, np.full_like(tree, OP_GATHER)])], axis=1)
+    base = np.ascontiguousarray(base[:, np.argsort(base[0], kind="stable")], dtype=np.int64)
+    # 32-bit columns (a 64x64 torus has 134 million transfers), written in canonical order
     n = topology.num_nodes
-    rx, ry = coords[:, 0].astype(np.int32)[:, None], coords[:, 1].astype(np.int32)[:, None]
-    i32 = lambda a: a.astype(np.int32)  # noqa: E731
-    src, dst = np.empty(2 * n * e, np.int32), np.empty(2 * n * e, np.int32)
-    parent, child = dst[: n * e].reshape(n, e), src[: n * e].reshape(n, e)  # the reduce half: child -> parent
-    np.add((i32(px) + rx) % k1, k1 * ((i32(py) + ry) % k2), out=parent)
-    np.add((i32(cx) + rx) % k1, k1 * ((i32(cy) + ry) % k2), out=child)
-    src[n * e:], dst[n * e:] = dst[: n * e], src[: n * e]  # the gather half: parent -> child
-    flow = np.empty(2 * n * e, np.int32)
-    np.add(4 * np.arange(n, dtype=np.int32)[:, None], i32(tree), out=flow[: n * e].reshape(n, e))
-    flow[n * e:] = flow[: n * e]
-    step = np.empty(2 * n * e, np.int32)
-    step[: n * e].reshape(n, e)[:] = reduce_step
-    step[n * e:].reshape(n, e)[:] = gather_step
-    op = np.empty(2 * n * e, np.int8)
-    op[: n * e], op[n * e:] = OP_REDUCE, OP_GATHER
+    m = n * base.shape[1]
+    step, src, dst, flow = (np.empty(m, np.int32) for _ in range(4))
+    op = np.empty(m, np.int8)
+    _translate(base, k1, k2, step, src, dst, flow, op)
     return Schedule.from_columns("forest", topology.name, n, topology.nis_per_node, 4 * n, step, src, dst, flow, op,
                                  {"trees_per_root": 4, "depth": depth_max, "construction": "torus"})
+
+
+@njit(cache=True)
+def _translate(base, k1, k2, step, src, dst, flow, op):
+    """Write the base edges ``base`` (rows step, src x, src y, dst x, dst y, tree, op; in
+    step order) translated to every root of a k1×k2 torus, in the canonical order of
+    :class:`Schedule` (step, src, flow, op, dst): at one step every base edge puts one
+    transfer on every sender (the root is the sender less the edge's source), so each
+    (step, sender) group holds one transfer per base edge of the step, sorted here."""
+    nb = base.shape[1]
+    n = k1 * k2
+    bstep, sx, sy, dx, dy = base[0].copy(), base[1].copy(), base[2].copy(), base[3].copy(), base[4].copy()
+    tree, bop = base[5].copy(), base[6].copy()
+    key = np.empty(nb, np.int64)
+    idx = np.empty(nb, np.int64)
+    rxs = np.empty(nb, np.int64)
+    rys = np.empty(nb, np.int64)
+    out = 0
+    a = 0
+    while a < nb:
+        b = a
+        while b < nb and bstep[b] == bstep[a]:
+            b += 1
+        g = b - a
+        for vy in range(k2):
+            for vx in range(k1):
+                for i in range(g):  # the group of sender (vx, vy), insertion-sorted by (flow, op, dst)
+                    e = a + i
+                    rx, ry = vx - sx[e], vy - sy[e]  # the root: the sender less the edge's source
+                    rx += k1 if rx < 0 else 0
+                    ry += k2 if ry < 0 else 0
+                    tx, ty = dx[e] + rx, dy[e] + ry
+                    tx -= k1 if tx >= k1 else 0
+                    ty -= k2 if ty >= k2 else 0
+                    k = ((4 * (rx + k1 * ry) + tree[e]) * 2 + bop[e]) * n + tx + k1 * ty
+                    j = i
+                    while j > 0 and key[j - 1] > k:
+                        key[j], idx[j], rxs[j], rys[j] = key[j - 1], idx[j - 1], rxs[j - 1], rys[j - 1]
+                        j -= 1
+                    key[j], idx[j], rxs[j], rys[j] = k, e, rx, ry
+                for i in range(g):
+                    e = idx[i]
+                    step[out] = bstep[e]
+                    src[out] = vx + k1 * vy
+                    dst[out] = key[i] % n
+                    flow[out] = 4 * (rxs[i] + k1 * rys[i]) + tree[e]
+                    op[out] = bop[e]
+                    out += 1
+        a = b

@@ -29,7 +29,9 @@ whose lockstep time is the optimum.
 a transfer is placed in the first step after its dependencies' in which its sender has a
 free send slot, its receiver a free receive slot and each link of its route a free slot
 (one chunk per step per link of the slowest bandwidth; a faster link holds more), the
-ready transfer with the longest remaining path through its flow first.
+ready transfer with the longest remaining path through its flow first. The packing kept
+has each step split by the speed of its transfers' ways, the slowest first
+(:func:`split_by_speed`; networks with links of different bandwidths only).
 """
 
 from __future__ import annotations
@@ -287,6 +289,8 @@ def gather_steps(topology: Topology, parents: np.ndarray, reverse: bool = False)
     nl = topology.num_links
     unit = float(cap[np.nonzero(topology.is_router_link)[0] if topology.is_direct else np.arange(nl)].min())
     slots = np.maximum(1, np.floor(cap / unit + 1e-9)).astype(np.int64)
+    # an NI sends (and receives) one transfer at a time: a node's slots are at most its NIs
+    slots[nl:] = np.minimum(slots[nl:], topology.nis_per_node)
     edge_of = np.full((f_count, n), -1, np.int64)  # the gather edge into (flow, child)
     edge_of[flows, child] = np.arange(m)
     # children of each (flow, node): CSR over edges sorted by (flow, parent)
@@ -402,6 +406,33 @@ def schedule_steps(topology: Topology, parents: np.ndarray) -> tuple[np.ndarray,
     return step, src, dst, flow, op
 
 
+def transfer_rates(topology: Topology, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """float64[T]: the least bandwidth on each transfer's way (node ``src[i]`` to ``dst[i]``):
+    its route's links (as :func:`route_links` counts them), the sender's and the receiver's
+    NI link."""
+    bw = topology.link_bytes_per_cycle
+    ep = topology.node_endpoints[:, 0]
+    rate = np.minimum(bw[topology.inject_link[ep[src]]], bw[topology.eject_link[ep[dst]]]).astype(np.float64)
+    off, links = route_links(topology, np.asarray(src, np.int64), np.asarray(dst, np.int64))
+    np.minimum.at(rate, np.repeat(np.arange(len(src)), np.diff(off)), bw[links])
+    return rate
+
+
+def split_by_speed(topology: Topology, step: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """The steps with each one split by the speed of its transfers' ways
+    (:func:`transfer_rates`), the slowest first: an NI sends one transfer at a time and a
+    node's next step opens when all its NIs are idle, so a step that mixes transfers of
+    different speeds leaves NIs idle while the slowest finishes. The transfers of one step
+    never depend on each other, so every split is a valid schedule; with one speed
+    everywhere the steps are unchanged."""
+    rate = transfer_rates(topology, src, dst)
+    speeds, cls = np.unique(rate, return_inverse=True)  # ascending: the slowest class first
+    if len(speeds) == 1:
+        return step
+    _, dense = np.unique(np.asarray(step, np.int64) * len(speeds) + cls, return_inverse=True)
+    return dense.astype(np.int64)
+
+
 def treepack(topology: Topology, trees: int | None = None) -> Schedule:
     """The tree-packing all-reduce of any network (module docstring); ``trees``: trees per
     root (default :func:`trees_per_root`)."""
@@ -432,6 +463,7 @@ def treepack(topology: Topology, trees: int | None = None) -> Schedule:
         if best is None or cycles < best[0] - 1e-9:
             best = (cycles, weight, parents, cols)
     _, weight, parents, (step, src, dst, flow, op) = best
+    step = split_by_speed(topology, step, src, dst)
     height = int(_depths(parents).max())
     return Schedule.from_columns("forest", topology.name, n, topology.nis_per_node, k * n, step, src, dst, flow, op,
                                  {"trees_per_root": k, "depth": height, "construction": "packing",

@@ -182,3 +182,51 @@ def test_a_sweep_point_of_forest_is_built_for_its_size():
     assert schedule.params["construction"] == "multitree"
     big = kind.validate({**point, "allreduce": {"algorithm": "forest", "size": "8MiB"}})
     assert kind.objects(big)[1].params["construction"] == "torus"
+
+
+@pytest.mark.parametrize("design,expected", [("codesigned", "multitree"), ("baseline", "torus")])
+def test_the_small_size_choice_is_timed_with_the_runs_nic(design, expected):
+    """On torus:8x8:c4 at 32 KiB the co-designed NIC runs MultiTree's trees fastest and the
+    baseline NIC the optimum forest: given the NIC, forest picks the candidate that the full
+    (verifying) message model with that NIC finds fastest, so the choice changes with it."""
+    from nic.allreduce import simulate_allreduce
+    from nic.forest_select import SMALL_CANDIDATES
+    from nic.nic_config import NicConfig
+
+    t = parse_spec("torus:8x8:c4")
+    size = 32 << 10
+    nic = NicConfig(design=design)
+    chosen = build(t, "forest", size_bytes=size, nic=nic)
+    assert chosen.params["construction"] == expected
+    timed = {a: simulate_allreduce(t, build(t, a), nic, size_bytes=size, seed=1).total_cycles
+             for a in ("forest", *SMALL_CANDIDATES)}
+    name = "forest" if expected == "torus" else expected  # the optimum forest: forest without a size
+    assert timed[name] == min(timed.values())
+    ours = simulate_allreduce(t, chosen, nic, size_bytes=size, seed=1)
+    assert ours.verified and ours.total_cycles == timed[name]
+
+
+def test_a_sweep_point_times_forests_choice_with_its_own_nic_and_routers():
+    """A point's NIC design and router keys reach the selection: the schedule it runs is the
+    one forest chooses given that NIC and those routers, and the baseline NIC's choice
+    differs from the co-designed one's (test above)."""
+    from hw_models.sweep.kinds import allreduce as kind
+
+    point = {"network": {"topology": "torus:8x8:c4"}, "allreduce": {"algorithm": "forest", "size": "32KiB"}}
+    for design, expected in (("codesigned", "multitree"), ("baseline", "torus")):
+        resolved = kind.validate({**point, "nic": {"design": design}})
+        t, schedule, nic, router = kind.objects(resolved)
+        assert nic.design == design and router.router_delay_cycles > 0  # not the defaults of nic.forest_select
+        assert schedule == build(t, "forest", size_bytes=32 << 10, nic=nic, network=router)
+        assert schedule.params["construction"] == expected
+
+
+def test_stored_results_of_other_algorithms_outlive_forests_schedule_change():
+    """SCHEDULE_VERSION 2 changed forest's schedules only (its small-size choice is timed with
+    the run's NIC and routers): an imported version-1 record is still valid for ring or
+    MultiTree, not for forest."""
+    from nic.collectives import SCHEDULE_CHANGES, SCHEDULE_VERSION, schedule_versions
+
+    assert SCHEDULE_VERSION == 2 and SCHEDULE_CHANGES[2] == ("forest",)
+    assert schedule_versions("ring") == schedule_versions("multitree") == [2, 1]
+    assert schedule_versions("tree_packing") == schedule_versions("forest") == [2]

@@ -167,3 +167,42 @@ def test_flit_level_phases_split_the_flit_allreduce():
     n = 4 * KIB
     assert c.allreduce_s(n) == simulate_allreduce(t, s, NicConfig(), FlitNetworkConfig(), n, model="flit").seconds
     assert c.reduce_scatter_s(n) + c.all_gather_s(n) == pytest.approx(c.allreduce_s(n), rel=1e-12)
+
+
+def test_a_sized_algorithm_runs_the_schedule_built_for_each_bucket_size():
+    """forest (a sized algorithm) on torus:4x4: a 32 KiB bucket runs the schedule the registry
+    builds for 32 KiB (MultiTree's trees there) and an 8 MiB one the optimum forest; each
+    costs what that schedule costs run on its own, and the one-schedule cost of before (no
+    algorithm given) differs at 32 KiB."""
+    t = parse_spec("torus:4x4")
+    nic = NicConfig()
+    large = build(t, "forest")
+    comm = NicComm(t, large, nic, algorithm="tree_packing")  # an alias: the registry's name is used
+    small = comm.schedule_for(32 << 10)
+    assert comm.algorithm == "forest" and small.params["construction"] == "multitree"
+    assert comm.schedule_for(8 << 20) == large
+    alone = NicComm(t, build(t, "multitree"), nic)
+    for kind in ("allreduce", "reduce_scatter", "all_gather"):
+        assert comm.cycles(kind, 32 << 10) == alone.cycles(kind, 32 << 10)
+    assert comm.cycles("allreduce", 32 << 10) == simulate_allreduce(t, small, nic, size_bytes=32 << 10).total_cycles
+    assert comm.cycles("allreduce", 8 << 20) == simulate_allreduce(t, large, nic, size_bytes=8 << 20).total_cycles
+    one_schedule = NicComm(t, large, nic)
+    assert one_schedule.cycles("allreduce", 32 << 10) > comm.cycles("allreduce", 32 << 10)
+    assert NicComm(t, build(t, "ring"), nic, algorithm="ring").algorithm is None  # not sized: one schedule
+
+
+def test_train_gives_forest_its_bucket_sizes():
+    """hw-models train's communication model of forest (hw_models.training.endtoend.nic_comms,
+    the training sweep kind's) rebuilds it per size, with the command's NIC and routers."""
+    from hw_models.config import ExperimentConfig
+    from hw_models.experiment import resolve_experiment
+    from hw_models.training import endtoend as e2e
+    from noc.base.config import validate
+
+    cfg = validate({"network": {"topology": "torus:4x4"}}, ExperimentConfig, source="test")
+    exp = resolve_experiment(cfg, "test", algorithms=["forest"])
+    comms = e2e.nic_comms(exp, cfg.nic.design)
+    assert comms["forest"].algorithm == "forest" and comms["ring"].algorithm is None
+    chosen = comms["forest"].schedule_for(32 << 10)
+    assert chosen == build(exp.topology, "forest", size_bytes=32 << 10, nic=exp.nics[cfg.nic.design],
+                           network=exp.router)

@@ -118,10 +118,15 @@ def _topology(network_json: str):
 
 
 @lru_cache(maxsize=64)
-def _schedule(network_json: str, algorithm: str, options_json: str):
-    from nic.collectives import build
+def _schedule(network_json: str, algorithm: str, options_json: str, nic_json: str, router_json: str):
+    """The point's schedule; a sized builder (given the point's size) also gets the point's
+    NIC and routers to time its choices with, as :func:`validate` built it."""
+    from nic.collectives import build, timing_options
 
-    return build(_topology(network_json), algorithm, **json.loads(options_json))
+    options = json.loads(options_json)
+    if "size_bytes" in options:
+        options.update(timing_options(algorithm, _nic(nic_json), _router(router_json)))
+    return build(_topology(network_json), algorithm, **options)
 
 
 @lru_cache(maxsize=64)
@@ -142,9 +147,10 @@ def objects(resolved: dict):
     """(topology, schedule, NIC, router) of a resolved point; each built once per worker
     for the points that share it (the models are frozen)."""
     net = json.dumps(resolved["network"], sort_keys=True)
-    schedule = _schedule(net, resolved["algorithm"], json.dumps(resolved["schedule_options"], sort_keys=True))
-    return (_topology(net), schedule, _nic(json.dumps(resolved["nic"], sort_keys=True)),
-            _router(json.dumps(resolved["router"], sort_keys=True)))
+    nic, router = json.dumps(resolved["nic"], sort_keys=True), json.dumps(resolved["router"], sort_keys=True)
+    schedule = _schedule(net, resolved["algorithm"], json.dumps(resolved["schedule_options"], sort_keys=True), nic,
+                         router)
+    return _topology(net), schedule, _nic(nic), _router(router)
 
 
 def run(resolved: dict) -> dict:

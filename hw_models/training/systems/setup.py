@@ -85,7 +85,7 @@ def resolve_setting(sysname, workload, batch, device, topology, nis, algorithm, 
     design = cfg.nic.design
     exp = resolve_experiment(cfg, source, flags=flags, designs=[design], algorithms=[alg])
     nic = exp.nics[design]
-    comm = NicComm(exp.topology, exp.schedules[alg], nic, exp.router, seed=int(cfg.run.seed))
+    comm = NicComm(exp.topology, exp.schedules[alg], nic, exp.router, seed=int(cfg.run.seed), algorithm=alg)
     layers = e2e.workload_costs(works, batch, dev)[works[0].name]
     mem = dev.mem_bytes_per_s if isinstance(dev, Roofline) else MULTITREE_NODE_ROOFLINE.mem_bytes_per_s
     n = int(exp.topology.num_nodes)
