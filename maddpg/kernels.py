@@ -478,16 +478,43 @@ def _prefetch(typingctx, arr, i, j):
 
 
 @njit(cache=True, inline="always")
+def _fma_rows(a, bm, acc, bb, nr, c0, cw, k0, k1):
+    """The register block's reduction: ``acc[r, c] += a[bb + r, k] * bm[k, c0 + c]`` for ``k`` in
+    ``k0 .. k1``, rows ``r < nr`` (``RB``, ``RB_TAIL`` or 1: rows past it are not touched) and
+    columns ``c < cw``, in order of ``k``. The rows are unrolled by hand, one accumulator array
+    (a row of ``acc``) each, so that LLVM vectorises along the columns only. The forward pass
+    (``a = x``, ``bm = W``) and the input gradient (``a = dy``, ``bm = W`` transposed) share it."""
+    zero = np.float32(0.0)
+    a0, a1, a2, a3, a4, a5 = acc[0], acc[1], acc[2], acc[3], acc[4], acc[5]
+    for k in range(k0, k1):
+        x0 = a[bb, k]
+        x1 = a[bb + 1, k] if nr > 1 else zero
+        x2 = a[bb + 2, k] if nr > 2 else zero
+        x3 = a[bb + 3, k] if nr > 2 else zero
+        x4 = a[bb + 4, k] if nr > 2 else zero
+        x5 = a[bb + 5, k] if nr > 2 else zero
+        for c in range(cw):
+            wv = bm[k, c0 + c]
+            a0[c] += x0 * wv
+            if nr > 1:
+                a1[c] += x1 * wv
+            if nr > 2:
+                a2[c] += x2 * wv
+                a3[c] += x3 * wv
+                a4[c] += x4 * wv
+                a5[c] += x5 * wv
+
+
+@njit(cache=True, inline="always")
 def _forward_rows(x, w, b, y, acc, bb, nr, n_cb, cw, relu, i0, i1):
     """Rows ``bb .. bb + nr`` of a wide forward pass over inputs ``i0 .. i1``: per block of ``cw``
     outputs (``n_cb`` blocks) the accumulators (``acc``'s rows) start from the bias (first chunk
-    of inputs) or the partial sums in ``y``, accumulate ``x[r, i] * w[i, o]`` over the chunk and
-    are stored (with the ReLU after the last chunk). The block's first and last steps loop over
-    its rows (row by row, as ``y`` is laid out); only the FMA loop has them unrolled."""
+    of inputs) or the partial sums in ``y``, accumulate ``x[r, i] * w[i, o]`` over the chunk
+    (:func:`_fma_rows`) and are stored (with the ReLU after the last chunk). The block's first
+    and last steps loop over its rows (row by row, as ``y`` is laid out)."""
     zero = np.float32(0.0)
     first = i0 == 0
     last = i1 == x.shape[1]
-    a0, a1, a2, a3, a4, a5 = acc[0], acc[1], acc[2], acc[3], acc[4], acc[5]
     for ob in range(n_cb):
         o0 = ob * cw
         if first:
@@ -498,23 +525,7 @@ def _forward_rows(x, w, b, y, acc, bb, nr, n_cb, cw, relu, i0, i1):
             for r in range(nr):
                 for o in range(cw):
                     acc[r, o] = y[bb + r, o0 + o]
-        for i in range(i0, i1):
-            x0 = x[bb, i]
-            x1 = x[bb + 1, i] if nr > 1 else zero
-            x2 = x[bb + 2, i] if nr > 2 else zero
-            x3 = x[bb + 3, i] if nr > 2 else zero
-            x4 = x[bb + 4, i] if nr > 2 else zero
-            x5 = x[bb + 5, i] if nr > 2 else zero
-            for o in range(cw):
-                wv = w[i, o0 + o]
-                a0[o] += x0 * wv
-                if nr > 1:
-                    a1[o] += x1 * wv
-                if nr > 2:
-                    a2[o] += x2 * wv
-                    a3[o] += x3 * wv
-                    a4[o] += x4 * wv
-                    a5[o] += x5 * wv
+        _fma_rows(x, w, acc, bb, nr, o0, cw, i0, i1)
         for r in range(nr):
             for o in range(cw):
                 v = acc[r, o]
@@ -638,32 +649,15 @@ def _weight_blocks(x, dy, dw, db, acc, cw, o_tail, n_ib, transposed):
 @njit(cache=True, inline="always")
 def _input_rows(dy, wt, dx, acc, bb, nr, n_cb, cw):
     """Input-gradient rows ``bb .. bb + nr``: per block of ``cw`` columns (``n_cb`` blocks) the
-    accumulators (``acc``'s rows) sum ``dy[b, o] * wt[o, j]`` over ``out``; zeroed and stored row
-    by row, the FMA loop with the rows unrolled (as :func:`_forward_rows`)."""
+    accumulators (``acc``'s rows) sum ``dy[b, o] * wt[o, j]`` over ``out`` (:func:`_fma_rows`),
+    zeroed and stored row by row (as :func:`_forward_rows`)."""
     zero = np.float32(0.0)
-    a0, a1, a2, a3, a4, a5 = acc[0], acc[1], acc[2], acc[3], acc[4], acc[5]
     for jb in range(n_cb):
         j0 = jb * cw
         for r in range(nr):
             for j in range(cw):
                 acc[r, j] = zero
-        for o in range(dy.shape[1]):
-            d0 = dy[bb, o]
-            d1 = dy[bb + 1, o] if nr > 1 else zero
-            d2 = dy[bb + 2, o] if nr > 2 else zero
-            d3 = dy[bb + 3, o] if nr > 2 else zero
-            d4 = dy[bb + 4, o] if nr > 2 else zero
-            d5 = dy[bb + 5, o] if nr > 2 else zero
-            for j in range(cw):
-                wv = wt[o, j0 + j]
-                a0[j] += d0 * wv
-                if nr > 1:
-                    a1[j] += d1 * wv
-                if nr > 2:
-                    a2[j] += d2 * wv
-                    a3[j] += d3 * wv
-                    a4[j] += d4 * wv
-                    a5[j] += d5 * wv
+        _fma_rows(dy, wt, acc, bb, nr, j0, cw, 0, dy.shape[1])
         for r in range(nr):
             for j in range(cw):
                 dx[bb + r, j0 + j] = acc[r, j]
