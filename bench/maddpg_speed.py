@@ -459,7 +459,7 @@ def _commit() -> str:
     try:
         rev = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--", "maddpg", "bench/maddpg_speed.py"],
+        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--", "maddpg", "bench/maddpg_*.py"],
                                capture_output=True, text=True, check=True).stdout.strip()
         return rev + ("+local edits" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
