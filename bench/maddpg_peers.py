@@ -11,7 +11,9 @@ The peers are the ``peers`` extra (``pip install -e '.[peers]'``, best in its ow
 environment: they pull large trees). Every comparison is interleaved: each round times every
 contender once, in turn, and the tables give the median over the rounds and the range.
 All run on ``--threads`` threads (Numba's ``set_num_threads``, ``torch.set_num_threads``,
-XLA's intra-op threads through ``XLA_FLAGS``, set before JAX is imported).
+XLA's intra-op threads through ``XLA_FLAGS``, set before JAX is imported) with one OpenMP
+wait policy, ``OMP_WAIT_POLICY=PASSIVE`` unless the environment sets one (idle threads
+sleep: the trainer's default).
 
 Environment steps: one env step is one environment advancing one time step with all
 agents acting; random actions (softmax vectors for ours, the same as force vectors for
@@ -35,6 +37,12 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 
 def _set_threads_before_imports(k: int) -> None:
+    # One OpenMP wait policy for every contender, set before any OpenMP runtime is loaded:
+    # idle threads sleep, as our trainer asks when it is imported. main() starts Numba's
+    # OpenMP pool (set_num_threads) before the trainer is imported, so without this the pool's
+    # threads spun between passes (on a shared 2-vCPU machine our end-to-end run at 2 threads
+    # was 8x slower in this script than in bench/maddpg_train_speed.py).
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     if k == 1:
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
                                    " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1").strip()

@@ -29,7 +29,9 @@ is the core's peak), then each dense kernel of a 3-agent simple_spread update at
 gradient, input gradient) with each register blocking (``--lanes``, default both), its
 GFLOP/s (2 x MACs of its loop nest / time, median of ``--repeats`` calls in each of
 ``--rounds`` interleaved rounds) and its share of the peak. To measure a CPU without
-AVX-512 on one that has it: ``NUMBA_CPU_NAME=znver3 MADDPG_VECTOR_LANES=8``.
+AVX-512 on one that has it: ``--avx2`` (the script runs itself again with
+``NUMBA_CPU_FEATURES`` set to the host's features without AVX-512 and AMX, so Numba compiles
+AVX2 code and the detected vector width is 8).
 
 PyTorch is the optional ``bench`` extra (``pip install -e '.[bench]'``); without it the
 PyTorch column is skipped with a message.
@@ -40,6 +42,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import sys
 import time
 
 import numpy as np
@@ -422,8 +425,10 @@ def print_peak(args) -> None:
     numba.set_num_threads(1)
     load0 = os.getloadavg()
     lanes_list = args.lanes or [8, 16]
-    print(f"# the machine's limit and the dense kernels at batch {args.batch}, 1 thread; commit {_commit()}; "
-          f"{_cpu_name()}; NUMBA_CPU_NAME={os.environ.get('NUMBA_CPU_NAME', 'host')}, vector width {vector_width()} lanes, blocking {host_lanes()}; "
+    print(f"# bench/maddpg_speed.py {' '.join(sys.argv[1:])}: the machine's limit and the dense kernels at batch "
+          f"{args.batch}, 1 thread; commit {_commit()}; "
+          f"{_cpu_name()}; NUMBA_CPU_NAME={os.environ.get('NUMBA_CPU_NAME', 'host')}, vector width {vector_width()} lanes"
+          f"{' (AVX-512 and AMX features off)' if os.environ.get(AVX2_ENV) == '1' else ''}, blocking {host_lanes()}; "
           f"numba {numba.__version__}; load average {load0[0]:.2f}")
     peaks = fma_peak(max(args.rounds, 3))
     peak = max(peaks.values())
@@ -459,11 +464,27 @@ def _commit() -> str:
     try:
         rev = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--", "maddpg", "bench/maddpg_speed.py"],
+        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--", "maddpg", "bench/maddpg_*.py"],
                                capture_output=True, text=True, check=True).stdout.strip()
         return rev + ("+local edits" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+
+
+AVX2_ENV = "MADDPG_BENCH_AVX2"  # set in the re-run of --avx2
+
+
+def _rerun_for_avx2() -> None:
+    """``--avx2``: run this script again, compiled for the host's features without AVX-512 and
+    AMX (Numba reads ``NUMBA_CPU_FEATURES`` once, when it is imported, so it takes a new process)."""
+    if os.environ.get(AVX2_ENV) == "1":
+        return
+    import llvmlite.binding as llvm
+
+    feats = [f if "avx512" not in f and "amx" not in f else "-" + f[1:]
+             for f in llvm.get_host_cpu_features().flatten().split(",") if f]
+    env = dict(os.environ, NUMBA_CPU_FEATURES=",".join(feats), **{AVX2_ENV: "1"})
+    os.execve(sys.executable, [sys.executable, *sys.argv], env)
 
 
 def main() -> None:
@@ -479,7 +500,10 @@ def main() -> None:
     ap.add_argument("--peak", action="store_true", help="FMA peak and each dense kernel's GFLOP/s instead")
     ap.add_argument("--lanes", type=int, nargs="+", choices=(8, 16), default=None,
                     help="register blockings (--peak: default both; otherwise the trainer's, detected)")
+    ap.add_argument("--avx2", action="store_true", help="compile for AVX2 only (the host's features without AVX-512)")
     args = ap.parse_args()
+    if args.avx2:
+        _rerun_for_avx2()
     import numba
 
     if args.peak:

@@ -10,7 +10,8 @@ Every kernel is written the way an HLS engineer writes C for an FPGA:
   fully partitioned array (``float acc[RB][VW]``) over the reduction loop, with the block's
   loops fully unrolled. On the CPU the block's columns follow the host's vector width
   (``lanes``, :func:`host_lanes`): 6 x 64 in 24 AVX-512 registers, or each ``VW`` block as four
-  6 x 16 blocks in 12 AVX2 registers; both compute every element in the same order;
+  blocks of 16 columns in AVX2 registers (4 rows in the forward pass and the input gradient,
+  6 in the weight gradient); all compute every element in the same order;
 * caller-provided output buffers (and scratch, e.g. a transposed weight copy) — nothing is
   allocated on the heap inside a kernel;
 * float32 everywhere (accumulators included); an optional fixed-point mode rounds every
@@ -66,20 +67,25 @@ NARROW_BLOCK_OUT = 4
 
 # The CPU's register block, chosen from the host's vector width (lanes of float32): RB rows x
 # CPU_COLS[lanes] columns of accumulators. 16 lanes (AVX-512, 32 registers): 6 x 64 = 24 zmm;
-# 8 lanes (AVX2, 16 registers): 6 x 16 = 12 ymm (BLIS's Haswell block), so a VW block of the
-# nest runs as VW / 16 register blocks side by side. The column block only splits a VW block:
+# 8 lanes (AVX2, 16 registers): 16 columns, 2 ymm per row (CPU_ROWS below), so a VW block of
+# the nest runs as VW / 16 register blocks side by side. The column block only splits a VW block:
 # the paths, the loop bounds and every element's order of summation are the same for both,
 # hence the same results bit for bit (tests/maddpg/test_kernel_blocking.py), and the loop
 # nests, which describe the accelerator's datapath, do not depend on it.
 CPU_COLS = {16: VW, 8: 16}
+# Rows of the CPU's block in the forward pass and the input gradient: at 8 lanes 6 rows x 16
+# columns (12 ymm accumulators, BLIS's Haswell block) beside the 6 row broadcasts LLVM keeps
+# live and 2 weight vectors exceed AVX2's 16 registers and spill; 4 rows (8 + 4 + 2) fit. The
+# weight gradient keeps RB rows (its row blocks are the nest's, padding included). Every
+# output is still its in-order sum, so the bits do not change.
+CPU_ROWS = {16: RB, 8: 4}
 LANES_ENV = "MADDPG_VECTOR_LANES"  # overrides the blocking: 8 or 16
-# The blocking used for each vector width. Measured with bench/maddpg_speed.py --peak on an
-# AMD EPYC (Zen 4) compiled for AVX2 only (NUMBA_CPU_FEATURES without avx512f), the 8-lane
-# block runs the wide layers at 30-44 GFLOP/s and the 16-lane one, spilling, at 41-56
-# (docs/maddpg.md): LLVM keeps 6 broadcasts live beside the 12 accumulators and spills too.
-# Until the 8-lane block wins, both widths use the 16-lane block; MADDPG_VECTOR_LANES=8
-# selects the other.
-BLOCK_FOR_WIDTH = {16: 16, 8: 16}
+# The blocking used for each vector width, measured with bench/maddpg_speed.py --peak: with
+# AVX-512 the 16-lane block runs the wide layers 1.4-2.5x faster than the 8-lane one; compiled
+# for AVX2 (--avx2, an Intel Xeon) the 8-lane block's 4 x 16 forward pass and input gradient
+# run at 77-91 GFLOP/s against the spilling 16-lane block's 45-57, weight gradients even
+# (docs/maddpg.md). MADDPG_VECTOR_LANES=8 or 16 overrides the choice.
+BLOCK_FOR_WIDTH = {16: 16, 8: 8}
 
 
 def vector_width() -> int:
@@ -478,16 +484,45 @@ def _prefetch(typingctx, arr, i, j):
 
 
 @njit(cache=True, inline="always")
+def _fma_rows(a, bm, acc, bb, nr, c0, cw, k0, k1):
+    """The register block's reduction: ``acc[r, c] += a[bb + r, k] * bm[k, c0 + c]`` for ``k`` in
+    ``k0 .. k1``, rows ``r < nr`` (6, 4, ``RB_TAIL`` or 1: rows past it are not touched) and
+    columns ``c < cw``, in order of ``k``. The rows are unrolled by hand, one accumulator array
+    (a row of ``acc``) each, so that LLVM vectorises along the columns only. The forward pass
+    (``a = x``, ``bm = W``) and the input gradient (``a = dy``, ``bm = W`` transposed) share it."""
+    zero = np.float32(0.0)
+    a0, a1, a2, a3, a4, a5 = acc[0], acc[1], acc[2], acc[3], acc[4], acc[5]
+    for k in range(k0, k1):
+        x0 = a[bb, k]
+        x1 = a[bb + 1, k] if nr > 1 else zero
+        x2 = a[bb + 2, k] if nr > 2 else zero
+        x3 = a[bb + 3, k] if nr > 3 else zero
+        x4 = a[bb + 4, k] if nr > 4 else zero
+        x5 = a[bb + 5, k] if nr > 5 else zero
+        for c in range(cw):
+            wv = bm[k, c0 + c]
+            a0[c] += x0 * wv
+            if nr > 1:
+                a1[c] += x1 * wv
+            if nr > 2:
+                a2[c] += x2 * wv
+            if nr > 3:
+                a3[c] += x3 * wv
+            if nr > 4:
+                a4[c] += x4 * wv
+                a5[c] += x5 * wv
+
+
+@njit(cache=True, inline="always")
 def _forward_rows(x, w, b, y, acc, bb, nr, n_cb, cw, relu, i0, i1):
     """Rows ``bb .. bb + nr`` of a wide forward pass over inputs ``i0 .. i1``: per block of ``cw``
     outputs (``n_cb`` blocks) the accumulators (``acc``'s rows) start from the bias (first chunk
-    of inputs) or the partial sums in ``y``, accumulate ``x[r, i] * w[i, o]`` over the chunk and
-    are stored (with the ReLU after the last chunk). The block's first and last steps loop over
-    its rows (row by row, as ``y`` is laid out); only the FMA loop has them unrolled."""
+    of inputs) or the partial sums in ``y``, accumulate ``x[r, i] * w[i, o]`` over the chunk
+    (:func:`_fma_rows`) and are stored (with the ReLU after the last chunk). The block's first
+    and last steps loop over its rows (row by row, as ``y`` is laid out)."""
     zero = np.float32(0.0)
     first = i0 == 0
     last = i1 == x.shape[1]
-    a0, a1, a2, a3, a4, a5 = acc[0], acc[1], acc[2], acc[3], acc[4], acc[5]
     for ob in range(n_cb):
         o0 = ob * cw
         if first:
@@ -498,23 +533,7 @@ def _forward_rows(x, w, b, y, acc, bb, nr, n_cb, cw, relu, i0, i1):
             for r in range(nr):
                 for o in range(cw):
                     acc[r, o] = y[bb + r, o0 + o]
-        for i in range(i0, i1):
-            x0 = x[bb, i]
-            x1 = x[bb + 1, i] if nr > 1 else zero
-            x2 = x[bb + 2, i] if nr > 2 else zero
-            x3 = x[bb + 3, i] if nr > 2 else zero
-            x4 = x[bb + 4, i] if nr > 2 else zero
-            x5 = x[bb + 5, i] if nr > 2 else zero
-            for o in range(cw):
-                wv = w[i, o0 + o]
-                a0[o] += x0 * wv
-                if nr > 1:
-                    a1[o] += x1 * wv
-                if nr > 2:
-                    a2[o] += x2 * wv
-                    a3[o] += x3 * wv
-                    a4[o] += x4 * wv
-                    a5[o] += x5 * wv
+        _fma_rows(x, w, acc, bb, nr, o0, cw, i0, i1)
         for r in range(nr):
             for o in range(cw):
                 v = acc[r, o]
@@ -524,10 +543,10 @@ def _forward_rows(x, w, b, y, acc, bb, nr, n_cb, cw, relu, i0, i1):
 
 
 @njit(cache=True, inline="always")
-def _forward_blocks(x, w, b, y, acc, cw, relu, tile_b, n_tiles):
+def _forward_blocks(x, w, b, y, acc, rb, cw, relu, tile_b, n_tiles):
     """The register-blocked part of a wide forward pass (the first ``VW * (n_out // VW)``
-    outputs) in ``RB x cw`` blocks (``acc``'s rows): chunks of inputs outermost, then batch
-    tiles, then rows in blocks of ``RB``, ``RB_TAIL`` and 1."""
+    outputs) in ``rb x cw`` blocks (``acc``'s rows): chunks of inputs outermost, then batch
+    tiles, then rows in blocks of ``rb``, ``RB_TAIL`` and 1."""
     n_batch = x.shape[0]
     n_in = x.shape[1]
     n_cb = (w.shape[1] // VW) * (VW // cw)
@@ -538,9 +557,9 @@ def _forward_blocks(x, w, b, y, acc, cw, relu, tile_b, n_tiles):
             r0 = t * tile_b
             r1 = min(r0 + tile_b, n_batch)
             bb = r0
-            while bb + RB <= r1:
-                _forward_rows(x, w, b, y, acc, bb, RB, n_cb, cw, relu, i0, i1)
-                bb += RB
+            while bb + rb <= r1:
+                _forward_rows(x, w, b, y, acc, bb, rb, n_cb, cw, relu, i0, i1)
+                bb += rb
             while bb + RB_TAIL <= r1:
                 _forward_rows(x, w, b, y, acc, bb, RB_TAIL, n_cb, cw, relu, i0, i1)
                 bb += RB_TAIL
@@ -638,45 +657,28 @@ def _weight_blocks(x, dy, dw, db, acc, cw, o_tail, n_ib, transposed):
 @njit(cache=True, inline="always")
 def _input_rows(dy, wt, dx, acc, bb, nr, n_cb, cw):
     """Input-gradient rows ``bb .. bb + nr``: per block of ``cw`` columns (``n_cb`` blocks) the
-    accumulators (``acc``'s rows) sum ``dy[b, o] * wt[o, j]`` over ``out``; zeroed and stored row
-    by row, the FMA loop with the rows unrolled (as :func:`_forward_rows`)."""
+    accumulators (``acc``'s rows) sum ``dy[b, o] * wt[o, j]`` over ``out`` (:func:`_fma_rows`),
+    zeroed and stored row by row (as :func:`_forward_rows`)."""
     zero = np.float32(0.0)
-    a0, a1, a2, a3, a4, a5 = acc[0], acc[1], acc[2], acc[3], acc[4], acc[5]
     for jb in range(n_cb):
         j0 = jb * cw
         for r in range(nr):
             for j in range(cw):
                 acc[r, j] = zero
-        for o in range(dy.shape[1]):
-            d0 = dy[bb, o]
-            d1 = dy[bb + 1, o] if nr > 1 else zero
-            d2 = dy[bb + 2, o] if nr > 2 else zero
-            d3 = dy[bb + 3, o] if nr > 2 else zero
-            d4 = dy[bb + 4, o] if nr > 2 else zero
-            d5 = dy[bb + 5, o] if nr > 2 else zero
-            for j in range(cw):
-                wv = wt[o, j0 + j]
-                a0[j] += d0 * wv
-                if nr > 1:
-                    a1[j] += d1 * wv
-                if nr > 2:
-                    a2[j] += d2 * wv
-                    a3[j] += d3 * wv
-                    a4[j] += d4 * wv
-                    a5[j] += d5 * wv
+        _fma_rows(dy, wt, acc, bb, nr, j0, cw, 0, dy.shape[1])
         for r in range(nr):
             for j in range(cw):
                 dx[bb + r, j0 + j] = acc[r, j]
 
 
 @njit(cache=True, inline="always")
-def _input_tile(dy, wt, dx, acc, cw, r0, r1):
-    """Rows ``r0 .. r1`` of a blocked input gradient in blocks of ``RB``, ``RB_TAIL`` and 1 rows."""
+def _input_tile(dy, wt, dx, acc, rb, cw, r0, r1):
+    """Rows ``r0 .. r1`` of a blocked input gradient in blocks of ``rb``, ``RB_TAIL`` and 1 rows."""
     n_cb = dx.shape[1] // cw
     bb = r0
-    while bb + RB <= r1:
-        _input_rows(dy, wt, dx, acc, bb, RB, n_cb, cw)
-        bb += RB
+    while bb + rb <= r1:
+        _input_rows(dy, wt, dx, acc, bb, rb, n_cb, cw)
+        bb += rb
     while bb + RB_TAIL <= r1:
         _input_rows(dy, wt, dx, acc, bb, RB_TAIL, n_cb, cw)
         bb += RB_TAIL
@@ -692,6 +694,7 @@ def _blocked_kernels(lanes: int):
     gradient, input gradient, weight gradient of a narrow layer with ``x`` and ``dy`` swapped and
     the block stored transposed); each compiles and caches separately per ``lanes``."""
     cw = CPU_COLS[lanes]
+    rb = CPU_ROWS[lanes]
     n_acc = RB * cw
 
     @njit(**_BKW)
@@ -699,7 +702,7 @@ def _blocked_kernels(lanes: int):
         _wide_vectors()
         tile_b = max(tile_b, 1)  # known positive: row indices need no negative-index wraparound
         acc = carray(_local_f32(n_acc), (RB, cw))
-        _forward_blocks(x, w, b, y, acc, cw, relu, tile_b, n_tiles)
+        _forward_blocks(x, w, b, y, acc, rb, cw, relu, tile_b, n_tiles)
 
     @njit(**_BKW)
     def weights(x, dy, dw, db, o_tail, n_ib):
@@ -718,7 +721,7 @@ def _blocked_kernels(lanes: int):
         _wide_vectors()
         r0 = max(r0, 0)  # known non-negative: row indices need no negative-index wraparound
         acc = carray(_local_f32(n_acc), (RB, cw))
-        _input_tile(dy, wt, dx, acc, cw, r0, r1)
+        _input_tile(dy, wt, dx, acc, rb, cw, r0, r1)
 
     return forward, weights, inputs, weights_t
 
