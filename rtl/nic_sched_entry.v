@@ -46,9 +46,6 @@ module nic_sched_entry #(
     // scheduler state during the cycle
     input  wire                  running,
     input  wire [STEP_W-1:0]     active_step,
-    // the active step changes at this edge (step_we) to step_d
-    input  wire                  step_we,
-    input  wire [STEP_W-1:0]     step_d,
     // the send handshake takes this entry
     input  wire                  send_take,
 
@@ -100,17 +97,10 @@ localparam [1:0] OP_RECV = 2'd2;
 // wide enough for count + NIS (at most 16) matching messages without overflow
 localparam SUM_W = CNT_W + 6;
 
-// Two comparisons are kept as registers, updated with what they compare, so the send
-// selection starts from flip-flops: e_now == (e_step == active_step) and
-// e_cnt_ok == (e_count >= e_dep_count) after every edge (reset leaves the entry invalid,
-// and a load sets both).
-reg e_now;
-reg e_cnt_ok;
-
 assign pending = e_valid && !e_issued;
-assign pending_now = pending && e_now;
+assign pending_now = pending && (e_step == active_step);
 
-wire eligible = running && pending_now && e_cnt_ok;
+wire eligible = running && pending_now && (e_count >= e_dep_count);
 assign elig_send = eligible && (e_op != OP_RECV);
 wire retire = eligible && (e_op == OP_RECV);
 
@@ -140,13 +130,11 @@ always @(posedge clk) begin
         e_valid <= 1'b0;
         e_issued <= 1'b0;
         e_count <= {CNT_W{1'b0}};
-        e_cnt_ok <= 1'b0;
     end else if (load_we) begin
         // a load overrides whatever the other updates did to this entry this cycle
         e_valid <= 1'b1;
         e_issued <= 1'b0;
         e_count <= {CNT_W{1'b0}};
-        e_cnt_ok <= (load_dep_count == {CNT_W{1'b0}});
     end else begin
         if (send_take || retire) begin
             e_issued <= 1'b1;
@@ -158,19 +146,7 @@ always @(posedge clk) begin
             end else begin
                 e_count <= sum[CNT_W-1:0];
             end
-            e_cnt_ok <= (sum >= {{(SUM_W-CNT_W){1'b0}}, e_dep_count});
         end
-    end
-end
-
-// e_now follows the entry's step (a load) and the active step (step_we)
-always @(posedge clk) begin
-    if (rst) begin
-        e_now <= 1'b0;
-    end else if (load_we) begin
-        e_now <= (load_step == (step_we ? step_d : active_step));
-    end else if (step_we) begin
-        e_now <= (e_step == step_d);
     end
 end
 

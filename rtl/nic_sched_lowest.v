@@ -4,7 +4,7 @@
 // The request vector is padded with zeros to 2**IDX_W leaves; each tree node keeps the
 // lower child's index when the lower child has a request, else the upper child's with
 // its bit set, so the index is ceil(log2(N)) 2:1 stages deep instead of N. The one-hot
-// output is computed beside the tree (below), with the same lowest bit.
+// output decodes the index (gated by `any`).
 
 `resetall
 `timescale 1ns / 1ps
@@ -61,27 +61,10 @@ end
 assign any = t_any[0];
 assign index = t_idx[IDX_W-1:0];
 
-// The one-hot output does not wait for the index: bit k is req[k] with no request below
-// it, the "below" OR a parallel prefix (log2(N) levels of 2-input ORs, as a Kogge-Stone
-// carry tree) instead of a decode of the index at the end of the tree.
-reg [N-1:0] pre;  // pre[k]: some request at 0..k
-
-always @* begin : prefix
-    integer s;
-    integer k;
-    pre = req;
-    for (s = 1; s < N; s = s * 2) begin
-        for (k = N - 1; k >= s; k = k - 1) begin
-            pre[k] = pre[k] | pre[k - s];
-        end
-    end
-end
-
 always @* begin : decode
     integer k;
-    onehot[0] = req[0];
-    for (k = 1; k < N; k = k + 1) begin
-        onehot[k] = req[k] && !pre[k - 1];
+    for (k = 0; k < N; k = k + 1) begin
+        onehot[k] = any && (index == k[IDX_W-1:0]);
     end
 end
 

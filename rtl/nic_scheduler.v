@@ -141,14 +141,14 @@ localparam PRIOR_W = 5;
 // errors in one cycle: up to NIS unexpected + NIS wrong-source + NIS spurious dones
 // + 1 bad load + 1 timeout <= 50
 localparam EADD_W = 6;
+// width of a send record from the entries: op bit, flow (peer and len come from the RAM,
+// the step is the active step)
+localparam SREC_W = 1 + FLOW_W;
 // width of a read record from the entries: valid, issued, op, flow, step, dep_op, dep_count, count,
 // src, src_chk
 localparam RREC_W = 1 + 1 + 2 + FLOW_W + STEP_W + 1 + CNT_W + CNT_W + NODE_W + 1;
 // width of a RAM word: peer, len
 localparam MEM_W = NODE_W + LEN_W;
-// width of a send RAM word: the send request's op bit and flow, then peer and len (the
-// step is the active step)
-localparam SMEM_W = 1 + FLOW_W + MEM_W;
 
 // ---- registered scheduler state ----------------------------------------------------
 reg [1:0]        state_reg;
@@ -194,12 +194,11 @@ wire             load_ok = load_valid && ({{(32-ADDR_W){1'b0}}, load_addr} < DEP
 wire             load_bad = load_valid && !load_ok;
 
 wire [DEPTH-1:0]       e_pending;
-wire                   step_we;    // the active step changes at this edge
-wire [STEP_W-1:0]      next_step;  // to this
 wire [DEPTH-1:0]       e_pending_now;
 wire [DEPTH-1:0]       e_elig_send;
 wire [DEPTH*NIS-1:0]   e_needs;
 wire [DEPTH*NIS-1:0]   e_wrong;
+wire [DEPTH*SREC_W-1:0] e_srec;
 wire [DEPTH*RREC_W-1:0] e_rrec;
 wire [DEPTH*STEP_W-1:0] e_steps;
 wire [DEPTH-1:0]       send_oh;
@@ -236,8 +235,6 @@ generate
             .load_src_chk(load_src_chk),
             .running(run),
             .active_step(active_step_reg),
-            .step_we(step_we),
-            .step_d(next_step),
             .send_take(send_take_any && send_oh[gi]),
             .recv_valid(recv_valid),
             .recv_flow(recv_flow),
@@ -261,6 +258,7 @@ generate
             .e_src_chk(chk)
         );
 
+        assign e_srec[gi*SREC_W +: SREC_W] = {op[0], flow};
         // an invalid entry reads as zeros (its fields are not reset)
         assign e_rrec[gi*RREC_W +: RREC_W] = v ? {v, iss, op, flow, stp, dop, dcnt, cnt, src, chk} : {RREC_W{1'b0}};
         assign e_steps[gi*STEP_W +: STEP_W] = stp;
@@ -276,7 +274,9 @@ endgenerate
 reg              out_valid_reg;
 reg [ADDR_W-1:0] out_entry_reg;
 reg [NI_W-1:0]   out_ni_reg;
-wire [SMEM_W-1:0] out_mem_q;  // op, flow, peer and len: the send RAM's read register
+reg              out_op_reg;
+reg [FLOW_W-1:0] out_flow_reg;
+wire [MEM_W-1:0] out_mem_q;  // peer and len: the RAM's read register
 reg [STEP_W-1:0] out_step_reg;
 
 reg  [NIS-1:0]    held_oh;
@@ -284,6 +284,7 @@ wire [NIS-1:0]    free_oh_unused;
 wire [NI_W-1:0]   free_idx;
 wire              free_any;
 wire [ADDR_W-1:0] send_idx;
+wire [SREC_W-1:0] send_rec;
 
 // the held request's NI, one-hot (zero when nothing is held)
 always @* begin : held_decode
@@ -303,6 +304,9 @@ nic_sched_lowest #(.N(DEPTH), .IDX_W(ADDR_W)) u_send_pick (
     .req(e_elig_send), .onehot(send_oh), .index(send_idx), .any(send_any)
 );
 
+nic_sched_mux #(.N(DEPTH), .W(SREC_W)) u_send_mux (
+    .data(e_srec), .sel(send_oh), .out(send_rec)
+);
 
 assign send_fire = out_valid_reg && send_ready;
 // the register takes a request when it is empty or being emptied, and one is eligible
@@ -311,15 +315,13 @@ assign send_take_any = (!out_valid_reg || send_ready) && send_any && free_any;
 assign send_valid = out_valid_reg;
 assign send_entry = out_entry_reg;
 assign send_ni = out_ni_reg;
-assign {send_op, send_flow, send_peer, send_len} = out_mem_q;
+assign send_op = out_op_reg;
+assign send_flow = out_flow_reg;
+assign {send_peer, send_len} = out_mem_q;
 
-// peer and len: one RAM copy per read port (the request register and the read port); the
-// request's copy also holds op bit 0 and flow, so the request's whole payload is the RAM's
-// read register (read-first: a load of the taken entry in the same edge is not seen, as
-// the entries' own fields)
-nic_sched_ram #(.DEPTH(DEPTH), .W(SMEM_W), .ADDR_W(ADDR_W)) u_send_ram (
-    .clk(clk), .rst(reset_any), .we(load_ok), .waddr(load_addr),
-    .wdata({load_op[0], load_flow, load_peer, load_len}),
+// peer and len: one RAM copy per read port (the request register and the read port)
+nic_sched_ram #(.DEPTH(DEPTH), .W(MEM_W), .ADDR_W(ADDR_W)) u_send_ram (
+    .clk(clk), .rst(reset_any), .we(load_ok), .waddr(load_addr), .wdata({load_peer, load_len}),
     .re(send_take_any), .raddr(send_idx), .q(out_mem_q)
 );
 
@@ -333,6 +335,7 @@ assign send_step = out_step_reg;
 wire [DEPTH-1:0]  first_oh;
 wire [ADDR_W-1:0] first_idx_unused;
 wire              any_pending;
+wire [STEP_W-1:0] next_step;
 
 nic_sched_lowest #(.N(DEPTH), .IDX_W(ADDR_W)) u_first_pending (
     .req(e_pending), .onehot(first_oh), .index(first_idx_unused), .any(any_pending)
@@ -343,9 +346,6 @@ nic_sched_mux #(.N(DEPTH), .W(STEP_W)) u_next_step_mux (
 );
 
 wire step_over = run && !(|e_pending_now) && (ni_busy_reg == {NIS{1'b0}}) && !out_valid_reg;
-// the active step takes next_step at this edge (a start, or the step is over and an entry is
-// pending); the entries follow it (their e_now)
-assign step_we = !reset_any && (run ? (step_over && any_pending) : (start && (state_reg == ST_IDLE || state_reg == ST_DONE)));
 
 // ---- receives: unexpected messages (no entry needs them) -----------------------------
 reg [NIS-1:0] needed;
@@ -440,6 +440,8 @@ always @(posedge clk) begin
         out_valid_reg <= 1'b0;
         out_entry_reg <= {ADDR_W{1'b0}};
         out_ni_reg <= {NI_W{1'b0}};
+        out_op_reg <= 1'b0;
+        out_flow_reg <= {FLOW_W{1'b0}};
         out_step_reg <= {STEP_W{1'b0}};
     end else begin
         // NIs: the handshake makes the held request's NI busy; ni_done frees a busy one
@@ -451,6 +453,7 @@ always @(posedge clk) begin
             out_valid_reg <= 1'b1;
             out_entry_reg <= send_idx;
             out_ni_reg <= free_idx;
+            {out_op_reg, out_flow_reg} <= send_rec;
             out_step_reg <= active_step_reg;
         end else if (send_fire) begin
             out_valid_reg <= 1'b0;
