@@ -130,6 +130,29 @@ generate
             end
         end
         assign q_out = q[QN];
+`ifdef FORMAL
+        // the receive pipeline's rules (tests/rtl/formal/props_depacketiser.v proves them):
+        // every beat taken is written once (beats taken minus beats written = beats in the
+        // apply register and the stages), and a beat leaves the apply register (reads its
+        // word) only when no stage holds an unwritten beat of the same word
+        reg [3:0] f_inflight = 4'd0;
+        reg [3:0] f_held;
+        integer f_s;
+        always @(posedge clk) begin
+            if (rst) f_inflight <= 4'd0;
+            else f_inflight <= f_inflight + {3'd0, beat} - {3'd0, w_valid};
+        end
+        always @* begin
+            f_held = {3'd0, p_valid};
+            for (f_s = 1; f_s <= QN; f_s = f_s + 1) f_held = f_held + {3'd0, q[f_s][Q_W-1]};
+            if (!rst) begin
+                assert(f_inflight == f_held);
+                for (f_s = 1; f_s <= QN; f_s = f_s + 1) begin
+                    if (advance && q[f_s][Q_W-1]) assert(q[f_s][Q_W-2 -: BA_W] != p_addr);
+                end
+            end
+        end
+`endif
     end
 endgenerate
 
