@@ -1,5 +1,5 @@
 // IEEE-754 binary32 addition, round to nearest (ties to even), one lane; combinational
-// (LAT = 0) or pipelined (LAT = 1 to 5 cycles from a, b to y).
+// (LAT = 0) or pipelined (LAT = 1 to 6 cycles from a, b to y).
 //
 //   y = a + b
 //
@@ -20,7 +20,9 @@
 // leading zeros (2a) and normalises (2b); stage 3 rounds and selects. The registers, in
 // the order LAT adds them: after stage 1 (LAT >= 1), after stage 2 (LAT >= 2), on the
 // inputs a and b (LAT >= 3: a block RAM's output register when a is read from one),
-// between 1a and 1b (LAT >= 4), between 2a and 2b (LAT = 5). The stages run every cycle
+// between 1a and 1b (LAT >= 4), between 2a and 2b (LAT >= 5), a second one on the inputs
+// (LAT = 6: when a block RAM's read port takes the first as its read register, this one
+// is its output register or a fabric register after it). The stages run every cycle
 // (no enable): y is the sum of the a, b presented LAT clock edges earlier, the same bits
 // for every LAT.
 
@@ -40,7 +42,7 @@ module nic_fp32_add #(
 
 `ifndef SYNTHESIS
 initial begin
-    if (LAT < 0 || LAT > 5) $fatal(1, "nic_fp32_add: LAT = %0d out of range 0..5", LAT);
+    if (LAT < 0 || LAT > 6) $fatal(1, "nic_fp32_add: LAT = %0d out of range 0..6", LAT);
 end
 `endif
 
@@ -70,11 +72,14 @@ wire b_zero = (eb == 8'd0);
 wire a_big = {ea, fa} >= {eb, fb};
 wire        s_big = a_big ? sa : sb;
 wire [7:0]  e_big = a_big ? ea : eb;
-wire [7:0]  e_sml = a_big ? eb : ea;
 wire [22:0] f_big = a_big ? fa : fb;
 wire [22:0] f_sml = a_big ? fb : fa;
 wire        sub = sa ^ sb;
-wire [7:0]  d_1a = e_big - e_sml;
+// the exponent difference (big minus small): both differences taken beside the compare,
+// one selected by it
+wire [7:0]  d_ab = ea - eb;
+wire [7:0]  d_ba = eb - ea;
+wire [7:0]  d_1a = a_big ? d_ab : d_ba;
 
 reg         spec;    // the result is decided by the special cases alone
 reg  [31:0] spec_y;  // ... and is this
@@ -224,7 +229,15 @@ end
 
 // ---------------------------------------------------------------- pipeline registers
 generate
-    if (LAT >= 3) begin : g_r0
+    if (LAT >= 6) begin : g_r00
+        reg [63:0] r0;
+        reg [63:0] r00;
+        always @(posedge clk) begin
+            r0 <= {a, b};
+            r00 <= r0;
+        end
+        assign in_q = r00;
+    end else if (LAT >= 3) begin : g_r0
         reg [63:0] r0;
         always @(posedge clk) r0 <= {a, b};
         assign in_q = r0;

@@ -120,7 +120,7 @@ DEPACK_PROPS = Path(__file__).parent / "formal" / "props_depacketiser.v"
 DEPACK_FILES = ("nic_fp32_add.v", "nic_reduce_add.v", "nic_depacketiser.v")
 
 
-@pytest.mark.parametrize("add_lat", [1, 2, 5])
+@pytest.mark.parametrize("add_lat", [1, 2, 5, 6])
 def test_every_beat_taken_is_written_once_and_never_reads_a_word_still_in_the_pipeline(add_lat):
     r = prove("props_depacketiser", [RTL_DIR / n for n in DEPACK_FILES] + [DEPACK_PROPS], {"ADD_LAT": add_lat},
               max_steps=6)
