@@ -94,6 +94,8 @@ MUTANTS = [
      "if ((busy | held) >> i) & 1 == 0:", "if (busy >> i) & 1 == 0:"),
     ("model: a surplus message on a later port is needed", "nic/scheduler.py",
      "if tab[i, C_COUNT] + prior < tab[i, C_DEP_COUNT]:", "if tab[i, C_COUNT] < tab[i, C_DEP_COUNT]:"),
+    ("rtl data path: the fp32 adder at ADD_LAT >= 4 aligns by its inputs' exponent difference, not its stage's",
+     "rtl/nic_fp32_add.v", "wire [7:0]  d = sa_q[53:46];", "wire [7:0]  d = d_1a;"),
 ]
 
 
@@ -116,7 +118,7 @@ def _mutated_tree(dest: Path, mutant) -> tuple[list[Path], Path | None]:
 
 def run_datapath(sim: str, rtl_dir: Path) -> dict:
     """In the child, for a data path mutant: the adder bench (combinational and with
-    ADD_LAT 2), the round trip, the receive hazard bench at ADD_LAT 2, the two-NI pause
+    ADD_LAT 2 and 5), the round trip, the receive hazard bench at ADD_LAT 2, the two-NI pause
     bench (crossed pauses, ADD_LAT 2), then 16-node MultiTree all-reduces: fp32 with 2-beat
     packets, and int32 with 4 NIs per node in lockstep with the model
     (tests/rtl/test_datapath.py, test_allreduce_rtl.py); what failed first."""
@@ -135,6 +137,9 @@ def run_datapath(sim: str, rtl_dir: Path) -> dict:
                                           "STEP_W": 3, "LEN_W": 12}, job={"trials": 24, "seed": 2})),
         ("adder bench fp32 x2 ADD_LAT 2", dict(toplevel="nic_reduce_add", bench="adder_bench",
                                                params={"LANES": 2, "FMT": 1, "ADD_LAT": 2}, job={"random": 6000},
+                                               sources=["nic_fp32_add.v", "nic_reduce_add.v"])),
+        ("adder bench fp32 x2 ADD_LAT 5", dict(toplevel="nic_reduce_add", bench="adder_bench",
+                                               params={"LANES": 2, "FMT": 1, "ADD_LAT": 5}, job={"random": 6000},
                                                sources=["nic_fp32_add.v", "nic_reduce_add.v"])),
         ("hazard bench ADD_LAT 2", dict(toplevel="nic_datapath", bench="hazard_bench",
                                         params={"LANES": 2, "FMT": 1, "BUF_WORDS": 8, "FLOW_W": 4, "NODE_W": 4,

@@ -5,7 +5,7 @@
 // written, recv_valid pulses for one cycle with the message's flow, op and source (the
 // scheduler's receive event: for a REDUCE, the data has been summed).
 //
-// Timing (ADD_LAT, the adder's pipeline registers, 0..2): a beat taken at edge k is in the
+// Timing (ADD_LAT, the adder's pipeline registers, 0..6): a beat taken at edge k is in the
 // apply register during cycle k+1, where its word is read; the sum (or the GATHER data)
 // goes through ADD_LAT stages and is written at edge k+1+ADD_LAT; the receive event is
 // presented during cycle k+2+ADD_LAT. With ADD_LAT = 0 the read-modify-write is within
@@ -29,7 +29,7 @@ module nic_depacketiser #(
     parameter FLOW_W = 8,
     parameter NODE_W = 8,
     parameter STEP_W = 8,
-    // the adder's pipeline registers (0..2)
+    // the adder's pipeline registers (0..6)
     parameter ADD_LAT = 0,
     // derived: buffer word address bits; do not override
     parameter BA_W = $clog2(BUF_WORDS)
@@ -64,7 +64,7 @@ module nic_depacketiser #(
 `ifndef SYNTHESIS
 initial begin
     if (BA_W != $clog2(BUF_WORDS)) $fatal(1, "nic_depacketiser: BA_W is derived; do not override");
-    if (ADD_LAT < 0 || ADD_LAT > 2) $fatal(1, "nic_depacketiser: ADD_LAT = %0d out of range 0..2", ADD_LAT);
+    if (ADD_LAT < 0 || ADD_LAT > 6) $fatal(1, "nic_depacketiser: ADD_LAT = %0d out of range 0..6", ADD_LAT);
 end
 `endif
 
@@ -130,6 +130,29 @@ generate
             end
         end
         assign q_out = q[QN];
+`ifdef FORMAL
+        // the receive pipeline's rules (tests/rtl/formal/props_depacketiser.v proves them):
+        // every beat taken is written once (beats taken minus beats written = beats in the
+        // apply register and the stages), and a beat leaves the apply register (reads its
+        // word) only when no stage holds an unwritten beat of the same word
+        reg [3:0] f_inflight = 4'd0;
+        reg [3:0] f_held;
+        integer f_s;
+        always @(posedge clk) begin
+            if (rst) f_inflight <= 4'd0;
+            else f_inflight <= f_inflight + {3'd0, beat} - {3'd0, w_valid};
+        end
+        always @* begin
+            f_held = {3'd0, p_valid};
+            for (f_s = 1; f_s <= QN; f_s = f_s + 1) f_held = f_held + {3'd0, q[f_s][Q_W-1]};
+            if (!rst) begin
+                assert(f_inflight == f_held);
+                for (f_s = 1; f_s <= QN; f_s = f_s + 1) begin
+                    if (advance && q[f_s][Q_W-1]) assert(q[f_s][Q_W-2 -: BA_W] != p_addr);
+                end
+            end
+        end
+`endif
     end
 endgenerate
 

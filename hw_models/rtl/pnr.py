@@ -176,8 +176,9 @@ def scheduler_job(depth: int, nis: int, *, top: str = "nic_scheduler") -> PnrJob
     return PnrJob(top=top, parameters=(("DEPTH", depth), ("NIS", nis)), label=f"DEPTH={depth} NIS={nis}")
 
 
-def datapath_job(module: str, lanes: int, fmt: int, *, buf_words: int = 64) -> PnrJob:
-    """``nic_reduce_add`` or ``nic_datapath`` at LANES and FMT (0 int32, 1 fp32)."""
+def datapath_job(module: str, lanes: int, fmt: int, *, buf_words: int = 64, add_lat: int = 0) -> PnrJob:
+    """``nic_reduce_add`` or ``nic_datapath`` at LANES and FMT (0 int32, 1 fp32), the adder's
+    pipeline registers ADD_LAT (0: the default, not named in the label)."""
     if module not in ("nic_reduce_add", "nic_datapath"):
         raise ToolchainError(f"module {module!r}: choose nic_reduce_add or nic_datapath")
     params = [("LANES", lanes), ("FMT", fmt)]
@@ -185,6 +186,9 @@ def datapath_job(module: str, lanes: int, fmt: int, *, buf_words: int = 64) -> P
     if module == "nic_datapath":
         params.append(("BUF_WORDS", buf_words))
         label += f" BUF_WORDS={buf_words}"
+    if add_lat:
+        params.append(("ADD_LAT", add_lat))
+        label += f" ADD_LAT={add_lat}"
     return PnrJob(top=module, parameters=tuple(params), label=label)
 
 
@@ -228,13 +232,15 @@ def check_pnr_family(family: str) -> None:
 
 
 def pnr_jobs(depths: Sequence[int], nis_list: Sequence[int], lanes_list: Sequence[int] = (), *,
-             top: str = "nic_scheduler") -> list[PnrJob]:
-    """The scheduler (or ``top``) at every (DEPTH, NIS), then ``nic_datapath`` (fp32, 64 words) at every LANES.
+             top: str = "nic_scheduler", add_lats: Sequence[int] = (0,)) -> list[PnrJob]:
+    """The scheduler (or ``top``) at every (DEPTH, NIS), then ``nic_datapath`` (fp32, 64 words) at every
+    (ADD_LAT, LANES).
 
-    The reduction adder alone is combinational (no clock, so no Fmax): it is routed inside ``nic_datapath``.
+    The reduction adder alone is combinational at ADD_LAT 0 (no clock, so no Fmax): it is routed inside
+    ``nic_datapath``.
     """
     jobs = [scheduler_job(d, n, top=top) for n in nis_list for d in depths]
-    return jobs + [datapath_job("nic_datapath", lanes, 1) for lanes in lanes_list]
+    return jobs + [datapath_job("nic_datapath", lanes, 1, add_lat=lat) for lat in add_lats for lanes in lanes_list]
 
 
 def markdown_table(rows: Sequence[PnrRow]) -> str:

@@ -140,6 +140,16 @@ def synth_plan(depths: list[int], nis: list[int], lanes: list[int], ns_per_level
     return DelayModel(ns_per_level=ns_per_level, fixed_ns=fixed_ns)
 
 
+def check_add_lats(lats: list[int]) -> list[int]:
+    """``--add-lat`` values the adder offers (hw_models.rtl.datapath_ref.ADD_LATS)."""
+    from hw_models.rtl.datapath_ref import ADD_LATS
+
+    for v in lats:
+        if v not in ADD_LATS:
+            raise ConfigError(f"--add-lat = {v}: ADD_LAT must be one of {', '.join(map(str, ADD_LATS))}")
+    return lats
+
+
 def synth_table(rows: list, top: str, rev: str | None, delay):
     from rich.table import Table
 
@@ -190,12 +200,13 @@ def datapath_table(console, lanes: list[int], delay):
     return t3
 
 
-def pnr_markdown(console, depths: list[int], nis: list[int], lanes: list[int], top: str) -> str:
-    """Place and route every scheduler (DEPTH x NIS) and data path (LANES) with nextpnr-ecp5;
+def pnr_markdown(console, depths: list[int], nis: list[int], lanes: list[int], top: str,
+                 add_lats: list[int] | None = None) -> str:
+    """Place and route every scheduler (DEPTH x NIS) and data path (ADD_LAT x LANES) with nextpnr-ecp5;
     the post-route table as Markdown."""
     from hw_models.rtl.pnr import markdown_table, pnr_jobs, pnr_sweep
 
     with console.status("placing and routing (nextpnr-ecp5)...") as status:
-        rows = pnr_sweep(pnr_jobs(depths, nis, lanes, top=top),
+        rows = pnr_sweep(pnr_jobs(depths, nis, lanes, top=top, add_lats=add_lats or [0]),
                          on_row=lambda r: status.update(f"routed {r.top} {r.label} ({r.seconds:.0f} s)"))
     return markdown_table(rows)

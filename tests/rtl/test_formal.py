@@ -4,7 +4,9 @@ reachable from reset (temporal induction), for small parameter sets:
 * nic_packetiser's transmit stream holds tvalid and its beat until tready, and takes no
   request while a beat is on offer;
 * nic_scheduler's send request holds valid and its payload until send_ready (rst and
-  clear may withdraw it), and its error counter saturates instead of wrapping.
+  clear may withdraw it), and its error counter saturates instead of wrapping;
+* nic_depacketiser's receive pipeline (ADD_LAT 1, 2, 5) writes every beat it takes once
+  and lets no beat read a word an earlier beat has still to write.
 
 The proofs can fail: the mutants of bench/rtl_mutation.py that break the hold rules (the
 packetiser reloading its output while tready is low, the scheduler refilling its request
@@ -111,4 +113,38 @@ def test_an_arbiter_that_releases_the_grant_mid_packet_is_refused(tmp_path):
         dst.write_text(text)
         srcs.append(dst)
     r = prove("props_rx_arb", srcs + [ARB_PROPS], {"NIS": 2}, max_steps=4, work_dir=tmp_path / "work")
+    assert not r.proven
+
+
+DEPACK_PROPS = Path(__file__).parent / "formal" / "props_depacketiser.v"
+DEPACK_FILES = ("nic_fp32_add.v", "nic_reduce_add.v", "nic_depacketiser.v")
+
+
+@pytest.mark.parametrize("add_lat", [1, 2, 5, 6])
+def test_every_beat_taken_is_written_once_and_never_reads_a_word_still_in_the_pipeline(add_lat):
+    r = prove("props_depacketiser", [RTL_DIR / n for n in DEPACK_FILES] + [DEPACK_PROPS], {"ADD_LAT": add_lat},
+              max_steps=6)
+    assert r.proven, r.verdict
+    assert r.induction_length == 1
+
+
+@pytest.mark.parametrize("old,new", [
+    # the two receive-pipeline mutants of bench/rtl_mutation.py: a beat to a word in the pipeline does not wait;
+    # a waiting beat is overwritten by the next one
+    ("if (q[s][Q_W-1] && q[s][Q_W-2 -: BA_W] == p_addr) hz = 1'b1;",
+     "if (q[s][Q_W-1] && q[s][Q_W-2 -: BA_W] == p_addr && 1'b0) hz = 1'b1;"),
+    ("assign rx_tready = !rst && !(p_valid && hazard);", "assign rx_tready = !rst;"),
+], ids=["no-wait", "overwrite"])
+def test_a_receive_pipeline_that_breaks_a_rule_is_refused(old, new, tmp_path):
+    srcs = []
+    for n in DEPACK_FILES:
+        text = (RTL_DIR / n).read_text()
+        if n == "nic_depacketiser.v":
+            assert text.count(old) == 1
+            text = text.replace(old, new)
+        dst = tmp_path / "src" / n
+        dst.parent.mkdir(exist_ok=True)
+        dst.write_text(text)
+        srcs.append(dst)
+    r = prove("props_depacketiser", srcs + [DEPACK_PROPS], {"ADD_LAT": 2}, max_steps=6, work_dir=tmp_path / "work")
     assert not r.proven

@@ -58,6 +58,9 @@ def test_jobs_cover_every_depth_and_ni_count_then_the_data_path_lanes():
     assert "nic_regs.v" in {p.name for p in sources_for("nic_axil_scheduler")}
     with pytest.raises(ToolchainError):
         datapath_job("nic_top", 1, 1)
+    pipelined = pnr_jobs([16], [1], [4], add_lats=[5])[-1]
+    assert pipelined.label == "LANES=4 fp32 BUF_WORDS=64 ADD_LAT=5"
+    assert dict(pipelined.parameters) == {"LANES": 4, "FMT": 1, "BUF_WORDS": 64, "ADD_LAT": 5}
 
 
 def test_the_markdown_table_names_the_part_and_the_tools():

@@ -235,6 +235,13 @@ def test_synth_refuses_an_unknown_pnr_family_before_synthesising(capsys, no_work
     assert no_work == []
 
 
+def test_synth_refuses_an_adder_latency_the_rtl_does_not_take(capsys, no_work):
+    code, _, err = run(["rtl", "synth", "--depths", "16", "--nis", "1", "-t", "none", "--datapath", "4",
+                        "--add-lat", "0,7", "--pnr", "ecp5"], capsys)
+    one_line_error(code, err, "--add-lat = 7", "0, 1, 2, 3, 4, 5, 6")
+    assert no_work == []
+
+
 def test_synth_pnr_routes_every_depth_and_ni_count_and_prints_the_table(capsys, monkeypatch, tmp_path):
     from hw_models.rtl import pnr as P
 
@@ -261,3 +268,8 @@ def test_synth_pnr_routes_every_depth_and_ni_count_and_prints_the_table(capsys, 
     assert seen == ["DEPTH=16 NIS=4", "DEPTH=64 NIS=4", "LANES=4 fp32 BUF_WORDS=64"]
     assert "LFE5U-85F-6CABGA381, Yosys 0.70 synth_ecp5, nextpnr-ecp5 0.11.1" in out
     assert out.count("| 50.0 |") == 3
+    seen.clear()
+    code, out, err = run(["rtl", "synth", "--depths", "16", "--nis", "1", "-t", "none", "--datapath", "4",
+                          "--add-lat", "0,5", "--pnr", "ecp5"], capsys)
+    assert code in (None, 0), err
+    assert seen == ["DEPTH=16 NIS=1", "LANES=4 fp32 BUF_WORDS=64", "LANES=4 fp32 BUF_WORDS=64 ADD_LAT=5"]
