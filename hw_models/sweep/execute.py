@@ -36,12 +36,12 @@ import traceback
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from hw_models.provenance import code_version
 from hw_models.sweep.kinds import Kind, get_kind
-from hw_models.sweep.spec import SweepSpec, describe, expand, point_config
-from hw_models.sweep.store import PointRecord, SweepStore, canonical_json, point_key, worker_name
+from hw_models.sweep.spec import SweepSpec, describe, iter_values, point_config, point_count
+from hw_models.sweep.store import PointRecord, SweepStore, canonical_json, point_key_of_json, worker_name
 from noc.base.errors import ConfigError, HwModelsError
 
 
@@ -86,15 +86,33 @@ def resolve_points(spec: SweepSpec, kind: Kind | None = None, errors=None) -> tu
     ``spec`` validated by its kind. Points that resolve to the same config are one point.
     ``errors``: where the messages go (anything with ``append``, e.g.
     :class:`hw_models.sweep.invalid.InvalidPoints`; default a new list)."""
-    kind = kind or get_kind(spec.kind)
-    versions = kind.model_versions()
-    points: list[Point] = []
     errors = [] if errors is None else errors
+    tally = Tally()
+    points = list(iter_points(spec, kind, errors, tally))
+    return points, errors, tally.duplicates
+
+
+@dataclass
+class Tally:
+    """What :func:`iter_points` has seen so far."""
+
+    checked: int = 0  # points validated (valid or not)
+    duplicates: int = 0  # valid points dropped as another's duplicate
+
+
+def iter_points(spec: SweepSpec, kind: Kind | None, errors, tally: Tally,
+                on_progress: Callable[[int], None] | None = None, every: int = 1000) -> Iterator[Point]:
+    """:func:`resolve_points`' valid points one at a time, in order, duplicates left out
+    (counted in ``tally``), the message of each invalid one appended to ``errors``;
+    ``on_progress(points checked)`` after every ``every`` points and at the end."""
+    kind = kind or get_kind(spec.kind)
+    versions_json = canonical_json(kind.model_versions())
     seen: set[str] = set()
-    duplicates = 0
-    values_list = expand(spec)
-    n = len(values_list)
-    for i, values in enumerate(values_list, 1):
+    n = point_count(spec)
+    for i, values in enumerate(iter_values(spec), 1):
+        tally.checked = i
+        if on_progress is not None and i % every == 0:
+            on_progress(i)
         source = f"{spec.path}: point {i} of {n}"
         try:
             resolved = kind.validate(point_config(spec.base, values), source)
@@ -106,13 +124,14 @@ def resolve_points(spec: SweepSpec, kind: Kind | None = None, errors=None) -> tu
                 msg = f"{source}: {msg}"
             errors.append(msg + (f" [axes: {describe(values)}]" if values else ""))
             continue
-        key = point_key(kind.name, resolved, versions)
+        key = point_key_of_json(kind.name, config_json, versions_json)
         if key in seen:
-            duplicates += 1
+            tally.duplicates += 1
             continue
         seen.add(key)
-        points.append(Point(i, values, resolved, key, config_json))
-    return points, errors, duplicates
+        yield Point(i, values, resolved, key, config_json)
+    if on_progress is not None:
+        on_progress(tally.checked)
 
 
 # --- what runs on a worker ---------------------------------------------------------------------
