@@ -5,6 +5,7 @@ fixed-point format of ``maddpg train`` and ``maddpg accel``, lists of integers."
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from nic.variants import DESIGNS, VARIANT_NIC, VARIANTS
@@ -81,7 +82,6 @@ def parse_fixed_point(text: Optional[str]) -> tuple[int, int]:
 def parse_int_list(text: str, flag: str, lo: Optional[int] = None, hi: Optional[int] = None) -> list[int]:
     """Comma-separated integers (ASCII digits; empty parts skipped), each in ``lo``..``hi``
     where given, duplicates dropped (first occurrence kept); errors name ``flag``."""
-    import re
 
     from noc.base.errors import ConfigError
 
@@ -116,10 +116,10 @@ def flag_overlay(*, topology=None, nis=None, algorithms=None, nic=None, variant=
     design, overrides, flags, nis = nic_choices(nic, variant, lockstep, step_priority, flow_control, packet_bytes,
                                                 reduction, nis, designs)
     drop: tuple[str, ...] = ()
-    if topology is not None:
-        # a --topology flag stands alone: the config's NI count and routing belong to the config's topology
+    if topology is not None:  # a flag given overrides its key; the config's other keys stand
         overrides["network.topology"], flags["network.topology"] = topology, "--topology"
-        drop = ("network.nis_per_node", "network.routing")
+        if re.search(r":c[0-9]+$", topology.strip().lower()):  # the spec gives the NI count too (torus:4x4:c4)
+            drop = ("network.nis_per_node",)
     if nis is not None:  # --nis, or the NI count of a --variant
         overrides["network.nis_per_node"], flags["network.nis_per_node"] = nis, "--nis"
     if names is not None:  # checked by algorithm_name (it takes aliases), named as the flag

@@ -22,7 +22,8 @@ from noc.base.errors import ConfigError
 SEED_HELP = "Seed, an integer in [0, 2**32 - 1] (default: the config's traffic.seed)."
 YES_HELP = ("Start runs estimated to take longer than 10 minutes (without it they are refused, with the estimate: "
             "every link for every cycle the runs may take).")
-ARGS_HELP = "CONFIG (an experiment TOML, see docs/noc_example.toml); with --booksim: BookSim2 overrides key=value."
+ARGS_HELP = ("CONFIG (an experiment TOML, see docs/noc_example.toml); with --booksim: BookSim2 overrides key=value. "
+             "A flag or override given replaces the file's key, one left out never does.")
 BOOKSIM_HELP = "A BookSim2 config file, run with BookSim2's semantics and methodology (docs/noc.md)."
 ORIGIN = "hw-models noc run"
 

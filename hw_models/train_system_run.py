@@ -12,19 +12,21 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Optional
 
 ORIGIN = "hw-models train-system"
 
 
 def run_train_system(sysname: str, *, workload, batch, device, topology, nis, algorithm, config, preset, task, lr,
-                     target, max_iterations, seed, out: Path, yes: bool = False, **system_flags) -> None:
+                     target, max_iterations, seed, out: Optional[Path], yes: bool = False, **system_flags) -> None:
     """Resolve, check the outputs, run and report ``sysname``; ``system_flags``: its own options
     by parameter name (compressors, fix, ..., inverse_efficiency), None where not given; a run
     estimated past 10 minutes is refused unless ``yes`` (:func:`hw_models.estimate.check_long_run`)."""
     from hw_models.config import experiment_data
     from hw_models.estimate import check_long_run, train_system_seconds
     from hw_models.console import console as make_console
-    from hw_models.job import run_points
+    from hw_models.experiment import config_with_flags
+    from hw_models.job import output_dir, run_points
     from hw_models.store import STORE_NAME, check_output_dir, write_csv_atomic
     from hw_models.sweep.kinds.train_system import OPTIONS, tables
     from hw_models.sweep.plan import Plan, run_plan
@@ -40,7 +42,9 @@ def run_train_system(sysname: str, *, workload, batch, device, topology, nis, al
     settings.update({k: v for k, v in params.items() if k != "objects"})
     digest = hashlib.sha1(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:10]
     stem = f"train_system_{sysname}_{st.topology.name.replace(':', '_')}_{st.workload.name}_{digest}"
-    check_output_dir(out, "--out", [f"{stem}.csv", f"{stem}_convergence.csv", STORE_NAME])
+    data, source = experiment_data(config, preset)  # checked by resolve_setting; a flag left out never overrides it
+    out, named = output_dir(out, config_with_flags(data, source, {}, {}), source, "train_system")
+    check_output_dir(out, named, [f"{stem}.csv", f"{stem}_convergence.csv", STORE_NAME])
     point = {"system": sysname, "workload": workload, "batch": batch, "device": device, "preset": preset,
              "topology": topology, "nis": nis, "algorithm": algorithm, "task": task, "lr": lr, "target": target,
              "max_iterations": max_iterations, "seed": seed, **{k: v for k, v in system_flags.items() if v is not None}}

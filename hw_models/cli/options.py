@@ -15,8 +15,9 @@ import typer
 Topology = Annotated[Optional[str], typer.Option("--topology", "-t", help="Topology spec (default: the config's, "
                                                  "torus:4x4).")]
 Nis = Annotated[Optional[int], typer.Option("--nis", help="NIs per node on direct networks (default: the config's).")]
+PRECEDENCE = "a flag given overrides the file's key, a flag left out never does"
 ConfigFile = Annotated[Optional[Path], typer.Option("--config", help="Experiment TOML (see `hw-models config "
-                                                    "show`).")]
+                                                    f"show`); {PRECEDENCE}.")]
 Preset = Annotated[Optional[str], typer.Option("--preset", help="A named config instead of a file: isca2021.")]
 Dask = Annotated[Optional[str], typer.Option("--dask", help="Run on an existing Dask distributed cluster: its "
                                              "scheduler's address, e.g. tcp://host:8786 (workers need hw-models "

@@ -35,8 +35,9 @@ def train_system(
     device: str = typer.Option(DEFAULT_DEVICE, "--device", help=f"{device_choices()}."),
     topology: Topology = None,
     nis: Nis = None,
-    algorithm: str = typer.Option("ring", "--algorithm", "-a", help="The all-reduce of the synchronous baseline: "
-                                  f"{algorithm_choices()}."),
+    algorithm: Optional[str] = typer.Option(None, "--algorithm", "-a", help="The all-reduce of the synchronous "
+                                            f"baseline: {algorithm_choices()} (default: the first of the config's "
+                                            "allreduce.algorithms, ring)."),
     config: ConfigFile = None,
     preset: Preset = None,
     task: str = typer.Option("logreg", "--task", help="Convergence task on digits: logreg, mlp, or none "
@@ -48,7 +49,8 @@ def train_system(
                                        "reaching the target (1..100,000)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the task's split, shards and batches, and of the "
                              "stragglers."),
-    out: Path = typer.Option(Path("out/train_system"), "--out", "-o", help="Output directory."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory (default: the config's "
+                                       "run.out_dir/train_system)."),
     yes: bool = typer.Option(False, "--yes", help="Run what is estimated to take longer than 10 minutes (the "
                              "convergence runs x --max-iterations)."),
     compressors: Optional[str] = typer.Option(None, "--compressors", help="compression: comma-separated "

@@ -36,12 +36,12 @@ import traceback
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from hw_models.provenance import code_version
 from hw_models.sweep.kinds import Kind, get_kind
-from hw_models.sweep.spec import SweepSpec, describe, expand, point_config
-from hw_models.sweep.store import PointRecord, SweepStore, canonical_json, point_key, worker_name
+from hw_models.sweep.spec import SweepSpec, describe, iter_values, point_config, point_count
+from hw_models.sweep.store import PointRecord, SweepStore, canonical_json, point_key_of_json, worker_name
 from noc.base.errors import ConfigError, HwModelsError
 
 
@@ -86,15 +86,33 @@ def resolve_points(spec: SweepSpec, kind: Kind | None = None, errors=None) -> tu
     ``spec`` validated by its kind. Points that resolve to the same config are one point.
     ``errors``: where the messages go (anything with ``append``, e.g.
     :class:`hw_models.sweep.invalid.InvalidPoints`; default a new list)."""
-    kind = kind or get_kind(spec.kind)
-    versions = kind.model_versions()
-    points: list[Point] = []
     errors = [] if errors is None else errors
+    tally = Tally()
+    points = list(iter_points(spec, kind, errors, tally))
+    return points, errors, tally.duplicates
+
+
+@dataclass
+class Tally:
+    """What :func:`iter_points` has seen so far."""
+
+    checked: int = 0  # points validated (valid or not)
+    duplicates: int = 0  # valid points dropped as another's duplicate
+
+
+def iter_points(spec: SweepSpec, kind: Kind | None, errors, tally: Tally,
+                on_progress: Callable[[int], None] | None = None, every: int = 1000) -> Iterator[Point]:
+    """:func:`resolve_points`' valid points one at a time, in order, duplicates left out
+    (counted in ``tally``), the message of each invalid one appended to ``errors``;
+    ``on_progress(points checked)`` after every ``every`` points and at the end."""
+    kind = kind or get_kind(spec.kind)
+    versions_json = canonical_json(kind.model_versions())
     seen: set[str] = set()
-    duplicates = 0
-    values_list = expand(spec)
-    n = len(values_list)
-    for i, values in enumerate(values_list, 1):
+    n = point_count(spec)
+    for i, values in enumerate(iter_values(spec), 1):
+        tally.checked = i
+        if on_progress is not None and i % every == 0:
+            on_progress(i)
         source = f"{spec.path}: point {i} of {n}"
         try:
             resolved = kind.validate(point_config(spec.base, values), source)
@@ -106,13 +124,14 @@ def resolve_points(spec: SweepSpec, kind: Kind | None = None, errors=None) -> tu
                 msg = f"{source}: {msg}"
             errors.append(msg + (f" [axes: {describe(values)}]" if values else ""))
             continue
-        key = point_key(kind.name, resolved, versions)
+        key = point_key_of_json(kind.name, config_json, versions_json)
         if key in seen:
-            duplicates += 1
+            tally.duplicates += 1
             continue
         seen.add(key)
-        points.append(Point(i, values, resolved, key, config_json))
-    return points, errors, duplicates
+        yield Point(i, values, resolved, key, config_json)
+    if on_progress is not None:
+        on_progress(tally.checked)
 
 
 # --- what runs on a worker ---------------------------------------------------------------------
@@ -371,15 +390,17 @@ class DaskCluster:
             from distributed import Client
         except ImportError:
             raise HwModelsError(f"--dask {address}: Dask is not installed; pip install 'hw-models[dask]'") from None
-        self.kind_name = kind_name
+        self.kind_name, self.address = kind_name, address
         _check_reachable(address)
+        self._quiet = _quiet_dask_logs()  # a lost scheduler is our one error line, not Dask's logged tracebacks
         try:
             self.client = Client(address, timeout="20s", set_as_default=False)
         except (OSError, TimeoutError, ValueError) as exc:
+            self._restore_logs()
             raise HwModelsError(f"--dask {address}: cannot reach a Dask scheduler there ({exc})") from None
         threads = sum(self.client.nthreads().values())
         if threads == 0:
-            self.client.close()
+            self.close()
             raise HwModelsError(f"--dask {address}: the cluster has no workers")
         self.window = max(4, 2 * threads)
         self._futures: set = set()
@@ -392,12 +413,34 @@ class DaskCluster:
         return f
 
     def wait(self, handles: list) -> list:
-        done = [self._finished.get()]
+        idle_since = None
+        while True:  # a cluster left without workers would hold the tasks for ever: give up after a while
+            try:
+                done = [self._finished.get(timeout=DASK_POLL_S)]
+                break
+            except queue.Empty:
+                pass
+            try:
+                threads = sum(self.client.nthreads().values())
+            except Exception:  # noqa: BLE001 - the scheduler is going away; its futures end cancelled
+                continue
+            now = time.monotonic()
+            idle_since = None if threads else idle_since or now
+            if idle_since is not None and now - idle_since >= DASK_NO_WORKERS_S:
+                raise HwModelsError(f"--dask {self.address}: the cluster has had no workers for "
+                                    f"{DASK_NO_WORKERS_S:g} s; the points finished before are in the store: start "
+                                    f"workers and run the same command again to resume")
         while not self._finished.empty():
             done.append(self._finished.get())
         out = []
         for f in done:
+            if f not in self._futures:  # reported before
+                continue
             self._futures.discard(f)
+            if f.cancelled():  # this run cancels only in close(): the client lost the scheduler and gave up
+                raise HwModelsError(f"--dask {self.address}: lost the Dask scheduler (the client could not reconnect); "
+                                    f"the points finished before are in the store: run the same command again to "
+                                    f"resume")
             try:
                 out.append((f, f.result()))
             except Exception as exc:  # noqa: BLE001 - the worker died (KilledWorker) or the task could not run
@@ -405,9 +448,27 @@ class DaskCluster:
         return out
 
     def close(self, cancel: bool = False) -> None:
-        if cancel and self._futures:
+        if cancel and getattr(self, "_futures", None) and self.client.status == "running":
             self.client.cancel(list(self._futures))
         self.client.close()
+        self._restore_logs()
+
+    def _restore_logs(self) -> None:
+        for logger, level in self._quiet:
+            logger.setLevel(level)
+
+
+def _quiet_dask_logs() -> list:
+    """Set the client side's ``distributed`` loggers to CRITICAL; the (logger, old level) pairs."""
+    import logging
+
+    names = ["distributed"] + [n for n in logging.root.manager.loggerDict if n.startswith("distributed.")]
+    out = []
+    for n in names:
+        lg = logging.getLogger(n)
+        out.append((lg, lg.level))
+        lg.setLevel(logging.CRITICAL)
+    return out
 
 
 def _check_reachable(address: str) -> None:
@@ -418,8 +479,21 @@ def _check_reachable(address: str) -> None:
 
     if "://" not in address:  # Dask's default protocol
         address = f"tcp://{address}"
-    if not address.startswith("tcp://"):
+    scheme, rest = address.split("://", 1)
+    if scheme == "inproc":  # a cluster started in this Python process (processes=False), as tests do
+        from distributed.comm.inproc import global_manager
+
+        try:
+            found = global_manager.get_listener_for(rest) is not None
+        except ValueError:
+            found = False
+        if not found:
+            raise HwModelsError(f"--dask {address}: no Dask scheduler in this process there (inproc:// reaches only a "
+                                f"cluster started in the same Python process); give tcp://HOST:PORT")
         return
+    if scheme != "tcp":  # ucx, tls, ws need set-up (security, libraries) the command does not take
+        raise HwModelsError(f"--dask {address}: protocol {scheme!r} is not supported; give tcp://HOST:PORT "
+                            f"(the scheduler's)")
     try:
         u = urlsplit(address)
         host, port = u.hostname, u.port
@@ -435,6 +509,8 @@ def _check_reachable(address: str) -> None:
 
 
 DASK_PROBE_S = 10.0  # seconds a reachable address has to answer as a Dask scheduler
+DASK_POLL_S = 5.0  # how often a run waiting for its tasks asks the scheduler for its workers
+DASK_NO_WORKERS_S = 60.0  # a cluster without workers this long ends the run
 
 
 def _check_is_scheduler(address: str) -> None:
@@ -448,11 +524,19 @@ def _check_is_scheduler(address: str) -> None:
         async with rpc(address, timeout=DASK_PROBE_S) as r:
             return await r.identity()
 
+    from distributed.comm.core import CommClosedError
+
     try:
         info = asyncio.run(asyncio.wait_for(identity(), DASK_PROBE_S))
-    except Exception as exc:  # noqa: BLE001 - whatever the far end did, it is not a scheduler answering
+    except (TimeoutError, asyncio.TimeoutError):
+        raise HwModelsError(f"--dask {address}: no Dask scheduler answers there (no reply in {DASK_PROBE_S:g} s)") \
+            from None
+    except (CommClosedError, OSError) as exc:
         raise HwModelsError(f"--dask {address}: no Dask scheduler answers there ({error_line(exc).split(' [at ')[0]})") \
             from None
+    except Exception:  # noqa: BLE001 - its reply did not decode (an HTTP server, say: its first bytes read as a length)
+        raise HwModelsError(f"--dask {address}: it answers, but not as a Dask scheduler (its reply is not Dask's "
+                            f"protocol)") from None
     if not isinstance(info, dict) or info.get("type") != "Scheduler":
         raise HwModelsError(f"--dask {address}: it answers, but not as a Dask scheduler")
 
@@ -526,8 +610,8 @@ def execute(points: list[Point], kind: Kind, store: SweepStore, backend, *, orig
                         suspects.extend(group)
                     continue
                 if isinstance(got, Outcome):  # the whole task failed (e.g. its Dask worker died)
-                    del inflight[handle]
                     if len(group) > 1:  # its points run alone: only the one that fails so is recorded
+                        del inflight[handle]
                         suspects.extend(group)
                         continue
                     got = [got]

@@ -32,10 +32,11 @@ def run_sweep_file(console, file: Path, store: Optional[Path], workers: Optional
     """Run (or with ``check`` validate and count) sweep file ``file``: the exit status, 0 when
     every point is done (or checked), 1 when some failed, 2 for invalid points, 130 when
     interrupted."""
-    from hw_models.sweep.execute import Summary, check_backend, resolve_points, restore_sigint, unfinished
+    from hw_models.console import progress_bar
+    from hw_models.sweep.execute import Summary, Tally, check_backend, iter_points, restore_sigint, unfinished
     from hw_models.sweep.invalid import InvalidPoints
     from hw_models.sweep.kinds import get_kind
-    from hw_models.sweep.spec import expand, load_sweep
+    from hw_models.sweep.spec import load_sweep, point_count
     from hw_models.sweep.store import SweepStore
     from noc.base.errors import HwModelsError
 
@@ -51,8 +52,14 @@ def run_sweep_file(console, file: Path, store: Optional[Path], workers: Optional
     console.print(f"sweep {file}: kind {kind.name}, {len(spec.axes)} axes ({grid}); {sampled}")
     store_path = default_store(file, spec.store) if store is None else store
     invalid = InvalidPoints(store_path.parent, store_path.name)
-    with console.status(f"validating {len(expand(spec)):,} points ..."):
-        points, _, duplicates = resolve_points(spec, kind, invalid)
+    tally = Tally()
+    with progress_bar(console, "invalid {task.fields[invalid]}") as progress:  # a million points take a while
+        task = progress.add_task("validating points", total=point_count(spec), invalid=0)
+        valid = iter_points(spec, kind, invalid, tally, lambda i: progress.update(task, completed=i,
+                                                                                  invalid=invalid.count))
+        # with --check only the keys are kept (a point's resolved config is dropped once it is checked)
+        points = [p.key for p in valid] if check else list(valid)
+    duplicates = tally.duplicates
     if invalid.count:  # the first invalid points, the count, the file with all of them; nothing runs
         invalid.close()
         for line in invalid.lines():
@@ -61,7 +68,7 @@ def run_sweep_file(console, file: Path, store: Optional[Path], workers: Optional
     named = "--store" if store is not None else (f"{file}: store =" if spec.store else "")
     if check:
         with SweepStore(store_path, create=False, named=named) if store_path.exists() else _NoStore() as st:
-            finished = len(st.done_keys(p.key for p in points))
+            finished = len(st.done_keys(points))
         console.print(f"{len(points)} points valid" + (f" ({duplicates} duplicates of others dropped)" if duplicates
                                                        else "") + f"; {finished} finished in {store_path}")
         return 0

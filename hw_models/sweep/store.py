@@ -129,6 +129,14 @@ def point_key(kind: str, config: dict, model_versions: dict) -> str:
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
+def point_key_of_json(kind: str, config_json: str, versions_json: str) -> str:
+    """:func:`point_key` from ``canonical_json`` of the config and of the model versions: the
+    same text hashed (keys in sorted order: config, kind, model_versions), without encoding
+    the config a second time."""
+    text = f'{{"config":{config_json},"kind":{canonical_json(kind)},"model_versions":{versions_json}}}'
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
 @dataclass(frozen=True)
 class PointRecord:
     """One row of the store."""

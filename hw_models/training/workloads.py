@@ -513,7 +513,7 @@ def workload_from_dict(data: dict[str, Any], source: str = "workload") -> Worklo
         if not isinstance(spec, dict):
             raise ConfigError(f"{where} = {spec!r}: must be a table with a 'kind'")
         kind = spec.get("kind")
-        if kind not in LAYER_KEYS:
+        if not isinstance(kind, str) or kind not in LAYER_KEYS:  # a list or table is no kind (nor hashable)
             raise ConfigError(f"{where}.kind = {kind!r}: unknown layer kind (allowed: {', '.join(LAYER_KEYS)})")
         keys = LAYER_KEYS[kind]
         for key, value in spec.items():

@@ -357,5 +357,20 @@ def test_an_address_that_is_no_dask_scheduler_is_one_line_and_exit_2(tmp_path, c
                            capsys)
     finally:
         server.close()
-    assert code == 2 and err.startswith(f"error: --dask tcp://127.0.0.1:{port}: no Dask scheduler answers there")
-    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err == (f"error: --dask tcp://127.0.0.1:{port}: it answers, but not as a Dask scheduler (its reply is not "
+                   f"Dask's protocol)\n") and code == 2
+
+
+@pytest.mark.parametrize("address, says", [
+    ("ucx://127.0.0.1:8786", "protocol 'ucx' is not supported; give tcp://HOST:PORT"),
+    ("tls://127.0.0.1:8786", "protocol 'tls' is not supported; give tcp://HOST:PORT"),
+    ("inproc://x", "no Dask scheduler in this process there"),
+    ("inproc://192.0.2.2/1/1", "no Dask scheduler in this process there"),
+    ("://x", "protocol '' is not supported"),
+])
+def test_an_address_dask_cannot_reach_from_here_is_one_line_at_once(tmp_path, capsys, toy_kinds, address, says):
+    """These made the client retry for 40 s and print a traceback at exit."""
+    pytest.importorskip("distributed")
+    f = _write(tmp_path, RING_SWEEP)
+    code, _, err = run(["sweep", str(f), "--store", str(tmp_path / "s.sqlite"), "--dask", address], capsys)
+    assert code == 2 and err.startswith(f"error: --dask {address}: {says}") and err.count("\n") == 1, err

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
+from typing import NamedTuple
 
 from hw_models.sweep.kinds import Kind
 from noc.base.errors import ConfigError
@@ -32,6 +33,9 @@ def validate(point: dict, source: str = "point") -> dict:
         if key not in SECTIONS:
             raise ConfigError(f"{source}: unknown key {key!r} (allowed: {', '.join(SECTIONS)}; a point is one load, "
                               "traffic.rate_packets, so [sweep] and out_dir have no place in it)")
+    rest = _rest_key(point)
+    if rest in _RESTS:  # the network, channels and router of an earlier valid point: only the traffic is new
+        return _with_traffic(_RESTS[rest], rest, point, source)
     cfg = validate_model(point, experiment_model(), source=source)
     net = cfg.network
     router = resolve_router(net, cfg.router, source)
@@ -45,6 +49,49 @@ def validate(point: dict, source: str = "point") -> dict:
                 "router": router.model_dump(mode="json"), "traffic": cfg.traffic.model_dump(mode="json")}
     t = _topology(json.dumps(network, sort_keys=True), json.dumps(latency, sort_keys=True))
     _check_fits(t, router, cfg.traffic, json.dumps(resolved, sort_keys=True), source)
+    if len(_RESTS) > 256:
+        _RESTS.clear()
+    _RESTS[rest] = _Rest(resolved["topology"], network, latency, resolved["router"], t, router)
+    return resolved
+
+
+class _Rest(NamedTuple):
+    """A valid point's sections other than its traffic, resolved."""
+
+    topology: str
+    network: dict
+    channels: dict
+    router: dict
+    t: object  # the topology with its links' latencies
+    router_config: object  # noc.flit.FlitNetworkConfig
+
+
+#: the resolved sections of the points validated so far, by their network, channels and router
+#: tables as given (a sample of a million loads repeats a few of them): shared between the
+#: points' resolved configs, which are read, never changed
+_RESTS: dict[str, _Rest] = {}
+
+
+def _rest_key(point: dict) -> str:
+    """The point's tables other than ``traffic`` as text: ``repr`` of TOML data (tables,
+    arrays, strings, numbers, booleans, dates) tells every two different values apart (1 and
+    1.0 and True too); points built alike give their keys in the same order."""
+    return repr([(k, v) for k, v in point.items() if k != "traffic"])
+
+
+def _with_traffic(rest: _Rest, rest_key: str, point: dict, source: str) -> dict:
+    """:func:`validate` of a point whose other tables are ``rest``'s: its traffic table alone
+    checked (with the same messages: validated in the same model, the other tables left to
+    their defaults) and fitted to the network."""
+    from hw_models.noc_experiment import experiment_model
+    from noc.base.config import validate as validate_model
+
+    traffic = validate_model({"traffic": point["traffic"]} if "traffic" in point else {}, experiment_model(),
+                             source=source).traffic
+    resolved = {"topology": rest.topology, "network": rest.network, "channels": rest.channels, "router": rest.router,
+                "traffic": traffic.model_dump(mode="json")}
+    fits = [(k, v) for k, v in resolved["traffic"].items() if k != "rate_packets"]  # in the model's field order
+    _check_fits(rest.t, rest.router_config, traffic, rest_key + repr(fits), source, as_key=True)
     return resolved
 
 
@@ -69,15 +116,19 @@ def _base_topology(spec, nis, link_bytes_per_cycle, link_latency_cycles, source)
 _FITS: set[str] = set()  # resolved points (without their load) found to fit
 
 
-def _check_fits(t, router, traffic, resolved_json: str, source: str) -> None:
+def _check_fits(t, router, traffic, resolved_json: str, source: str, as_key: bool = False) -> None:
     """What ``hw-models noc run`` checks before it runs: the pattern on the topology, the
-    router's VCs on the routing, packets that fit a VC under virtual cut-through."""
+    router's VCs on the routing, packets that fit a VC under virtual cut-through
+    (``as_key``: ``resolved_json`` is already the text the result is kept under)."""
     from noc.flit import build_network
     from noc.flit_traffic import destinations
 
-    key = json.loads(resolved_json)
-    key["traffic"].pop("rate_packets")
-    key = json.dumps(key, sort_keys=True)
+    if as_key:
+        key = resolved_json
+    else:
+        key = json.loads(resolved_json)
+        key["traffic"].pop("rate_packets")
+        key = json.dumps(key, sort_keys=True)
     if key in _FITS:
         return
     try:

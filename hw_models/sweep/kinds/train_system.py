@@ -22,7 +22,7 @@ from hw_models.training.compute import DEFAULT_DEVICE
 from noc.base.errors import ConfigError, HwModelsError
 
 COMMON = {"workload": "resnet50", "batch": 16, "device": DEFAULT_DEVICE, "preset": None, "topology": None,
-          "nis": None, "algorithm": "ring", "task": "logreg", "lr": None, "target": None, "max_iterations": 1500,
+          "nis": None, "algorithm": None, "task": "logreg", "lr": None, "target": None, "max_iterations": 1500,
           "seed": 0}
 OPTIONS = ("compressors", "fix", "average_every", "servers", "placement", "modes", "stragglers", "delays",
            "variants", "alpha", "tau", "inverse_efficiency", "links", "techniques", "transfer_every", "mp_keep")

@@ -77,11 +77,14 @@ def resolve_setting(sysname, workload, batch, device, topology, nis, algorithm, 
     works = e2e.resolve_workloads(workload, "--workload")
     if len(works) != 1:
         raise HwModelsError(f"--workload {workload!r}: give one workload")
-    alg = algorithm_name(algorithm)
+    alg = None if algorithm is None else algorithm_name(algorithm)
     data, source = (data, "experiment") if data is not None else experiment_data(config, preset)
     _, _, overrides, flags, drop = flag_overlay(topology=topology, nis=nis)  # as hw-models train puts them
-    flags = {"allreduce.algorithms": "--algorithm", **flags}
+    if alg is not None:
+        flags = {"allreduce.algorithms": "--algorithm", **flags}
     cfg = config_with_flags(data, source, overrides, flags, drop)
+    if alg is None:  # a flag left out never overrides the config: its first all-reduce (ring by default)
+        alg = algorithm_name(cfg.allreduce.algorithms[0])
     design = cfg.nic.design
     exp = resolve_experiment(cfg, source, flags=flags, designs=[design], algorithms=[alg])
     nic = exp.nics[design]

@@ -1,0 +1,95 @@
+"""The fast paths of validating a big sample give what the plain paths give: a noc_load point
+whose network, channels and router an earlier point had (only its traffic checked) resolves
+to the config, key and error message of a point validated from scratch; the store key from
+the config's JSON equals the key from the config; the base's copy equals a deep copy; the
+points are streamed in the order and with the values of the list; ``--check`` reports
+progress and the same counts."""
+
+from __future__ import annotations
+
+import copy
+import textwrap
+
+import pytest
+
+import hw_models.sweep.kinds.noc_load as noc_load
+from cli_run import run
+from hw_models.sweep.execute import Tally, iter_points, resolve_points
+from hw_models.sweep.kinds import get_kind
+from hw_models.sweep.spec import _copy, expand, iter_values, load_sweep, point_config, point_count
+from hw_models.sweep.store import canonical_json, point_key, point_key_of_json
+
+MIXED = """
+kind = "noc_load"
+[base]
+router.flow_control = "vct"
+[axes]
+"traffic.pattern" = ["uniform", "transpose"]
+"traffic.packet_flits" = [[1], [4]]
+"traffic.rate_packets" = {low = 0.01, high = 0.45}
+"router.num_vcs" = [1, 2, 4]
+"router.vc_depth_flits" = {from = 1, to = 16, times = 2}
+"network.topology" = ["mesh:4x4", "torus:4x4", "ring:8"]
+"traffic.perm_seed" = [1, 2]
+[sample]
+method = "latin_hypercube"
+points = 240
+seed = 3
+"""
+
+
+@pytest.fixture
+def mixed(tmp_path):
+    f = tmp_path / "mixed.toml"
+    f.write_text(textwrap.dedent(MIXED))
+    return load_sweep(f, None)
+
+
+def test_the_memo_gives_what_validating_from_scratch_gives(mixed):
+    kind = get_kind("noc_load")
+    noc_load._RESTS.clear()
+    points, errors, dup = resolve_points(mixed, kind)
+    assert len(points) > 40 and len(errors) > 40  # both kinds of point, and the memo was used
+    versions = kind.model_versions()
+    by_index = {p.index: p for p in points}
+    scratch_errors = []
+    n = point_count(mixed)
+    for i, values in enumerate(expand(mixed), 1):
+        noc_load._RESTS.clear()
+        noc_load._FITS.clear()
+        source = f"{mixed.path}: point {i} of {n}"
+        try:
+            resolved = kind.validate(point_config(mixed.base, values), source)
+        except Exception as exc:  # noqa: BLE001 - the message is compared
+            scratch_errors.append(str(exc))
+            assert i not in by_index
+            continue
+        p = by_index[i]
+        assert p.config == resolved and p.config_json == canonical_json(resolved)
+        assert p.key == point_key("noc_load", resolved, versions)
+    assert [e.split(" [axes: ")[0] for e in errors] == [" ".join(e.split()) for e in scratch_errors]
+    assert dup == 0
+
+
+def test_key_of_json_copy_and_stream_equal_the_plain_ones(mixed):
+    cfg = {"b": [1, 2.5, {"x": "é"}], "a": {"y": True, "z": None}}
+    versions = {"flit_model": 3, "noc_load": 2}
+    assert point_key_of_json("noc_load", canonical_json(cfg), canonical_json(versions)) == \
+        point_key("noc_load", cfg, versions)
+    base = {"t": {"a": [1, [2, 3]], "b": {"c": 1.5}}, "s": "x"}
+    c = _copy(base)
+    assert c == copy.deepcopy(base) and c["t"]["a"] is not base["t"]["a"] and c["t"]["b"] is not base["t"]["b"]
+    assert list(iter_values(mixed)) == expand(mixed) and point_count(mixed) == len(expand(mixed))
+    tally, errors, seen = Tally(), [], []
+    streamed = list(iter_points(mixed, None, errors, tally, seen.append, every=50))
+    assert [p.key for p in streamed] == [p.key for p in resolve_points(mixed)[0]]
+    assert seen == [50, 100, 150, 200, 240] and tally.checked == 240
+
+
+def test_check_streams_and_counts(tmp_path, capsys):
+    f = tmp_path / "ok.toml"
+    f.write_text(textwrap.dedent(MIXED).replace('router.flow_control = "vct"', 'router.flow_control = "wormhole"')
+                 .replace('[1, 2, 4]', '[2, 4]').replace('"ring:8"', '"mesh:2x2"').replace(', "transpose"', ''))
+    code, out, err = run(["sweep", str(f), "--check", "--store", str(tmp_path / "s.sqlite")], capsys)
+    assert code == 0, err
+    assert "240 points valid; 0 finished in" in out
