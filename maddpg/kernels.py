@@ -10,8 +10,7 @@ Every kernel is written the way an HLS engineer writes C for an FPGA:
   fully partitioned array (``float acc[RB][VW]``) over the reduction loop, with the block's
   loops fully unrolled. On the CPU the block's columns follow the host's vector width
   (``lanes``, :func:`host_lanes`): 6 x 64 in 24 AVX-512 registers, or each ``VW`` block as four
-  blocks of 16 columns in AVX2 registers (4 rows in the forward pass and the input gradient,
-  6 in the weight gradient); all compute every element in the same order;
+  4 x 16 blocks in AVX2 registers; all compute every element in the same order;
 * caller-provided output buffers (and scratch, e.g. a transposed weight copy) — nothing is
   allocated on the heap inside a kernel;
 * float32 everywhere (accumulators included); an optional fixed-point mode rounds every
@@ -73,17 +72,19 @@ NARROW_BLOCK_OUT = 4
 # hence the same results bit for bit (tests/maddpg/test_kernel_blocking.py), and the loop
 # nests, which describe the accelerator's datapath, do not depend on it.
 CPU_COLS = {16: VW, 8: 16}
-# Rows of the CPU's block in the forward pass and the input gradient: at 8 lanes 6 rows x 16
-# columns (12 ymm accumulators, BLIS's Haswell block) beside the 6 row broadcasts LLVM keeps
-# live and 2 weight vectors exceed AVX2's 16 registers and spill; 4 rows (8 + 4 + 2) fit. The
-# weight gradient keeps RB rows (its row blocks are the nest's, padding included). Every
-# output is still its in-order sum, so the bits do not change.
-CPU_ROWS = {16: RB, 8: 4}
+# Rows of the CPU's block: at 8 lanes 6 rows x 16 columns (12 ymm accumulators, BLIS's
+# Haswell block) beside the 6 row broadcasts LLVM keeps live and 2 weight (or dy) vectors
+# exceed AVX2's 16 registers and spill; 4 rows (8 + 4 + 2) fit. The forward pass, the input
+# gradient and the weight gradient (4 weight rows a block, its bias row in the last) use them;
+# the narrow weight gradient with its outputs as rows keeps RB (one pass over the batch for up
+# to 5 outputs and the bias row). Every output is still its in-order sum: same bits.
+RB_AVX2 = 4
+CPU_ROWS = {16: RB, 8: RB_AVX2}
 LANES_ENV = "MADDPG_VECTOR_LANES"  # overrides the blocking: 8 or 16
 # The blocking used for each vector width, measured with bench/maddpg_speed.py --peak: with
 # AVX-512 the 16-lane block runs the wide layers 1.4-2.5x faster than the 8-lane one; compiled
-# for AVX2 (--avx2, an Intel Xeon) the 8-lane block's 4 x 16 forward pass and input gradient
-# run at 77-91 GFLOP/s against the spilling 16-lane block's 45-57, weight gradients even
+# for AVX2 (--avx2, an Intel Xeon) the 8-lane block's 4 x 16 forward pass, input gradient and
+# weight gradient run at 77-92 GFLOP/s against the spilling 16-lane block's 45-57
 # (docs/maddpg.md). MADDPG_VECTOR_LANES=8 or 16 overrides the choice.
 BLOCK_FOR_WIDTH = {16: 16, 8: 8}
 
@@ -593,8 +594,8 @@ def _weight_store(dw, db, a, i, o0, cw, n_in, transposed):
 
 
 @njit(cache=True, inline="always")
-def _weight_blocks(x, dy, dw, db, acc, cw, o_tail, n_ib, transposed):
-    """The blocked weight gradient (outputs ``0 .. o_tail``): rows ``i0 .. i0 + RB`` x outputs
+def _weight_blocks(x, dy, dw, db, acc, rb, cw, o_tail, n_ib, transposed):
+    """The blocked weight gradient (outputs ``0 .. o_tail``): rows ``i0 .. i0 + rb`` x outputs
     ``o0 .. o0 + cw`` of the gradient of the augmented weights ``[W; b]`` (input ``[x, 1]``) per
     block, each accumulating ``x[b, i] * dy[b, o]`` over the whole batch. Row ``n_in`` is the
     bias row (``x = 1``); rows past it are padding (``x = 0``, not stored). ``transposed``: the
@@ -606,52 +607,56 @@ def _weight_blocks(x, dy, dw, db, acc, cw, o_tail, n_ib, transposed):
     for ob in range(o_tail // cw):
         o0 = ob * cw
         for ib in range(n_ib):
-            i0 = ib * RB
+            i0 = ib * rb
             for o in range(cw):
                 a0[o] = zero
                 a1[o] = zero
                 a2[o] = zero
                 a3[o] = zero
-                a4[o] = zero
-                a5[o] = zero
-            if i0 + RB <= n_in:
+                if rb > 4:
+                    a4[o] = zero
+                    a5[o] = zero
+            if i0 + rb <= n_in:
                 for bb in range(x.shape[0]):
                     x0 = x[bb, i0]
                     x1 = x[bb, i0 + 1]
                     x2 = x[bb, i0 + 2]
                     x3 = x[bb, i0 + 3]
-                    x4 = x[bb, i0 + 4]
-                    x5 = x[bb, i0 + 5]
+                    x4 = x[bb, i0 + 4] if rb > 4 else zero
+                    x5 = x[bb, i0 + 5] if rb > 4 else zero
                     for o in range(cw):
                         d = dy[bb, o0 + o]
                         a0[o] += x0 * d
                         a1[o] += x1 * d
                         a2[o] += x2 * d
                         a3[o] += x3 * d
-                        a4[o] += x4 * d
-                        a5[o] += x5 * d
+                        if rb > 4:
+                            a4[o] += x4 * d
+                            a5[o] += x5 * d
             else:  # the last block: the bias row (x = 1), then padding
                 for bb in range(x.shape[0]):
                     x0 = _aug_x(x, bb, i0, n_in)
                     x1 = _aug_x(x, bb, i0 + 1, n_in)
                     x2 = _aug_x(x, bb, i0 + 2, n_in)
                     x3 = _aug_x(x, bb, i0 + 3, n_in)
-                    x4 = _aug_x(x, bb, i0 + 4, n_in)
-                    x5 = _aug_x(x, bb, i0 + 5, n_in)
+                    x4 = _aug_x(x, bb, i0 + 4, n_in) if rb > 4 else zero
+                    x5 = _aug_x(x, bb, i0 + 5, n_in) if rb > 4 else zero
                     for o in range(cw):
                         d = dy[bb, o0 + o]
                         a0[o] += x0 * d
                         a1[o] += x1 * d
                         a2[o] += x2 * d
                         a3[o] += x3 * d
-                        a4[o] += x4 * d
-                        a5[o] += x5 * d
+                        if rb > 4:
+                            a4[o] += x4 * d
+                            a5[o] += x5 * d
             _weight_store(dw, db, a0, i0, o0, cw, n_in, transposed)
             _weight_store(dw, db, a1, i0 + 1, o0, cw, n_in, transposed)
             _weight_store(dw, db, a2, i0 + 2, o0, cw, n_in, transposed)
             _weight_store(dw, db, a3, i0 + 3, o0, cw, n_in, transposed)
-            _weight_store(dw, db, a4, i0 + 4, o0, cw, n_in, transposed)
-            _weight_store(dw, db, a5, i0 + 5, o0, cw, n_in, transposed)
+            if rb > 4:
+                _weight_store(dw, db, a4, i0 + 4, o0, cw, n_in, transposed)
+                _weight_store(dw, db, a5, i0 + 5, o0, cw, n_in, transposed)
 
 
 @njit(cache=True, inline="always")
@@ -708,13 +713,13 @@ def _blocked_kernels(lanes: int):
     def weights(x, dy, dw, db, o_tail, n_ib):
         _wide_vectors()
         acc = carray(_local_f32(n_acc), (RB, cw))
-        _weight_blocks(x, dy, dw, db, acc, cw, o_tail, n_ib, False)
+        _weight_blocks(x, dy, dw, db, acc, rb, cw, o_tail, n_ib, False)
 
     @njit(**_BKW)
     def weights_t(dy, x, dw, db, i_tail, n_ob):
         _wide_vectors()
         acc = carray(_local_f32(n_acc), (RB, cw))
-        _weight_blocks(dy, x, dw, db, acc, cw, i_tail, n_ob, True)
+        _weight_blocks(dy, x, dw, db, acc, RB, cw, i_tail, n_ob, True)
 
     @njit(**_BKW)
     def inputs(dy, wt, dx, r0, r1):
@@ -884,7 +889,7 @@ def dense_backward_weights(x, dy, dw, db, q_frac, q_bits, lanes=16):
     else:
         n_blk = n_out // VW
         o_tail = n_blk * VW
-        n_ib = n_in // RB + 1  # blocks over the n_in + 1 rows of [W; b]
+        n_ib = n_in // (RB_AVX2 if lanes == 8 else RB) + 1  # blocks over the n_in + 1 rows of [W; b]
         if n_blk > 0:
             if lanes == 8:
                 _weight_blocked8(x, dy, dw, db, o_tail, n_ib)
