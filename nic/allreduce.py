@@ -61,16 +61,18 @@ from noc.topology import Topology
 MODELS = ("message", "flit")
 
 
-# What a message-level run holds at its peak, fitted to bench/allreduce_scale.py on 24x24 to
-# 64x64 tori with 4 NIs (3-link paths; docs/allreduce.md, "Scale"): per transfer (the
-# schedule, its layout for the simulators, the times and the per-transfer state of the event
-# loop, the timed replay's sorted events), per link of its path (the routes), and the
-# verifier's vectors, at most three int64 values per node and element (2 elements per flow
-# and 1: its partial sums, final values and per node and flow counts). The event loop's
-# state for transfers under way, a few hundred bytes per NI, is in the per-transfer figure.
-MESSAGE_BYTES_PER_TRANSFER = 100
+# What a message-level run holds at its peak above its schedule, fitted to the measured run of
+# tests/nic/test_allreduce_scale.py (24x24 torus, 4 NIs: 73.0 MB against 73.6 MB estimated):
+# per transfer (its layout for the simulators, the times and the per-transfer state of the
+# event loop, the timed replay's sorted events), per link of its path (the routes: int32
+# link and int8 class, as if every transfer's endpoint pair were its own; runs keep one row
+# per distinct pair, so neighbour schedules hold far less), and the verifier's vectors, at
+# most three int64 values per node and element (2 elements per flow and 1: its partial
+# sums, final values and per node and flow counts). The event loop's state for transfers
+# under way, a few hundred bytes per NI, is in the per-transfer figure.
+MESSAGE_BYTES_PER_TRANSFER = 72
 
-MESSAGE_BYTES_PER_PATH_LINK = 8
+MESSAGE_BYTES_PER_PATH_LINK = 5
 
 # A run estimated to need more is refused before it starts (the machine would swap or kill it).
 MAX_RUN_BYTES = 8 << 30

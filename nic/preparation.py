@@ -200,7 +200,8 @@ def prepare(topology: Topology, schedule: Schedule, nic: NicConfig, size_bytes: 
     payload = flow_payload[schedule.flow]
     wire = nic.wire_bytes(flow_payload)[schedule.flow]
     nis = topology.nis_per_node
-    ep = topology.node_endpoints
+    small = np.int32 if topology.num_endpoints < 2**31 else np.int64
+    ep = topology.node_endpoints.astype(small)  # so the transfers' endpoints come out in their own type
     src_ep = ep[schedule.src, _ni_slots(schedule.step, schedule.src, nis)]
     # a schedule may ask for its receivers' NIs to be dealt in flow order (ring2d_4dir: a
     # node's four senders' concurrent transfers then arrive at four different NIs)
@@ -214,9 +215,8 @@ def prepare(topology: Topology, schedule: Schedule, nic: NicConfig, size_bytes: 
         is_reduce = schedule.op == OP_REDUCE
         work = np.where(is_reduce, w_flow[schedule.flow], 0)
         last = np.where(is_reduce, l_flow[schedule.flow], 0)
-    small = np.int32 if topology.num_endpoints < 2**31 else np.int64
-    return Prepared(schedule.src, schedule.dst, schedule.step, payload.astype(np.int64), wire, src_ep.astype(small),
-                    dst_ep.astype(small), ptr, idx, work, last)
+    return Prepared(schedule.src, schedule.dst, schedule.step, np.asarray(payload, np.int64), wire, src_ep, dst_ep,
+                    ptr, idx, work, last)
 
 
 def transfer_routes(topology: Topology, prep: Prepared, network,
