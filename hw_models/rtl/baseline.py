@@ -106,4 +106,4 @@ def ecp5_job(name: str):
     if top == "nic_scheduler":
         return scheduler_job(int(kv["DEPTH"]), int(kv["NIS"]))
     return datapath_job(top, int(kv["LANES"]), int("fp32" in params), buf_words=int(kv["BUF_WORDS"]),
-                        add_lat=int(kv.get("ADD_LAT", 0)))
+                        add_lat=int(kv.get("ADD_LAT", 0)), nis=int(kv.get("NIS", 1)))
