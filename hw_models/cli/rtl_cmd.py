@@ -96,7 +96,7 @@ def replay(
 @app.command()
 def synth(
     depths: str = typer.Option("16,32,64,128,256", help="Comma-separated DEPTH values."),
-    nis: str = typer.Option("1,4", help="Comma-separated NIS values."),
+    nis: str = typer.Option("1,4", help="Comma-separated NIS values (the scheduler's; with --pnr also the data path's)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Also write the table as CSV to this file."),
     topology: list[str] = typer.Option(list(_TOPOLOGIES), "--topology", "-t",
                                        help="Show the table DEPTH MultiTree needs on these topologies ('none' for none)."),

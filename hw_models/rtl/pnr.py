@@ -176,9 +176,11 @@ def scheduler_job(depth: int, nis: int, *, top: str = "nic_scheduler") -> PnrJob
     return PnrJob(top=top, parameters=(("DEPTH", depth), ("NIS", nis)), label=f"DEPTH={depth} NIS={nis}")
 
 
-def datapath_job(module: str, lanes: int, fmt: int, *, buf_words: int = 64, add_lat: int = 0) -> PnrJob:
+def datapath_job(module: str, lanes: int, fmt: int, *, buf_words: int = 64, add_lat: int = 0,
+                 nis: int = 1) -> PnrJob:
     """``nic_reduce_add`` or ``nic_datapath`` at LANES and FMT (0 int32, 1 fp32), the adder's
-    pipeline registers ADD_LAT (0: the default, not named in the label)."""
+    pipeline registers ADD_LAT and (``nic_datapath``) NIS NIs; the defaults (0, 1) are not
+    named in the label."""
     if module not in ("nic_reduce_add", "nic_datapath"):
         raise ToolchainError(f"module {module!r}: choose nic_reduce_add or nic_datapath")
     params = [("LANES", lanes), ("FMT", fmt)]
@@ -189,6 +191,9 @@ def datapath_job(module: str, lanes: int, fmt: int, *, buf_words: int = 64, add_
     if add_lat:
         params.append(("ADD_LAT", add_lat))
         label += f" ADD_LAT={add_lat}"
+    if module == "nic_datapath" and nis != 1:
+        params.append(("NIS", nis))
+        label += f" NIS={nis}"
     return PnrJob(top=module, parameters=tuple(params), label=label)
 
 
@@ -234,13 +239,14 @@ def check_pnr_family(family: str) -> None:
 def pnr_jobs(depths: Sequence[int], nis_list: Sequence[int], lanes_list: Sequence[int] = (), *,
              top: str = "nic_scheduler", add_lats: Sequence[int] = (0,)) -> list[PnrJob]:
     """The scheduler (or ``top``) at every (DEPTH, NIS), then ``nic_datapath`` (fp32, 64 words) at every
-    (ADD_LAT, LANES).
+    (ADD_LAT, NIS, LANES).
 
     The reduction adder alone is combinational at ADD_LAT 0 (no clock, so no Fmax): it is routed inside
     ``nic_datapath``.
     """
     jobs = [scheduler_job(d, n, top=top) for n in nis_list for d in depths]
-    return jobs + [datapath_job("nic_datapath", lanes, 1, add_lat=lat) for lat in add_lats for lanes in lanes_list]
+    return jobs + [datapath_job("nic_datapath", lanes, 1, add_lat=lat, nis=n)
+                   for lat in add_lats for n in nis_list for lanes in lanes_list]
 
 
 def markdown_table(rows: Sequence[PnrRow]) -> str:

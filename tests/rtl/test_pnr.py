@@ -51,8 +51,9 @@ def test_ecp5_cell_counts():
 def test_jobs_cover_every_depth_and_ni_count_then_the_data_path_lanes():
     jobs = pnr_jobs([16, 64], [1, 4], [4])
     assert [j.label for j in jobs] == ["DEPTH=16 NIS=1", "DEPTH=64 NIS=1", "DEPTH=16 NIS=4", "DEPTH=64 NIS=4",
-                                       "LANES=4 fp32 BUF_WORDS=64"]
-    assert jobs[-1].top == "nic_datapath" and dict(jobs[-1].parameters) == {"LANES": 4, "FMT": 1, "BUF_WORDS": 64}
+                                       "LANES=4 fp32 BUF_WORDS=64", "LANES=4 fp32 BUF_WORDS=64 NIS=4"]
+    assert jobs[-2].top == "nic_datapath" and dict(jobs[-2].parameters) == {"LANES": 4, "FMT": 1, "BUF_WORDS": 64}
+    assert dict(jobs[-1].parameters) == {"LANES": 4, "FMT": 1, "BUF_WORDS": 64, "NIS": 4}
     names = {p.name for p in sources_for("nic_datapath")}
     assert "nic_fp32_add.v" in names and "nic_scheduler.v" not in names
     assert "nic_regs.v" in {p.name for p in sources_for("nic_axil_scheduler")}

@@ -265,7 +265,7 @@ def test_synth_pnr_routes_every_depth_and_ni_count_and_prints_the_table(capsys, 
     code, out, err = run(["rtl", "synth", "--depths", "16,64", "--nis", "4", "-t", "none", "--datapath", "4",
                           "--pnr", "ecp5"], capsys)
     assert code in (None, 0), err
-    assert seen == ["DEPTH=16 NIS=4", "DEPTH=64 NIS=4", "LANES=4 fp32 BUF_WORDS=64"]
+    assert seen == ["DEPTH=16 NIS=4", "DEPTH=64 NIS=4", "LANES=4 fp32 BUF_WORDS=64 NIS=4"]
     assert "LFE5U-85F-6CABGA381, Yosys 0.70 synth_ecp5, nextpnr-ecp5 0.11.1" in out
     assert out.count("| 50.0 |") == 3
     seen.clear()
