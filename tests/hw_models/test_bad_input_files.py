@@ -33,3 +33,29 @@ def test_exporting_a_store_with_no_points_writes_nothing(tmp_path, capsys):
     assert not out.exists() and not out.parent.exists()
     code, _, err = run(["sweep", "export", str(store), "--csv", str(out), "--status", "done"], capsys)
     assert code == 2 and "holds no done points to export" in err
+
+
+def test_a_hand_damaged_cpu_profile_is_named_by_field(tmp_path):
+    import json
+
+    import pytest
+
+    from maddpg.accel.host import CpuProfile, load_profile
+    from noc.base.errors import ConfigError
+
+    good = CpuProfile("simple_spread", 3, 1024, 1e-4, 2e-3, 5e-3, 1, "m", "2026-01-01", 0, 5)
+    f = tmp_path / "p.json"
+    f.write_text(good.to_json())
+    assert load_profile(f) == good
+    for key, value, says in [("update_s", float("nan"), "a finite number of seconds > 0"),
+                             ("sample_s", -1.0, "a finite number of seconds > 0"),
+                             ("update_s", "fast", "a finite number of seconds > 0"),
+                             ("n_agents", True, "an integer >= 0"), ("machine", 3, "a string")]:
+        d = json.loads(good.to_json())
+        d[key] = value
+        f.write_text(json.dumps(d))
+        with pytest.raises(ConfigError, match=rf"^CPU profile {f}: field '{key}' = .*; allowed: {says}$"):
+            load_profile(f)
+    f.write_text('{"update_s": 1}')
+    with pytest.raises(ConfigError, match="not a profile written by this tool"):
+        load_profile(f)
