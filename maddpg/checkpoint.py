@@ -134,6 +134,8 @@ def load_npz(path: str | Path, required: list[str] | None = None,
     p = Path(path)
     if not p.exists():
         raise CheckpointError(f"{p}: no checkpoint to resume from (train without --resume first)")
+    if p.is_dir():
+        raise CheckpointError(f"{p}: is a directory; give the checkpoint file in it ({p / 'checkpoint.npz'})")
     try:
         with np.load(p, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}

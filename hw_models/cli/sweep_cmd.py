@@ -84,6 +84,9 @@ def export(
             raise HwModelsError(f"--kind {kind!r}: {store} holds no point of that kind (it holds: "
                                 f"{', '.join(have) or 'none'})")
         rows = flat_rows(st, kind=kind, status=status)
+    if not rows:  # an empty file (not even a header) would read as an export of nothing gone wrong
+        which = " ".join(x for x in (status, kind) if x)
+        raise HwModelsError(f"{store}: holds no {which + ' ' if which else ''}points to export; nothing written")
     written = []
     for path, write in ((csv, write_csv), (parquet, write_parquet)):
         if path is not None:

@@ -15,10 +15,11 @@ baseline. A measurement is a :class:`CpuProfile`, saved as JSON and reusable.
 from __future__ import annotations
 
 import json
+import math
 import platform
 import statistics
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from maddpg.accel.config import AccelConfig, Workload
@@ -84,14 +85,33 @@ def machine_name() -> str:
 
 
 def load_profile(path: str | Path) -> CpuProfile:
+    """A profile :meth:`CpuProfile.to_json` wrote; a missing, unreadable or hand-damaged
+    one (a field missing, unknown or of the wrong type, a time not a finite number > 0) is a
+    one-line :class:`ConfigError` naming the field."""
     p = Path(path)
     try:
         d = json.loads(p.read_text())
-        return CpuProfile(**d)
     except FileNotFoundError:
         raise ConfigError(f"CPU profile {p}: no such file") from None
-    except (json.JSONDecodeError, TypeError, UnicodeDecodeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, IsADirectoryError) as exc:
         raise ConfigError(f"CPU profile {p}: not a profile written by this tool ({type(exc).__name__})") from None
+    names = [f.name for f in fields(CpuProfile)]
+    if not isinstance(d, dict) or set(d) != set(names):
+        got = sorted(d) if isinstance(d, dict) else type(d).__name__
+        raise ConfigError(f"CPU profile {p}: not a profile written by this tool (fields {got}; expected "
+                          f"{', '.join(names)})")
+    for f in fields(CpuProfile):
+        v = d[f.name]
+        if f.type in ("float", float):
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+            rule = "a finite number of seconds > 0"
+        elif f.type in ("int", int):
+            ok, rule = isinstance(v, int) and not isinstance(v, bool) and v >= 0, "an integer >= 0"
+        else:
+            ok, rule = isinstance(v, str), "a string"
+        if not ok:
+            raise ConfigError(f"CPU profile {p}: field {f.name!r} = {v!r}; allowed: {rule}")
+    return CpuProfile(**d)
 
 
 def measure_cpu(env: str, n_agents: int, batch: int = 1024, seed: int = 0, repeats: int = 5, episodes: int = 8,

@@ -215,6 +215,11 @@ def read_toml(path: str | Path) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise ConfigError(f"{p}: not a text file (TOML is UTF-8)") from None
     except tomllib.TOMLDecodeError as exc:
+        with p.open("rb") as f:
+            bom = f.read(3) == b"\xef\xbb\xbf"
+        if bom:  # what some editors write first: the parser's message would point at line 1, column 1
+            raise ConfigError(f"{p}: not valid TOML: it starts with a UTF-8 byte-order mark (BOM); save it as UTF-8 "
+                              "without one") from None
         raise ConfigError(f"{p}: not valid TOML: {exc}") from None
 
 
