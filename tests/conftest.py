@@ -50,14 +50,16 @@ def pytest_sessionstart(session):
     if not _warm_up_wanted(session.config):
         return
     script = Path(__file__).with_name("warm_kernels.py")
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    say = reporter.write_line if reporter is not None else print
     t0 = time.perf_counter()
-    print(f"\nwarm-up: compiling the heaviest Numba kernels once, {len(WARM_GROUPS)} processes "
-          f"(HW_MODELS_WARM_UP=0 skips it)", flush=True)
+    say(f"warm-up: compiling the heaviest Numba kernels once, {len(WARM_GROUPS)} processes "
+        f"(HW_MODELS_WARM_UP=0 skips it)")
     procs = [subprocess.Popen([sys.executable, str(script), *group], stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True) for group in WARM_GROUPS]
     for group, proc in zip(WARM_GROUPS, procs):
         out, _ = proc.communicate()
         if proc.returncode != 0:
             tail = " | ".join(out.strip().splitlines()[-3:])
-            print(f"warm-up: warning: {' '.join(group)} failed (exit {proc.returncode}): {tail}", flush=True)
-    print(f"warm-up: done in {time.perf_counter() - t0:.0f} s", flush=True)
+            say(f"warm-up: warning: {' '.join(group)} failed (exit {proc.returncode}): {tail}")
+    say(f"warm-up: done in {time.perf_counter() - t0:.0f} s")
