@@ -37,7 +37,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.astrasim_reference import BANDWIDTH_GBPS, LATENCY_NS, _repo_commits, run_astrasim, write_inputs  # noqa: E402
+from bench.astrasim_reference import (BANDWIDTH_GBPS, LATENCY_NS, _repo_commits, read_reference as read_rows,  # noqa: E402
+                                      run_astrasim, write_inputs)
 from hw_models.training.astrasim import ASTRA_SYSTEM, AstraAnalytical  # noqa: E402
 from hw_models.training.astrasim_msccl import msccl_ns  # noqa: E402
 from hw_models.training.chakra import EtNode, export_workload  # noqa: E402
@@ -116,8 +117,7 @@ def reference(args) -> None:
 
 
 def read_reference(path: Path = DEFAULT_CSV) -> list[dict]:
-    with Path(path).open() as f:
-        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+    return read_rows(path)
 
 
 def model(net: str, alg: str = "ring") -> AstraAnalytical:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.astrasim_reference import _repo_commits, run_astrasim, write_inputs  # noqa: E402
+from bench.astrasim_reference import _repo_commits, read_reference as read_rows, run_astrasim, write_inputs  # noqa: E402
 from hw_models.training.astrasim import ASTRA_SYSTEM, AstraAnalytical  # noqa: E402
 from hw_models.training.chakra import TraceWorkload, export_workload, layer_nodes, load_trace  # noqa: E402
 
@@ -109,8 +109,7 @@ def ours(costs, algorithm: str = "ring", **options) -> tuple[float, float]:
 
 
 def read_reference(path: Path = DEFAULT_CSV) -> list[dict]:
-    with Path(path).open() as f:
-        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+    return read_rows(path)
 
 
 def side_by_side(rows: list[dict]) -> list[dict]:
