@@ -246,10 +246,16 @@ def test_allreduce_refuses_a_router_that_does_not_fit_before_any_run(tmp_path, c
 
 
 def test_allreduce_topology_flag_brings_its_own_routing_and_the_router_its_flit_size(tmp_path, capsys):
-    # the preset's network.routing = "dor" belongs to its torus: a fat-tree from the flag
-    # routes by its own family (nca) instead of failing
+    # one precedence rule: -t names the topology only, so the preset's network.nis_per_node = 4
+    # and network.routing = "dor" stand and are refused by name on a fat tree
     code, out, err = run(["allreduce", "--preset", "isca2021", "-t", "fattree:k4:l2", "-a", "ring", "--sizes", "64KiB",
                           "--out", str(tmp_path)], capsys)
+    assert code == 2 and "network.nis_per_node = 4: fattree:k4:l2 is a switched network" in err
+    # a file that fixes neither: the fat tree from the flag routes by its own family (nca)
+    g = tmp_path / "g.toml"
+    g.write_text('[network]\ntopology = "torus:4x4"\n')
+    code, out, err = run(["allreduce", "--config", str(g), "-t", "fattree:k4:l2", "-a", "ring", "--sizes", "64KiB",
+                          "--out", str(tmp_path / "g")], capsys)
     assert code in (0, None), err
     # 32 B/cycle links need 32 B flits at flit level: [router] flit_bytes sets the NIC's too
     f = tmp_path / "c.toml"
