@@ -60,18 +60,23 @@ def test_the_send_request_holds_until_taken_and_the_error_count_saturates(depth,
     assert r.induction_length == 1
 
 
-def _mutated_scheduler(tmp_path, old, new):
+def _mutated(tmp_path, sources, target, old, new):
+    """Copies of ``sources`` under tmp_path/src with the one ``old`` of file ``target`` replaced by ``new``."""
     out = []
-    for src in rtl_sources():
+    for src in sources:
         dst = tmp_path / "src" / src.name
         dst.parent.mkdir(exist_ok=True)
         text = src.read_text()
-        if src.name == "nic_scheduler.v":
+        if src.name == target:
             assert text.count(old) == 1
             text = text.replace(old, new)
         dst.write_text(text)
         out.append(dst)
     return out
+
+
+def _mutated_scheduler(tmp_path, old, new):
+    return _mutated(tmp_path, rtl_sources(), "nic_scheduler.v", old, new)
 
 
 @pytest.mark.parametrize("old,new", [
@@ -101,17 +106,8 @@ def test_the_receive_arbiter_grants_one_stream_for_a_whole_packet(nis):
 
 @pytest.mark.slow
 def test_an_arbiter_that_releases_the_grant_mid_packet_is_refused(tmp_path):
-    srcs = []
-    for n in DP_FILES:
-        text = (RTL_DIR / n).read_text()
-        if n == "nic_datapath.v":
-            old = "&& m_tready && rx_tlast[rx_sel];"
-            assert text.count(old) == 1
-            text = text.replace(old, "&& m_tready;")
-        dst = tmp_path / "src" / n
-        dst.parent.mkdir(exist_ok=True)
-        dst.write_text(text)
-        srcs.append(dst)
+    srcs = _mutated(tmp_path, [RTL_DIR / n for n in DP_FILES], "nic_datapath.v",
+                    "&& m_tready && rx_tlast[rx_sel];", "&& m_tready;")
     r = prove("props_rx_arb", srcs + [ARB_PROPS], {"NIS": 2}, max_steps=4, work_dir=tmp_path / "work")
     assert not r.proven
 
@@ -136,15 +132,6 @@ def test_every_beat_taken_is_written_once_and_never_reads_a_word_still_in_the_pi
     ("assign rx_tready = !rst && !(p_valid && hazard);", "assign rx_tready = !rst;"),
 ], ids=["no-wait", "overwrite"])
 def test_a_receive_pipeline_that_breaks_a_rule_is_refused(old, new, tmp_path):
-    srcs = []
-    for n in DEPACK_FILES:
-        text = (RTL_DIR / n).read_text()
-        if n == "nic_depacketiser.v":
-            assert text.count(old) == 1
-            text = text.replace(old, new)
-        dst = tmp_path / "src" / n
-        dst.parent.mkdir(exist_ok=True)
-        dst.write_text(text)
-        srcs.append(dst)
+    srcs = _mutated(tmp_path, [RTL_DIR / n for n in DEPACK_FILES], "nic_depacketiser.v", old, new)
     r = prove("props_depacketiser", srcs + [DEPACK_PROPS], {"ADD_LAT": 2}, max_steps=6, work_dir=tmp_path / "work")
     assert not r.proven
