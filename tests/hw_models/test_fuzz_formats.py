@@ -286,3 +286,23 @@ def test_every_rtl_plot_report_export_flag_works_or_is_one_error_line(monkeypatc
 def test_every_rtl_plot_report_export_flag_works_or_is_one_error_line_many(monkeypatch, capsys, tmp_path_factory,
                                                                           flag_files, case, value):
     _fuzz_flag(monkeypatch, capsys, tmp_path_factory.mktemp("fl"), flag_files, *case, value)
+
+
+@pytest.mark.parametrize("which,field,value", [(0, "num_nodes", 0), (1, "workload", []), (1, "config", None)])
+def test_a_checksummed_record_of_wrong_values_is_skipped_and_counted(capsys, tmp_path, which, field, value):
+    """What the fuzzing found: a record whose checksum holds but whose values do not read back
+    (a 0-node all-reduce, a train record's workload a list, its config null) is skipped and
+    counted, the other records imported."""
+    lines = STORES[which].read_text().splitlines()
+    rec = json.loads(lines[0])
+    rec[field] = value
+    lines[0] = _checksummed(rec)
+    f = tmp_path / "r.jsonl"
+    f.write_text("\n".join(lines) + "\n")
+    assert _command(["sweep", "import-jsonl", str(f), "--store", str(tmp_path / "s.sqlite")], capsys) == "ok"
+    from hw_models.sweep.store import SweepStore
+
+    with SweepStore(tmp_path / "s.sqlite", create=False) as s:
+        n = sum(c for _, _, c in s.counts())
+    whole = STORES[which].read_text().splitlines()
+    assert n in (len(whole) - 1, len(whole)), n  # the damaged one skipped, or kept as an imported row
