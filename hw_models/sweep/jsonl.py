@@ -191,8 +191,9 @@ def _train_points(records: dict[str, dict]) -> dict[str, tuple[dict, dict]]:
     key: (resolved point, metrics). The records of one command share the hash in their key,
     which covers the layer costs of all its workloads."""
     groups: dict[str, list[tuple[str, dict]]] = {}
-    for old, r in records.items():
-        groups.setdefault(old.rsplit("|", 1)[-1], []).append((old, r))
+    for old, r in records.items():  # a record of other types than train writes is not a point: a row, or skipped
+        if all(isinstance(r.get(k), str) for k in ("workload", "policy", "algorithm", "config")):
+            groups.setdefault(old.rsplit("|", 1)[-1], []).append((old, r))
     out = {}
     for digest, members in groups.items():
         workloads = list(dict.fromkeys(r["workload"] for _, r in members))
@@ -200,7 +201,7 @@ def _train_points(records: dict[str, dict]) -> dict[str, tuple[dict, dict]]:
         for old, r in members:
             try:
                 found = _train_point(r, workloads, digest, ring.get((r["workload"], r["policy"])))
-            except (ConfigError, HwModelsError, KeyError, TypeError, ValueError):
+            except (ConfigError, HwModelsError, KeyError, TypeError, ValueError, AttributeError, ArithmeticError):
                 found = None
             if found is not None:
                 out[old] = found
@@ -299,7 +300,7 @@ def import_jsonl(path: str | Path, store: SweepStore, config: dict | None = None
             found = trains.get(old) if kind == "training" else _noc_point(record, config) \
                 if kind == "noc_load" else _allreduce_point(record, config)
             point, metrics = found if found is not None else rows[kind](record)
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:  # e.g. num_nodes 0
             report.skip(f"a {kind} record that does not read back ({type(exc).__name__})")
             continue
         if found is not None:
