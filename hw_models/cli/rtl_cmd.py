@@ -42,7 +42,7 @@ def lint(
 @app.command()
 def regress(
     sim: Simulator = "verilator",
-    seeds: int = typer.Option(200, min=0, help="Random schedules (seeds first-seed .. first-seed+N-1)."),
+    seeds: int = typer.Option(200, min=0, help="Random schedules (seeds first-seed .. first-seed+N-1), at most 10,000."),
     first_seed: int = typer.Option(0, help="First seed; every seed is an integer in [0, 2**32 - 1]."),
     depth: int = typer.Option(64, help="DEPTH of the RTL for the random schedules."),
     nis: int = typer.Option(4, help="NIS of the RTL for the random schedules."),

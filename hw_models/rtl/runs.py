@@ -38,10 +38,20 @@ def node_tables(specs: list[str]) -> dict[str, tuple]:
 
 # --- rtl regress -------------------------------------------------------------------------
 
-def check_seeds(seeds: int, first_seed: int) -> None:
-    """Every seed of first_seed .. first_seed + seeds - 1 is a valid seed."""
-    from noc.base.config import check_seed
+# random schedules per regression run: each is built and then simulated on the RTL (the
+# default is 200); more than this is a run of hours, better split with --first-seed
+MAX_REGRESS_SEEDS = 10_000
 
+
+def check_seeds(seeds: int, first_seed: int) -> None:
+    """Every seed of first_seed .. first_seed + seeds - 1 is a valid seed, and there are at
+    most :data:`MAX_REGRESS_SEEDS` of them."""
+    from noc.base.config import check_seed
+    from noc.base.errors import ConfigError
+
+    if seeds > MAX_REGRESS_SEEDS:
+        raise ConfigError(f"--seeds {seeds}: at most {MAX_REGRESS_SEEDS:,} random schedules per run (each is "
+                          f"simulated on the RTL); split a longer regression with --first-seed")
     check_seed(first_seed, "--first-seed")
     if seeds:  # the last seed of the range follows the same rule
         check_seed(first_seed + seeds - 1, f"--first-seed {first_seed} with --seeds {seeds}: the last seed")

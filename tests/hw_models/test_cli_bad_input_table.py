@@ -26,7 +26,7 @@ BAD = {
     ("config", "show"): [["CONFIG_BAD"], ["CONFIG_NAN"], ["--preset", "nope"], ["/nonexistent.toml"]],
     ("rtl", "lint"): [["--depth", "0"], ["--nis", "x"], ["--nis", "99"]],
     ("rtl", "regress"): [["--first-seed", "4294967296"], ["--first-seed", "-1"], ["--sim", "spice"],
-                         ["--seeds", "0", "-t", "none"], ["-t", "ring:²"]],
+                         ["--seeds", "0", "-t", "none"], ["-t", "ring:²"], ["--seeds", "4294967296"]],
     ("rtl", "replay"): [["/nonexistent.json"], ["JSON"]],
     ("rtl", "synth"): [["--depths", "x"], ["--depths", "１6"], ["--nis", ""]],
     ("maddpg", "train"): [[], ["--episodes", "1", "--seed", "-1"], ["--episodes", "1", "--agents", "65"],
