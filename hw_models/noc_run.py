@@ -256,8 +256,8 @@ def _point_figures(t, cfg, stats) -> list[tuple[str, str]]:
 
 
 def time_columns(row: dict, clock_ghz: float) -> dict:
-    """A load point's CSV row with its latencies in ns at ``clock_ghz`` added (and the clock)."""
-    out = dict(row, clock_ghz=clock_ghz)
+    """A load point's CSV row with its latencies in ns at ``clock_ghz`` added."""
+    out = dict(row)
     for k in ("latency_avg", "latency_p50", "latency_p99", "network_latency_avg"):
         v = row.get(k)
         out[f"{k}_ns"] = "" if v is None or v == "" else round(float(v) / clock_ghz, 4)
@@ -275,8 +275,7 @@ def _write_point(con, t, cfg, stats, out_dir: Path, name: str, reused: str) -> N
     tr, util = cfg.traffic, stats.link_utilisation
     row = {"topology": t.name, "pattern": tr.pattern, "rate_packets": tr.rate_packets, "seed": tr.seed, **stats.row(),
            "zero_load_latency_analytic": round(zero_load_latency_cycles(t, cfg.router, tr), 3)}
-    row = {**time_columns(row, cfg.network.clock_ghz), **_run_config_columns(cfg, t)}
-    del row["clock_ghz"]  # network.clock_ghz, a configuration column, holds it
+    row = {**time_columns(row, cfg.network.clock_ghz), **_run_config_columns(cfg, t)}  # the clock: network.clock_ghz
     link_rows = [{"link": int(l), "src": int(t.link_src[l]), "dst": int(t.link_dst[l]),
                   "router_link": bool(t.is_router_link[l]), "utilisation": round(float(util[l]), 5)}
                  for l in range(t.num_links)]

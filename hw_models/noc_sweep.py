@@ -202,7 +202,7 @@ def write_sweep(con, s: LoadSweep, res, title: str, deadlock_flits: float | None
     from hw_models.job import write_rows
     from hw_models.report.charts import load_latency_chart
 
-    rows = [time_columns(r, s.clock_ghz) for r in res.rows]
+    rows = [time_columns(dict(r, clock_ghz=s.clock_ghz), s.clock_ghz) for r in res.rows]
     return write_rows(con, s.out_dir / f"{s.stem}.csv", rows, f"every point measured stays in {s.store_path}",
                       lambda png: load_latency_chart(res, png, title, deadlock_flits=deadlock_flits),
                       held="other points (another configuration's sweep of this topology and pattern, or an "
