@@ -80,7 +80,3 @@ def format_seconds(seconds: float, digits: int = 4) -> str:
             return f"{v:,.{max(0, digits - whole)}f} {unit}"
     raise AssertionError("unreachable")
 
-
-def format_cycles_time(cycles: float, clock_ghz: float) -> str:
-    """``'1,595 cycles = 1.595 µs'`` at ``clock_ghz``."""
-    return f"{cycles:,.0f} cycles = {format_seconds(cycles_to_seconds(cycles, clock_ghz))}"
