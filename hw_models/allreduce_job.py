@@ -58,7 +58,7 @@ class AllreduceRequest:
     seed: Optional[int] = None
     yes: bool = False
     trace: Optional[Path] = None
-    workers: Optional[int] = 0
+    workers: Optional[int] = None  # 0 (this process) unless dask
     dask: Optional[str] = None
 
 
@@ -203,7 +203,7 @@ def _run(con, s: AllreduceSetup):
 
     req = s.request
     return run_points(con, len(s.plan.configs), s.store_path, lambda on_event: allreduce_sweep.run_sweep(
-        s.plan, s.store_path, fresh=req.fresh, workers=req.workers, dask=req.dask, on_event=on_event), describe)
+        s.plan, s.store_path, fresh=req.fresh, workers=0 if req.workers is None and req.dask is None else req.workers, dask=req.dask, on_event=on_event), describe)
 
 
 def _write_rows(con, s: AllreduceSetup, name: str, rows: list[dict], draw=None) -> list[Path]:

@@ -53,8 +53,8 @@ def allreduce(
     trace: Optional[Path] = typer.Option(None, "--trace", help="Also write a Chrome/Perfetto trace JSON of every run "
                                          "to this new file: a track per NI and per busy link, a slice per transfer "
                                          "(docs/reports.md)."),
-    workers: Optional[int] = typer.Option(0, "--workers", "-j", help="Local worker processes for the runs (0, the "
-                                          "default: in this process), as `hw-models sweep` runs points."),
+    workers: Optional[int] = typer.Option(None, "--workers", "-j", help="Local worker processes for the runs "
+                                          "(default 0: in this process), as `hw-models sweep` runs points."),
     dask: Dask = None,
 ) -> None:
     """Simulate all-reduces and print cycles and time, bus bandwidth, speedup over ring and % of the bound; write CSV and PNG."""

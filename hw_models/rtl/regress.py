@@ -306,7 +306,7 @@ def load_reproducer(path: Path) -> tuple[SchedulerParams, list[dict]]:
             if name != "recv" and not _is_int(v):
                 raise bad(f"{where}: input {name} = {v!r} is not an integer")
         recv = inp.get("recv")
-        if recv is not None:
+        if "recv" in inp:
             if not isinstance(recv, list) or not all(
                     x is None or (isinstance(x, list) and len(x) == 3 and all(map(_is_int, x))) for x in recv):
                 raise bad(f"{where}: recv = {recv!r} is not a list of null or [flow, op, src] per port")

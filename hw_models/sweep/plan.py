@@ -66,16 +66,26 @@ def run_plan(plan: Plan, store_path: str | Path, *, fresh: bool = False, workers
     points = resolve(plan) if points is None else points
     distinct = list({p.key: p for p in points}.values())
     summary = Summary()
-    with SweepStore(store_path) as st:
-        todo = unfinished(distinct, kind, st, fresh=fresh, summary=summary)
-        if todo:
-            backend = InProcess(kind.name, raising=True) if workers == 0 and dask is None else \
-                make_backend(kind.name, workers, dask)
-            execute(todo, kind, st, backend, origin=plan.origin, fresh=fresh, summary=summary, on_event=on_event)
-        if summary.failures:
-            p, error = summary.failures[0]
-            raise HwModelsError(f"{plan.source}: point {p.index} failed: {error}")
-        found = st.metrics_of([p.key for p in distinct])
+    # a cluster that cannot be used is an error before the store is made or opened (nothing left behind)
+    cluster = make_backend(kind.name, workers, dask) if dask is not None else None
+    try:
+        with SweepStore(store_path) as st:
+            todo = unfinished(distinct, kind, st, fresh=fresh, summary=summary)
+            backend, cluster = cluster, None  # execute closes it
+            if todo:
+                backend = backend or (InProcess(kind.name, raising=True) if workers == 0 else
+                                      make_backend(kind.name, workers, dask))
+                execute(todo, kind, st, backend, origin=plan.origin, fresh=fresh, summary=summary,
+                        on_event=on_event)
+            elif backend is not None:
+                backend.close()
+            if summary.failures:
+                p, error = summary.failures[0]
+                raise HwModelsError(f"{plan.source}: point {p.index} failed: {error}")
+            found = st.metrics_of([p.key for p in distinct])
+    finally:
+        if cluster is not None:  # the store could not be opened
+            cluster.close()
     missing = [p for p in distinct if p.key not in found]
     if missing:  # pragma: no cover - execute stores every point it runs
         raise HwModelsError(f"{store_path}: point {missing[0].index} is not in the store after its run")

@@ -33,7 +33,7 @@ def run_sweep_file(console, file: Path, store: Optional[Path], workers: Optional
     every point is done (or checked), 1 when some failed, 2 for invalid points, 130 when
     interrupted."""
     from hw_models.console import progress_bar
-    from hw_models.sweep.execute import Summary, Tally, check_backend, iter_points, restore_sigint, unfinished
+    from hw_models.sweep.execute import Summary, Tally, check_backend, iter_points, make_backend, restore_sigint, unfinished
     from hw_models.sweep.invalid import InvalidPoints
     from hw_models.sweep.kinds import get_kind
     from hw_models.sweep.spec import load_sweep, point_count
@@ -73,24 +73,34 @@ def run_sweep_file(console, file: Path, store: Optional[Path], workers: Optional
                                                        else "") + f"; {finished} finished in {store_path}")
         return 0
     summary = Summary(duplicates=duplicates)
-    with SweepStore(store_path, named=named) as st:
-        todo = unfinished(points, kind, st, fresh=fresh, summary=summary)
-        console.print(f"{len(points)} points" + (f" ({duplicates} duplicates dropped)" if duplicates else "")
-                      + (f", {summary.finished_before} finished before" if summary.finished_before else "")
-                      + f"; store {store_path}")
-        if todo and not _run_points(console, file, todo, kind, st, workers, dask, fresh, summary):
-            console.print(f"interrupted: {summary.done + summary.failed} point(s) run and stored in {store_path}; "
-                          "run the same command again to resume")
-            return 130
+    # a cluster that cannot be used is an error before the store is made or opened (nothing left behind)
+    cluster = make_backend(kind.name, None, dask) if dask is not None else None
+    try:
+        with SweepStore(store_path, named=named) as st:
+            todo = unfinished(points, kind, st, fresh=fresh, summary=summary)
+            console.print(f"{len(points)} points" + (f" ({duplicates} duplicates dropped)" if duplicates else "")
+                          + (f", {summary.finished_before} finished before" if summary.finished_before else "")
+                          + f"; store {store_path}")
+            backend, cluster = cluster, None  # execute closes it
+            if todo and not _run_points(console, file, todo, kind, st, workers, dask, fresh, summary, backend):
+                console.print(f"interrupted: {summary.done + summary.failed} point(s) run and stored in "
+                              f"{store_path}; run the same command again to resume")
+                return 130
+            if not todo and backend is not None:
+                backend.close()
+    finally:
+        if cluster is not None:  # the store could not be opened
+            cluster.close()
     return _print_summary(console, summary, store_path)
 
 
-def _run_points(console, file: Path, todo, kind, st, workers, dask, fresh: bool, summary) -> bool:
-    """Run ``todo`` with a progress bar; False when interrupted (what ran is stored)."""
+def _run_points(console, file: Path, todo, kind, st, workers, dask, fresh: bool, summary, backend=None) -> bool:
+    """Run ``todo`` with a progress bar (on ``backend``, else the one ``workers``/``dask``
+    ask for); False when interrupted (what ran is stored)."""
     from hw_models.console import progress_bar
     from hw_models.sweep.execute import execute, make_backend
 
-    backend = make_backend(kind.name, workers, dask)
+    backend = backend if backend is not None else make_backend(kind.name, workers, dask)
     where = (f"the Dask cluster at {dask}" if dask else "this process" if workers == 0 else
              f"{backend.workers} local worker process{'es' if backend.workers > 1 else ''}")
     console.print(f"running {len(todo)} points on {where}")

@@ -48,6 +48,9 @@ ET_VERSION = "0.0.4"
 NODE_TYPES = {"COMP_NODE": 4, "COMM_COLL_NODE": 7}
 COMM_TYPES = {"allreduce": 0, "all_gather": 2, "reduce_scatter": 7}
 _COMM_NAMES = {v: k for k, v in COMM_TYPES.items()}
+# bounds past any real trace, so that damage to a value's high bits is named (a low bit flipped is not seen)
+MAX_DURATION_US = 86_400_000_000  # one compute node: a day
+MAX_COMM_BYTES = 1 << 44  # one collective: 16 TiB
 
 _CLASSES: dict[str, type] | None = None
 
@@ -200,21 +203,78 @@ def read_et(path: str | Path) -> list[EtNode]:
         attrs = {a.name: a for a in msg.attr}
         deps = tuple(dict.fromkeys([int(d) for d in msg.data_deps] + [int(d) for d in msg.ctrl_deps]))
         if msg.type == NODE_TYPES["COMP_NODE"]:
-            nodes.append(EtNode(int(msg.id), msg.name, "compute", deps, duration_us=int(msg.duration_micros)))
+            us = int(msg.duration_micros)
+            if us > MAX_DURATION_US:
+                raise ConfigError(f"chakra trace {p}: node {msg.id} duration_micros = {us}: more than "
+                                  f"{MAX_DURATION_US:,} µs (a day) for one compute node; a damaged trace?")
+            nodes.append(EtNode(int(msg.id), msg.name, "compute", deps, duration_us=us))
         elif msg.type == NODE_TYPES["COMM_COLL_NODE"]:
-            ct = int(attrs["comm_type"].int64_val) if "comm_type" in attrs else -1
+            ct = _int_attr(p, msg.id, attrs, "comm_type", -1)
             if ct not in _COMM_NAMES:
                 raise ConfigError(f"chakra trace {p}: node {msg.id} comm_type = {ct}: must be one of "
                                   + ", ".join(f"{v} ({k})" for k, v in COMM_TYPES.items()))
-            size_attr = attrs.get("comm_size")
-            nbytes = 0 if size_attr is None else int(getattr(size_attr, size_attr.WhichOneof("value") or "int64_val"))
+            nbytes = _int_attr(p, msg.id, attrs, "comm_size", 0)
+            if not 0 <= nbytes <= MAX_COMM_BYTES:
+                raise ConfigError(f"chakra trace {p}: node {msg.id} comm_size = {nbytes}: must be bytes in "
+                                  f"0..{MAX_COMM_BYTES:,} (16 TiB)")
             nodes.append(EtNode(int(msg.id), msg.name, _COMM_NAMES[ct], deps, comm_bytes=nbytes))
         else:
             raise ConfigError(f"chakra trace {p}: node {msg.id} type = {msg.type}: must be one of "
                               + ", ".join(f"{v} ({k})" for k, v in NODE_TYPES.items()))
     if first:
         raise ConfigError(f"chakra trace {p}: empty (no GlobalMetadata)")
+    check_graph(p, nodes)
     return nodes
+
+
+def _int_attr(p: Path, node_id: int, attrs: dict, name: str, default: int) -> int:
+    """The integer attribute ``name`` of a node (``default`` when absent); one of another type
+    (a string, a bool, a float) is an error, not read as 0."""
+    a = attrs.get(name)
+    if a is None:
+        return default
+    which = a.WhichOneof("value")
+    if which not in ("int64_val", "uint64_val"):
+        raise ConfigError(f"chakra trace {p}: node {node_id} attribute {name} holds "
+                          f"{which or 'no value read here'}: must be an integer (int64_val or uint64_val)")
+    return int(getattr(a, which))
+
+
+def check_graph(p, nodes: Sequence[EtNode]) -> None:
+    """A rank's node graph is one: ids unique, every dependency a node of the trace, no
+    node waiting (through others) for itself. A :class:`ConfigError` naming the file and
+    the node otherwise."""
+    ids: dict[int, int] = {}
+    for k, n in enumerate(nodes):
+        if n.id in ids:
+            raise ConfigError(f"chakra trace {p}: node id {n.id} appears twice (messages {ids[n.id] + 1} and "
+                              f"{k + 1} after the metadata); ids must be unique")
+        ids[n.id] = k
+    for n in nodes:
+        for d in n.deps:
+            if d not in ids:
+                raise ConfigError(f"chakra trace {p}: node {n.id} depends on node {d}, which is not in the trace")
+            if d == n.id:
+                raise ConfigError(f"chakra trace {p}: node {n.id} depends on itself")
+    # Kahn's algorithm: what is never freed waits on a cycle
+    waiting = {n.id: len(n.deps) for n in nodes}
+    users: dict[int, list[int]] = {}
+    for n in nodes:
+        for d in n.deps:
+            users.setdefault(d, []).append(n.id)
+    ready = [i for i, w in waiting.items() if w == 0]
+    freed = 0
+    while ready:
+        i = ready.pop()
+        freed += 1
+        for u in users.get(i, ()):
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                ready.append(u)
+    if freed < len(nodes):
+        stuck = sorted(i for i, w in waiting.items() if w > 0)
+        raise ConfigError(f"chakra trace {p}: the dependencies form a cycle (nodes {', '.join(map(str, stuck[:6]))}"
+                          f"{', ...' if len(stuck) > 6 else ''} wait for each other)")
 
 
 def iteration_nodes(fwd_us: Sequence[int], bwd_us: Sequence[int], grad_bytes: Sequence[int],

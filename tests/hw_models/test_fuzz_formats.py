@@ -314,3 +314,87 @@ def test_a_checksummed_record_of_wrong_values_is_skipped_and_counted(capsys, tmp
         n = sum(c for _, _, c in s.counts())
     whole = STORES[which].read_text().splitlines()
     assert n in (len(whole) - 1, len(whole)), n  # the damaged one skipped, or kept as an imported row
+
+
+# --- the reproducer JSON of rtl replay ------------------------------------------------------
+
+def _reproducer_doc() -> dict:
+    """A reproducer as `rtl regress` writes it: small parameters, the inputs of a whole run
+    (loads, start, sends, receives, errors injected)."""
+    from hw_models.rtl.lockstep import ModelStepper
+    from hw_models.rtl.stimulus import Environment, random_episode
+    from nic.scheduler import SchedulerParams
+
+    params = SchedulerParams(depth=6, nis=3, flow_w=3, node_w=3, step_w=4, len_w=6, cnt_w=3, err_w=8, tmo_w=6)
+    env, model, trace = Environment(params, [random_episode(s, params, errors=s == 1) for s in range(2)]), \
+        ModelStepper(params), []
+    while (inp := env.next_inputs(model.outputs())) is not None:
+        trace.append(env.trace[-1])
+        model.edge(inp)
+    return json.loads(json.dumps({"what": "nic_scheduler model-vs-RTL mismatch reproducer (docs/rtl.md)",
+                                  "params": params.__dict__, "trace_start_cycle": 0, "trace": trace}, default=int))
+
+
+_REPRODUCER = _reproducer_doc()
+_INPUTS = ["rst", "clear", "load_valid", "load_addr", "load_op", "load_flow", "load_peer", "load_step", "load_len",
+           "load_dep_op", "load_dep_count", "rd_en", "rd_addr", "start", "send_ready", "ni_done", "load_src",
+           "load_src_chk", "timeout_cycles", "recv", "recv_valid"]
+HUGE = st.one_of(st.integers(-(2**70), 2**70), st.sampled_from([2**63, 2**64, -1, 1 << 4096, 10**18]),
+                 st.floats(allow_nan=True, allow_infinity=True))
+REPRO = dict(
+    where=st.sampled_from(["doc", "params", "trace", "input", "recv", "none"]),
+    key=st.one_of(st.sampled_from(sorted(_REPRODUCER["params"]) + _INPUTS + ["params", "trace", "what"]),
+                  st.text(max_size=6)),
+    value=st.one_of(VALUES, HUGE, st.lists(st.one_of(st.none(), st.lists(HUGE, max_size=4)), max_size=5)),
+    at=st.integers(0, 10**6), drop=st.booleans(), **DAMAGE)
+
+
+def _fuzz_reproducer(monkeypatch, capsys, tmp_path, where, key, value, at, drop, flips, cut):
+    from hw_models.rtl import regress as R
+    from hw_models.rtl.lockstep import run_model
+    from hw_models.rtl.stimulus import TraceSource
+
+    doc = json.loads(json.dumps(_REPRODUCER))
+    trace = doc["trace"]
+    target = {"doc": doc, "params": doc["params"], "trace": trace[at % len(trace)], "input": trace[at % len(trace)],
+              "none": None}.get(where)
+    if where == "recv":
+        target, key = next((t for t in trace[at % len(trace):] + trace if "recv" in t), trace[0]), "recv"
+    if where == "trace":
+        if drop:
+            del trace[at % len(trace):]  # a trace cut short, or emptied
+        else:
+            trace.insert(at % (len(trace) + 1), value)  # an input vector of any type
+    elif target is not None:
+        if drop:
+            target.pop(key, None)
+        else:
+            target[key] = value
+    try:
+        text = json.dumps(doc, allow_nan=True)
+    except (TypeError, ValueError):
+        return
+    f = tmp_path / "mismatch.json"
+    f.write_bytes(_damage(text.encode(), flips, cut))
+    with monkeypatch.context() as m:
+        m.setattr(R, "build", lambda *a, **k: (_ for _ in ()).throw(_Stop()))
+        err = _command(["rtl", "replay", str(f), "--out", str(tmp_path / "o")], capsys)
+    if err != "ok":
+        assert f"reproducer {f}: " in err, err
+        return
+    params, trace = R.load_reproducer(f)  # accepted: the replay's model side runs the trace to its end
+    cycles, _outs = run_model(params, TraceSource(trace))
+    assert cycles == len(trace)
+
+
+@FEW
+@given(**REPRO)
+def test_a_damaged_rtl_reproducer_replays_or_is_one_error_line(monkeypatch, capsys, tmp_path_factory, **kw):
+    _fuzz_reproducer(monkeypatch, capsys, tmp_path_factory.mktemp("rp"), **kw)
+
+
+@pytest.mark.slow
+@MANY
+@given(**REPRO)
+def test_a_damaged_rtl_reproducer_replays_or_is_one_error_line_many(monkeypatch, capsys, tmp_path_factory, **kw):
+    _fuzz_reproducer(monkeypatch, capsys, tmp_path_factory.mktemp("rp"), **kw)

@@ -237,6 +237,27 @@ def test_an_unreachable_dask_scheduler_is_one_line(tmp_path, capsys, toy_kinds):
     assert code == 2 and err.startswith("error: --dask tcp://127.0.0.1:9: cannot reach a Dask scheduler there")
     code, _, err = run(["sweep", str(f), "--dask", "tcp://127.0.0.1:9", "--workers", "2"], capsys)
     assert code == 2 and "give one" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kinds", f.name]  # no store made, nothing left
+
+
+def test_a_bad_dask_address_leaves_no_store_and_an_old_store_as_it_was(tmp_path, capsys, toy_kinds):
+    pytest.importorskip("distributed")
+    f = _write(tmp_path, RING_SWEEP.replace("nodes = [4, 16, 64]", "nodes = [4]"))
+    store = tmp_path / "s.sqlite"
+    code, _, err = run(["sweep", str(f), "--store", str(store), "--workers", "0"], capsys)
+    assert code == 0, err
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    f.write_text(f.read_text().replace("nodes = [4]", "nodes = [4, 16]"))  # points left to run
+    for fresh in ([], ["--fresh"]):
+        code, _, err = run(["sweep", str(f), "--store", str(store), "--dask", "tcp://127.0.0.1:9", *fresh], capsys)
+        assert code == 2 and "cannot reach a Dask scheduler" in err and err.count("\n") == 1, err
+        assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file() and p != f} == \
+            {k: v for k, v in before.items() if k != f.name}
+    out = tmp_path / "ar"
+    code, _, err = run(["allreduce", "-t", "torus:2x2", "-a", "ring", "-s", "4KiB", "-o", str(out),
+                        "--dask", "tcp://127.0.0.1:9"], capsys)
+    assert code == 2 and "cannot reach a Dask scheduler" in err, err
+    assert not out.exists() or not any(p.suffix == ".sqlite" for p in out.rglob("*")), list(out.rglob("*"))
 
 
 def test_export_writes_csv_and_parquet_and_never_replaces_a_file_silently(tmp_path, capsys, toy_kinds):

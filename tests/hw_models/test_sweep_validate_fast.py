@@ -93,3 +93,52 @@ def test_check_streams_and_counts(tmp_path, capsys):
     code, out, err = run(["sweep", str(f), "--check", "--store", str(tmp_path / "s.sqlite")], capsys)
     assert code == 0, err
     assert "240 points valid; 0 finished in" in out
+
+
+# every kind: a bad value in the last point of a long sweep is named before any point runs.
+# (kind, [base] lines, axis key, the valid values' maker, the bad value, what the error says is allowed)
+LAST_BAD = {
+    "allreduce": ('network.topology = "torus:4x4"\nallreduce.algorithm = "ring"', '"allreduce.size"',
+                  lambda i: 4096 + 4 * i, '"12QiB"', "use e.g. 4096, 32KiB"),
+    "noc_load": ('network.topology = "mesh:4x4"\ntraffic.pattern = "uniform"', '"traffic.rate_packets"',
+                 lambda i: 0.001 * (i + 1) / 4, "-0.5", "must be a finite number in [1e-6, 1]"),
+    "training": ('network.topology = "torus:4x4"\ntraining.workload = "resnet50"\ntraining.algorithm = "ring"\n'
+                 'training.policy = "wfbp"', '"training.batch"', lambda i: i + 1, "0", "must be an integer >= 1"),
+    "train_system": ('system = "compression"\nworkload = "resnet50"\ntopology = "torus:4x4"', "batch",
+                     lambda i: i + 1, "0", "must be an integer in 1..1,048,576"),
+    "train_system dlion": ('system = "dlion"\npreset = "isca2021"\nworkload = "resnet50"', "seed", lambda i: i, "-1",
+                           "must be an integer in [0, 2**32 - 1]"),
+    "maddpg_accel": ("agents = 3", "batch", lambda i: i + 1, "0", "must be an integer >= 1"),
+    "rtl_synth": ("", "depth", lambda i: i % 4096 + 1, "5000", "must be an integer in 1..4096"),
+}
+
+
+def _last_point_bad(tmp_path, capsys, monkeypatch, case, n):
+    import hw_models.sweep.execute as execute
+
+    base, key, value, bad, allowed = LAST_BAD[case]
+    ran = []
+    monkeypatch.setattr(execute, "run_point", lambda *a, **k: ran.append(a) or pytest.fail("a point ran"))
+    values = ", ".join(repr(value(i)) for i in range(n - 1))
+    f = tmp_path / "last_bad.toml"
+    f.write_text(f'kind = "{case.split()[0]}"\n[base]\n{base}\n[axes]\n{key} = [{values}, {bad}]\n')
+    store = tmp_path / "s.sqlite"
+    code, _out, err = run(["sweep", str(f), "--store", str(store)], capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    name = key.strip('"')
+    for part in (f"{f}: point {n} of {n}: ", f"key '{name}' = {bad.strip(chr(34))!r}"
+                 if bad.startswith('"') else f"key '{name}' = {bad}", allowed):
+        assert part in lines[0], (part, lines[0])
+    assert ran == [] and list(tmp_path.iterdir()) == [f]  # nothing ran, no store, no list of invalid points
+
+
+@pytest.mark.parametrize("case", list(LAST_BAD))
+def test_a_bad_last_point_is_named_before_any_point_runs(tmp_path, capsys, monkeypatch, case):
+    _last_point_bad(tmp_path, capsys, monkeypatch, case, 200)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(LAST_BAD))
+def test_a_bad_point_1000_is_named_before_point_1_runs(tmp_path, capsys, monkeypatch, case):
+    _last_point_bad(tmp_path, capsys, monkeypatch, case, 1000)

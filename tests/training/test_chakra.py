@@ -83,6 +83,62 @@ def test_bad_traces_are_config_errors(tmp_path):
         load_trace(tmp_path / "d")
 
 
+def _node(id_, type_=4, deps=(), us=2, attrs=()):
+    """A Node message encoded by hand (schema field numbers), with extra attributes as bytes."""
+    attr = [_ld(1, b"is_cpu_op") + _field(27, 0, b"\x00"), *attrs]
+    return (_field(1, 0, _varint(id_)) + _ld(2, b"n") + _field(3, 0, _varint(type_))
+            + (_ld(5, b"".join(_varint(d) for d in deps)) if deps else b"") + _field(7, 0, _varint(us))
+            + b"".join(_ld(10, a) for a in attr))
+
+
+def _et(tmp_path, *nodes):
+    f = tmp_path / "g.0.et"
+    f.write_bytes(b"".join(_varint(len(m)) + m for m in (_ld(1, b"0.0.4"), *nodes)))
+    return f
+
+
+def _coll(id_, deps, type_attr, size_attr):
+    return _node(id_, 7, deps, 0, [_ld(1, b"comm_type") + type_attr, _ld(1, b"comm_size") + size_attr])
+
+
+@pytest.mark.parametrize("nodes, says", [
+    ([_node(0), _node(0, deps=(0,))], "node id 0 appears twice (messages 1 and 2 after the metadata)"),
+    ([_node(0), _node(1, deps=(7,))], "node 1 depends on node 7, which is not in the trace"),
+    ([_node(0, deps=(0,))], "node 0 depends on itself"),
+    ([_node(0), _node(1, deps=(0, 3)), _node(2, deps=(1,)), _node(3, deps=(2,))],
+     "the dependencies form a cycle (nodes 1, 2, 3 wait for each other)"),
+    ([_node(0, us=(1 << 63) + 5)], f"node 0 duration_micros = {(1 << 63) + 5}: more than 86,400,000,000 µs"),
+    ([_node(0), _coll(1, (0,), _field(9, 0, _varint(0)), _field(9, 0, _varint((1 << 64) - 1)))],
+     "node 1 comm_size = -1: must be bytes in 0..17,592,186,044,416"),
+    ([_node(0), _coll(1, (0,), _field(9, 0, _varint(0)), _field(9, 0, _varint(1 << 50)))],
+     f"node 1 comm_size = {1 << 50}: must be bytes"),
+    ([_node(0), _coll(1, (0,), _ld(29, b"ALL_REDUCE"), _field(9, 0, _varint(64)))],
+     "node 1 attribute comm_type holds string_val: must be an integer"),
+    ([_node(0), _coll(1, (0,), _field(9, 0, _varint(0)), _ld(29, b"64"))],
+     "node 1 attribute comm_size holds string_val: must be an integer"),
+    ([_node(0), _coll(1, (0,), _field(9, 0, _varint(0)), _field(8, 0, _varint(64)))],  # int32_val: not ours
+     "node 1 attribute comm_size holds no value read here"),
+])
+def test_a_trace_whose_graph_or_values_are_invalid_is_named(tmp_path, capsys, nodes, says):
+    """Damage that makes a trace invalid (ids, dependencies, cycles, values out of range or of
+    the wrong type) is named with the file and node, from read_et and from ``train``."""
+    f = _et(tmp_path, *nodes)
+    with pytest.raises(ConfigError) as info:
+        read_et(f)
+    assert str(info.value).startswith(f"chakra trace {f}: ") and says in str(info.value), str(info.value)
+    code, _out, err = run(["train", "-t", "torus:2x2", "-w", f"trace:{tmp_path / 'g'}", "-o", str(tmp_path / "o")],
+                          capsys)
+    assert code == 2 and err.count("\n") == 1 and says in err, err
+
+
+def test_a_plausible_changed_duration_is_not_detected(tmp_path):
+    """The format has no checksum: a duration changed to another plausible value reads as a
+    valid (different) trace; docs/validation.md says so."""
+    a = read_et(_et(tmp_path, _node(0, us=2), _node(1, deps=(0,), us=3)))
+    b = read_et(_et(tmp_path, _node(0, us=2), _node(1, deps=(0,), us=30)))
+    assert a != b and [n.duration_us for n in b] == [2, 30]
+
+
 def run(argv, capsys):
     with pytest.raises(SystemExit) as info:
         main(argv)

@@ -33,7 +33,9 @@ def not_for(flag: str, system: str) -> str | None:
 
 
 def flags_to_keys(message: str) -> str:
-    """``--inverse-efficiency 0.0: ...`` as ``key 'inverse_efficiency' 0.0: ...``."""
+    """``--inverse-efficiency 0.0: ...`` as ``key 'inverse_efficiency' = 0.0: ...`` (a flag
+    elsewhere in the message as ``key 'name'``)."""
+    message = re.sub(r"^--([a-z][a-z-]*) (?=\S)", lambda m: f"key {m.group(1).replace('-', '_')!r} = ", message)
     return re.sub(r"--([a-z][a-z-]*)", lambda m: f"key {m.group(1).replace('-', '_')!r}", message)
 
 

@@ -12,6 +12,7 @@ every ``eval_every`` iterations and reports the first iteration reaching a targe
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Callable
 
 import numpy as np
@@ -24,15 +25,30 @@ DEFAULT_LR = {"logreg": 0.1, "mlp": 0.2}
 
 
 def load_digits_split(seed: int, test_fraction: float = 0.2):
-    """Digits standardised with the training split's statistics: ``(Xtr, ytr, Xte, yte)``."""
+    """Digits standardised with the training split's statistics: ``(Xtr, ytr, Xte, yte)``,
+    read-only arrays. The images are parsed once per process (a sweep validates thousands of
+    points, and scikit-learn parses its CSV each time it is asked), the split once per
+    (seed, fraction)."""
+    return _digits_split(int(seed), float(test_fraction))
+
+
+@lru_cache(maxsize=1)
+def _digits():
     try:
         from sklearn.datasets import load_digits  # noqa: PLC0415
     except ImportError as exc:  # pragma: no cover
         raise ConfigError("the convergence tasks need scikit-learn (pip install -e '.[dev]' or "
                           "pip install scikit-learn)") from exc
     d = load_digits()
-    X = d.data.astype(np.float64)
-    y = d.target.astype(np.int64)
+    X, y = d.data.astype(np.float64), d.target.astype(np.int64)
+    X.setflags(write=False)
+    y.setflags(write=False)
+    return X, y
+
+
+@lru_cache(maxsize=16)
+def _digits_split(seed: int, test_fraction: float):
+    X, y = _digits()
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(y))
     n_test = int(round(test_fraction * len(y)))
@@ -41,7 +57,10 @@ def load_digits_split(seed: int, test_fraction: float = 0.2):
     sd = X[tr].std(axis=0)
     sd[sd == 0] = 1.0
     X = (X - mu) / sd
-    return X[tr], y[tr], X[te], y[te]
+    out = X[tr], y[tr], X[te], y[te]
+    for a in out:
+        a.setflags(write=False)
+    return out
 
 
 def _softmax_xent_grad(logits: np.ndarray, y: np.ndarray):

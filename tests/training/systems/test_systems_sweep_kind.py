@@ -27,10 +27,11 @@ def test_listed_and_canonical():
     ({"system": "gossip"}, "key 'system' = 'gossip': choose one of"),
     ({"system": "ssd", "servers": 2}, "key 'servers' applies to the ps system, not ssd"),
     ({"system": "ssd", "batch": "4"}, "key 'batch' = '4': must be int"),
-    ({"system": "ssd", "delays": "0"}, "key 'delays' '0': must be comma-separated integers in 1..1000"),
-    ({"system": "kfac", "inverse_efficiency": 3.0}, "key 'inverse_efficiency' 3.0: must be in (0, 1]"),
+    ({"system": "ssd", "delays": "0"}, "key 'delays' = '0': must be comma-separated integers in 1..1000"),
+    ({"system": "kfac", "inverse_efficiency": 3.0}, "key 'inverse_efficiency' = 3.0: must be in (0, 1]"),
     ({"system": "ssd", "colour": 1}, "unknown key 'colour'"),
     ({"system": "ssd", "stragglers": "slow:1:2"}, "key 'stragglers' applies to the ps and easgd and dlion systems, not ssd"),
+    ({"system": "ssd", "batch": 0}, "key 'batch' = 0: must be an integer in 1..1,048,576"),
     ({"system": "easgd", "stragglers": "slow:1"}, "key 'stragglers': stragglers = 'slow:1': 'slow:1' is not "
                                                   "one of none, slow:COUNT:FACTOR"),
 ])
