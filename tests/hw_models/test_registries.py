@@ -167,11 +167,58 @@ def test_the_training_systems_doc_has_a_section_per_system():
 
     headings = [line[3:].lower() for line in (DOCS / "training_systems.md").read_text().splitlines()
                 if line.startswith("## ")]
-    for name, what in SYSTEMS.items():
-        assert what.lower().removeprefix("the ") in " ".join(headings), (name, what, headings)
+    for name, system in SYSTEMS.items():
+        assert system.what.lower().removeprefix("the ") in " ".join(headings), (name, system.what, headings)
 
 
-def test_every_training_system_has_a_subcommand_summary():
-    from hw_models.training.systems import SUMMARIES, SYSTEMS
+def test_the_docs_cost_table_shows_the_registrys_estimate_figures():
+    from hw_models.training.systems import SYSTEMS
 
-    assert list(SUMMARIES) == list(SYSTEMS)
+    lines = (DOCS / "training_systems.md").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| system | runs | CPU s at"))
+    column = lines[start].split("|").index(" estimate's figure ")
+    rows = {r.split("|")[1].strip(): float(r.split("|")[column]) for r in _rows(lines, start)}
+    assert rows == {name: s.seconds_per_iteration for name, s in SYSTEMS.items()}
+
+
+def _rows(lines: list[str], start: int) -> list[str]:
+    out = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        out.append(line)
+    return out
+
+
+REGISTER_SYSTEM = ("from hw_models.training.systems import SYSTEMS, System; "
+                   "SYSTEMS['dummysys'] = System('a dummy', 'Dummy: a system only the registry knows.', 0.004)")
+
+
+def test_a_registered_training_system_is_a_subcommand_a_sweep_kind_value_and_estimated():
+    """Registered before the commands are imported (as a plugin would): ``train-system``
+    has its subcommand with its summary, ``sweep kinds`` names it, the kind's validation
+    error lists it, and the long-run estimate has its cost."""
+    code = (f"{REGISTER_SYSTEM}\n"
+            "import contextlib, io\n"
+            "from hw_models.cli import main\n"
+            "from hw_models.sweep.kinds import get_kind\n"
+            "from noc.base.errors import ConfigError\n"
+            "for argv in (['train-system', '--help'], ['train-system', 'dummysys', '--help'], ['sweep', 'kinds']):\n"
+            "    try:\n"
+            "        main(argv)\n"
+            "    except SystemExit as exc:\n"
+            "        assert exc.code in (0, None), exc.code\n"
+            "try:\n"
+            "    get_kind('train_system').validate({'system': 'nope'}, 'point')\n"
+            "except ConfigError as exc:\n"
+            "    print('ERROR', exc)\n"
+            "print('ESTIMATE', SYSTEMS['dummysys'].seconds(5, 200, 32))\n")
+    env = {**os.environ, "COLUMNS": "400", "TERMINAL_WIDTH": "400", "NO_COLOR": "1"}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert re.search(r"dummysys\s+Dummy: a system only the registry knows\.", p.stdout), p.stdout
+    assert "--max-iterations" in p.stdout.split("Dummy: a system only the registry knows.")[-1]
+    assert "(compression, ps, ssd, easgd, kfac, dlion, dummysys)" in p.stdout  # sweep kinds
+    assert ("ERROR point: key 'system' = 'nope': choose one of compression, ps, ssd, easgd, kfac, dlion, dummysys"
+            in p.stdout)
+    assert "ESTIMATE 8.0" in p.stdout  # 0.004 s x 5 runs x 200 iterations x 32/16 workers
