@@ -1,5 +1,6 @@
-"""What ``hw-models train-system``'s convergence runs cost per iteration, next to the figures
-``hw_models.estimate.train_system_seconds`` uses.
+"""What ``hw-models train-system``'s convergence runs cost per iteration, next to each
+system's ``seconds_per_iteration`` in the registry ``hw_models.training.systems.SYSTEMS`` (the
+long-run estimate's figure).
 
     .venv/bin/python bench/train_system_cost.py [--systems ps,dlion] [--iterations 60,180]
 
@@ -23,10 +24,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from hw_models.estimate import SECONDS_PER_SYSTEM_ITERATION  # noqa: E402
 from hw_models.sweep.kinds.train_system import OPTIONS  # noqa: E402
-from hw_models.training.systems.setup import (SYSTEM_NAMES, convergence_runs, resolve_setting,  # noqa: E402
-                                              run_system, system_params)
+from hw_models.training.systems import SYSTEMS  # noqa: E402
+from hw_models.training.systems.setup import convergence_runs, resolve_setting, run_system, system_params  # noqa: E402
 
 
 def cpu_name() -> str:
@@ -52,7 +52,7 @@ def seconds(system: str, iterations: int) -> tuple[float, float, int]:
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--systems", default=",".join(SYSTEM_NAMES))
+    ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--iterations", default="60,180")
     args = ap.parse_args()
     lo, hi = (int(x) for x in args.iterations.split(","))
@@ -64,7 +64,7 @@ def main():
         b, wb, _ = seconds(system, hi)
         per, wall = ((b - a) / ((hi - lo) * runs), (wb - wa) / ((hi - lo) * runs))
         print(f"| {system} | {runs} | {a:.2f} | {b:.2f} | {per:.4f} | {wall:.4f} | "
-              f"{SECONDS_PER_SYSTEM_ITERATION[system]:g} | {cpu_name()} |", flush=True)
+              f"{SYSTEMS[system].seconds_per_iteration:g} | {cpu_name()} |", flush=True)
 
 
 if __name__ == "__main__":

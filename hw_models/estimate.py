@@ -18,8 +18,8 @@ MultiTree, both NIC designs, over tori, meshes and fat-trees of 8 to 64 routers,
 4 MiB); synthetic traffic took 10 to 40 ns per link-cycle at 1 % load and 100 to 335 ns
 loaded or saturated (meshes and tori of 16 to 64 routers). The figures below are near the upper ends, so the estimate errs long;
 it leaves out Numba's first compilation. ``hw-models train`` and ``hw-models train-system``
-are estimated from seconds per simulated iteration (:func:`training_seconds`,
-:func:`train_system_seconds`). A run estimated to take more than
+are estimated from seconds per simulated iteration (:func:`training_seconds`;
+each training system's registry entry, :meth:`hw_models.training.systems.System.seconds`). A run estimated to take more than
 :data:`LONG_RUN_SECONDS` is refused unless the command has ``--yes`` (:func:`check_long_run`).
 """
 
@@ -35,15 +35,6 @@ LONG_RUN_SECONDS = 600.0  # 10 minutes
 # the 32 default runs, 2-core machine under heavy load); the estimate uses 30 ms.
 SECONDS_PER_TRAINING_ITERATION = 0.03
 MAX_TRAINING_ITERATIONS = 100_000  # figures are steady-state means: a few iterations suffice
-# ``hw-models train-system``: seconds of one iteration of one of a system's convergence runs on the
-# digits task with 16 workers (one shard each), each run taken to --max-iterations (a target not
-# reached): about twice the CPU seconds bench/train_system_cost.py measured (0.0005-0.0010 s;
-# the parameter server 0.009 s with its event simulation; DLion 0.015 s with its rounds on the
-# iteration timeline; bench/data/train_system_cost.md). On a machine shared with other work the
-# wall time is longer (3-8x the CPU seconds there)
-SECONDS_PER_SYSTEM_ITERATION = {"compression": 0.002, "ps": 0.02, "ssd": 0.002, "easgd": 0.002, "kfac": 0.002,
-                                "dlion": 0.03}
-SYSTEM_WORKERS_MEASURED = 16
 MAX_SYSTEM_ITERATIONS = 100_000  # the digits task reaches its targets in tens to hundreds of iterations
 # samples per worker per iteration: 2**20 is past every published per-device batch; a layer's
 # GEMM grows with it, and 10**12 ran on with no end in sight
@@ -97,15 +88,6 @@ def traffic_seconds(topology, traffic, points: int = 1) -> float:
 def training_seconds(runs: int, iterations: int) -> float:
     """Estimated seconds of ``runs`` training runs of ``iterations`` iterations each."""
     return SECONDS_PER_TRAINING_ITERATION * runs * iterations
-
-
-def train_system_seconds(system: str, runs: int, iterations: int, workers: int) -> float:
-    """Estimated seconds of ``runs`` convergence runs of ``system`` of ``iterations`` iterations
-    each on ``workers`` task shards: the measured figure per run-iteration, times the workers
-    over the 16 measured (their gradients each iteration; DLion's links are all pairs, so its
-    figure grows with their square), never below the 16-worker figure."""
-    scale = max(1.0, workers / SYSTEM_WORKERS_MEASURED) ** (2 if system == "dlion" else 1)
-    return SECONDS_PER_SYSTEM_ITERATION[system] * runs * iterations * scale
 
 
 def check_long_run(seconds: float, what: str, yes: bool, instead: str) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Optional, get_args
 
 from noc.base.errors import ConfigError, HwModelsError
 
@@ -110,14 +110,12 @@ def resolve(req: AccelRequest) -> AccelSetup:
     if req.pcie is not None:
         gen, lanes = _pcie(req.pcie)
         data.update({"pcie_gen": gen, "pcie_lanes": lanes})
-    if req.level is not None:
-        if req.level not in ("message", "flit"):
-            raise HwModelsError(f"--level {req.level!r}: allowed: message, flit")
-        data["level"] = req.level
-    if req.semantics is not None:
-        if req.semantics not in ("parallel", "sequential"):
-            raise HwModelsError(f"--semantics {req.semantics!r}: allowed: parallel, sequential")
-        data["semantics"] = req.semantics
+    for key, value in (("level", req.level), ("semantics", req.semantics)):
+        allowed = get_args(AccelConfig.model_fields[key].annotation)  # the config's choices
+        if value is not None and value not in allowed:
+            raise HwModelsError(f"--{key} {value!r}: allowed: {', '.join(allowed)}")
+        if value is not None:
+            data[key] = value
     if req.fixed_point is not None:
         data.update({"fixed_point_bits": q_bits, "fixed_point_frac_bits": q_frac})
     if size is not None:

@@ -57,13 +57,20 @@ def check_output_dir(path: str | Path, named: str = "", files: Iterable[str] = (
     return p
 
 
-def check_output_file(path: str | Path, named: str = "") -> Path:
-    """File ``path`` can be written: it is not a directory, and its directory can be made and
-    written in (errors name it as ``named``, e.g. ``--out``)."""
+def output_file(path: str | Path, named: str = "") -> tuple[Path, str]:
+    """(``path``, what errors call it: ``named`` and the path) for a file to be written; a
+    directory there is refused."""
     out = Path(path)
     what = f"{named} {out}" if named else str(out)
     if out.is_dir():
         raise HwModelsError(f"{what}: is a directory; give a file name")
+    return out, what
+
+
+def check_output_file(path: str | Path, named: str = "") -> Path:
+    """File ``path`` can be written: it is not a directory, and its directory can be made and
+    written in (errors name it as ``named``, e.g. ``--out``)."""
+    out, what = output_file(path, named)
     if out.exists() and not os.access(out, os.W_OK):
         raise HwModelsError(f"{what}: the file exists and cannot be written")
     check_output_dir(out.parent, f"{named} {out}: its directory" if named else f"{out}: its directory")

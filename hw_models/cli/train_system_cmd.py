@@ -22,8 +22,8 @@ from typer.core import TyperCommand, TyperGroup
 from hw_models.cli.options import ConfigFile, Nis, Preset, Topology
 from noc.base.errors import HwModelsError
 from hw_models.training.compute import DEFAULT_DEVICE, device_choices
-from hw_models.training.systems import SUMMARIES
-from hw_models.training.systems.setup import DEFAULT_COMPRESSORS, OWN, SYSTEM_NAMES, not_for
+from hw_models.training.systems import SYSTEMS
+from hw_models.training.systems.setup import DEFAULT_COMPRESSORS, OWN, not_for
 from nic.collectives import algorithm_choices
 
 
@@ -114,14 +114,14 @@ class _SystemGroup(TyperGroup):
 
     def parse_args(self, ctx, args):
         if not args:
-            raise HwModelsError(f"missing argument SYSTEM: one of {', '.join(SYSTEM_NAMES)}")
+            raise HwModelsError(f"missing argument SYSTEM: one of {', '.join(SYSTEMS)}")
         return super().parse_args(ctx, args)
 
     def resolve_command(self, ctx, args):
         if args and not args[0].startswith("-"):
             name = args[0].strip().lower()
-            if name not in SYSTEM_NAMES:
-                raise HwModelsError(f"SYSTEM {args[0]!r}: unknown (allowed: {', '.join(SYSTEM_NAMES)})")
+            if name not in SYSTEMS:
+                raise HwModelsError(f"SYSTEM {args[0]!r}: unknown (allowed: {', '.join(SYSTEMS)})")
             args = [name, *args[1:]]
         return super().resolve_command(ctx, args)
 
@@ -160,12 +160,12 @@ def _system_command(system: str):
 
     command.__signature__ = full.replace(parameters=keep)
     command.__annotations__ = {p.name: p.annotation for p in keep}
-    command.__doc__ = SUMMARIES[system]
+    command.__doc__ = SYSTEMS[system].summary
     return command
 
 
 app = typer.Typer(cls=_SystemGroup,
                   help="Time a training system on a workload over the network and check its convergence on a "
                        "small task: one subcommand per system, each with its own options.")
-for _name in SYSTEM_NAMES:
-    app.command(name=_name, cls=_SystemCommand, help=SUMMARIES[_name])(_system_command(_name))
+for _name in SYSTEMS:
+    app.command(name=_name, cls=_SystemCommand, help=SYSTEMS[_name].summary)(_system_command(_name))

@@ -18,9 +18,6 @@ from noc.base.errors import HwModelsError
 ALIASES = {"size": "size_bytes", "bus_gbps": "busbw_gbps", "alg_gbps": "algbw_gbps", "cycles": "total_cycles",
            "load": "offered_flits", "latency": "latency_avg"}
 
-_SQLITE_HEADER = b"SQLite format 3\x00"
-
-
 def _number(text):
     if not isinstance(text, str):
         return text
@@ -62,12 +59,9 @@ def load_rows(path: str | Path, named: str = "RESULTS") -> list[dict]:
         raise HwModelsError(f"{what}: is a directory; give a sweep store (.sqlite) or a CSV file")
     if not p.exists():
         raise HwModelsError(f"{what}: no such file; give a sweep store (.sqlite) or a CSV file")
-    try:
-        with p.open("rb") as f:
-            head = f.read(len(_SQLITE_HEADER))
-    except OSError as exc:
-        raise HwModelsError(f"{what}: cannot read ({exc.strerror or exc})") from None
-    if head == _SQLITE_HEADER:
+    from hw_models.sweep.store import SQLITE_HEADER, file_head
+
+    if file_head(p, what) == SQLITE_HEADER:
         from hw_models.sweep.export import flat_rows
         from hw_models.sweep.store import SweepStore
 

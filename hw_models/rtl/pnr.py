@@ -223,11 +223,6 @@ def pnr_sweep(jobs: Sequence[PnrJob], *, part: Ecp5Part | None = None, target_mh
     return rows
 
 
-#: the columns of the table ``hw-models rtl synth --pnr ecp5`` prints (and docs/rtl.md shows)
-TABLE_FIELDS = ("top", "label", "lut4", "ccu2c", "flip_flops", "ebr", "dsp", "comb_used", "fmax_mhz", "target_mhz",
-                "crit_from", "crit_to", "crit_logic_levels", "crit_ns", "crit_routing_ns", "seconds")
-
-
 def check_pnr_family(family: str) -> None:
     """``--pnr`` names a supported FPGA family (checked before any synthesis)."""
     from noc.base.errors import ConfigError  # noqa: PLC0415

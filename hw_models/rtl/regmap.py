@@ -119,9 +119,6 @@ REGISTERS: tuple[Register, ...] = (
 
 BY_NAME = {r.name: r for r in REGISTERS}
 
-#: The entry fields and the staging register each is written in.
-ENTRY_WORDS = {"ENTRY_W0": _W0, "ENTRY_W1": _W1, "ENTRY_W2": _W2, "ENTRY_W3": _W3}
-
 
 def pack(reg: str, **values: int) -> int:
     """The register value with these fields (others 0); a value wider than its field is refused."""

@@ -70,10 +70,9 @@ def write_new_file(path: str | Path, write: Callable[[Path], None], *, overwrite
     """Write file ``path`` whole (``write(tmp)`` fills a temporary file beside it). Without
     ``overwrite`` an existing file is an error naming it as ``named`` (a flag), and the new
     file is linked into place so that it can never replace one that appeared meanwhile."""
-    out = Path(path)
-    what = f"{named} {out}" if named else str(out)
-    if out.is_dir():
-        raise HwModelsError(f"{what}: is a directory; give a file name")
+    from hw_models.store import output_file
+
+    out, what = output_file(path, named)
     if out.exists() and not overwrite:
         raise HwModelsError(f"{what}: the file exists; give another name, or --overwrite to replace it")
     try:

@@ -44,6 +44,7 @@ import os
 import sqlite3
 import time
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -205,8 +206,7 @@ class SweepStore:
             raise HwModelsError(f"{self._what}: SQLite refused WAL mode here (journal mode {mode}); put the store "
                                 "on a local file system")
         db.execute("PRAGMA synchronous = NORMAL")
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with _immediate(db):
             tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             if tables and "meta" not in tables:
                 raise HwModelsError(f"{self._what}: an SQLite database, but not a sweep store (its tables: "
@@ -219,10 +219,6 @@ class SweepStore:
             if meta.get("schema") == SCHEMA_NAME and meta.get("schema_version") == "1":
                 _migrate_from_1(db)
                 meta["schema_version"] = str(SCHEMA_VERSION)
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
         if meta.get("schema") != SCHEMA_NAME:
             raise HwModelsError(f"{self._what}: not a sweep store (its meta table says {meta.get('schema')!r})")
         if meta.get("schema_version") != str(SCHEMA_VERSION):
@@ -270,17 +266,12 @@ class SweepStore:
         """Write points in one transaction, each as :meth:`put` writes it: all of them or,
         if the process dies before the commit, none. This process's claims on them end."""
         values = [self._values(rec, replace_done) for rec in recs]
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
+        with _immediate(self.db):
             self.db.executemany(_PUT, values)
             if self._claimed:
                 self.db.executemany("DELETE FROM claims WHERE key = ? AND owner = ?",
                                     [(r.key, self.owner) for r in recs if r.key in self._claimed])
                 self._claimed.difference_update(r.key for r in recs)
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
 
     # --- sharing points with other processes ------------------------------------------------
 
@@ -289,8 +280,7 @@ class SweepStore:
         no live process has claimed, in one transaction. Returns (claimed, finished,
         busy: claimed by another live process)."""
         keys = list(dict.fromkeys(keys))
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
+        with _immediate(self.db):
             done = set() if fresh else set(self._done_cells(keys))
             todo = [k for k in keys if k not in done]
             owners: dict[str, str] = {}
@@ -306,10 +296,6 @@ class SweepStore:
             self.db.executemany("INSERT INTO claims (key, owner, claimed_utc) VALUES (?, ?, ?) ON CONFLICT (key) "
                                 "DO UPDATE SET owner = excluded.owner, claimed_utc = excluded.claimed_utc",
                                 [(k, self.owner, now) for k in mine])
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
         self._claimed.update(mine)
         return mine, done, busy
 
@@ -414,6 +400,19 @@ def _values(rec: PointRecord, replace_done: bool) -> tuple:
             rec.finished_utc, rec.origin, rec.alias, rec.worker, checksum, bool(replace_done))
 
 
+@contextmanager
+def _immediate(db) -> Iterator[None]:
+    """One write transaction taken at once (``BEGIN IMMEDIATE``): committed at the end, rolled
+    back on any exception (Ctrl-C included)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
 def _statements() -> list[str]:
     """The schema's statements, one by one (inside the set-up transaction)."""
     lines = [ln.split("--")[0] for ln in _SCHEMA.splitlines()]
@@ -449,17 +448,24 @@ def _row(r: dict) -> dict:
     return r
 
 
-_SQLITE_HEADER = b"SQLite format 3\x00"
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def file_head(path: Path, what: str, reading: str = "") -> bytes:
+    """The first bytes of ``path``, as many as :data:`SQLITE_HEADER` has (it is an SQLite
+    database when they are those); a one-line error naming ``what`` (and ``reading``, what
+    it was read as) when it cannot be read."""
+    try:
+        with path.open("rb") as f:
+            return f.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        raise HwModelsError(f"{what}: cannot read{reading} ({exc.strerror or exc})") from None
 
 
 def _check_header(path: Path, what: str) -> None:
     """A clear error for a file that is not an SQLite database (a JSONL store, say)."""
-    try:
-        with path.open("rb") as f:
-            head = f.read(len(_SQLITE_HEADER))
-    except OSError as exc:
-        raise HwModelsError(f"{what}: cannot read the sweep store ({exc.strerror or exc})") from None
-    if not head or head == _SQLITE_HEADER:
+    head = file_head(path, what, " the sweep store")
+    if not head or head == SQLITE_HEADER:
         return
     if head.lstrip()[:1] == b"{":
         raise HwModelsError(f"{what}: a JSONL result store, not a sweep store; copy its records into one with "

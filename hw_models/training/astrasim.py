@@ -57,6 +57,7 @@ import math
 import numpy as np
 from dataclasses import dataclass
 
+from hw_models.training.costs import whole
 from noc.base.errors import ConfigError
 
 TOPOLOGIES = ("Ring", "FullyConnected", "Switch")
@@ -109,8 +110,7 @@ class AstraAnalytical:
             raise ConfigError(f"latency_ns = {self.latency_ns!r}: must be a finite number >= 0")
         if self.local_mem_GBps is not None and not (self.local_mem_GBps > 0 and math.isfinite(self.local_mem_GBps)):
             raise ConfigError(f"local_mem_GBps = {self.local_mem_GBps!r}: must be a finite number > 0, or None")
-        if isinstance(self.splits, bool) or not isinstance(self.splits, int) or self.splits < 1:
-            raise ConfigError(f"splits = {self.splits!r}: must be an integer >= 1")
+        whole("splits", self.splits)
 
     @property
     def bytes_per_ns(self) -> float:

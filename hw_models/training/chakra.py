@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from hw_models.training.costs import whole
 from noc.base.errors import ConfigError
 
 ET_VERSION = "0.0.4"
@@ -301,8 +302,7 @@ def iteration_nodes(fwd_us: Sequence[int], bwd_us: Sequence[int], grad_bytes: Se
 
 def export_workload(directory: str | Path, name: str, nodes: Sequence[EtNode], ranks: int) -> Path:
     """Write ``nodes`` as the ET of each of ``ranks`` data-parallel ranks; return the prefix."""
-    if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:
-        raise ConfigError(f"ranks = {ranks!r}: must be an integer >= 1")
+    whole("ranks", ranks)
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     for r in range(ranks):

@@ -45,6 +45,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from hw_models.training.costs import whole
 from noc.base.errors import ConfigError
 
 KINDS = ("allreduce", "reduce_scatter", "all_gather")
@@ -110,9 +111,7 @@ class AlphaBeta:
         bw = self.bytes_per_s
         if isinstance(bw, bool) or not isinstance(bw, (int, float)) or math.isnan(bw) or bw <= 0:
             raise ConfigError(f"AlphaBeta.bytes_per_s = {bw!r}: must be a number > 0 (math.inf for free bandwidth)")
-        n = self.num_workers
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ConfigError(f"AlphaBeta.num_workers = {n!r}: must be an integer >= 1")
+        n = whole("AlphaBeta.num_workers", self.num_workers)
         if self.algorithm not in ALPHA_BETA_ALGORITHMS:
             raise ConfigError(f"AlphaBeta.algorithm = {self.algorithm!r}: must be one of {', '.join(ALPHA_BETA_ALGORITHMS)}")
         if self.algorithm == "halving_doubling" and n & (n - 1):

@@ -19,6 +19,13 @@ from typing import Iterable
 from noc.base.errors import ConfigError
 
 
+def whole(name: str, value, low: int = 1) -> int:
+    """``value``, an integer (not a bool) >= ``low``, else a ConfigError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ConfigError(f"{name} = {value!r}: must be an integer >= {low}")
+    return value
+
+
 def _seconds(owner: str, key: str, value) -> float:
     """``value`` as a finite number of seconds >= 0, else a ConfigError naming ``owner.key``."""
     ok = isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(float(value)) and float(value) >= 0

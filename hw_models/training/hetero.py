@@ -138,11 +138,6 @@ class Profile:
         return max(self.factor(i, num_nodes, step), self.factor(j, num_nodes, step))
 
     @property
-    def varies(self) -> bool:
-        """Whether any factor changes with the step."""
-        return bool(self.schedule or self.walk or self.sigma)
-
-    @property
     def label(self) -> str:
         parts = []
         if self.slow_count and self.slow_factor != 1.0:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from hw_models.training.costs import whole
 from noc.base.errors import ConfigError
 
 # FLOPs per output element of the layers that are not GEMMs (forward pass).
@@ -79,9 +80,7 @@ class Gemm:
 
     def __post_init__(self):
         for key in ("m", "n", "k", "count"):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ConfigError(f"Gemm.{key} = {v!r}: must be an integer >= 1")
+            whole(f"Gemm.{key}", getattr(self, key))
 
     @property
     def macs(self) -> int:

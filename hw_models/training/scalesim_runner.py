@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Sequence
 
 from hw_models.training.systolic import DATAFLOWS, gemm_cycles
+from hw_models.training.costs import whole
 from noc.base.errors import ConfigError
 
 INSTALL_HINT = "pip install 'hw-models[scalesim]' (scalesim==2.0.2)"
@@ -53,9 +54,7 @@ class ArrayConfig:
 
     def __post_init__(self):
         for key in ("rows", "cols", "ifmap_sram_kib", "filter_sram_kib", "ofmap_sram_kib"):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ConfigError(f"ArrayConfig.{key} = {v!r}: must be an integer >= 1")
+            whole(f"ArrayConfig.{key}", getattr(self, key))
         if self.dataflow not in DATAFLOWS:
             raise ConfigError(f"ArrayConfig.dataflow = {self.dataflow!r}: must be one of {', '.join(DATAFLOWS)}")
         bw = self.bandwidth_words_per_cycle

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from hw_models.training.comm import CommModel, collective_s, describe
-from hw_models.training.costs import LayerCost, OptimizerCost, as_layer_costs
+from hw_models.training.costs import LayerCost, OptimizerCost, as_layer_costs, whole
 from hw_models.training.policies import Collective, NetworkView, Pending, Piece, Policy, PolicyError
 from noc.base.errors import ConfigError
 
@@ -188,9 +188,7 @@ class Exchange:
 
     def __post_init__(self) -> None:
         for key in ("every", "lag"):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ConfigError(f"Exchange.{key} = {v!r}: must be an integer >= 1")
+            whole(f"Exchange.{key}", getattr(self, key))
         if self.update_on not in ("every", "merge"):
             raise ConfigError(f"Exchange.update_on = {self.update_on!r}: must be every or merge")
 

@@ -217,18 +217,21 @@ def test_train_reproduces_its_recorded_output_and_the_sweep_finds_its_points(tmp
 # each train-system case's point, as a sweep file's [base] states the command's flags
 _SYSTEM_POINTS = {"ps": 'servers = 2\nmodes = "sync,async"\n', "ssd": 'delays = "1,2"\n',
                   "easgd": 'variants = "sync,async"\n', "kfac": "",
-                  "compression": 'compressors = "topk:0.01,onebit"\n'}
+                  "compression": 'compressors = "topk:0.01,onebit"\n',
+                  "dlion": 'techniques = "none,priority"\n'}
+_SYSTEM_ITERATIONS = {"dlion": 60}  # the others 300
 
 
-@pytest.mark.parametrize("system", list(_SYSTEM_POINTS))
+@pytest.mark.parametrize("system", [pytest.param(s, marks=pytest.mark.slow) if s == "dlion" else s
+                                    for s in _SYSTEM_POINTS])
 def test_train_system_reproduces_its_recorded_output_and_the_sweep_gives_its_rows(system, tmp_path, capsys,
                                                                                     monkeypatch):
     from hw_models.sweep.kinds.train_system import tables
 
     _, out_dir = run_case(f"train_system_{system}", tmp_path, capsys, monkeypatch)
     _finished_in(tmp_path, capsys, f'kind = "train_system"\n[base]\nsystem = "{system}"\ntopology = "torus:2x2"\n'
-                 f'nis = 1\nworkload = "alexnet"\nmax_iterations = 300\n{_SYSTEM_POINTS[system]}',
-                 out_dir / "runs.sqlite", 1)
+                 f'nis = 1\nworkload = "alexnet"\nmax_iterations = {_SYSTEM_ITERATIONS.get(system, 300)}\n'
+                 f'{_SYSTEM_POINTS[system]}', out_dir / "runs.sqlite", 1)
     # the CSV rows are the stored tables' (beside the columns the command adds)
     (metrics,) = [r["metrics"] for r in _stored(out_dir / "runs.sqlite")]
     timing, conv = tables(metrics)

@@ -167,11 +167,180 @@ def test_the_training_systems_doc_has_a_section_per_system():
 
     headings = [line[3:].lower() for line in (DOCS / "training_systems.md").read_text().splitlines()
                 if line.startswith("## ")]
-    for name, what in SYSTEMS.items():
-        assert what.lower().removeprefix("the ") in " ".join(headings), (name, what, headings)
+    for name, system in SYSTEMS.items():
+        assert system.what.lower().removeprefix("the ") in " ".join(headings), (name, system.what, headings)
 
 
-def test_every_training_system_has_a_subcommand_summary():
-    from hw_models.training.systems import SUMMARIES, SYSTEMS
+def test_the_docs_cost_table_shows_the_registrys_estimate_figures():
+    from hw_models.training.systems import SYSTEMS
 
-    assert list(SUMMARIES) == list(SYSTEMS)
+    lines = (DOCS / "training_systems.md").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| system | runs | CPU s at"))
+    column = lines[start].split("|").index(" estimate's figure ")
+    rows = {r.split("|")[1].strip(): float(r.split("|")[column]) for r in _rows(lines, start)}
+    assert rows == {name: s.seconds_per_iteration for name, s in SYSTEMS.items()}
+
+
+def _rows(lines: list[str], start: int) -> list[str]:
+    out = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        out.append(line)
+    return out
+
+
+REGISTER_SYSTEM = ("from hw_models.training.systems import SYSTEMS, System; "
+                   "SYSTEMS['dummysys'] = System('a dummy', 'Dummy: a system only the registry knows.', 0.004)")
+
+
+def test_a_registered_training_system_is_a_subcommand_a_sweep_kind_value_and_estimated():
+    """Registered before the commands are imported (as a plugin would): ``train-system``
+    has its subcommand with its summary, ``sweep kinds`` names it, the kind's validation
+    error lists it, and the long-run estimate has its cost."""
+    code = (f"{REGISTER_SYSTEM}\n"
+            "import contextlib, io\n"
+            "from hw_models.cli import main\n"
+            "from hw_models.sweep.kinds import get_kind\n"
+            "from noc.base.errors import ConfigError\n"
+            "for argv in (['train-system', '--help'], ['train-system', 'dummysys', '--help'], ['sweep', 'kinds']):\n"
+            "    try:\n"
+            "        main(argv)\n"
+            "    except SystemExit as exc:\n"
+            "        assert exc.code in (0, None), exc.code\n"
+            "try:\n"
+            "    get_kind('train_system').validate({'system': 'nope'}, 'point')\n"
+            "except ConfigError as exc:\n"
+            "    print('ERROR', exc)\n"
+            "print('ESTIMATE', SYSTEMS['dummysys'].seconds(5, 200, 32))\n")
+    env = {**os.environ, "COLUMNS": "400", "TERMINAL_WIDTH": "400", "NO_COLOR": "1"}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert re.search(r"dummysys\s+Dummy: a system only the registry knows\.", p.stdout), p.stdout
+    assert "--max-iterations" in p.stdout.split("Dummy: a system only the registry knows.")[-1]
+    assert "(compression, ps, ssd, easgd, kfac, dlion, dummysys)" in p.stdout  # sweep kinds
+    assert ("ERROR point: key 'system' = 'nope': choose one of compression, ps, ssd, easgd, kfac, dlion, dummysys"
+            in p.stdout)
+    assert "ESTIMATE 8.0" in p.stdout  # 0.004 s x 5 runs x 200 iterations x 32/16 workers
+
+
+# ---- no hand-written list of a registry's names that misses some -------------------------
+
+def _registries() -> dict[str, list[str]]:
+    from hw_models.sweep.kinds import kind_names
+    from hw_models.training.compute import DEVICES
+    from hw_models.training.policies import POLICIES
+    from hw_models.training.systems import SYSTEMS
+    from hw_models.training.workloads import WORKLOADS
+    from nic.variants import VARIANTS
+
+    return {"algorithms": list(collectives.ALGORITHMS), "NIC variants": list(VARIANTS), "policies": list(POLICIES),
+            "workloads": list(WORKLOADS), "training systems": list(SYSTEMS), "devices": list(DEVICES),
+            "sweep kinds": kind_names()}
+
+
+ROOT = DOCS.parent
+# a line listing the choices: a flag or key table row, an error's or help's list, "or ..."
+_CHOICES = re.compile(r"^\s*\| `-|allowed|choose one of|one of|Comma-separated|\(or |# or |lists them|also ")
+
+
+def _text_lines():
+    """(file, line number, line) of the docs, the README and the library's sources."""
+    files = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+    files += [p for d in ("hw_models", "nic", "noc", "maddpg") for p in sorted((ROOT / d).rglob("*.py"))]
+    for path in files:
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            yield path.relative_to(ROOT).as_posix(), i, line
+
+
+def test_every_written_list_of_a_registrys_choices_names_all_of_them():
+    """A line that lists most of a registry's names as the choices (a flag table row, an
+    error's "choose one of", a help's "comma-separated") lists every one: a list written by
+    hand beside a registry drifts when an entry is added (ring2d_4dir and forest were left
+    out that way). Lists of examples (a command line, a table's columns) are not choices."""
+    bad = []
+    for what, names in _registries().items():
+        pats = [re.compile(rf"(?<![\w-]){re.escape(n)}(?![\w-])") for n in names]
+        need = max(3, len(names) - 2)
+        for where, i, line in _text_lines():
+            found = [n for n, p in zip(names, pats) if p.search(line)]
+            if len(found) >= need and len(found) < len(names) and _CHOICES.search(line):
+                bad.append(f"{where}:{i}: {what} without {sorted(set(names) - set(found))}: {line.strip()[:120]}")
+    assert not bad, "\n".join(bad)
+
+
+REGISTER_OTHERS = (
+    "from hw_models.training.policies import POLICIES; POLICIES['dummy_policy'] = POLICIES['wfbp']\n"
+    "from hw_models.training.workloads import WORKLOADS; WORKLOADS['dummy_net'] = WORKLOADS['alexnet']\n"
+    "from hw_models.training.compute import DEVICES; DEVICES['dummy-dev'] = DEVICES['v100-fp32']\n"
+    "from nic.variants import VARIANTS; VARIANTS['epsilon'] = {'nis': 2, 'flow_control': 'bulk'}\n")
+_CHECK_OTHERS = """
+import contextlib
+from hw_models.cli import main
+from hw_models.flags import nic_choices
+from hw_models.sweep.kinds import get_kind
+from hw_models.training.compute import get_device
+from hw_models.training.endtoend import make_policies, resolve_workloads
+for argv in (['train', '--help'], ['allreduce', '--help'], ['train-system', 'ps', '--help']):
+    print('HELP', argv[0])
+    try:
+        main(argv)
+    except SystemExit as exc:
+        assert exc.code in (0, None), exc.code
+checks = [lambda: make_policies('nope'), lambda: resolve_workloads('nope', '--workloads'),
+          lambda: get_device('nope'), lambda: nic_choices(None, 'nope'),
+          lambda: get_kind('training').validate({'training': {'workload': 'alexnet', 'algorithm': 'ring',
+                                                             'policy': 'all'}}, 'point')]
+for check in checks:
+    try:
+        check()
+    except Exception as exc:
+        print('ERROR', exc)
+"""
+
+
+def test_a_registered_policy_workload_device_and_variant_are_in_help_and_errors():
+    """Each registered before the commands are imported: named in the help of the commands
+    that take it and in the error that refuses an unknown name."""
+    env = {**os.environ, "COLUMNS": "400", "TERMINAL_WIDTH": "400", "NO_COLOR": "1"}
+    p = subprocess.run([sys.executable, "-c", REGISTER_OTHERS + _CHECK_OTHERS], capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    helps = dict(part.split("\n", 1) for part in p.stdout.split("HELP ")[1:])
+    train, allreduce, train_system = helps["train"], helps["allreduce"], helps["train-system"]
+    assert re.search(r"prophet, dear, dummy_policy, a comma-separated list", train), train
+    assert re.search(r"alphago_zero, faster_rcnn, dummy_net, a \.json", train), train
+    assert re.search(r"v100-fp32 \([^)]*\), dummy-dev \(", train) and re.search(r"v100-fp32 \([^)]*\), dummy-dev \(",
+                                                                                 train_system)
+    assert "alpha, beta, gamma, delta, epsilon (sets --nis" in train
+    assert "delta (4 NIs, whole-chunk transfers), epsilon (2 NIs, whole-chunk transfers)" in allreduce
+    errors = [line[6:] for line in p.stdout.splitlines() if line.startswith("ERROR ")]
+    assert errors[0].endswith("prophet, dear, dummy_policy)")
+    assert "faster_rcnn, dummy_net;" in errors[1]
+    assert errors[2].endswith("v100-fp32, dummy-dev)")
+    assert errors[3].endswith("choose one of alpha, beta, gamma, delta, epsilon")
+    assert "prophet, dear, dummy_policy); sweep over policies" in errors[4]
+    assert len(errors) == 5
+
+
+def test_each_systems_option_help_names_the_systems_it_is_for():
+    """``--stragglers``'s help starts ``ps, easgd and dlion:`` because setup.OWN gives it to
+    those systems: the help's owners and the registry of options agree."""
+    import inspect
+
+    import typer
+
+    from hw_models.cli.train_system_cmd import train_system
+    from hw_models.training.systems import SYSTEMS
+    from hw_models.training.systems.setup import OWN
+
+    seen = 0
+    for p in inspect.signature(train_system).parameters.values():
+        info = p.default
+        if not isinstance(info, typer.models.OptionInfo) or info.param_decls[0] not in OWN:
+            continue
+        head = info.help.split(":")[0]
+        named = [s for s in SYSTEMS if re.search(rf"\b{s}\b", head)]
+        assert named == list(OWN[info.param_decls[0]]), (info.param_decls[0], head)
+        seen += 1
+    assert seen == len(OWN)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import sqlite3
 import sys
 import textwrap
@@ -62,6 +63,7 @@ KIND = Kind(name="flaky", summary="fails at x = 0", validate=lambda point, sourc
 
 CRASHY = '''
 import os
+import re
 
 from hw_models.sweep.kinds import Kind
 
@@ -395,3 +397,13 @@ def test_an_address_dask_cannot_reach_from_here_is_one_line_at_once(tmp_path, ca
     f = _write(tmp_path, RING_SWEEP)
     code, _, err = run(["sweep", str(f), "--store", str(tmp_path / "s.sqlite"), "--dask", address], capsys)
     assert code == 2 and err.startswith(f"error: --dask {address}: {says}") and err.count("\n") == 1, err
+
+
+def test_an_added_kind_is_listed_by_sweep_kinds_and_named_by_an_unknown_kinds_error(tmp_path, capsys, toy_kinds):
+    """The kinds registry is the package's modules: a module added is a kind that
+    ``sweep kinds`` lists with its summary and a sweep file's unknown kind names."""
+    code, out, _ = run(["sweep", "kinds"], capsys)
+    assert code in (0, None) and "\nring_formula: the textbook ring all-reduce time\n" in out, out
+    code, _, err = run(["sweep", str(_write(tmp_path, 'kind = "nope"\n[axes]\nx = [1]\n'))], capsys)
+    assert code == 2 and "choose one of allreduce, crashy, flaky, maddpg_accel, noc_load, ring_formula, rtl_synth, " \
+                         "train_system, training" in err, err

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from cli_run import run
-from hw_models.estimate import (LONG_RUN_SECONDS, MAX_SYSTEM_ITERATIONS, SECONDS_PER_SYSTEM_ITERATION,
-                                format_duration, train_system_seconds)
-from hw_models.training.systems.setup import SYSTEM_NAMES, convergence_runs, system_params
+from hw_models.estimate import LONG_RUN_SECONDS, MAX_SYSTEM_ITERATIONS, format_duration
+from hw_models.training.systems import SYSTEMS, System
+from hw_models.training.systems.setup import convergence_runs, system_params
 
 from tiny_workload import NET
 
@@ -29,7 +29,7 @@ def test_max_iterations_past_the_bound_is_one_line_and_exit_2(tiny, capsys, valu
 def test_a_long_run_is_refused_with_its_estimate_and_nothing_runs(tiny, capsys, tmp_path):
     code, _, err = run(["train-system", "ps", *tiny, "--max-iterations", "50000"], capsys)
     runs = 1 + 4 + 4  # the default modes sync, async, ssp:2
-    secs = SECONDS_PER_SYSTEM_ITERATION["ps"] * runs * 50_000  # 4 workers: the 16-worker figure
+    secs = SYSTEMS["ps"].seconds_per_iteration * runs * 50_000  # 4 workers: the 16-worker figure
     assert code == 2 and err.startswith(f"error: {runs} ps convergence runs of up to 50,000 iterations on 4 workers "
                                         f"would take about {format_duration(secs)}") and "add --yes" in err
     assert err.count("\n") == 1 and not (tmp_path / "o").exists()
@@ -41,14 +41,20 @@ def test_task_none_is_never_refused_for_its_iterations(tiny, capsys, tmp_path):
 
 
 def test_estimate_is_linear_in_runs_and_iterations_and_grows_with_workers():
-    for system in SYSTEM_NAMES:
-        c = SECONDS_PER_SYSTEM_ITERATION[system]
-        assert train_system_seconds(system, 3, 1000, 16) == pytest.approx(3 * 1000 * c, rel=1e-12)
-        assert train_system_seconds(system, 6, 1000, 16) == pytest.approx(2 * train_system_seconds(system, 3, 1000, 16))
-        assert train_system_seconds(system, 3, 1000, 4) == train_system_seconds(system, 3, 1000, 16)  # floor
-        grow = 4 if system == "dlion" else 2  # all pairs of links against one gradient each
-        assert train_system_seconds(system, 3, 1000, 32) == pytest.approx(grow * 3 * 1000 * c, rel=1e-12)
-        assert train_system_seconds(system, 0, 1000, 16) == 0
+    for name, system in SYSTEMS.items():
+        c = system.seconds_per_iteration
+        assert system.seconds(3, 1000, 16) == pytest.approx(3 * 1000 * c, rel=1e-12)
+        assert system.seconds(6, 1000, 16) == pytest.approx(2 * system.seconds(3, 1000, 16))
+        assert system.seconds(3, 1000, 4) == system.seconds(3, 1000, 16)  # floor
+        grow = 4 if name == "dlion" else 2  # all pairs of links against one gradient each
+        assert system.seconds(3, 1000, 32) == pytest.approx(grow * 3 * 1000 * c, rel=1e-12)
+        assert system.seconds(0, 1000, 16) == 0
+
+
+def test_a_system_added_to_the_registry_gets_an_estimate(monkeypatch):
+    monkeypatch.setitem(SYSTEMS, "dummy", System("a dummy", "Dummy: nothing.", 0.004, workers_power=3))
+    assert SYSTEMS["dummy"].seconds(5, 200, 16) == pytest.approx(0.004 * 5 * 200, rel=1e-12)
+    assert SYSTEMS["dummy"].seconds(5, 200, 32) == pytest.approx(0.004 * 5 * 200 * 2 ** 3, rel=1e-12)
 
 
 @pytest.mark.parametrize("system, flags, runs", [
@@ -74,6 +80,6 @@ def test_the_default_run_of_every_system_is_within_the_limit():
     """The commands the docs show (1,500 iterations, 16 workers, default options) run without --yes."""
     from hw_models.sweep.kinds.train_system import OPTIONS
 
-    for system in SYSTEM_NAMES:
-        params = system_params(system, 16, *(None for _ in OPTIONS))
-        assert train_system_seconds(system, convergence_runs(system, params, "logreg"), 1500, 16) <= LONG_RUN_SECONDS
+    for name, system in SYSTEMS.items():
+        params = system_params(name, 16, *(None for _ in OPTIONS))
+        assert system.seconds(convergence_runs(name, params, "logreg"), 1500, 16) <= LONG_RUN_SECONDS

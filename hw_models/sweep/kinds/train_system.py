@@ -1,8 +1,8 @@
 """Sweep kind ``train_system``: one training-communication system on one workload and network
 with its convergence check, as ``hw-models train-system`` runs it (docs/training_systems.md).
 
-A point's keys are the command's options with underscores: ``system`` (required:
-compression, ps, ssd, easgd, kfac, dlion), ``workload``, ``batch``, ``device``, ``preset``,
+A point's keys are the command's options with underscores: ``system`` (required: a name
+of the registry :data:`hw_models.training.systems.SYSTEMS`), ``workload``, ``batch``, ``device``, ``preset``,
 ``topology``, ``nis``, ``algorithm``, ``task``, ``lr``, ``target``, ``max_iterations``,
 ``seed``, and the chosen system's own: ``compressors``, ``fix``, ``average_every``;
 ``servers``, ``placement``, ``modes``, ``stragglers``; ``delays``; ``variants``, ``alpha``,
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from hw_models.sweep.kinds import Kind
 from hw_models.training.compute import DEFAULT_DEVICE
+from hw_models.training.systems import SYSTEMS
 from noc.base.errors import ConfigError, HwModelsError
 
 COMMON = {"workload": "resnet50", "batch": 16, "device": DEFAULT_DEVICE, "preset": None, "topology": None,
@@ -34,15 +35,15 @@ TYPES = {"workload": str, "batch": int, "device": str, "preset": str, "topology"
 
 
 def _resolve(point: dict, source: str):
-    from hw_models.training.systems.setup import SYSTEM_NAMES, flags_to_keys, not_for, resolve_setting, system_params
+    from hw_models.training.systems.setup import flags_to_keys, not_for, resolve_setting, system_params
 
     allowed = ("system", *COMMON, *OPTIONS, "experiment")
     for key in point:
         if key not in allowed:
             raise ConfigError(f"{source}: unknown key {key!r} (allowed: {', '.join(allowed)})")
     system = point.get("system")
-    if system not in SYSTEM_NAMES:
-        raise ConfigError(f"{source}: key 'system' = {system!r}: choose one of {', '.join(SYSTEM_NAMES)}")
+    if system not in SYSTEMS:
+        raise ConfigError(f"{source}: key 'system' = {system!r}: choose one of {', '.join(SYSTEMS)}")
     vals = {**COMMON, **{k: point.get(k) for k in OPTIONS}, **{k: v for k, v in point.items() if k in COMMON}}
     for key, value in vals.items():
         want = TYPES[key]
@@ -133,6 +134,6 @@ def model_versions() -> dict:
     return {"train_system": 3, "schedule": SCHEDULE_VERSION, "message_model": MODEL_VERSION}
 
 
-KIND = Kind(name="train_system", summary="one training-communication system (compression, ps, ssd, easgd, kfac, dlion) "
+KIND = Kind(name="train_system", summary=f"one training-communication system ({', '.join(SYSTEMS)}) "
             "timed on a workload and network, with its convergence on digits (as hw-models train-system)",
             validate=validate, run=run, model_versions=model_versions)

@@ -49,6 +49,7 @@ import numpy as np
 
 from hw_models.training.systems.easgd import _check, local_step
 from hw_models.training.systems.ps import Stragglers
+from hw_models.training.costs import whole
 from noc.base.errors import ConfigError
 
 # event kinds, in the order they are replayed at equal times
@@ -104,17 +105,14 @@ def simulate_easgd(variant: str, tau: int, num_workers: int, compute_s: float, *
     ``links``: a profile of the nodes' links; with it (``async``/``measgd``) worker ``i``'s
     exchange with the master on node 0 takes ``link_factor(i, 0)`` times ``exchange_s``."""
     _check(variant, tau, 0.5)
-    n = num_workers
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ConfigError(f"num_workers = {n!r}: must be an integer >= 1")
+    n = whole("num_workers", num_workers)
     for key, v in (("compute_s", compute_s), ("exchange_s", exchange_s), ("update_s", update_s),
                    ("allreduce_s", allreduce_s)):
         if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
             raise ConfigError(f"{key} = {v!r}: must be a finite number of seconds >= 0")
     strag = stragglers or Stragglers()
     rngs = [np.random.default_rng([seed, 11, i]) for i in range(n)]
-    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 2:
-        raise ConfigError(f"iterations = {iterations!r}: must be an integer >= 2")
+    whole("iterations", iterations, 2)
     goal = (iterations + tau) * n  # a round more, so the last iteration's exchanges happen
     events: list[tuple[float, int, int, int]] = []  # (time, causal sequence, kind, worker)
     reads: list[tuple[tuple[float, int], int, int]] = []  # ((read time, sequence), worker, steps done)

@@ -59,6 +59,7 @@ import numpy as np
 
 from hw_models.training.hetero import Profile
 from hw_models.training.policies import Collective, NetworkView, Policy
+from hw_models.training.costs import whole
 from noc.base.errors import ConfigError
 
 MODES = ("sync", "async", "ssp")
@@ -205,9 +206,7 @@ def simulate_ps(num_workers: int, compute_s: float, push_all_s: float, pull_all_
     then take ``link_factor(i, server)`` times its share (the server busy for it), in the
     worker's iteration ``t``."""
     kind, bound = parse_mode(mode)
-    n = num_workers
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ConfigError(f"num_workers = {n!r}: must be an integer >= 1")
+    n = whole("num_workers", num_workers)
     for key, v in (("compute_s", compute_s), ("push_all_s", push_all_s), ("pull_all_s", pull_all_s)):
         if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
             raise ConfigError(f"{key} = {v!r}: must be a finite number of seconds >= 0")

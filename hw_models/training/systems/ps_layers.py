@@ -45,7 +45,7 @@ import math
 
 import numpy as np
 
-from hw_models.training.costs import as_layer_costs
+from hw_models.training.costs import as_layer_costs, whole
 from hw_models.training.systems.ps import PSRun, Stragglers, Update, parse_mode
 from noc.base.errors import ConfigError
 
@@ -58,9 +58,7 @@ def simulate_ps_layers(layers, push_s, pull_s, num_workers: int, *, mode: str = 
     ``push_s[l]``/``pull_s[l]``: the network model's all-worker push and pull of layer ``l``."""
     layers = as_layer_costs(layers)
     kind, bound = parse_mode(mode)
-    n = num_workers
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ConfigError(f"num_workers = {n!r}: must be an integer >= 1")
+    n = whole("num_workers", num_workers)
     L = len(layers)
     if len(push_s) != L or len(pull_s) != L:
         raise ConfigError(f"push_s and pull_s need one value per layer ({L})")

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import re
 
-from hw_models.training.systems import SYSTEMS
 from noc.base.errors import ConfigError, HwModelsError
 
-SYSTEM_NAMES = tuple(SYSTEMS)  # the registry's names, in its order
 DEFAULT_COMPRESSORS = "topk:0.01,randk:0.01,threshold:0.01:50,onebit,eightbit"
 DEFAULT_DLION_WORKERS = "slow:2:3+walk:0.1"  # two slow workers, every worker's speed drifting
 DEFAULT_DLION_LINKS = "slow:4:8+walk:0.1"  # four nodes on slow links, every link drifting

@@ -17,6 +17,7 @@ from typing import Callable
 
 import numpy as np
 
+from hw_models.training.costs import whole
 from noc.base.errors import ConfigError
 
 MODELS = ("logreg", "mlp")
@@ -225,8 +226,7 @@ def run_until(label: str, task: Task, step: Callable[[int], np.ndarray], *, targ
     the parameters to evaluate (the model a user would read out after iteration ``t``)."""
     if not 0.0 < target <= 1.0:
         raise ConfigError(f"target = {target!r}: must be an accuracy in (0, 1]")
-    if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) or max_iterations < 1:
-        raise ConfigError(f"max_iterations = {max_iterations!r}: must be an integer >= 1")
+    whole("max_iterations", max_iterations)
     curve = []
     hit = None
     acc = float("nan")

@@ -25,7 +25,9 @@
 # allreduce_flit, noc_run and noc_sweep_load cases were run again by this script with the
 # code that added them; every earlier CSV column is byte for byte the recorded one, and the
 # printed text differs only by those columns and lines (and the result store's name, which
-# the test reads as STORE).
+# the test reads as STORE). The train_system_dlion case came last, recorded with the code of
+# commit 0d8ffbe (its points already ran through the sweep pipeline): a record of what the
+# command printed and wrote then, against which later refactors are checked.
 set -euo pipefail
 HW=${1:-$(pwd)/.venv/bin/hw-models}
 HW=$(cd "$(dirname "$HW")" && pwd)/$(basename "$HW")
@@ -43,6 +45,7 @@ CASES=(
   "train_system_easgd|train-system easgd $TS --variants sync,async --out out/ts"
   "train_system_kfac|train-system kfac $TS --out out/ts"
   "train_system_compression|train-system compression $TS --compressors topk:0.01,onebit --out out/ts"
+  "train_system_dlion|train-system dlion ${TS/300/60} --techniques none,priority --out out/ts"
   "maddpg_accel|maddpg accel --agents 3,6 --interconnect ring,crossbar --cpu none --out out/accel"
   "noc_run|noc run noc.toml --rate 0.05 --out out/noc"
   "rtl_synth|rtl synth --depths 16 --nis 1,2 -t none --out out/rtl/synth.csv"
