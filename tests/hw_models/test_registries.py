@@ -197,7 +197,8 @@ REGISTER_SYSTEM = ("from hw_models.training.systems import SYSTEMS, System; "
 def test_a_registered_training_system_is_a_subcommand_a_sweep_kind_value_and_estimated():
     """Registered before the commands are imported (as a plugin would): ``train-system``
     has its subcommand with its summary, ``sweep kinds`` names it, the kind's validation
-    error lists it, and the long-run estimate has its cost."""
+    error lists it, and the long-run estimate has its cost; without its options and runner
+    in ``setup`` a point of it is refused, not run as another system."""
     code = (f"{REGISTER_SYSTEM}\n"
             "import contextlib, io\n"
             "from hw_models.cli import main\n"
@@ -208,10 +209,12 @@ def test_a_registered_training_system_is_a_subcommand_a_sweep_kind_value_and_est
             "        main(argv)\n"
             "    except SystemExit as exc:\n"
             "        assert exc.code in (0, None), exc.code\n"
-            "try:\n"
-            "    get_kind('train_system').validate({'system': 'nope'}, 'point')\n"
-            "except ConfigError as exc:\n"
-            "    print('ERROR', exc)\n"
+            "for system in ('nope', 'dummysys'):\n"
+            "    try:\n"
+            "        get_kind('train_system').validate({'system': system, 'topology': 'torus:2x2', 'nis': 1,\n"
+            "                                           'workload': 'alexnet'}, 'point')\n"
+            "    except ConfigError as exc:\n"
+            "        print('ERROR', exc)\n"
             "print('ESTIMATE', SYSTEMS['dummysys'].seconds(5, 200, 32))\n")
     env = {**os.environ, "COLUMNS": "400", "TERMINAL_WIDTH": "400", "NO_COLOR": "1"}
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
@@ -220,6 +223,9 @@ def test_a_registered_training_system_is_a_subcommand_a_sweep_kind_value_and_est
     assert "--max-iterations" in p.stdout.split("Dummy: a system only the registry knows.")[-1]
     assert "(compression, ps, ssd, easgd, kfac, dlion, dummysys)" in p.stdout  # sweep kinds
     assert ("ERROR point: key 'system' = 'nope': choose one of compression, ps, ssd, easgd, kfac, dlion, dummysys"
+            in p.stdout)
+    # registered, but without its code in setup: refused in one line, never run as another system
+    assert ("ERROR point: system 'dummysys' has no options, runs or runner in hw_models.training.systems.setup"
             in p.stdout)
     assert "ESTIMATE 8.0" in p.stdout  # 0.004 s x 5 runs x 200 iterations x 32/16 workers
 
