@@ -92,18 +92,15 @@ def plot_gantt(result, path: str | Path, *, overwrite: bool = False) -> Path:
     with figure(figsize=(12, 2.6)) as (fig, ax):
         ax.grid(False)
         rows = {"compute": 1.0, "network": 0.0}
-        for kind in ("forward", "backward", "update", "global_update"):
-            bars = [(e.start_s * scale, (e.end_s - e.start_s) * scale) for e in result.compute_events
-                    if e.op == kind and e.end_s > e.start_s]
-            if bars:
-                ax.broken_barh(bars, (rows["compute"] - 0.35, 0.7), facecolors=COLOURS[kind], edgecolor="white",
-                               linewidth=0.3)
-        for kind in ("allreduce", "reduce_scatter", "all_gather"):
-            bars = [(e.start_s * scale, (e.end_s - e.start_s) * scale) for e in result.comm_events
-                    if e.kind == kind and e.end_s > e.start_s]
-            if bars:
-                ax.broken_barh(bars, (rows["network"] - 0.35, 0.7), facecolors=COLOURS[kind], edgecolor="white",
-                               linewidth=0.3)
+        for row, kinds, kind_of, events in (
+                ("compute", ("forward", "backward", "update", "global_update"), "op", result.compute_events),
+                ("network", ("allreduce", "reduce_scatter", "all_gather"), "kind", result.comm_events)):
+            for kind in kinds:
+                bars = [(e.start_s * scale, (e.end_s - e.start_s) * scale) for e in events
+                        if getattr(e, kind_of) == kind and e.end_s > e.start_s]
+                if bars:
+                    ax.broken_barh(bars, (rows[row] - 0.35, 0.7), facecolors=COLOURS[kind], edgecolor="white",
+                                   linewidth=0.3)
         for x in [it.start_s for it in result.iterations] + [result.iterations[-1].end_s]:
             ax.axvline(x * scale, color="0.3", linestyle="--", linewidth=0.8)
         ax.set_yticks([rows["network"], rows["compute"]], ["network", "compute"])

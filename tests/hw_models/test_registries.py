@@ -197,7 +197,8 @@ REGISTER_SYSTEM = ("from hw_models.training.systems import SYSTEMS, System; "
 def test_a_registered_training_system_is_a_subcommand_a_sweep_kind_value_and_estimated():
     """Registered before the commands are imported (as a plugin would): ``train-system``
     has its subcommand with its summary, ``sweep kinds`` names it, the kind's validation
-    error lists it, and the long-run estimate has its cost."""
+    error lists it, and the long-run estimate has its cost; without its options and runner
+    in ``setup`` a point of it is refused, not run as another system."""
     code = (f"{REGISTER_SYSTEM}\n"
             "import contextlib, io\n"
             "from hw_models.cli import main\n"
@@ -208,10 +209,12 @@ def test_a_registered_training_system_is_a_subcommand_a_sweep_kind_value_and_est
             "        main(argv)\n"
             "    except SystemExit as exc:\n"
             "        assert exc.code in (0, None), exc.code\n"
-            "try:\n"
-            "    get_kind('train_system').validate({'system': 'nope'}, 'point')\n"
-            "except ConfigError as exc:\n"
-            "    print('ERROR', exc)\n"
+            "for system in ('nope', 'dummysys'):\n"
+            "    try:\n"
+            "        get_kind('train_system').validate({'system': system, 'topology': 'torus:2x2', 'nis': 1,\n"
+            "                                           'workload': 'alexnet'}, 'point')\n"
+            "    except ConfigError as exc:\n"
+            "        print('ERROR', exc)\n"
             "print('ESTIMATE', SYSTEMS['dummysys'].seconds(5, 200, 32))\n")
     env = {**os.environ, "COLUMNS": "400", "TERMINAL_WIDTH": "400", "NO_COLOR": "1"}
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
@@ -220,6 +223,9 @@ def test_a_registered_training_system_is_a_subcommand_a_sweep_kind_value_and_est
     assert "--max-iterations" in p.stdout.split("Dummy: a system only the registry knows.")[-1]
     assert "(compression, ps, ssd, easgd, kfac, dlion, dummysys)" in p.stdout  # sweep kinds
     assert ("ERROR point: key 'system' = 'nope': choose one of compression, ps, ssd, easgd, kfac, dlion, dummysys"
+            in p.stdout)
+    # registered, but without its code in setup: refused in one line, never run as another system
+    assert ("ERROR point: system 'dummysys' has no options, runs or runner in hw_models.training.systems.setup"
             in p.stdout)
     assert "ESTIMATE 8.0" in p.stdout  # 0.004 s x 5 runs x 200 iterations x 32/16 workers
 
@@ -326,20 +332,14 @@ def test_a_registered_policy_workload_device_and_variant_are_in_help_and_errors(
 def test_each_systems_option_help_names_the_systems_it_is_for():
     """``--stragglers``'s help starts ``ps, easgd and dlion:`` because setup.OWN gives it to
     those systems: the help's owners and the registry of options agree."""
-    from typer.main import get_command
+    import typer
 
     from hw_models.cli import app
     from hw_models.training.systems import SYSTEMS
     from hw_models.training.systems.setup import OWN
 
-    options = {o.opts[0]: o for command in get_command(app).commands["train-system"].commands.values()
-               for o in command.params}
-    seen = 0
-    for option in options.values():
-        if option.opts[0] not in OWN:
-            continue
+    group = typer.main.get_command(app).commands["train-system"]
+    for flag, owners in OWN.items():
+        (option,) = [p for p in group.commands[owners[0]].params if flag in p.opts]
         head = option.help.split(":")[0]
-        named = [s for s in SYSTEMS if re.search(rf"\b{s}\b", head)]
-        assert named == list(OWN[option.opts[0]]), (option.opts[0], head)
-        seen += 1
-    assert seen == len(OWN)
+        assert [s for s in SYSTEMS if re.search(rf"\b{s}\b", head)] == list(owners), (flag, head)

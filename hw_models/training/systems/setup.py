@@ -198,6 +198,8 @@ def system_params(sysname, n, compressors, fix, average_every, servers, placemen
         lk = _stragglers(_given("--links", links, DEFAULT_DLION_LINKS), n, "--links", "links")
         return {"techniques": ["+".join(t) or "none" for t in techs], "stragglers": strag, "links": lk,
                 "transfer_every": every, "objects": (techs, strag, lk, every)}
+    if sysname != "kfac":  # a system in the registry (hw_models.training.systems.SYSTEMS) without its code here
+        raise HwModelsError(f"system {sysname!r} has no options, runs or runner in {__name__}")
     eff = 0.05 if inverse_efficiency is None else inverse_efficiency
     if not 0 < eff <= 1:
         raise HwModelsError(f"--inverse-efficiency {eff}: must be in (0, 1]")

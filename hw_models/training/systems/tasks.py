@@ -131,19 +131,23 @@ class Task:
         return [w[s].reshape(shp) for _, s, shp in self._slices]
 
     # ---- loss and gradient --------------------------------------------------------------
-    def loss_grad(self, w: np.ndarray, X: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
-        """Mean cross-entropy over ``(X, y)`` and its exact gradient (flat)."""
-        g = np.empty_like(w)
+    def _backward(self, w: np.ndarray, X: np.ndarray, y: np.ndarray):
+        """(mean cross-entropy over ``(X, y)``, per weight matrix in order: its input
+        activations and the loss gradient with respect to its pre-activations)."""
         if self.model == "logreg":
             W, b = self._unpack(w)
             loss, dz = _softmax_xent_grad(X @ W + b, y)
-            parts = (X.T @ dz, dz.sum(axis=0))
-        else:
-            W1, b1, W2, b2 = self._unpack(w)
-            h = np.tanh(X @ W1 + b1)
-            loss, dz = _softmax_xent_grad(h @ W2 + b2, y)
-            dh = (dz @ W2.T) * (1.0 - h * h)
-            parts = (X.T @ dh, dh.sum(axis=0), h.T @ dz, dz.sum(axis=0))
+            return loss, [(X, dz)]
+        W1, b1, W2, b2 = self._unpack(w)
+        h = np.tanh(X @ W1 + b1)
+        loss, dz = _softmax_xent_grad(h @ W2 + b2, y)
+        return loss, [(X, (dz @ W2.T) * (1.0 - h * h)), (h, dz)]
+
+    def loss_grad(self, w: np.ndarray, X: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
+        """Mean cross-entropy over ``(X, y)`` and its exact gradient (flat)."""
+        g = np.empty_like(w)
+        loss, io = self._backward(w, X, y)
+        parts = [p for a, d in io for p in (a.T @ d, d.sum(axis=0))]  # each matrix's, then its bias's
         for (_, s, _), p in zip(self._slices, parts):
             g[s] = p.ravel()
         return float(loss), g
@@ -152,15 +156,7 @@ class Task:
         """Per weight matrix: its input activations (with a column of ones for the bias) and
         the loss gradient with respect to its pre-activations (K-FAC's ``a`` and ``g``)."""
         ones = np.ones((len(y), 1))
-        if self.model == "logreg":
-            W, b = self._unpack(w)
-            _, dz = _softmax_xent_grad(X @ W + b, y)
-            return [(np.hstack([X, ones]), dz * len(y))]
-        W1, b1, W2, b2 = self._unpack(w)
-        h = np.tanh(X @ W1 + b1)
-        _, dz = _softmax_xent_grad(h @ W2 + b2, y)
-        dh = (dz @ W2.T) * (1.0 - h * h)
-        return [(np.hstack([X, ones]), dh * len(y)), (np.hstack([h, ones]), dz * len(y))]
+        return [(np.hstack([a, ones]), d * len(y)) for a, d in self._backward(w, X, y)[1]]
 
     def accuracy(self, w: np.ndarray, test: bool = True) -> float:
         X, y = (self.Xte, self.yte) if test else (self.Xtr, self.ytr)
