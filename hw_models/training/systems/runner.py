@@ -80,6 +80,77 @@ def _conv_row(system: str, r, ref_iters, iteration_s: float | None = None, ref_i
     return row
 
 
+# ---- the synchronous systems on the worker and link profiles -----------------------------------
+
+
+class _Profiled:
+    """A system's configurations under ``profiles`` (:mod:`hw_models.training.systems.profiled`);
+    nothing when ``profiles`` is None (the commands pass None for profiles of ones: their rows
+    would repeat the nominal ones)."""
+
+    def __init__(self, st: Setting, profiles):
+        self.st, self.p = st, profiles
+        self.runs: dict = {}
+        self.its = min(st.max_iterations, self._iterations())
+
+    @staticmethod
+    def _iterations() -> int:
+        from hw_models.training.systems.profiled import TIMING_ITERATIONS  # noqa: PLC0415
+
+        return TIMING_ITERATIONS
+
+    def layers(self, cs: float):
+        from hw_models.training.systems.profiled import scaled_layers  # noqa: PLC0415
+
+        return scaled_layers(self.st.layers, cs)
+
+    def comm(self, xs: float):
+        from hw_models.training.systems.profiled import SlowedComm  # noqa: PLC0415
+
+        return SlowedComm(self.st.comm, xs)
+
+    def sgd(self):
+        return self.bsp(lambda cs, xs: simulate(self.layers(cs), self.comm(xs), WaitFreeBackprop()).iteration_s)
+
+    def bsp(self, steady):
+        return None if self.p is None else (self.p.bsp_key, steady)
+
+    def periods(self, k: int, steady):
+        return None if self.p is None else (self.p.period_key(k), steady)
+
+    def workers(self, steady):
+        return None if self.p is None else (lambda t: (self.p.workers_at(t), self.p.slowest_link_at(t)), steady)
+
+    def add(self, key, label: str, nominal_s: float, how) -> None:
+        from hw_models.training.systems.profiled import ProfiledRun  # noqa: PLC0415
+
+        if self.p is not None:
+            self.runs[key] = (label, nominal_s, ProfiledRun(*how))
+
+    def timing(self, system: str, compare: str, ref_key) -> list[dict]:
+        """A row per configuration under the profiles, ``compare`` (``reduction_percent`` or
+        ``speedup``) against ``ref_key``'s run under them."""
+        from hw_models.training.systems.profiled import timing_row  # noqa: PLC0415
+
+        if self.p is None:
+            return []
+        ref = self.runs[ref_key][2].mean_s(self.its)
+        rows = []
+        for label, nominal_s, run in self.runs.values():
+            row = timing_row(system, label, nominal_s, run, self.p, self.its)
+            row[compare] = 100 * (1 - row["iteration_s"] / ref) if compare == "reduction_percent" \
+                else ref / row["iteration_s"]
+            rows.append(row)
+        return rows
+
+    def conv(self, row: dict, key, ref_iterations, ref_key="base") -> dict:
+        from hw_models.training.systems.profiled import profile_conv  # noqa: PLC0415
+
+        if self.p is None:
+            return row
+        return profile_conv(row, self.runs[key][2], self.runs[ref_key][2], ref_iterations, self.its, self.p)
+
+
 # ---- compression -----------------------------------------------------------------------------
 
 
@@ -116,12 +187,18 @@ def parse_compressors(spec: str):
     return out
 
 
-def run_compression(st: Setting, compressors, fix: str = "none", average_every: int = 10):
+def run_compression(st: Setting, compressors, fix: str = "none", average_every: int = 10, profiles=None):
+    """``profiles``: a :class:`~hw_models.training.systems.profiled.Profiles` (workers and links);
+    when any factor differs from 1, a timing row per configuration under them and the
+    convergence rows' times under them (:mod:`hw_models.training.systems.profiled`)."""
     from hw_models.training.systems.compression import compressed_timeline, ef_sgd  # noqa: PLC0415
 
     policy = WaitFreeBackprop()
     base_s = st.sgd_iteration_s()
-    timing = [{"system": "compression", "run": f"full precision ({st.algorithm} all-reduce)",
+    timing_label = f"full precision ({st.algorithm} all-reduce)"
+    prof = _Profiled(st, profiles)
+    prof.add("base", timing_label, base_s, prof.sgd())
+    timing = [{"system": "compression", "run": timing_label,
                "iteration_s": base_s, "reduction_percent": 0.0, "wire_bytes_per_worker": st.model_bytes,
                "compression_s": 0.0}]
     times = {}
@@ -131,6 +208,10 @@ def run_compression(st: Setting, compressors, fix: str = "none", average_every: 
             t = compressed_timeline(st.layers, st.comm, c, policy, mem_bytes_per_s=st.mem_bytes_per_s, fix=f,
                                     average_every=average_every)
             times[(c.label, f)] = t.iteration_s
+            prof.add((c.label, f), t.label, t.iteration_s, prof.bsp(
+                lambda cs, xs, c=c, f=f: compressed_timeline(
+                    prof.layers(cs), prof.comm(xs), c, policy, mem_bytes_per_s=st.mem_bytes_per_s / cs, fix=f,
+                    average_every=average_every).iteration_s))
             timing.append({"system": "compression", "run": t.label, "iteration_s": t.iteration_s,
                            "reduction_percent": 100 * (1 - t.iteration_s / base_s),
                            "wire_bytes_per_worker": t.wire_bytes_per_worker,
@@ -138,15 +219,19 @@ def run_compression(st: Setting, compressors, fix: str = "none", average_every: 
     conv = []
     if st.task is not None:
         ref = st.reference()
-        conv.append(_conv_row("compression", ref, ref.iterations_to_target, base_s, base_s))
+        conv.append(prof.conv(_conv_row("compression", ref, ref.iterations_to_target, base_s, base_s), "base",
+                              ref.iterations_to_target))
         for c in compressors:
             runs = [(False, "none"), (True, "none")] + ([(True, fix)] if fix != "none" else [])
             for ef, f in runs:
                 r = ef_sgd(st.task, c, st.lr, error_feedback=ef, fix=f, average_every=average_every,
                            target=st.target, max_iterations=st.max_iterations)
-                conv.append(_conv_row("compression", r, ref.iterations_to_target, times[(c.label, f)], base_s,
-                                      bytes_per_worker_iteration=round(r.extra["bytes_per_worker_iteration"], 1)))
-    return timing, conv
+                conv.append(prof.conv(_conv_row("compression", r, ref.iterations_to_target, times[(c.label, f)],
+                                                base_s,
+                                                bytes_per_worker_iteration=round(r.extra["bytes_per_worker_iteration"],
+                                                                                 1)),
+                                      (c.label, f), ref.iterations_to_target))
+    return timing + prof.timing("compression", "reduction_percent", "base"), conv
 
 
 # ---- parameter server --------------------------------------------------------------------------
@@ -224,10 +309,14 @@ def run_ps(st: Setting, servers: tuple[int, ...], modes, stragglers_spec: str, *
 # ---- SSD-SGD --------------------------------------------------------------------------------
 
 
-def run_ssd(st: Setting, delays):
+def run_ssd(st: Setting, delays, profiles=None):
+    """``profiles``: as :func:`run_compression`'s; SSD-SGD's steps wait for the period's
+    slowest worker (:mod:`hw_models.training.systems.profiled`)."""
     from hw_models.training.systems.ssd import ssd_iteration_s, ssd_sgd, ssd_timeline  # noqa: PLC0415
 
     base_s = st.sgd_iteration_s()
+    prof = _Profiled(st, profiles)
+    prof.add("base", f"SSGD ({st.algorithm}, wfbp)", base_s, prof.sgd())
     ar = st.comm.allreduce_s(st.model_bytes)
     upd = 3 * st.model_bytes / st.mem_bytes_per_s
     timing = [{"system": "ssd", "run": f"SSGD ({st.algorithm}, wfbp)", "iteration_s": base_s, "speedup": 1.0}]
@@ -235,17 +324,21 @@ def run_ssd(st: Setting, delays):
     for k in delays:
         t, _ = ssd_timeline(st.layers, st.comm, k, st.mem_bytes_per_s)
         times[k] = t
+        prof.add(k, f"SSD-SGD k={k}", t, prof.periods(k, lambda cs, xs, k=k: ssd_timeline(
+            prof.layers(cs), prof.comm(xs), k, st.mem_bytes_per_s / cs)[0]))
         timing.append({"system": "ssd", "run": f"SSD-SGD k={k}", "iteration_s": t, "speedup": base_s / t,
                        "closed_form_s": ssd_iteration_s(st.compute_s, upd, ar, k), "allreduce_s": ar,
                        "local_update_s": upd})
     conv = []
     if st.task is not None:
         ref = st.reference()
-        conv.append(_conv_row("ssd", ref, ref.iterations_to_target, base_s, base_s))
+        conv.append(prof.conv(_conv_row("ssd", ref, ref.iterations_to_target, base_s, base_s), "base",
+                              ref.iterations_to_target))
         for k in delays:
             r = ssd_sgd(st.task, st.lr, k, target=st.target, max_iterations=st.max_iterations)
-            conv.append(_conv_row("ssd", r, ref.iterations_to_target, times[k], base_s))
-    return timing, conv
+            conv.append(prof.conv(_conv_row("ssd", r, ref.iterations_to_target, times[k], base_s), k,
+                                  ref.iterations_to_target))
+    return timing + prof.timing("ssd", "speedup", "base"), conv
 
 
 # ---- EASGD -------------------------------------------------------------------------------------
@@ -306,18 +399,25 @@ def run_easgd(st: Setting, variants, alpha: float | None, tau: int, stragglers_s
 # ---- K-FAC -------------------------------------------------------------------------------------
 
 
-def run_kfac(st: Setting, inverse_efficiency: float, kfac_lr: float = 0.1, damping: float = 1e-2):
+def run_kfac(st: Setting, inverse_efficiency: float, kfac_lr: float = 0.1, damping: float = 1e-2, profiles=None):
+    """``profiles``: as :func:`run_compression`'s; each K-FAC inversion at its owner's speed
+    (:mod:`hw_models.training.systems.profiled`)."""
     from hw_models.training.systems.kfac import PLACEMENTS, SCHEMES, kfac_sgd, kfac_timeline  # noqa: PLC0415
 
     base = None
     timing = []
     sgd_s = st.sgd_iteration_s()
+    prof = _Profiled(st, profiles)
     for scheme in SCHEMES:
         for pl in PLACEMENTS:
             t = kfac_timeline(st.workload, st.batch, st.layers, st.comm, st.peak_flops, scheme=scheme, placement=pl,
                               inverse_efficiency=inverse_efficiency)
             base = base or t.iteration_s
             name = {("dkfac", "round_robin"): "D-KFAC ", ("pipelined", "balanced"): "SPD-KFAC "}.get((scheme, pl), "")
+            prof.add((scheme, pl), f"{name}({scheme}, {pl})", t.iteration_s, prof.workers(
+                lambda f, xs, scheme=scheme, pl=pl: kfac_timeline(
+                    st.workload, st.batch, prof.layers(max(f)), prof.comm(xs), st.peak_flops, scheme=scheme,
+                    placement=pl, inverse_efficiency=inverse_efficiency, worker_factors=f).iteration_s))
             timing.append({"system": "kfac", "run": f"{name}({scheme}, {pl})", "iteration_s": t.iteration_s,
                            "reduction_percent": 100 * (1 - t.iteration_s / base), "inverse_s": t.inverse_s,
                            "inverse_gather_s": t.inverse_gather_s, "precondition_s": t.precondition_s,
@@ -325,13 +425,16 @@ def run_kfac(st: Setting, inverse_efficiency: float, kfac_lr: float = 0.1, dampi
                            "factors": t.num_factors})
     timing.append({"system": "kfac", "run": f"SGD ({st.algorithm}, wfbp)", "iteration_s": sgd_s,
                    "reduction_percent": 100 * (1 - sgd_s / base)})
+    prof.add("sgd", f"SGD ({st.algorithm}, wfbp)", sgd_s, prof.sgd())
     conv = []
     if st.task is not None:
         ref = st.reference()
-        conv.append(_conv_row("kfac", ref, ref.iterations_to_target))
+        conv.append(prof.conv(_conv_row("kfac", ref, ref.iterations_to_target), "sgd", ref.iterations_to_target,
+                              ref_key="sgd"))
         r = kfac_sgd(st.task, kfac_lr, damping=damping, target=st.target, max_iterations=st.max_iterations)
-        conv.append(_conv_row("kfac", r, ref.iterations_to_target, timing[-2]["iteration_s"], sgd_s))
-    return timing, conv
+        conv.append(prof.conv(_conv_row("kfac", r, ref.iterations_to_target, timing[-2]["iteration_s"], sgd_s),
+                              (SCHEMES[-1], PLACEMENTS[-1]), ref.iterations_to_target, ref_key="sgd"))
+    return timing + prof.timing("kfac", "reduction_percent", (SCHEMES[0], PLACEMENTS[0])), conv
 
 
 # ---- DLion -------------------------------------------------------------------------------------

@@ -30,7 +30,9 @@ def test_listed_and_canonical():
     ({"system": "ssd", "delays": "0"}, "key 'delays' '0': must be comma-separated integers in 1..1000"),
     ({"system": "kfac", "inverse_efficiency": 3.0}, "key 'inverse_efficiency' 3.0: must be in (0, 1]"),
     ({"system": "ssd", "colour": 1}, "unknown key 'colour'"),
-    ({"system": "ssd", "stragglers": "slow:1:2"}, "key 'stragglers' applies to the ps and easgd and dlion systems, not ssd"),
+    ({"system": "ssd", "techniques": "all"}, "key 'techniques' applies to the dlion system, not ssd"),
+    ({"system": "ssd", "stragglers": "slow:9:2"}, "key 'stragglers': stragglers = 'slow:9:2': COUNT must be in"),
+    ({"system": "kfac", "links": "walk:-1"}, "key 'links': links = 'walk:-1': walk SIGMA must be in [0, 3]"),
     ({"system": "easgd", "stragglers": "slow:1"}, "key 'stragglers': stragglers = 'slow:1': 'slow:1' is not "
                                                   "one of none, slow:COUNT:FACTOR"),
 ])
