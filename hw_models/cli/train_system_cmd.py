@@ -82,9 +82,9 @@ def train_system(
     inverse_efficiency: Optional[float] = typer.Option(None, "--inverse-efficiency", help="kfac: share of the "
                                                        "device's peak FLOP rate a factor inversion reaches "
                                                        "(default 0.05)."),
-    links: Optional[str] = typer.Option(None, "--links", help="compression, ssd, kfac and dlion: per-node link "
-                                        "slowdowns, the --stragglers profiles (a link as slow as its slower end; "
-                                        "default: dlion slow:4:8+walk:0.1, the others none)."),
+    links: Optional[str] = typer.Option(None, "--links", help="Every system: per-node link slowdowns, the "
+                                        "--stragglers profiles (a link as slow as its slower end; default: dlion "
+                                        "slow:4:8+walk:0.1, the others none)."),
     techniques: Optional[str] = typer.Option(None, "--techniques", help="dlion: all (none, each alone, all "
                                              "together), or comma-separated sets of batching, priority, transfer "
                                              "joined with + (default all)."),

@@ -244,11 +244,14 @@ def _check_one_shard_per_worker(st: Setting, n: int) -> None:
 
 
 def run_ps(st: Setting, servers: tuple[int, ...], modes, stragglers_spec: str, *, eager_options=(False, True),
-           seed: int = 0, timing_iterations: int = 100):
+           seed: int = 0, timing_iterations: int = 100, links_spec: str = "none"):
     """The synchronous layer-by-layer timeline (coupled and eager pull), then the event
     simulation of every worker layer by layer (:mod:`hw_models.training.systems.ps_layers`)
     per mode, replayed on the task. The simulation runs ``timing_iterations`` iterations,
-    doubled (up to the task's ``max_iterations``) while a replay has not reached the target."""
+    doubled (up to the task's ``max_iterations``) while a replay has not reached the target.
+    ``links_spec``: the nodes' link profile (seeded ``seed + 1``, as DLion's) the simulation's
+    pushes and pulls are slowed by."""
+    from hw_models.training.hetero import Profile  # noqa: PLC0415
     from hw_models.training.systems.ps import Stragglers, ps_convergence  # noqa: PLC0415
     from hw_models.training.systems.ps_layers import simulate_ps_layers  # noqa: PLC0415
 
@@ -267,6 +270,8 @@ def run_ps(st: Setting, servers: tuple[int, ...], modes, stragglers_spec: str, *
     push = [pc.reduce_scatter_s(x.grad_bytes) if x.grad_bytes else 0.0 for x in st.layers]
     pull = [pc.all_gather_s(x.grad_bytes) if x.grad_bytes else 0.0 for x in st.layers]
     strag = Stragglers.parse(stragglers_spec, n, seed=seed)
+    lp = Profile.parse(links_spec, n, seed=seed + 1, what="links")
+    links = lp if lp.label != "none" else None
     _check_one_shard_per_worker(st, n)
     runs, convs = {}, {}
     for mode in modes:
@@ -275,7 +280,7 @@ def run_ps(st: Setting, servers: tuple[int, ...], modes, stragglers_spec: str, *
             h = min(timing_iterations, cap)
             while True:
                 run = simulate_ps_layers(st.layers, push, pull, n, mode=mode, eager=eager, stragglers=strag,
-                                         gradients=n * h, seed=seed)
+                                         gradients=n * h, seed=seed, links=links, servers=tuple(servers))
                 rs = []
                 if st.task is not None:
                     rs = [ps_convergence(st.task, run, st.lr, staleness_aware=aware, target=st.target)
@@ -288,7 +293,8 @@ def run_ps(st: Setting, servers: tuple[int, ...], modes, stragglers_spec: str, *
     ref_s = runs[sync_key].time_per_iteration_s() if sync_key else None
     for (mode, eager), run in runs.items():
         t = run.time_per_iteration_s()
-        timing.append({"system": "ps", "run": f"PS {mode}{', eager pull' if eager else ''}, stragglers {strag.label}",
+        timing.append({"system": "ps", "run": f"PS {mode}{', eager pull' if eager else ''}, stragglers {strag.label}"
+                       + (f", links {lp.label}" if links else ""),
                        "iteration_s": t, "reduction_percent": 100 * (1 - t / ref_s) if ref_s else "",
                        "mean_staleness": round(run.mean_staleness(), 3), "max_staleness": run.max_staleness()})
     conv = []
@@ -345,11 +351,12 @@ def run_ssd(st: Setting, delays, profiles=None):
 
 
 def run_easgd(st: Setting, variants, alpha: float | None, tau: int, stragglers_spec: str = "none", *, seed: int = 0,
-              timing_iterations: int = 200):
+              timing_iterations: int = 200, links_spec: str = "none"):
     """Timing on the iteration timeline (all workers alike) and the closed form; with
-    stragglers also the event simulation of every worker's exchanges
-    (:mod:`hw_models.training.systems.hogwild`), whose updates the convergence rows then
-    replay in event order."""
+    stragglers or slow links (``links_spec``, seeded ``seed + 1`` as DLion's) also the event
+    simulation of every worker's exchanges (:mod:`hw_models.training.systems.hogwild`), whose
+    updates the convergence rows then replay in event order."""
+    from hw_models.training.hetero import Profile  # noqa: PLC0415
     from hw_models.training.systems.easgd import easgd, easgd_round_s, easgd_timeline  # noqa: PLC0415
     from hw_models.training.systems.hogwild import replay_easgd, simulate_easgd  # noqa: PLC0415
     from hw_models.training.systems.ps import Stragglers  # noqa: PLC0415
@@ -368,18 +375,20 @@ def run_easgd(st: Setting, variants, alpha: float | None, tau: int, stragglers_s
     timing = [{"system": "easgd", "run": f"{v} EASGD tau={tau}", "iteration_s": per_step[v],
                f"speedup_vs_{ref_v}": per_step[ref_v] / per_step[v], "closed_form_s": closed[v]} for v in variants]
     strag = Stragglers.parse(stragglers_spec, n, seed=seed)
+    lp = Profile.parse(links_spec, n, seed=seed + 1, what="links")
+    links = lp if lp.label != "none" else None
     runs = {}
-    if strag.label != "none":
+    if strag.label != "none" or links:
         _check_one_shard_per_worker(st, n)
         its = st.max_iterations if st.task is not None else timing_iterations
         ev = dict(exchange_s=(kw["push_all_s"] + kw["pull_all_s"]) / n, update_s=3 * m / st.mem_bytes_per_s,
-                  allreduce_s=kw["allreduce_s"], stragglers=strag, iterations=its, seed=seed)
+                  allreduce_s=kw["allreduce_s"], stragglers=strag, iterations=its, seed=seed, links=links)
         runs = {v: simulate_easgd(v, tau, n, st.compute_s, **ev) for v in variants}
         ref_t = runs[ref_v].time_per_iteration_s()
         for v, run in runs.items():
             t = run.time_per_iteration_s()
-            timing.append({"system": "easgd", "run": f"{v} EASGD tau={tau}, stragglers {strag.label} "
-                           "(event simulation)", "iteration_s": t, f"speedup_vs_{ref_v}": ref_t / t,
+            timing.append({"system": "easgd", "run": f"{v} EASGD tau={tau}, stragglers {strag.label}"
+                           + (f", links {lp.label}" if links else "") + " (event simulation)", "iteration_s": t, f"speedup_vs_{ref_v}": ref_t / t,
                            "mean_staleness": round(run.mean_staleness(), 3), "max_staleness": run.max_staleness()})
     conv = []
     if st.task is not None:

@@ -20,7 +20,7 @@ DEFAULT_DLION_LINKS = "slow:4:8+walk:0.1"  # four nodes on slow links, every lin
 OWN = {"--compressors": ("compression",), "--fix": ("compression",), "--average-every": ("compression",),
        "--servers": ("ps",), "--placement": ("ps",), "--modes": ("ps",), "--stragglers": ("compression", "ps", "ssd", "easgd", "kfac", "dlion"),
        "--delays": ("ssd",), "--variants": ("easgd",), "--alpha": ("easgd",), "--tau": ("easgd",),
-       "--inverse-efficiency": ("kfac",), "--links": ("compression", "ssd", "kfac", "dlion"), "--techniques": ("dlion",),
+       "--inverse-efficiency": ("kfac",), "--links": ("compression", "ps", "ssd", "easgd", "kfac", "dlion"), "--techniques": ("dlion",),
        "--transfer-every": ("dlion",), "--mp-keep": ("compression",)}
 
 
@@ -181,7 +181,9 @@ def system_params(sysname, n, compressors, fix, average_every, servers, placemen
         except ConfigError as exc:
             raise HwModelsError(f"--modes: {exc}") from None
         strag = _stragglers(stragglers if stragglers is not None else "slow:2:3", n)
-        return {"servers": list(nodes), "modes": mlist, "stragglers": strag, "objects": (nodes, mlist, strag)}
+        lk = _profiles(None, links, n)  # {"links": ...} only for links not all 1: older points keep their keys
+        return {"servers": list(nodes), "modes": mlist, "stragglers": strag, **lk,
+                "objects": (nodes, mlist, strag, lk.get("links", "none"))}
     if sysname == "ssd":
         from hw_models.flags import parse_int_list  # noqa: PLC0415
         from hw_models.training.systems.ssd import MAX_DELAY  # noqa: PLC0415
@@ -200,7 +202,9 @@ def system_params(sysname, n, compressors, fix, average_every, servers, placemen
         if alpha is not None and not 0 < alpha < 1:
             raise HwModelsError(f"--alpha {alpha}: the elastic moving rate must be in (0, 1)")
         strag = _stragglers("none" if stragglers is None else stragglers, n)
-        return {"variants": vs, "alpha": alpha, "tau": t, "stragglers": strag, "objects": (vs, alpha, t, strag)}
+        lk = _profiles(None, links, n)
+        return {"variants": vs, "alpha": alpha, "tau": t, "stragglers": strag, **lk,
+                "objects": (vs, alpha, t, strag, lk.get("links", "none"))}
     if sysname == "dlion":
         from hw_models.training.systems.dlion import parse_techniques  # noqa: PLC0415
 
@@ -234,8 +238,9 @@ def convergence_runs(sysname: str, params: dict, task: str) -> int:
         return sum(1 if m.strip().lower() == "sync" else 4 for m in params["modes"])
     if sysname == "ssd":
         return 1 + len(params["delays"])
-    if sysname == "easgd":
-        return 1 + len(params["variants"]) * (2 if params["stragglers"].strip().lower() != "none" else 1)
+    if sysname == "easgd":  # the event simulation's replays with stragglers or slow links
+        unequal = params["stragglers"].strip().lower() != "none" or "links" in params
+        return 1 + len(params["variants"]) * (2 if unequal else 1)
     if sysname == "dlion":  # the all-reduce baseline, each technique set, the PS and EASGD baselines
         return 3 + len(params["techniques"])
     return 2  # kfac: SGD and K-FAC
@@ -272,13 +277,13 @@ def run_system(sysname, st, obj, seed):
             timing, conv = timing + t2, conv + c2
         return timing, conv
     if sysname == "ps":
-        nodes, mlist, strag = obj
-        return runner.run_ps(st, nodes, mlist, strag, seed=seed)
+        nodes, mlist, strag, lk = obj
+        return runner.run_ps(st, nodes, mlist, strag, seed=seed, links_spec=lk)
     if sysname == "ssd":
         return runner.run_ssd(st, obj[0], profiles=_run_profiles(st, obj[1], seed))
     if sysname == "easgd":
-        vs, a, t, strag = obj
-        return runner.run_easgd(st, vs, a, t, strag, seed=seed)
+        vs, a, t, strag, lk = obj
+        return runner.run_easgd(st, vs, a, t, strag, seed=seed, links_spec=lk)
     if sysname == "dlion":
         techs, strag, lk, every = obj
         return runner.run_dlion(st, techs, strag, lk, every, seed=seed)

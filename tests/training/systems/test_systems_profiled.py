@@ -218,3 +218,46 @@ def test_profiled_run_and_mean():
     assert calls == [0, 1]  # each key once
     assert run.total_s(5) == 7.0 and run.mean_s(4) == 1.5
     assert shifted_mean([0.1] * 7) == 0.1 and shifted_mean([1.0, 2.0, 4.0]) == pytest.approx(7 / 3)
+
+
+def test_the_parameter_servers_links_slow_its_pushes_and_pulls():
+    """Every node's links twice slower is every push and pull twice as long: the same
+    updates, each at the time of the run with doubled push and pull costs."""
+    from hw_models.training.hetero import Profile
+    from hw_models.training.systems.ps_layers import simulate_ps_layers
+
+    layers = [LayerCost("a", 1e-3, 2e-3, 4000), LayerCost("b", 2e-3, 1e-3, 8000)]
+    push, pull = [1e-3, 3e-3], [2e-3, 1e-3]
+    for mode, eager in (("sync", False), ("async", True), ("ssp:1", False)):
+        kw = dict(mode=mode, eager=eager, stragglers=Profile.parse("slow:1:2", 3), gradients=30, seed=2)
+        got = simulate_ps_layers(layers, push, pull, 3, links=Profile.parse("const:2", 3), servers=(0, 1), **kw)
+        want = simulate_ps_layers(layers, [2 * x for x in push], [2 * x for x in pull], 3, **kw)
+        assert [(u.workers, u.read_versions) for u in got.updates] == [(u.workers, u.read_versions)
+                                                                        for u in want.updates]
+        assert [u.time_s for u in got.updates] == pytest.approx([u.time_s for u in want.updates], rel=1e-12)
+    # one slow node: only its own requests (and the synchronous broadcast) slow down
+    one = simulate_ps_layers(layers, push, pull, 3, mode="async", links=Profile.parse("at:0:2:4", 3),
+                             servers=(0,), gradients=30)
+    base = simulate_ps_layers(layers, push, pull, 3, mode="async", gradients=30)
+    assert one.time_per_iteration_s() > base.time_per_iteration_s()
+
+
+def test_easgd_links_slow_its_exchanges():
+    """Links three times slower: the synchronous round's all-reduce three times as long; an
+    asynchronous exchange with the master on node 0 as slow as the worker's link to it (worker
+    0 is the master's node: no link); hogwild's demands between the two."""
+    from hw_models.training.hetero import Profile
+    from hw_models.training.systems.hogwild import simulate_easgd
+
+    kw = dict(update_s=1e-4, stragglers=Profile.parse("slow:1:2", 4), iterations=20, seed=1)
+    three = Profile.parse("const:3", 4)
+    got = simulate_easgd("sync", 2, 4, 3e-3, exchange_s=1e-3, allreduce_s=2e-3, links=three, **kw)
+    want = simulate_easgd("sync", 2, 4, 3e-3, exchange_s=1e-3, allreduce_s=6e-3, **kw)
+    assert got.time_per_iteration_s() == pytest.approx(want.time_per_iteration_s(), rel=1e-12)
+    run = simulate_easgd("async", 2, 4, 3e-3, exchange_s=1e-3, allreduce_s=2e-3, links=three, **kw)
+    assert {e.worker for e in run.exchanges} == {0, 1, 2, 3}
+    for e in run.exchanges:  # the round-robin master: read at the start, write after exchange and update
+        assert e.write_s - e.read_s == pytest.approx((1e-3 if e.worker == 0 else 3e-3) + 1e-4, rel=1e-9)
+    hog = [simulate_easgd("hogwild", 2, 4, 3e-3, exchange_s=x, allreduce_s=2e-3, links=lk, **kw).time_per_iteration_s()
+           for x, lk in ((1e-3, None), (1e-3, three), (3e-3, None))]
+    assert hog[0] < hog[1] <= hog[2]
