@@ -223,3 +223,19 @@ def test_dlion_rows_against_the_pieces(net, pieces, tmp_path, capsys):
     for row, c, r in zip(timing, conv, want):
         assert float(row["iteration_s"]) == pytest.approx(r.extra["mean_round_s"], rel=1e-9)
         assert float(c["final_accuracy"]) == pytest.approx(r.final_accuracy, abs=1e-6)
+
+
+@pytest.mark.parametrize("system, extra", [("compression", ["--compressors", "onebit"]), ("ssd", ["--delays", "2"]),
+                                           ("kfac", [])])
+def test_a_profile_of_ones_writes_the_default_runs_bytes(net, tmp_path, capsys, system, extra):
+    """``--stragglers const:1 --links none`` is the default run: the same files, byte for byte."""
+    outs = []
+    for i, prof in enumerate(([], ["--stragglers", "const:1", "--links", "none"])):
+        code, _, err = run(argv(net, tmp_path / str(i), system, "--task", "none", *extra, *prof), capsys)
+        assert code in (0, None), err
+        outs.append({p.name: p.read_bytes() for p in (tmp_path / str(i)).glob("*.csv")})
+    assert outs[0] == outs[1] and len(outs[0]) == 1
+    code, _, err = run(argv(net, tmp_path / "2", system, "--task", "none", *extra, "--stragglers", "const:2"), capsys)
+    assert code in (0, None), err
+    (rows,) = [read_csv(p) for p in (tmp_path / "2").glob("*.csv")]
+    assert [r["stragglers"] for r in rows] == [""] * (len(rows) // 2) + ["const:2/2/2/2"] * (len(rows) // 2)
