@@ -537,13 +537,14 @@ def _as_round(r, time_to_target_s: float, mean_round_s: float, bytes_per_round: 
 REPORTED_DCT = ">= 100x less DP traffic, 20x less MP traffic, 37 % shorter training"
 
 
-def run_dct_mp(st: Setting, keep: float):
+def run_dct_mp(st: Setting, keep: float, profiles=None):
     """DCT's boundary compression (:mod:`hw_models.training.systems.dct_mp`) on NCF split at
     its embedding/MLP boundary: the hybrid DP x MP iteration on the timeline (wfbp) with the
     boundary dense and kept to ``keep``, next to the compression table's data-parallel
     reference (embeddings all-reduced whole); per worker per iteration the data-parallel
     gradient bytes and the boundary's bytes (forward + backward, the share leaving the
-    worker); convergence on the mlp task."""
+    worker); convergence on the mlp task. ``profiles``: as :func:`run_compression`'s, a row
+    per hybrid iteration on them (the boundary all-to-all at the slowest link)."""
     from hw_models.training.systems.dct_mp import (alltoall_s, boundary_bytes, boundary_width,  # noqa: PLC0415
                                                    dct_mp_sgd, hybrid_iteration, mp_traffic)
 
@@ -555,8 +556,14 @@ def run_dct_mp(st: Setting, keep: float):
     dp_bytes = sum(x.grad_bytes for x, k in zip(st.layers, kinds) if k != "embedding")
     timing = []
     dense_s = None
+    prof = _Profiled(st, profiles)
+    prof.add("base", "data parallel", base_s, prof.sgd())
     for kp in (None, keep):
         r = hybrid_iteration(st.layers, kinds, st.comm, width, st.batch, kp)
+        prof.add(kp, "hybrid DP x MP (embeddings sharded), dense boundary" if kp is None
+                 else f"DCT model-parallel boundary keep={keep:g}", r.iteration_s,
+                 prof.bsp(lambda cs, xs, kp=kp: hybrid_iteration(prof.layers(cs), kinds, prof.comm(xs), width,
+                                                                 st.batch, kp).iteration_s))
         dense_s = dense_s or r.iteration_s
         row = {"system": "compression", "iteration_s": r.iteration_s,
                "reduction_percent": 100 * (1 - r.iteration_s / base_s), "wire_bytes_per_worker": dp_bytes,
@@ -574,7 +581,8 @@ def run_dct_mp(st: Setting, keep: float):
         ref = st.reference()
         r = dct_mp_sgd(st.task, keep, st.lr, target=st.target, max_iterations=st.max_iterations)
         conv.append(_conv_row("compression", r, ref.iterations_to_target))
-    return timing, conv
+    extra = [r for r in prof.timing("compression", "reduction_percent", "base") if not r["run"].startswith("data")]
+    return timing + extra, conv
 
 
 __all__ = ["REPORTED_DCT", "REPORTED_DLION", "run_dct_mp", "SYSTEMS", "Setting", "parse_compressors", "run_compression", "run_dlion", "run_easgd",

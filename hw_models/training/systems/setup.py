@@ -273,7 +273,7 @@ def run_system(sysname, st, obj, seed):
         comps, f, avg, keep, prof = obj
         timing, conv = runner.run_compression(st, comps, f, avg, profiles=_run_profiles(st, prof, seed))
         if keep is not None:
-            t2, c2 = runner.run_dct_mp(st, keep)
+            t2, c2 = runner.run_dct_mp(st, keep, profiles=_run_profiles(st, prof, seed))
             timing, conv = timing + t2, conv + c2
         return timing, conv
     if sysname == "ps":

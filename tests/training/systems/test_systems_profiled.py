@@ -261,3 +261,30 @@ def test_easgd_links_slow_its_exchanges():
     hog = [simulate_easgd("hogwild", 2, 4, 3e-3, exchange_s=x, allreduce_s=2e-3, links=lk, **kw).time_per_iteration_s()
            for x, lk in ((1e-3, None), (1e-3, three), (3e-3, None))]
     assert hog[0] < hog[1] <= hog[2]
+
+
+def test_dcts_hybrid_rows_on_the_profiles():
+    """DCT's hybrid iterations (``--mp-keep``) on the profiles: ones give the nominal rows
+    exactly; workers 2.5x slower on a free network, every iteration 2.5x; links 3x slower on a
+    latency-free network, the network of a third of the bandwidth."""
+    from hw_models.training.systems.runner import run_dct_mp
+    from hw_models.training.systems.setup import resolve_setting
+
+    st, _, _ = resolve_setting("compression", "ncf", 64, "multitree-node", "torus:2x2", None, "ring", None, None,
+                               "none", None, None, 12, 0)
+    timing, _ = run_dct_mp(st, 0.1, profiles=Profiles("const:1", "none", 4))
+    nom, prof = nominal(timing), profiled(timing)
+    assert [p["run"].split(", stragglers")[0] for p in prof] == [n["run"] for n in nom]
+    assert [p["iteration_s"] for p in prof] == [n["iteration_s"] for n in nom]
+
+    def rows(bw, profiles):
+        s = setting(st.layers, AlphaBeta(0.0, bw, 4), st.workload, max_iterations=12)
+        s.batch = st.batch
+        return run_dct_mp(s, 0.1, profiles=profiles)[0]
+
+    free = rows(float("inf"), Profiles("const:2.5", "none", 4))
+    assert [p["iteration_s"] for p in profiled(free)] == pytest.approx([2.5 * n["iteration_s"] for n in nominal(free)],
+                                                                       rel=1e-12)
+    slow = profiled(rows(1e8, Profiles("none", "const:3", 4)))
+    assert [p["iteration_s"] for p in slow] == pytest.approx([n["iteration_s"] for n in nominal(rows(1e8 / 3, None))],
+                                                             rel=1e-9)
