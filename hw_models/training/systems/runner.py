@@ -17,6 +17,8 @@ from typing import Any, Callable
 from hw_models.training.costs import LayerCost
 from hw_models.training.policies import WaitFreeBackprop
 from hw_models.training.systems import SYSTEMS
+from hw_models.training.systems.profiled import (TIMING_ITERATIONS, ProfiledRun, SlowedComm, profile_conv,
+                                                 scaled_layers, timing_row)
 from hw_models.training.systems.ps import PushPull
 from hw_models.training.timeline import simulate
 from noc.base.errors import ConfigError
@@ -91,22 +93,12 @@ class _Profiled:
     def __init__(self, st: Setting, profiles):
         self.st, self.p = st, profiles
         self.runs: dict = {}
-        self.its = min(st.max_iterations, self._iterations())
-
-    @staticmethod
-    def _iterations() -> int:
-        from hw_models.training.systems.profiled import TIMING_ITERATIONS  # noqa: PLC0415
-
-        return TIMING_ITERATIONS
+        self.its = min(st.max_iterations, TIMING_ITERATIONS)
 
     def layers(self, cs: float):
-        from hw_models.training.systems.profiled import scaled_layers  # noqa: PLC0415
-
         return scaled_layers(self.st.layers, cs)
 
     def comm(self, xs: float):
-        from hw_models.training.systems.profiled import SlowedComm  # noqa: PLC0415
-
         return SlowedComm(self.st.comm, xs)
 
     def sgd(self):
@@ -122,16 +114,12 @@ class _Profiled:
         return None if self.p is None else (lambda t: (self.p.workers_at(t), self.p.slowest_link_at(t)), steady)
 
     def add(self, key, label: str, nominal_s: float, how) -> None:
-        from hw_models.training.systems.profiled import ProfiledRun  # noqa: PLC0415
-
         if self.p is not None:
             self.runs[key] = (label, nominal_s, ProfiledRun(*how))
 
     def timing(self, system: str, compare: str, ref_key) -> list[dict]:
         """A row per configuration under the profiles, ``compare`` (``reduction_percent`` or
         ``speedup``) against ``ref_key``'s run under them."""
-        from hw_models.training.systems.profiled import timing_row  # noqa: PLC0415
-
         if self.p is None:
             return []
         ref = self.runs[ref_key][2].mean_s(self.its)
@@ -144,8 +132,6 @@ class _Profiled:
         return rows
 
     def conv(self, row: dict, key, ref_iterations, ref_key="base") -> dict:
-        from hw_models.training.systems.profiled import profile_conv  # noqa: PLC0415
-
         if self.p is None:
             return row
         return profile_conv(row, self.runs[key][2], self.runs[ref_key][2], ref_iterations, self.its, self.p)

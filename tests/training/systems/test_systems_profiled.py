@@ -6,8 +6,6 @@ network, and the convergence rows' time to the target the sum of the iterations 
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from hw_models.training.comm import AlphaBeta
