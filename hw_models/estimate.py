@@ -44,6 +44,11 @@ MAX_TRAINING_ITERATIONS = 100_000  # figures are steady-state means: a few itera
 SECONDS_PER_SYSTEM_ITERATION = {"compression": 0.002, "ps": 0.02, "ssd": 0.002, "easgd": 0.002, "kfac": 0.002,
                                 "dlion": 0.03}
 SYSTEM_WORKERS_MEASURED = 16
+# seconds of one iteration of one configuration timed on a profile that changes every iteration
+# (walk, lognormal: a timeline per iteration), per layer of the workload -- twice the CPU seconds
+# measured by bench/train_system_cost.py --profiled (ResNet-50): a bulk-synchronous iteration
+# (compression, K-FAC, SGD) and an SSD-SGD step (its period's timeline over k steps)
+SECONDS_PER_PROFILED_LAYER_ITERATION = {"bsp": 1.5e-4, "period": 3e-4}
 MAX_SYSTEM_ITERATIONS = 100_000  # the digits task reaches its targets in tens to hundreds of iterations
 # samples per worker per iteration: 2**20 is past every published per-device batch; a layer's
 # GEMM grows with it, and 10**12 ran on with no end in sight
@@ -106,6 +111,14 @@ def train_system_seconds(system: str, runs: int, iterations: int, workers: int) 
     figure grows with their square), never below the 16-worker figure."""
     scale = max(1.0, workers / SYSTEM_WORKERS_MEASURED) ** (2 if system == "dlion" else 1)
     return SECONDS_PER_SYSTEM_ITERATION[system] * runs * iterations * scale
+
+
+def profiled_seconds(configs: int, period_configs: int, iterations: int, layers: int) -> float:
+    """Estimated seconds of timing ``configs`` bulk-synchronous and ``period_configs`` SSD-SGD
+    configurations of a ``layers``-layer workload iteration by iteration on a profile that
+    changes every iteration, each for ``iterations`` iterations."""
+    f = SECONDS_PER_PROFILED_LAYER_ITERATION
+    return iterations * layers * (configs * f["bsp"] + period_configs * f["period"])
 
 
 def check_long_run(seconds: float, what: str, yes: bool, instead: str) -> None:

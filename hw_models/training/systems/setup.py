@@ -246,6 +246,26 @@ def convergence_runs(sysname: str, params: dict, task: str) -> int:
     return 2  # kfac: SGD and K-FAC
 
 
+def profiled_configs(sysname: str, params: dict, n: int) -> tuple[int, int]:
+    """``(bulk-synchronous, SSD-SGD period)`` configurations ``sysname`` with ``params``
+    (:func:`system_params`) times iteration by iteration on a profile that changes every
+    iteration (a ``walk`` or ``lognormal`` part: one timeline per iteration); ``(0, 0)`` when
+    its profiles are constant or scheduled (a timeline per distinct set of factors: few)."""
+    from hw_models.training.hetero import Profile
+
+    if sysname not in ("compression", "ssd", "kfac"):
+        return 0, 0
+    drift = [Profile.parse(params[k], n) for k in ("stragglers", "links") if k in params]
+    if not any(p.walk or p.sigma for p in drift):
+        return 0, 0
+    if sysname == "compression":  # synchronous SGD, each compressor (and with the fix); DCT's three
+        n_fix = 1 + (params["fix"] != "none")
+        return 1 + len(params["compressors"]) * n_fix + (3 if "mp_keep" in params else 0), 0
+    if sysname == "ssd":
+        return 1, len(params["delays"])
+    return 5, 0  # kfac: two schemes x two placements, and SGD
+
+
 def _stragglers(text: str, n: int, flag: str = "--stragglers", what: str = "stragglers") -> str:
     """``--stragglers`` (or ``--links``) checked for ``n`` workers."""
     from hw_models.training.hetero import Profile
