@@ -286,3 +286,27 @@ def test_dcts_hybrid_rows_on_the_profiles():
     slow = profiled(rows(1e8, Profiles("none", "const:3", 4)))
     assert [p["iteration_s"] for p in slow] == pytest.approx([n["iteration_s"] for n in nominal(rows(1e8 / 3, None))],
                                                              rel=1e-9)
+
+
+def test_synchronous_sgd_on_the_profiles_is_dlions_all_reduce_baseline():
+    """A second path: DLion's synchronous all-reduce baseline draws the same factors and times
+    its rounds on the timeline by its own code; round by round it is the profiled SGD."""
+    from hw_models.training.systems.dlion import Net, allreduce_baseline
+    from hw_models.training.systems.runner import _Profiled
+    from hw_models.training.systems.tasks import Task
+    from hw_models.training.hetero import Profile
+
+    layers = (LayerCost("a", 0.10, 0.20, 1000), LayerCost("b", 0.05, 0.10, 600), LayerCost("c", 0.05, 0.10, 1000))
+    ring = AlphaBeta(latency_s=1e-3, bytes_per_s=2e3, num_workers=4)
+    m = sum(x.grad_bytes for x in layers)
+    net = Net(sum(x.fwd_s + x.bwd_s for x in layers), ring.all_gather_s(4 * m), ring.allreduce_s(m), m, layers,
+              lambda b: ring.all_gather_s(4 * b), ring, "wfbp")
+    w, lk = "slow:1:3+walk:0.3+lognormal:0.2", "walk:0.3"
+    task = Task("logreg", workers=4, batch=16, seed=3)
+    base = allreduce_baseline(task, net, Profile.parse(w, 4, seed=3), Profile.parse(lk, 4, seed=4), 0.1,
+                              target=0.99, max_iterations=30, seed=3)
+    prof = _Profiled(setting(layers, ring), Profiles(w, lk, 4, seed=3))
+    prof.add("base", "sgd", 0.0, prof.sgd())
+    run = prof.runs["base"][2]
+    assert len(base.extra["round_s"]) == 30
+    assert [run.seconds(t) for t in range(30)] == pytest.approx(list(base.extra["round_s"]), rel=1e-9)
