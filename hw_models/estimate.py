@@ -35,6 +35,11 @@ LONG_RUN_SECONDS = 600.0  # 10 minutes
 # the 32 default runs, 2-core machine under heavy load); the estimate uses 30 ms.
 SECONDS_PER_TRAINING_ITERATION = 0.03
 MAX_TRAINING_ITERATIONS = 100_000  # figures are steady-state means: a few iterations suffice
+# seconds of one iteration of one configuration timed on a profile that changes every iteration
+# (walk, lognormal: a timeline per iteration), per layer of the workload -- twice the CPU seconds
+# measured by bench/train_system_cost.py --profiled (ResNet-50): a bulk-synchronous iteration
+# (compression, K-FAC, SGD) and an SSD-SGD step (its period's timeline over k steps)
+SECONDS_PER_PROFILED_LAYER_ITERATION = {"bsp": 1.5e-4, "period": 3e-4}
 MAX_SYSTEM_ITERATIONS = 100_000  # the digits task reaches its targets in tens to hundreds of iterations
 # samples per worker per iteration: 2**20 is past every published per-device batch; a layer's
 # GEMM grows with it, and 10**12 ran on with no end in sight
@@ -88,6 +93,14 @@ def traffic_seconds(topology, traffic, points: int = 1) -> float:
 def training_seconds(runs: int, iterations: int) -> float:
     """Estimated seconds of ``runs`` training runs of ``iterations`` iterations each."""
     return SECONDS_PER_TRAINING_ITERATION * runs * iterations
+
+
+def profiled_seconds(configs: int, period_configs: int, iterations: int, layers: int) -> float:
+    """Estimated seconds of timing ``configs`` bulk-synchronous and ``period_configs`` SSD-SGD
+    configurations of a ``layers``-layer workload iteration by iteration on a profile that
+    changes every iteration, each for ``iterations`` iterations."""
+    f = SECONDS_PER_PROFILED_LAYER_ITERATION
+    return iterations * layers * (configs * f["bsp"] + period_configs * f["period"])
 
 
 def check_long_run(seconds: float, what: str, yes: bool, instead: str) -> None:

@@ -23,7 +23,7 @@ def run_train_system(sysname: str, *, workload, batch, device, topology, nis, al
     by parameter name (compressors, fix, ..., inverse_efficiency), None where not given; a run
     estimated past 10 minutes is refused unless ``yes`` (:func:`hw_models.estimate.check_long_run`)."""
     from hw_models.config import experiment_data
-    from hw_models.estimate import check_long_run
+    from hw_models.estimate import check_long_run, profiled_seconds
     from hw_models.console import console as make_console
     from hw_models.experiment import config_with_flags
     from hw_models.job import output_dir, run_points
@@ -31,15 +31,21 @@ def run_train_system(sysname: str, *, workload, batch, device, topology, nis, al
     from hw_models.sweep.kinds.train_system import OPTIONS, tables
     from hw_models.sweep.plan import Plan, run_plan
     from hw_models.training.systems import SYSTEMS
-    from hw_models.training.systems.setup import convergence_runs, resolve_setting, system_params
+    from hw_models.training.systems.profiled import TIMING_ITERATIONS
+    from hw_models.training.systems.setup import convergence_runs, profiled_configs, resolve_setting, system_params
 
     st, desc, settings = resolve_setting(sysname, workload, batch, device, topology, nis, algorithm, config, preset,
                                          task, lr, target, max_iterations, seed)
     params = system_params(sysname, st.comm.num_workers, *(system_flags[k] for k in OPTIONS), st=st)
     runs = convergence_runs(sysname, params, task)
-    check_long_run(SYSTEMS[sysname].seconds(runs, max_iterations, st.comm.num_workers),
-                   f"{runs} {sysname} convergence runs of up to {max_iterations:,} iterations on "
-                   f"{st.comm.num_workers} workers", yes, "fewer --max-iterations (or fewer runs)")
+    n = st.comm.num_workers
+    bsp, period = profiled_configs(sysname, params, n)
+    its = max_iterations if task != "none" else min(max_iterations, TIMING_ITERATIONS)  # to the target at worst
+    timed = f" and {bsp + period} configurations timed iteration by iteration on the profiles" if bsp + period else ""
+    check_long_run(SYSTEMS[sysname].seconds(runs, max_iterations, n)
+                   + profiled_seconds(bsp, period, its, len(st.layers)),
+                   f"{runs} {sysname} convergence runs of up to {max_iterations:,} iterations on {n} workers{timed}",
+                   yes, "fewer --max-iterations (or fewer runs)")
     settings.update({k: v for k, v in params.items() if k != "objects"})
     digest = hashlib.sha1(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:10]
     stem = f"train_system_{sysname}_{st.topology.name.replace(':', '_')}_{st.workload.name}_{digest}"

@@ -65,12 +65,13 @@ def train_system(
                                             "'0,5,10' (default spread)."),
     modes: Optional[str] = typer.Option(None, "--modes", help="ps: comma-separated sync, async, ssp:BOUND "
                                         "(default sync,async,ssp:2)."),
-    stragglers: Optional[str] = typer.Option(None, "--stragglers", help="ps, easgd and dlion: per-worker "
+    stragglers: Optional[str] = typer.Option(None, "--stragglers", help="Every system: per-worker "
                                              "slowdowns: none, slow:COUNT:FACTOR (the last COUNT workers FACTOR times "
                                              "slower), const:F0/F1/..., at:STEP:WORKER:FACTOR (a schedule), walk:SIGMA "
                                              "(a seeded random walk), lognormal:SIGMA (a mean-one lognormal per step), "
                                              "combined with + (default: ps slow:2:3; easgd none, which skips the event "
-                                             "simulation; dlion slow:2:3+walk:0.1)."),
+                                             "simulation; dlion slow:2:3+walk:0.1; compression, ssd, kfac none: "
+                                             "with a profile, rows timed iteration by iteration on it)."),
     delays: Optional[str] = typer.Option(None, "--delays", help="ssd: comma-separated delays k, each 1..1000 (default "
                                          "1,2,4,8)."),
     variants: Optional[str] = typer.Option(None, "--variants", help="easgd: comma-separated sync, async, "
@@ -81,8 +82,9 @@ def train_system(
     inverse_efficiency: Optional[float] = typer.Option(None, "--inverse-efficiency", help="kfac: share of the "
                                                        "device's peak FLOP rate a factor inversion reaches "
                                                        "(default 0.05)."),
-    links: Optional[str] = typer.Option(None, "--links", help="dlion: per-node link slowdowns, the --stragglers "
-                                        "profiles (a link as slow as its slower end; default slow:4:8+walk:0.1)."),
+    links: Optional[str] = typer.Option(None, "--links", help="Every system: per-node link slowdowns, the "
+                                        "--stragglers profiles (a link as slow as its slower end; default: dlion "
+                                        "slow:4:8+walk:0.1, the others none)."),
     techniques: Optional[str] = typer.Option(None, "--techniques", help="dlion: all (none, each alone, all "
                                              "together), or comma-separated sets of batching, priority, transfer "
                                              "joined with + (default all)."),

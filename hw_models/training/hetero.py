@@ -17,9 +17,12 @@ one or more parts joined with ``+``; the factors of the parts multiply:
 * ``lognormal:SIGMA`` -- every step multiplied by a fresh mean-one lognormal draw
   (``exp(SIGMA z - SIGMA^2 / 2)``) from the caller's per-node generator.
 
-The parameter server's and EASGD's event simulations draw their workers' compute factors
-from it (``--stragglers``, :meth:`Profile.sample`); ``slow`` and ``lognormal`` draw exactly
-as they did when they were the only two parts. DLion reads workers and links from it.
+Every training system reads it (``hw-models train-system SYSTEM --stragglers ... --links
+...``): the parameter server's and EASGD's event simulations draw their workers' compute
+factors from it (:meth:`Profile.sample`; ``slow`` and ``lognormal`` draw exactly as they did
+when they were the only two parts) and slow their pushes, pulls and exchanges by the links';
+DLion reads workers and links from it; compression, SSD-SGD and K-FAC time each iteration at
+its factors (:mod:`hw_models.training.systems.profiled`).
 """
 
 from __future__ import annotations

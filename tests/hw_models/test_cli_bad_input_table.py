@@ -63,15 +63,17 @@ BAD = {
     ("train-system",): [[], ["ring"]],  # the group: no system, an unknown one
     ("train-system", "ssd"): [["--servers", "2"], ["--delays", "0"], ["--delays", "1000000000"], ["--delays", ""], ["--task", "cnn"], ["--seed", "-1"],
                               ["--batch", "0"], ["--batch", "1000000000000"], ["-w", "resnet"], ["-t", "ring:²"],
-                              ["--max-iterations", "0"], ["--max-iterations", "100001"]],
+                              ["--max-iterations", "0"], ["--max-iterations", "100001"], ["--stragglers", "slow:99:2"],
+                              ["--links", ""]],
     ("train-system", "ps"): [["--modes", "bsp"], ["--modes", " "], ["--placement", ""], ["--stragglers", "slow:99:2"], ["--placement", "0,0"],
                              ["--max-iterations", "100000"]],
     ("train-system", "compression"): [["--compressors", "topk:x"], ["--compressors", ""], ["--fix", ""],
-                                      ["--fix", "sideways"]],
+                                      ["--fix", "sideways"], ["--stragglers", "lognormal:9"], ["--links", "at:x"]],
     ("train-system", "easgd"): [["--alpha", "1"], ["--variants", ""]],
     ("train-system", "dlion"): [["--techniques", "warp"], ["--techniques", ""], ["--links", "slow:99:2"], ["--links", ""],
                                 ["--transfer-every", "0"], ["--max-iterations", "20000"]],
-    ("train-system", "kfac"): [["--inverse-efficiency", "2"], ["--config", "CONFIG_BAD"]],
+    ("train-system", "kfac"): [["--inverse-efficiency", "2"], ["--config", "CONFIG_BAD"], ["--stragglers", "const:0"],
+                               ["--links", "walk:4"]],
 }
 
 

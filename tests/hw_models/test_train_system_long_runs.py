@@ -83,3 +83,40 @@ def test_the_default_run_of_every_system_is_within_the_limit():
     for name, system in SYSTEMS.items():
         params = system_params(name, 16, *(None for _ in OPTIONS))
         assert system.seconds(convergence_runs(name, params, "logreg"), 1500, 16) <= LONG_RUN_SECONDS
+
+
+@pytest.mark.parametrize("system, flags, configs", [
+    ("compression", dict(compressors="topk:0.01,onebit", fix="both", stragglers="walk:0.1"), (1 + 2 * 2, 0)),
+    ("compression", dict(compressors="onebit", links="slow:1:2+lognormal:0.2"), (2, 0)),
+    ("compression", dict(compressors="onebit", stragglers="slow:1:2+at:5:0:3"), (0, 0)),  # few distinct factors
+    ("ssd", dict(delays="1,2", links="walk:0.2"), (1, 2)),
+    ("kfac", dict(stragglers="lognormal:0.5"), (5, 0)),
+    ("kfac", {}, (0, 0)),
+    ("dlion", {}, (0, 0)),  # DLion's rounds are its convergence runs'
+])
+def test_profiled_configurations_counted_where_the_profile_drifts(system, flags, configs):
+    from hw_models.sweep.kinds.train_system import OPTIONS
+    from hw_models.training.systems.setup import profiled_configs
+
+    params = system_params(system, 4, *(flags.get(k) for k in OPTIONS))
+    assert profiled_configs(system, params, 4) == configs
+
+
+def test_a_drifting_profile_adds_its_timelines_to_the_estimate(capsys, tmp_path):
+    from hw_models.estimate import SECONDS_PER_PROFILED_LAYER_ITERATION, profiled_seconds
+    from hw_models.training.workloads import get_workload
+
+    layers = len(get_workload("resnet50").layers)
+    assert profiled_seconds(6, 0, 5000, layers) == pytest.approx(
+        6 * 5000 * layers * SECONDS_PER_PROFILED_LAYER_ITERATION["bsp"])
+    assert profiled_seconds(1, 2, 10, 3) == pytest.approx(
+        30 * (SECONDS_PER_PROFILED_LAYER_ITERATION["bsp"] + 2 * SECONDS_PER_PROFILED_LAYER_ITERATION["period"]))
+    runs = 1 + 5 * 2  # the reference, the five default compressors with and without error feedback
+    secs = SYSTEMS["compression"].seconds(runs, 5000, 4) + profiled_seconds(6, 0, 5000, layers)
+    assert secs > LONG_RUN_SECONDS > SYSTEMS["compression"].seconds(runs, 5000, 4)
+    code, _, err = run(["train-system", "compression", "-w", "resnet50", "-t", "torus:2x2", "-o", str(tmp_path / "o"),
+                        "--max-iterations", "5000", "--stragglers", "walk:0.1"], capsys)
+    assert code == 2 and err.startswith(f"error: {runs} compression convergence runs of up to 5,000 iterations on 4 "
+                                        "workers and 6 configurations timed iteration by iteration on the profiles "
+                                        f"would take about {format_duration(secs)}"), err
+    assert err.count("\n") == 1 and not (tmp_path / "o").exists()

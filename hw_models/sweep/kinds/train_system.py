@@ -4,9 +4,13 @@ with its convergence check, as ``hw-models train-system`` runs it (docs/training
 A point's keys are the command's options with underscores: ``system`` (required: a name
 of the registry :data:`hw_models.training.systems.SYSTEMS`), ``workload``, ``batch``, ``device``, ``preset``,
 ``topology``, ``nis``, ``algorithm``, ``task``, ``lr``, ``target``, ``max_iterations``,
-``seed``, and the chosen system's own: ``compressors``, ``fix``, ``average_every``;
-``servers``, ``placement``, ``modes``, ``stragglers``; ``delays``; ``variants``, ``alpha``,
-``tau``; ``inverse_efficiency``; ``links``, ``techniques``, ``transfer_every``; ``mp_keep`` (lists as the command's comma-separated strings); and
+``seed``, the worker profile ``stragglers`` and the link profile ``links`` (every system;
+where a system's default is none -- ``links`` but for dlion, ``stragglers`` for compression,
+ssd and kfac -- kept in the resolved point only when its factors are not all 1, so a point
+with a profile of ones is the point without it: the same key, the same rows) -- and the chosen system's own: ``compressors``, ``fix``,
+``average_every``; ``servers``, ``placement``, ``modes``; ``delays``; ``variants``,
+``alpha``, ``tau``; ``inverse_efficiency``; ``techniques``, ``transfer_every``; ``mp_keep``
+(lists as the command's comma-separated strings); and
 ``experiment``, a table of an experiment config's keys (what the command's ``--config`` file
 holds; not with ``preset``). Metrics: every cell of the command's two tables,
 ``t<i>_<column>`` (timing) and ``c<i>_<column>`` (convergence) for row ``i`` in order, with

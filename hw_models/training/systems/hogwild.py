@@ -102,8 +102,11 @@ def simulate_easgd(variant: str, tau: int, num_workers: int, compute_s: float, *
                    update_s: float, allreduce_s: float, stragglers: Stragglers | None = None, iterations: int = 100,
                    seed: int = 0, links: Stragglers | None = None) -> EASGDRun:
     """Event simulation of ``iterations * N`` local steps and their exchanges (module docstring).
-    ``links``: a profile of the nodes' links; with it (``async``/``measgd``) worker ``i``'s
-    exchange with the master on node 0 takes ``link_factor(i, 0)`` times ``exchange_s``."""
+    ``links``: a profile of the nodes' links; with it (``async``/``measgd``/``hogwild``) worker
+    ``i``'s exchange with the master on node 0 takes ``link_factor(i, 0)`` times
+    ``exchange_s`` (hogwild: its demand on the shared master ``max(exchange_s * factor,
+    update_s)``), and a ``sync`` round's all-reduce the slowest link's factor (over every
+    node) times ``allreduce_s``."""
     _check(variant, tau, 0.5)
     n = whole("num_workers", num_workers)
     for key, v in (("compute_s", compute_s), ("exchange_s", exchange_s), ("update_s", update_s),
@@ -142,7 +145,10 @@ def simulate_easgd(variant: str, tau: int, num_workers: int, compute_s: float, *
         while total < goal:
             ends = [run_round(i) for i in range(n)]
             t0 = max(ends)
-            t1 = t0 + allreduce_s + update_s
+            ar = allreduce_s
+            if links is not None and n > 1:
+                ar *= max(links.factor(i, n, steps[0]) for i in range(n))
+            t1 = t0 + ar + update_s
             for i in range(n):
                 reads.append((stamp(t0), i, steps[i]))
             for i in range(n):
@@ -188,7 +194,8 @@ def simulate_easgd(variant: str, tau: int, num_workers: int, compute_s: float, *
                 while arrivals and arrivals[0][0] == now and total < goal:
                     _, i = arrivals.pop(0)
                     reads.append((stamp(now), i, steps[i]))
-                    active[i] = demand
+                    active[i] = demand if links is None else max(exchange_s * links.link_factor(i, 0, n, steps[i]),
+                                                                 update_s)
             else:
                 k = len(active)
                 rem = min(active.values())

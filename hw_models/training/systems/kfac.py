@@ -129,9 +129,12 @@ class KfacTiming:
 
 def kfac_timeline(workload, batch: int, layers, comm, peak_flops: float, *, scheme: str = "pipelined",
                   placement: str = "balanced", inverse_efficiency: float = DEFAULT_INVERSE_EFFICIENCY,
-                  iterations: int = 3) -> KfacTiming:
+                  iterations: int = 3, worker_factors: tuple[float, ...] | None = None) -> KfacTiming:
     """One K-FAC configuration's steady iteration (see the module docstring); ``layers``: the
-    workload's :class:`LayerCost` on the device of ``peak_flops``."""
+    workload's :class:`LayerCost` on the device of ``peak_flops``. ``worker_factors``: each
+    worker's compute slowdown (:mod:`hw_models.training.systems.profiled`): the factors'
+    compute and the preconditioning at the slowest worker's speed, each worker's inversions
+    at its own (``layers`` and ``comm`` come slowed by the caller)."""
     from hw_models.training.policies import MGWFBP, WaitFreeBackprop  # noqa: PLC0415
     from hw_models.training.timeline import simulate  # noqa: PLC0415
 
@@ -151,6 +154,11 @@ def kfac_timeline(workload, batch: int, layers, comm, peak_flops: float, *, sche
     for f, c, w in zip(fs, inv, owner):
         load[w] += c
         share[w] += f.nbytes
+    if worker_factors is not None:
+        if len(worker_factors) != n:
+            raise ConfigError(f"worker_factors: {len(worker_factors)} factors for {n} workers")
+        load = load * np.asarray(worker_factors, dtype=float)
+        peak_flops = peak_flops / max(worker_factors)
     inverse_s = float(load.max())
     gather_s = float(comm.all_gather_s(int(n * share.max()))) if n > 1 else 0.0
     pre_flops = 0.0

@@ -53,9 +53,14 @@ _DONE, _PUSH, _PULL = 0, 1, 2  # event kinds: a compute op ended; the resource f
 
 
 def simulate_ps_layers(layers, push_s, pull_s, num_workers: int, *, mode: str = "sync", eager: bool = False,
-                       stragglers: Stragglers | None = None, gradients: int = 800, seed: int = 0) -> PSRun:
+                       stragglers: Stragglers | None = None, gradients: int = 800, seed: int = 0,
+                       links: Stragglers | None = None, servers: tuple[int, ...] = (0,)) -> PSRun:
     """The event simulation (module docstring) until ``gradients`` gradients are applied.
-    ``push_s[l]``/``pull_s[l]``: the network model's all-worker push and pull of layer ``l``."""
+    ``push_s[l]``/``pull_s[l]``: the network model's all-worker push and pull of layer ``l``.
+    ``links``: a profile of the nodes' links; with it a worker's push or pull of its
+    iteration ``k`` takes ``max_s link_factor(worker, s, k)`` over the ``servers`` times as
+    long (its slowest link to a server), a synchronous broadcast the slowest over every
+    worker."""
     layers = as_layer_costs(layers)
     kind, bound = parse_mode(mode)
     n = whole("num_workers", num_workers)
@@ -109,6 +114,10 @@ def simulate_ps_layers(layers, push_s, pull_s, num_workers: int, *, mode: str = 
         key = (layer, t, seq[0]) if eager else (t, seq[0], layer)
         heapq.heappush(pulls, (*key, worker, k))
 
+    def slowest(worker, k):
+        ws = range(n) if worker < 0 else (worker,)
+        return max(links.link_factor(i, s, n, k) for i in ws for s in servers)
+
     def try_serve(t):
         if res_busy[0]:
             return
@@ -118,6 +127,8 @@ def simulate_ps_layers(layers, push_s, pull_s, num_workers: int, *, mode: str = 
             layer = item[0] if eager else item[2]
             worker, k = item[3], item[4]
             cost = pull_s[layer] if worker < 0 else pull_s[layer] / n
+            if links is not None:
+                cost *= slowest(worker, k)
             if worker >= 0:
                 key = (worker, k + 1)
                 read_min[key] = min(read_min.get(key, version[0]), version[0])
@@ -126,7 +137,10 @@ def simulate_ps_layers(layers, push_s, pull_s, num_workers: int, *, mode: str = 
         elif pushes:
             _, _, worker, layer, k = heapq.heappop(pushes)
             res_busy[0] = True
-            event(t + push_s[layer] / n, _PUSH, (worker, layer, k))
+            cost = push_s[layer] / n
+            if links is not None:
+                cost *= slowest(worker, k)
+            event(t + cost, _PUSH, (worker, layer, k))
 
     def start_iteration(i, t):
         if it[i] - min(applied) > limit:

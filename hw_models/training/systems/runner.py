@@ -17,6 +17,8 @@ from typing import Any, Callable
 from hw_models.training.costs import LayerCost
 from hw_models.training.policies import WaitFreeBackprop
 from hw_models.training.systems import SYSTEMS
+from hw_models.training.systems.profiled import (TIMING_ITERATIONS, ProfiledRun, SlowedComm, profile_conv,
+                                                 scaled_layers, timing_row)
 from hw_models.training.systems.ps import PushPull
 from hw_models.training.timeline import simulate
 from noc.base.errors import ConfigError
@@ -80,6 +82,61 @@ def _conv_row(system: str, r, ref_iters, iteration_s: float | None = None, ref_i
     return row
 
 
+# ---- the synchronous systems on the worker and link profiles -----------------------------------
+
+
+class _Profiled:
+    """A system's configurations under ``profiles`` (:mod:`hw_models.training.systems.profiled`);
+    nothing when ``profiles`` is None (the commands pass None for profiles of ones: their rows
+    would repeat the nominal ones)."""
+
+    def __init__(self, st: Setting, profiles):
+        self.st, self.p = st, profiles
+        self.runs: dict = {}
+        self.its = min(st.max_iterations, TIMING_ITERATIONS)
+
+    def layers(self, cs: float):
+        return scaled_layers(self.st.layers, cs)
+
+    def comm(self, xs: float):
+        return SlowedComm(self.st.comm, xs)
+
+    def sgd(self):
+        return self.bsp(lambda cs, xs: simulate(self.layers(cs), self.comm(xs), WaitFreeBackprop()).iteration_s)
+
+    def bsp(self, steady):
+        return None if self.p is None else (self.p.bsp_key, steady)
+
+    def periods(self, k: int, steady):
+        return None if self.p is None else (self.p.period_key(k), steady)
+
+    def workers(self, steady):
+        return None if self.p is None else (lambda t: (self.p.workers_at(t), self.p.slowest_link_at(t)), steady)
+
+    def add(self, key, label: str, nominal_s: float, how) -> None:
+        if self.p is not None:
+            self.runs[key] = (label, nominal_s, ProfiledRun(*how))
+
+    def timing(self, system: str, compare: str, ref_key) -> list[dict]:
+        """A row per configuration under the profiles, ``compare`` (``reduction_percent`` or
+        ``speedup``) against ``ref_key``'s run under them."""
+        if self.p is None:
+            return []
+        ref = self.runs[ref_key][2].mean_s(self.its)
+        rows = []
+        for label, nominal_s, run in self.runs.values():
+            row = timing_row(system, label, nominal_s, run, self.p, self.its)
+            row[compare] = 100 * (1 - row["iteration_s"] / ref) if compare == "reduction_percent" \
+                else ref / row["iteration_s"]
+            rows.append(row)
+        return rows
+
+    def conv(self, row: dict, key, ref_iterations, ref_key="base") -> dict:
+        if self.p is None:
+            return row
+        return profile_conv(row, self.runs[key][2], self.runs[ref_key][2], ref_iterations, self.its, self.p)
+
+
 # ---- compression -----------------------------------------------------------------------------
 
 
@@ -116,12 +173,18 @@ def parse_compressors(spec: str):
     return out
 
 
-def run_compression(st: Setting, compressors, fix: str = "none", average_every: int = 10):
+def run_compression(st: Setting, compressors, fix: str = "none", average_every: int = 10, profiles=None):
+    """``profiles``: a :class:`~hw_models.training.systems.profiled.Profiles` (workers and links);
+    when any factor differs from 1, a timing row per configuration under them and the
+    convergence rows' times under them (:mod:`hw_models.training.systems.profiled`)."""
     from hw_models.training.systems.compression import compressed_timeline, ef_sgd  # noqa: PLC0415
 
     policy = WaitFreeBackprop()
     base_s = st.sgd_iteration_s()
-    timing = [{"system": "compression", "run": f"full precision ({st.algorithm} all-reduce)",
+    timing_label = f"full precision ({st.algorithm} all-reduce)"
+    prof = _Profiled(st, profiles)
+    prof.add("base", timing_label, base_s, prof.sgd())
+    timing = [{"system": "compression", "run": timing_label,
                "iteration_s": base_s, "reduction_percent": 0.0, "wire_bytes_per_worker": st.model_bytes,
                "compression_s": 0.0}]
     times = {}
@@ -131,6 +194,10 @@ def run_compression(st: Setting, compressors, fix: str = "none", average_every: 
             t = compressed_timeline(st.layers, st.comm, c, policy, mem_bytes_per_s=st.mem_bytes_per_s, fix=f,
                                     average_every=average_every)
             times[(c.label, f)] = t.iteration_s
+            prof.add((c.label, f), t.label, t.iteration_s, prof.bsp(
+                lambda cs, xs, c=c, f=f: compressed_timeline(
+                    prof.layers(cs), prof.comm(xs), c, policy, mem_bytes_per_s=st.mem_bytes_per_s / cs, fix=f,
+                    average_every=average_every).iteration_s))
             timing.append({"system": "compression", "run": t.label, "iteration_s": t.iteration_s,
                            "reduction_percent": 100 * (1 - t.iteration_s / base_s),
                            "wire_bytes_per_worker": t.wire_bytes_per_worker,
@@ -138,15 +205,19 @@ def run_compression(st: Setting, compressors, fix: str = "none", average_every: 
     conv = []
     if st.task is not None:
         ref = st.reference()
-        conv.append(_conv_row("compression", ref, ref.iterations_to_target, base_s, base_s))
+        conv.append(prof.conv(_conv_row("compression", ref, ref.iterations_to_target, base_s, base_s), "base",
+                              ref.iterations_to_target))
         for c in compressors:
             runs = [(False, "none"), (True, "none")] + ([(True, fix)] if fix != "none" else [])
             for ef, f in runs:
                 r = ef_sgd(st.task, c, st.lr, error_feedback=ef, fix=f, average_every=average_every,
                            target=st.target, max_iterations=st.max_iterations)
-                conv.append(_conv_row("compression", r, ref.iterations_to_target, times[(c.label, f)], base_s,
-                                      bytes_per_worker_iteration=round(r.extra["bytes_per_worker_iteration"], 1)))
-    return timing, conv
+                conv.append(prof.conv(_conv_row("compression", r, ref.iterations_to_target, times[(c.label, f)],
+                                                base_s,
+                                                bytes_per_worker_iteration=round(r.extra["bytes_per_worker_iteration"],
+                                                                                 1)),
+                                      (c.label, f), ref.iterations_to_target))
+    return timing + prof.timing("compression", "reduction_percent", "base"), conv
 
 
 # ---- parameter server --------------------------------------------------------------------------
@@ -159,11 +230,14 @@ def _check_one_shard_per_worker(st: Setting, n: int) -> None:
 
 
 def run_ps(st: Setting, servers: tuple[int, ...], modes, stragglers_spec: str, *, eager_options=(False, True),
-           seed: int = 0, timing_iterations: int = 100):
+           seed: int = 0, timing_iterations: int = 100, links_spec: str = "none"):
     """The synchronous layer-by-layer timeline (coupled and eager pull), then the event
     simulation of every worker layer by layer (:mod:`hw_models.training.systems.ps_layers`)
     per mode, replayed on the task. The simulation runs ``timing_iterations`` iterations,
-    doubled (up to the task's ``max_iterations``) while a replay has not reached the target."""
+    doubled (up to the task's ``max_iterations``) while a replay has not reached the target.
+    ``links_spec``: the nodes' link profile (seeded ``seed + 1``, as DLion's) the simulation's
+    pushes and pulls are slowed by."""
+    from hw_models.training.hetero import Profile  # noqa: PLC0415
     from hw_models.training.systems.ps import Stragglers, ps_convergence  # noqa: PLC0415
     from hw_models.training.systems.ps_layers import simulate_ps_layers  # noqa: PLC0415
 
@@ -182,6 +256,8 @@ def run_ps(st: Setting, servers: tuple[int, ...], modes, stragglers_spec: str, *
     push = [pc.reduce_scatter_s(x.grad_bytes) if x.grad_bytes else 0.0 for x in st.layers]
     pull = [pc.all_gather_s(x.grad_bytes) if x.grad_bytes else 0.0 for x in st.layers]
     strag = Stragglers.parse(stragglers_spec, n, seed=seed)
+    lp = Profile.parse(links_spec, n, seed=seed + 1, what="links")
+    links = lp if lp.label != "none" else None
     _check_one_shard_per_worker(st, n)
     runs, convs = {}, {}
     for mode in modes:
@@ -190,7 +266,7 @@ def run_ps(st: Setting, servers: tuple[int, ...], modes, stragglers_spec: str, *
             h = min(timing_iterations, cap)
             while True:
                 run = simulate_ps_layers(st.layers, push, pull, n, mode=mode, eager=eager, stragglers=strag,
-                                         gradients=n * h, seed=seed)
+                                         gradients=n * h, seed=seed, links=links, servers=tuple(servers))
                 rs = []
                 if st.task is not None:
                     rs = [ps_convergence(st.task, run, st.lr, staleness_aware=aware, target=st.target)
@@ -203,7 +279,8 @@ def run_ps(st: Setting, servers: tuple[int, ...], modes, stragglers_spec: str, *
     ref_s = runs[sync_key].time_per_iteration_s() if sync_key else None
     for (mode, eager), run in runs.items():
         t = run.time_per_iteration_s()
-        timing.append({"system": "ps", "run": f"PS {mode}{', eager pull' if eager else ''}, stragglers {strag.label}",
+        timing.append({"system": "ps", "run": f"PS {mode}{', eager pull' if eager else ''}, stragglers {strag.label}"
+                       + (f", links {lp.label}" if links else ""),
                        "iteration_s": t, "reduction_percent": 100 * (1 - t / ref_s) if ref_s else "",
                        "mean_staleness": round(run.mean_staleness(), 3), "max_staleness": run.max_staleness()})
     conv = []
@@ -224,10 +301,14 @@ def run_ps(st: Setting, servers: tuple[int, ...], modes, stragglers_spec: str, *
 # ---- SSD-SGD --------------------------------------------------------------------------------
 
 
-def run_ssd(st: Setting, delays):
+def run_ssd(st: Setting, delays, profiles=None):
+    """``profiles``: as :func:`run_compression`'s; SSD-SGD's steps wait for the period's
+    slowest worker (:mod:`hw_models.training.systems.profiled`)."""
     from hw_models.training.systems.ssd import ssd_iteration_s, ssd_sgd, ssd_timeline  # noqa: PLC0415
 
     base_s = st.sgd_iteration_s()
+    prof = _Profiled(st, profiles)
+    prof.add("base", f"SSGD ({st.algorithm}, wfbp)", base_s, prof.sgd())
     ar = st.comm.allreduce_s(st.model_bytes)
     upd = 3 * st.model_bytes / st.mem_bytes_per_s
     timing = [{"system": "ssd", "run": f"SSGD ({st.algorithm}, wfbp)", "iteration_s": base_s, "speedup": 1.0}]
@@ -235,28 +316,33 @@ def run_ssd(st: Setting, delays):
     for k in delays:
         t, _ = ssd_timeline(st.layers, st.comm, k, st.mem_bytes_per_s)
         times[k] = t
+        prof.add(k, f"SSD-SGD k={k}", t, prof.periods(k, lambda cs, xs, k=k: ssd_timeline(
+            prof.layers(cs), prof.comm(xs), k, st.mem_bytes_per_s / cs)[0]))
         timing.append({"system": "ssd", "run": f"SSD-SGD k={k}", "iteration_s": t, "speedup": base_s / t,
                        "closed_form_s": ssd_iteration_s(st.compute_s, upd, ar, k), "allreduce_s": ar,
                        "local_update_s": upd})
     conv = []
     if st.task is not None:
         ref = st.reference()
-        conv.append(_conv_row("ssd", ref, ref.iterations_to_target, base_s, base_s))
+        conv.append(prof.conv(_conv_row("ssd", ref, ref.iterations_to_target, base_s, base_s), "base",
+                              ref.iterations_to_target))
         for k in delays:
             r = ssd_sgd(st.task, st.lr, k, target=st.target, max_iterations=st.max_iterations)
-            conv.append(_conv_row("ssd", r, ref.iterations_to_target, times[k], base_s))
-    return timing, conv
+            conv.append(prof.conv(_conv_row("ssd", r, ref.iterations_to_target, times[k], base_s), k,
+                                  ref.iterations_to_target))
+    return timing + prof.timing("ssd", "speedup", "base"), conv
 
 
 # ---- EASGD -------------------------------------------------------------------------------------
 
 
 def run_easgd(st: Setting, variants, alpha: float | None, tau: int, stragglers_spec: str = "none", *, seed: int = 0,
-              timing_iterations: int = 200):
+              timing_iterations: int = 200, links_spec: str = "none"):
     """Timing on the iteration timeline (all workers alike) and the closed form; with
-    stragglers also the event simulation of every worker's exchanges
-    (:mod:`hw_models.training.systems.hogwild`), whose updates the convergence rows then
-    replay in event order."""
+    stragglers or slow links (``links_spec``, seeded ``seed + 1`` as DLion's) also the event
+    simulation of every worker's exchanges (:mod:`hw_models.training.systems.hogwild`), whose
+    updates the convergence rows then replay in event order."""
+    from hw_models.training.hetero import Profile  # noqa: PLC0415
     from hw_models.training.systems.easgd import easgd, easgd_round_s, easgd_timeline  # noqa: PLC0415
     from hw_models.training.systems.hogwild import replay_easgd, simulate_easgd  # noqa: PLC0415
     from hw_models.training.systems.ps import Stragglers  # noqa: PLC0415
@@ -275,18 +361,20 @@ def run_easgd(st: Setting, variants, alpha: float | None, tau: int, stragglers_s
     timing = [{"system": "easgd", "run": f"{v} EASGD tau={tau}", "iteration_s": per_step[v],
                f"speedup_vs_{ref_v}": per_step[ref_v] / per_step[v], "closed_form_s": closed[v]} for v in variants]
     strag = Stragglers.parse(stragglers_spec, n, seed=seed)
+    lp = Profile.parse(links_spec, n, seed=seed + 1, what="links")
+    links = lp if lp.label != "none" else None
     runs = {}
-    if strag.label != "none":
+    if strag.label != "none" or links:
         _check_one_shard_per_worker(st, n)
         its = st.max_iterations if st.task is not None else timing_iterations
         ev = dict(exchange_s=(kw["push_all_s"] + kw["pull_all_s"]) / n, update_s=3 * m / st.mem_bytes_per_s,
-                  allreduce_s=kw["allreduce_s"], stragglers=strag, iterations=its, seed=seed)
+                  allreduce_s=kw["allreduce_s"], stragglers=strag, iterations=its, seed=seed, links=links)
         runs = {v: simulate_easgd(v, tau, n, st.compute_s, **ev) for v in variants}
         ref_t = runs[ref_v].time_per_iteration_s()
         for v, run in runs.items():
             t = run.time_per_iteration_s()
-            timing.append({"system": "easgd", "run": f"{v} EASGD tau={tau}, stragglers {strag.label} "
-                           "(event simulation)", "iteration_s": t, f"speedup_vs_{ref_v}": ref_t / t,
+            timing.append({"system": "easgd", "run": f"{v} EASGD tau={tau}, stragglers {strag.label}"
+                           + (f", links {lp.label}" if links else "") + " (event simulation)", "iteration_s": t, f"speedup_vs_{ref_v}": ref_t / t,
                            "mean_staleness": round(run.mean_staleness(), 3), "max_staleness": run.max_staleness()})
     conv = []
     if st.task is not None:
@@ -306,18 +394,25 @@ def run_easgd(st: Setting, variants, alpha: float | None, tau: int, stragglers_s
 # ---- K-FAC -------------------------------------------------------------------------------------
 
 
-def run_kfac(st: Setting, inverse_efficiency: float, kfac_lr: float = 0.1, damping: float = 1e-2):
+def run_kfac(st: Setting, inverse_efficiency: float, kfac_lr: float = 0.1, damping: float = 1e-2, profiles=None):
+    """``profiles``: as :func:`run_compression`'s; each K-FAC inversion at its owner's speed
+    (:mod:`hw_models.training.systems.profiled`)."""
     from hw_models.training.systems.kfac import PLACEMENTS, SCHEMES, kfac_sgd, kfac_timeline  # noqa: PLC0415
 
     base = None
     timing = []
     sgd_s = st.sgd_iteration_s()
+    prof = _Profiled(st, profiles)
     for scheme in SCHEMES:
         for pl in PLACEMENTS:
             t = kfac_timeline(st.workload, st.batch, st.layers, st.comm, st.peak_flops, scheme=scheme, placement=pl,
                               inverse_efficiency=inverse_efficiency)
             base = base or t.iteration_s
             name = {("dkfac", "round_robin"): "D-KFAC ", ("pipelined", "balanced"): "SPD-KFAC "}.get((scheme, pl), "")
+            prof.add((scheme, pl), f"{name}({scheme}, {pl})", t.iteration_s, prof.workers(
+                lambda f, xs, scheme=scheme, pl=pl: kfac_timeline(
+                    st.workload, st.batch, prof.layers(max(f)), prof.comm(xs), st.peak_flops, scheme=scheme,
+                    placement=pl, inverse_efficiency=inverse_efficiency, worker_factors=f).iteration_s))
             timing.append({"system": "kfac", "run": f"{name}({scheme}, {pl})", "iteration_s": t.iteration_s,
                            "reduction_percent": 100 * (1 - t.iteration_s / base), "inverse_s": t.inverse_s,
                            "inverse_gather_s": t.inverse_gather_s, "precondition_s": t.precondition_s,
@@ -325,13 +420,16 @@ def run_kfac(st: Setting, inverse_efficiency: float, kfac_lr: float = 0.1, dampi
                            "factors": t.num_factors})
     timing.append({"system": "kfac", "run": f"SGD ({st.algorithm}, wfbp)", "iteration_s": sgd_s,
                    "reduction_percent": 100 * (1 - sgd_s / base)})
+    prof.add("sgd", f"SGD ({st.algorithm}, wfbp)", sgd_s, prof.sgd())
     conv = []
     if st.task is not None:
         ref = st.reference()
-        conv.append(_conv_row("kfac", ref, ref.iterations_to_target))
+        conv.append(prof.conv(_conv_row("kfac", ref, ref.iterations_to_target), "sgd", ref.iterations_to_target,
+                              ref_key="sgd"))
         r = kfac_sgd(st.task, kfac_lr, damping=damping, target=st.target, max_iterations=st.max_iterations)
-        conv.append(_conv_row("kfac", r, ref.iterations_to_target, timing[-2]["iteration_s"], sgd_s))
-    return timing, conv
+        conv.append(prof.conv(_conv_row("kfac", r, ref.iterations_to_target, timing[-2]["iteration_s"], sgd_s),
+                              (SCHEMES[-1], PLACEMENTS[-1]), ref.iterations_to_target, ref_key="sgd"))
+    return timing + prof.timing("kfac", "reduction_percent", (SCHEMES[0], PLACEMENTS[0])), conv
 
 
 # ---- DLion -------------------------------------------------------------------------------------
@@ -425,13 +523,14 @@ def _as_round(r, time_to_target_s: float, mean_round_s: float, bytes_per_round: 
 REPORTED_DCT = ">= 100x less DP traffic, 20x less MP traffic, 37 % shorter training"
 
 
-def run_dct_mp(st: Setting, keep: float):
+def run_dct_mp(st: Setting, keep: float, profiles=None):
     """DCT's boundary compression (:mod:`hw_models.training.systems.dct_mp`) on NCF split at
     its embedding/MLP boundary: the hybrid DP x MP iteration on the timeline (wfbp) with the
     boundary dense and kept to ``keep``, next to the compression table's data-parallel
     reference (embeddings all-reduced whole); per worker per iteration the data-parallel
     gradient bytes and the boundary's bytes (forward + backward, the share leaving the
-    worker); convergence on the mlp task."""
+    worker); convergence on the mlp task. ``profiles``: as :func:`run_compression`'s, a row
+    per hybrid iteration on them (the boundary all-to-all at the slowest link)."""
     from hw_models.training.systems.dct_mp import (alltoall_s, boundary_bytes, boundary_width,  # noqa: PLC0415
                                                    dct_mp_sgd, hybrid_iteration, mp_traffic)
 
@@ -443,8 +542,14 @@ def run_dct_mp(st: Setting, keep: float):
     dp_bytes = sum(x.grad_bytes for x, k in zip(st.layers, kinds) if k != "embedding")
     timing = []
     dense_s = None
+    prof = _Profiled(st, profiles)
+    prof.add("base", "data parallel", base_s, prof.sgd())
     for kp in (None, keep):
         r = hybrid_iteration(st.layers, kinds, st.comm, width, st.batch, kp)
+        prof.add(kp, "hybrid DP x MP (embeddings sharded), dense boundary" if kp is None
+                 else f"DCT model-parallel boundary keep={keep:g}", r.iteration_s,
+                 prof.bsp(lambda cs, xs, kp=kp: hybrid_iteration(prof.layers(cs), kinds, prof.comm(xs), width,
+                                                                 st.batch, kp).iteration_s))
         dense_s = dense_s or r.iteration_s
         row = {"system": "compression", "iteration_s": r.iteration_s,
                "reduction_percent": 100 * (1 - r.iteration_s / base_s), "wire_bytes_per_worker": dp_bytes,
@@ -462,7 +567,8 @@ def run_dct_mp(st: Setting, keep: float):
         ref = st.reference()
         r = dct_mp_sgd(st.task, keep, st.lr, target=st.target, max_iterations=st.max_iterations)
         conv.append(_conv_row("compression", r, ref.iterations_to_target))
-    return timing, conv
+    extra = [r for r in prof.timing("compression", "reduction_percent", "base") if not r["run"].startswith("data")]
+    return timing + extra, conv
 
 
 __all__ = ["REPORTED_DCT", "REPORTED_DLION", "run_dct_mp", "SYSTEMS", "Setting", "parse_compressors", "run_compression", "run_dlion", "run_easgd",

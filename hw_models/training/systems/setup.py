@@ -16,9 +16,9 @@ DEFAULT_DLION_WORKERS = "slow:2:3+walk:0.1"  # two slow workers, every worker's 
 DEFAULT_DLION_LINKS = "slow:4:8+walk:0.1"  # four nodes on slow links, every link drifting
 # options that belong to some systems (flag -> the systems)
 OWN = {"--compressors": ("compression",), "--fix": ("compression",), "--average-every": ("compression",),
-       "--servers": ("ps",), "--placement": ("ps",), "--modes": ("ps",), "--stragglers": ("ps", "easgd", "dlion"),
+       "--servers": ("ps",), "--placement": ("ps",), "--modes": ("ps",), "--stragglers": ("compression", "ps", "ssd", "easgd", "kfac", "dlion"),
        "--delays": ("ssd",), "--variants": ("easgd",), "--alpha": ("easgd",), "--tau": ("easgd",),
-       "--inverse-efficiency": ("kfac",), "--links": ("dlion",), "--techniques": ("dlion",),
+       "--inverse-efficiency": ("kfac",), "--links": ("compression", "ps", "ssd", "easgd", "kfac", "dlion"), "--techniques": ("dlion",),
        "--transfer-every": ("dlion",), "--mp-keep": ("compression",)}
 
 
@@ -127,6 +127,20 @@ def _given(flag: str, value: str | None, default: str) -> str:
     return value
 
 
+def _profiles(stragglers, links, n: int) -> dict:
+    """The synchronous systems' ``--stragglers`` and ``--links`` (default none): the given ones
+    whose factors are not all 1 (a profile of ones is the default's run)."""
+    from hw_models.training.hetero import Profile
+
+    out = {}
+    for key, flag, what, value in (("stragglers", "--stragglers", "stragglers", stragglers),
+                                   ("links", "--links", "links", links)):
+        text = _stragglers(_given(flag, value, "none"), n, flag, what)
+        if Profile.parse(text, n, what=what).label != "none":
+            out[key] = text
+    return out
+
+
 def system_params(sysname, n, compressors, fix, average_every, servers, placement, modes, stragglers, delays,
                    variants, alpha, tau, inverse_efficiency, links=None, techniques=None, transfer_every=None,
                    mp_keep=None, st=None) -> dict:
@@ -148,8 +162,10 @@ def system_params(sysname, n, compressors, fix, average_every, servers, placemen
         if mp_keep is not None and st is not None and st.workload.name != "ncf":
             raise HwModelsError(f"--mp-keep: workload {st.workload.name!r} has no embedding/MLP model-parallel "
                                 "boundary (use -w ncf)")
+        prof = _profiles(stragglers, links, n)
         return {"compressors": [c.label for c in comps], "fix": f, "average_every": avg,
-                **({"mp_keep": mp_keep} if mp_keep is not None else {}), "objects": (comps, f, avg, mp_keep)}
+                **({"mp_keep": mp_keep} if mp_keep is not None else {}), **prof,
+                "objects": (comps, f, avg, mp_keep, prof)}
     if sysname == "ps":
         s = 4 if servers is None else servers
         try:
@@ -165,13 +181,16 @@ def system_params(sysname, n, compressors, fix, average_every, servers, placemen
         except ConfigError as exc:
             raise HwModelsError(f"--modes: {exc}") from None
         strag = _stragglers(stragglers if stragglers is not None else "slow:2:3", n)
-        return {"servers": list(nodes), "modes": mlist, "stragglers": strag, "objects": (nodes, mlist, strag)}
+        lk = _profiles(None, links, n)  # {"links": ...} only for links not all 1: older points keep their keys
+        return {"servers": list(nodes), "modes": mlist, "stragglers": strag, **lk,
+                "objects": (nodes, mlist, strag, lk.get("links", "none"))}
     if sysname == "ssd":
         from hw_models.flags import parse_int_list  # noqa: PLC0415
         from hw_models.training.systems.ssd import MAX_DELAY  # noqa: PLC0415
 
         ks = parse_int_list(_given("--delays", delays, "1,2,4,8"), "--delays", 1, MAX_DELAY)
-        return {"delays": ks, "objects": (ks,)}
+        prof = _profiles(stragglers, links, n)
+        return {"delays": ks, **prof, "objects": (ks, prof)}
     if sysname == "easgd":
         vs = [v.strip().lower() for v in _given("--variants", variants, ",".join(VARIANTS)).split(",") if v.strip()]
         bad = [v for v in vs if v not in VARIANTS]
@@ -183,7 +202,9 @@ def system_params(sysname, n, compressors, fix, average_every, servers, placemen
         if alpha is not None and not 0 < alpha < 1:
             raise HwModelsError(f"--alpha {alpha}: the elastic moving rate must be in (0, 1)")
         strag = _stragglers("none" if stragglers is None else stragglers, n)
-        return {"variants": vs, "alpha": alpha, "tau": t, "stragglers": strag, "objects": (vs, alpha, t, strag)}
+        lk = _profiles(None, links, n)
+        return {"variants": vs, "alpha": alpha, "tau": t, "stragglers": strag, **lk,
+                "objects": (vs, alpha, t, strag, lk.get("links", "none"))}
     if sysname == "dlion":
         from hw_models.training.systems.dlion import parse_techniques  # noqa: PLC0415
 
@@ -203,7 +224,8 @@ def system_params(sysname, n, compressors, fix, average_every, servers, placemen
     eff = 0.05 if inverse_efficiency is None else inverse_efficiency
     if not 0 < eff <= 1:
         raise HwModelsError(f"--inverse-efficiency {eff}: must be in (0, 1]")
-    return {"inverse_efficiency": eff, "objects": (eff,)}
+    prof = _profiles(stragglers, links, n)
+    return {"inverse_efficiency": eff, **prof, "objects": (eff, prof)}
 
 
 def convergence_runs(sysname: str, params: dict, task: str) -> int:
@@ -218,11 +240,32 @@ def convergence_runs(sysname: str, params: dict, task: str) -> int:
         return sum(1 if m.strip().lower() == "sync" else 4 for m in params["modes"])
     if sysname == "ssd":
         return 1 + len(params["delays"])
-    if sysname == "easgd":
-        return 1 + len(params["variants"]) * (2 if params["stragglers"].strip().lower() != "none" else 1)
+    if sysname == "easgd":  # the event simulation's replays with stragglers or slow links
+        unequal = params["stragglers"].strip().lower() != "none" or "links" in params
+        return 1 + len(params["variants"]) * (2 if unequal else 1)
     if sysname == "dlion":  # the all-reduce baseline, each technique set, the PS and EASGD baselines
         return 3 + len(params["techniques"])
     return 2  # kfac: SGD and K-FAC
+
+
+def profiled_configs(sysname: str, params: dict, n: int) -> tuple[int, int]:
+    """``(bulk-synchronous, SSD-SGD period)`` configurations ``sysname`` with ``params``
+    (:func:`system_params`) times iteration by iteration on a profile that changes every
+    iteration (a ``walk`` or ``lognormal`` part: one timeline per iteration); ``(0, 0)`` when
+    its profiles are constant or scheduled (a timeline per distinct set of factors: few)."""
+    from hw_models.training.hetero import Profile
+
+    if sysname not in ("compression", "ssd", "kfac"):
+        return 0, 0
+    drift = [Profile.parse(params[k], n) for k in ("stragglers", "links") if k in params]
+    if not any(p.walk or p.sigma for p in drift):
+        return 0, 0
+    if sysname == "compression":  # synchronous SGD, each compressor (and with the fix); DCT's three
+        n_fix = 1 + (params["fix"] != "none")
+        return 1 + len(params["compressors"]) * n_fix + (3 if "mp_keep" in params else 0), 0
+    if sysname == "ssd":
+        return 1, len(params["delays"])
+    return 5, 0  # kfac: two schemes x two placements, and SGD
 
 
 def _stragglers(text: str, n: int, flag: str = "--stragglers", what: str = "stragglers") -> str:
@@ -236,25 +279,34 @@ def _stragglers(text: str, n: int, flag: str = "--stragglers", what: str = "stra
     return text
 
 
+def _run_profiles(st, prof: dict, seed: int):
+    """The :class:`~hw_models.training.systems.profiled.Profiles` of ``prof`` (None: none given)."""
+    from hw_models.training.systems.profiled import Profiles
+
+    if not prof:
+        return None
+    return Profiles(prof.get("stragglers", "none"), prof.get("links", "none"), st.comm.num_workers, seed)
+
+
 def run_system(sysname, st, obj, seed):
     from hw_models.training.systems import runner
 
     if sysname == "compression":
-        comps, f, avg, keep = obj
-        timing, conv = runner.run_compression(st, comps, f, avg)
+        comps, f, avg, keep, prof = obj
+        timing, conv = runner.run_compression(st, comps, f, avg, profiles=_run_profiles(st, prof, seed))
         if keep is not None:
-            t2, c2 = runner.run_dct_mp(st, keep)
+            t2, c2 = runner.run_dct_mp(st, keep, profiles=_run_profiles(st, prof, seed))
             timing, conv = timing + t2, conv + c2
         return timing, conv
     if sysname == "ps":
-        nodes, mlist, strag = obj
-        return runner.run_ps(st, nodes, mlist, strag, seed=seed)
+        nodes, mlist, strag, lk = obj
+        return runner.run_ps(st, nodes, mlist, strag, seed=seed, links_spec=lk)
     if sysname == "ssd":
-        return runner.run_ssd(st, obj[0])
+        return runner.run_ssd(st, obj[0], profiles=_run_profiles(st, obj[1], seed))
     if sysname == "easgd":
-        vs, a, t, strag = obj
-        return runner.run_easgd(st, vs, a, t, strag, seed=seed)
+        vs, a, t, strag, lk = obj
+        return runner.run_easgd(st, vs, a, t, strag, seed=seed, links_spec=lk)
     if sysname == "dlion":
         techs, strag, lk, every = obj
         return runner.run_dlion(st, techs, strag, lk, every, seed=seed)
-    return runner.run_kfac(st, obj[0])
+    return runner.run_kfac(st, obj[0], profiles=_run_profiles(st, obj[1], seed))

@@ -143,11 +143,17 @@ def test_easgd_stragglers_rows_against_the_pieces(net, pieces, tmp_path, capsys)
     (["easgd", "--alpha", "1.5"], "--alpha 1.5: the elastic moving rate must be in (0, 1)"),
     (["easgd", "--stragglers", "fast:2"], "--stragglers: stragglers = 'fast:2': 'fast:2' is not one of none, "
                                           "slow:COUNT:FACTOR"),
-    (["ssd", "--stragglers", "slow:1:2"], "--stragglers applies to the ps and easgd and dlion systems, not ssd"),
+    (["ssd", "--stragglers", "slow:5:2"], "--stragglers: stragglers = 'slow:5:2': COUNT must be in [0, 4]"),
+    (["compression", "--stragglers", "walk:9"], "--stragglers: stragglers = 'walk:9': walk SIGMA must be in [0, 3]"),
+    (["kfac", "--stragglers", ""], "--stragglers '': empty; give a value or leave the flag out for the default"),
+    (["ssd", "--links", "const:1/2"], "--links: links = 'const:1/2': const needs 1 or 4 factors"),
+    (["compression", "--links", "fast"], "--links: links = 'fast': 'fast' is not one of none, slow:COUNT:FACTOR"),
+    (["kfac", "--links", "at:0:4:2"], "--links: links = 'at:0:4:2': at:STEP:NODE:FACTOR needs"),
     (["dlion", "--techniques", "gossip"], "--techniques: techniques = 'gossip': 'gossip' unknown"),
     (["dlion", "--links", "at:1:7:2"], "--links: links = 'at:1:7:2': at:STEP:NODE:FACTOR needs"),
     (["dlion", "--transfer-every", "0"], "--transfer-every 0: must be an integer >= 1"),
-    (["ps", "--links", "slow:1:2"], "--links applies to the dlion system, not ps"),
+    (["ps", "--links", "slow:1"], "--links: links = 'slow:1': 'slow:1' is not one of none"),
+    (["easgd", "--links", "lognormal:4"], "--links: links = 'lognormal:4': SIGMA must be in [0, 3]"),
     (["compression", "--mp-keep", "2"], "--mp-keep 2.0: must be a share in (0, 1]"),
     (["compression", "--mp-keep", "0.1"], "--mp-keep: workload 'tiny' has no embedding/MLP model-parallel boundary"),
     (["kfac", "--inverse-efficiency", "0"], "--inverse-efficiency 0.0: must be in (0, 1]"),
@@ -217,3 +223,19 @@ def test_dlion_rows_against_the_pieces(net, pieces, tmp_path, capsys):
     for row, c, r in zip(timing, conv, want):
         assert float(row["iteration_s"]) == pytest.approx(r.extra["mean_round_s"], rel=1e-9)
         assert float(c["final_accuracy"]) == pytest.approx(r.final_accuracy, abs=1e-6)
+
+
+@pytest.mark.parametrize("system, extra", [("compression", ["--compressors", "onebit"]), ("ssd", ["--delays", "2"]),
+                                           ("kfac", [])])
+def test_a_profile_of_ones_writes_the_default_runs_bytes(net, tmp_path, capsys, system, extra):
+    """``--stragglers const:1 --links none`` is the default run: the same files, byte for byte."""
+    outs = []
+    for i, prof in enumerate(([], ["--stragglers", "const:1", "--links", "none"])):
+        code, _, err = run(argv(net, tmp_path / str(i), system, "--task", "none", *extra, *prof), capsys)
+        assert code in (0, None), err
+        outs.append({p.name: p.read_bytes() for p in (tmp_path / str(i)).glob("*.csv")})
+    assert outs[0] == outs[1] and len(outs[0]) == 1
+    code, _, err = run(argv(net, tmp_path / "2", system, "--task", "none", *extra, "--stragglers", "const:2"), capsys)
+    assert code in (0, None), err
+    (rows,) = [read_csv(p) for p in (tmp_path / "2").glob("*.csv")]
+    assert [r["stragglers"] for r in rows] == [""] * (len(rows) // 2) + ["const:2/2/2/2"] * (len(rows) // 2)

@@ -30,8 +30,10 @@ def test_listed_and_canonical():
     ({"system": "ssd", "delays": "0"}, "key 'delays' = '0': must be comma-separated integers in 1..1000"),
     ({"system": "kfac", "inverse_efficiency": 3.0}, "key 'inverse_efficiency' = 3.0: must be in (0, 1]"),
     ({"system": "ssd", "colour": 1}, "unknown key 'colour'"),
-    ({"system": "ssd", "stragglers": "slow:1:2"}, "key 'stragglers' applies to the ps and easgd and dlion systems, not ssd"),
     ({"system": "ssd", "batch": 0}, "key 'batch' = 0: must be an integer in 1..1,048,576"),
+    ({"system": "ssd", "techniques": "all"}, "key 'techniques' applies to the dlion system, not ssd"),
+    ({"system": "ssd", "stragglers": "slow:9:2"}, "key 'stragglers': stragglers = 'slow:9:2': COUNT must be in"),
+    ({"system": "kfac", "links": "walk:-1"}, "key 'links': links = 'walk:-1': walk SIGMA must be in [0, 3]"),
     ({"system": "easgd", "stragglers": "slow:1"}, "key 'stragglers': stragglers = 'slow:1': 'slow:1' is not "
                                                   "one of none, slow:COUNT:FACTOR"),
 ])
@@ -52,7 +54,28 @@ def test_run_gives_the_command_rows():
     assert all(m[f"c{i}_iterations_to_target"] == (r["iterations_to_target"] or -1) for i, r in enumerate(conv))
 
 
+@pytest.mark.parametrize("system, extra", [("compression", {"compressors": "onebit"}), ("ssd", {"delays": "1,2"}),
+                                           ("kfac", {})])
+def test_a_profile_of_ones_is_the_point_without_one(system, extra):
+    """Points stored before the synchronous systems took profiles keep their keys: without a
+    profile (or with one of ones) the resolved point has no profile key; with one it has."""
+    k = get_kind("train_system")
+    plain = k.validate({"system": system, **TINY, **extra, "task": "none"})
+    assert "stragglers" not in plain and "links" not in plain
+    assert k.validate({"system": system, **TINY, **extra, "task": "none", "stragglers": "const:1",
+                       "links": "none"}) == plain
+    slow = k.validate({"system": system, **TINY, **extra, "task": "none", "stragglers": "slow:1:2"})
+    assert slow == {**plain, "stragglers": "slow:1:2"}
+
+
 @pytest.mark.parametrize("system, flags, point", [
+    ("ssd", ["--delays", "1,2", "--stragglers", "slow:1:3+walk:0.2", "--links", "at:5:2:4", "--max-iterations", "40"],
+     {"delays": "1,2", "stragglers": "slow:1:3+walk:0.2", "links": "at:5:2:4", "max_iterations": 40}),
+    ("compression", ["--compressors", "topk:0.01", "--fix", "error_averaging", "--stragglers", "lognormal:0.3",
+                     "--max-iterations", "40"],
+     {"compressors": "topk:0.01", "fix": "error_averaging", "stragglers": "lognormal:0.3", "max_iterations": 40}),
+    ("kfac", ["--links", "walk:0.3", "--stragglers", "const:1/2/1/1", "--task", "none"],
+     {"links": "walk:0.3", "stragglers": "const:1/2/1/1", "task": "none"}),
     ("dlion", ["--techniques", "none,priority", "--links", "slow:1:4+walk:0.2", "--max-iterations", "30"],
      {"techniques": "none,priority", "links": "slow:1:4+walk:0.2", "max_iterations": 30}),
     ("compression", ["--mp-keep", "0.1", "--compressors", "threshold:0.01", "--task", "mlp",
@@ -96,9 +119,14 @@ def test_a_sweep_point_stores_the_commands_metrics_byte_for_byte(tmp_path, capsy
     (swp,) = stored(tmp_path / "sweep.sqlite")
     assert cmd == swp
     timing, conv = tables(json.loads(swp[1]))
-    assert timing and conv
-    if system == "compression":
+    assert timing
+    assert (conv != []) == (point.get("task") != "none")
+    if "mp_keep" in point:
         assert [r["run"] for r in timing][-2:] == ["hybrid DP x MP (embeddings sharded), dense boundary",
                                                   "DCT model-parallel boundary keep=0.1"]
+    elif system != "dlion":  # a row per configuration under the profiles, every convergence row timed on them
+        prof = [r for r in timing if r["stragglers"] != ""]
+        assert prof and len(prof) == len(timing) - len(prof)
+        assert all(r["time_to_target_s"] != "" or r["iterations_to_target"] == "" for r in conv)
     else:
         assert [r["techniques"] for r in timing] == ["allreduce", "none", "priority", "ps", "easgd"]
