@@ -26,7 +26,8 @@ thread: an FMA-throughput microbenchmark (register-resident accumulators, ``acc 
 c``, as 6 x 64 and 6 x 16 float32 blocks: the two register blocks of the kernels; the larger
 is the core's peak), then each dense kernel of a 3-agent simple_spread update at batch 1024
 (the critic's 69 -> 64 -> 64 -> 1, the actor's 18 -> 64 -> 64 -> 5; forward, weight
-gradient, input gradient) with each register blocking (``--lanes``, default both), its
+gradient, input gradient, and the critic's first-layer input gradient for one agent's 5
+action columns only, ``dense_backward_input[5]``, as the trainer runs it) with each register blocking (``--lanes``, default both), its
 GFLOP/s (2 x MACs of its loop nest / time, median of ``--repeats`` calls in each of
 ``--rounds`` interleaved rounds) and its share of the peak. It also measures one thread's
 cache bandwidth (reading and writing a float32 buffer of 256 KiB, the size of a 1024 x 64
@@ -401,12 +402,14 @@ def bandwidth(rounds: int) -> dict[str, float]:
 
 def kernel_bytes(kname: str, batch: int, n_in: int, n_out: int) -> tuple[int, int]:
     """The fewest bytes a dense kernel reads and writes, as the bench calls it: its loop nest's
-    words in and out (each operand once, float32; the input gradient with its ReLU mask)."""
+    words in and out (each operand once, float32; the input gradient with its ReLU mask, the
+    action columns' without one)."""
     from maddpg import kernels as K
 
     nest = {"dense_forward": lambda: K.dense_forward_nest(batch, n_in, n_out),
             "dense_backward_weights": lambda: K.dense_backward_weights_nest(batch, n_in, n_out),
-            "dense_backward_input": lambda: K.dense_backward_input_nest(batch, n_in, n_out, relu_mask=True)}[kname]()
+            "dense_backward_input": lambda: K.dense_backward_input_nest(batch, n_in, n_out, relu_mask=True),
+            ACTION_COLS: lambda: K.dense_backward_input_nest(batch, n_in, n_out, width=ACT)}[kname]()
     return 4 * nest.words_in, 4 * nest.words_out
 
 
@@ -458,6 +461,7 @@ def _gflops(call, L, macs: int, repeats: int, calls: int) -> float:
     return 2 * macs / float(np.median(ts)) / 1e9
 
 
+ACTION_COLS = f"dense_backward_input[{ACT}]"  # the critic's input gradient for one agent's action columns only
 KERNEL_SHAPES = [("critic", 69, 64), ("critic", 64, 64), ("critic", 64, 1), ("actor", 18, 64), ("actor", 64, 64),
                  ("actor", 64, 5)]
 
@@ -497,6 +501,12 @@ def kernel_gflops(batch: int, lanes_list: list[int], repeats: int, rounds: int) 
                                      lambda L: loop_in(n, dy, w, wt, dx, 0, h, 64, 0, 0, L),
                                      K.dense_backward_input_nest(batch, n_in, n_out).macs),
         }
+        if net == "critic" and n_in > 64:  # what the trainer runs: dQ/da for one agent's actions, no mask
+            dx_a = K.aligned_zeros((batch, ACT))
+            c0 = n_in - ACT
+            calls[ACTION_COLS] = (lambda L: K.dense_backward_input(dy, w, wt, dx_a, c0, None, 64, 0, 0, L),
+                                  lambda L: loop_in(n, dy, w, wt, dx_a, c0, None, 64, 0, 0, L),
+                                  K.dense_backward_input_nest(batch, n_in, n_out, width=ACT).macs)
         for kname, (call, loop, macs) in calls.items():
             per_round = {L: [] for L in lanes_list}
             in_loop = {L: [] for L in lanes_list}
