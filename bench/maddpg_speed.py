@@ -26,9 +26,14 @@ thread: an FMA-throughput microbenchmark (register-resident accumulators, ``acc 
 c``, as 6 x 64 and 6 x 16 float32 blocks: the two register blocks of the kernels; the larger
 is the core's peak), then each dense kernel of a 3-agent simple_spread update at batch 1024
 (the critic's 69 -> 64 -> 64 -> 1, the actor's 18 -> 64 -> 64 -> 5; forward, weight
-gradient, input gradient) with each register blocking (``--lanes``, default both), its
+gradient, input gradient, and the critic's first-layer input gradient for one agent's 5
+action columns only, ``dense_backward_input[5]``, as the trainer runs it) with each register blocking (``--lanes``, default both), its
 GFLOP/s (2 x MACs of its loop nest / time, median of ``--repeats`` calls in each of
-``--rounds`` interleaved rounds) and its share of the peak. To measure a CPU without
+``--rounds`` interleaved rounds) and its share of the peak. It also measures one thread's
+cache bandwidth (reading and writing a float32 buffer of 256 KiB, the size of a 1024 x 64
+activation, which stays in L2) and prints each kernel's roofline: the lesser of the peak and
+its FLOPs per byte (its loop nest's words in and out, each operand moved once) times those
+bandwidths, and the kernel's share of it. To measure a CPU without
 AVX-512 on one that has it: ``--avx2`` (the script runs itself again with
 ``NUMBA_CPU_FEATURES`` set to the host's features without AVX-512 and AMX, so Numba compiles
 AVX2 code and the detected vector width is 8).
@@ -322,6 +327,100 @@ def fma_peak(rounds: int) -> dict[str, float]:
     return out
 
 
+BW_KIB = (256,)  # buffer size of the bandwidth microbenchmark: 256 KiB = a 1024 x 64 activation (in L2)
+
+
+def _bandwidth_kernels():
+    from numba import carray, njit
+
+    from maddpg.kernels import _local_f32, _wide_vectors
+
+    @njit(fastmath={"contract"}, nogil=True)
+    def read(n_iter, a):  # 8 independent 16-lane sums (one accumulator array each, as fma_6x16's rows)
+        _wide_vectors()
+        r0 = carray(_local_f32(16), (16,))
+        r1 = carray(_local_f32(16), (16,))
+        r2 = carray(_local_f32(16), (16,))
+        r3 = carray(_local_f32(16), (16,))
+        r4 = carray(_local_f32(16), (16,))
+        r5 = carray(_local_f32(16), (16,))
+        r6 = carray(_local_f32(16), (16,))
+        r7 = carray(_local_f32(16), (16,))
+        for c in range(16):
+            r0[c] = r1[c] = r2[c] = r3[c] = r4[c] = r5[c] = r6[c] = r7[c] = np.float32(0.0)
+        for _ in range(n_iter):
+            for r in range(a.shape[0]):
+                for c in range(16):
+                    r0[c] += a[r, c]
+                    r1[c] += a[r, 16 + c]
+                    r2[c] += a[r, 32 + c]
+                    r3[c] += a[r, 48 + c]
+                    r4[c] += a[r, 64 + c]
+                    r5[c] += a[r, 80 + c]
+                    r6[c] += a[r, 96 + c]
+                    r7[c] += a[r, 112 + c]
+        s = np.float32(0.0)
+        for c in range(16):
+            s += r0[c] + r1[c] + r2[c] + r3[c] + r4[c] + r5[c] + r6[c] + r7[c]
+        return s
+
+    @njit(fastmath={"contract"}, nogil=True)
+    def write(n_iter, a):  # every element stored once per iteration
+        _wide_vectors()
+        for it in range(n_iter):
+            v = np.float32(it)
+            for r in range(a.shape[0]):
+                for c in range(128):
+                    a[r, c] = v
+        return a[0, 0]
+
+    return read, write
+
+
+def bandwidth(rounds: int) -> dict[str, float]:
+    """GB/s of one thread reading (8 independent 16-lane sums) and writing (a fill) a float32
+    buffer of each size in ``BW_KIB`` that stays in cache between calls (median of ``100 x
+    rounds`` calls of about 50 us, as :func:`fma_peak`)."""
+    from maddpg.kernels import aligned_zeros
+
+    read, write = _bandwidth_kernels()
+    out = {}
+    for kib in BW_KIB:
+        a = aligned_zeros((kib * 1024 // 4 // 128, 128))  # on a cache line, as the kernels' buffers: a
+        a[...] = 1.0  # buffer off it reads at about half the speed (vector loads split across lines)
+        for name, fn in (("read", read), ("write", write)):
+            fn(2, a)  # compile, warm the buffer into the cache
+            n_iter = max(1, 2_000_000 // (kib * 1024 // 4))  # about 2M elements per call
+            times = []
+            for _ in range(100 * rounds):
+                t0 = time.perf_counter()
+                fn(n_iter, a)
+                times.append(time.perf_counter() - t0)
+            out[f"{name} {kib} KiB"] = a.nbytes * n_iter / float(np.median(times)) / 1e9
+    return out
+
+
+def kernel_bytes(kname: str, batch: int, n_in: int, n_out: int) -> tuple[int, int]:
+    """The fewest bytes a dense kernel reads and writes, as the bench calls it: its loop nest's
+    words in and out (each operand once, float32; the input gradient with its ReLU mask, the
+    action columns' without one)."""
+    from maddpg import kernels as K
+
+    nest = {"dense_forward": lambda: K.dense_forward_nest(batch, n_in, n_out),
+            "dense_backward_weights": lambda: K.dense_backward_weights_nest(batch, n_in, n_out),
+            "dense_backward_input": lambda: K.dense_backward_input_nest(batch, n_in, n_out, relu_mask=True),
+            ACTION_COLS: lambda: K.dense_backward_input_nest(batch, n_in, n_out, width=ACT)}[kname]()
+    return 4 * nest.words_in, 4 * nest.words_out
+
+
+def roofline(macs: int, rd: int, wr: int, peak: float, bw_read: float, bw_write: float) -> float:
+    """The GFLOP/s a kernel cannot exceed on one core: its FLOPs over the longer of their time
+    at the FMA peak and the time to move its bytes (reads at ``bw_read``, then writes at
+    ``bw_write``, GB/s; the L2 figures at batch 1024, whose activations are 256 KiB)."""
+    t = max(2 * macs / peak, rd / bw_read + wr / bw_write)
+    return 2 * macs / t
+
+
 def _compiled_loops():
     """Each dense kernel called ``n`` times from compiled code, as the trainer's passes call them
     (:mod:`maddpg.batch_parts`): a call from Python adds the dispatcher's argument checks, about
@@ -362,12 +461,13 @@ def _gflops(call, L, macs: int, repeats: int, calls: int) -> float:
     return 2 * macs / float(np.median(ts)) / 1e9
 
 
+ACTION_COLS = f"dense_backward_input[{ACT}]"  # the critic's input gradient for one agent's action columns only
 KERNEL_SHAPES = [("critic", 69, 64), ("critic", 64, 64), ("critic", 64, 1), ("actor", 18, 64), ("actor", 64, 64),
                  ("actor", 64, 5)]
 
 
 def kernel_gflops(batch: int, lanes_list: list[int], repeats: int, rounds: int) -> list[tuple]:
-    """(net, n_in, n_out, kernel, lanes, GFLOP/s median, min, max, GFLOP/s in a compiled loop median)
+    """(net, n_in, n_out, kernel, lanes, GFLOP/s median, min, max, GFLOP/s in a compiled loop median, MACs)
     for each dense kernel, serial: one call from Python per timing, and ``LOOP_CALLS`` calls from
     compiled code per timing."""
     from maddpg import kernels as K
@@ -401,6 +501,12 @@ def kernel_gflops(batch: int, lanes_list: list[int], repeats: int, rounds: int) 
                                      lambda L: loop_in(n, dy, w, wt, dx, 0, h, 64, 0, 0, L),
                                      K.dense_backward_input_nest(batch, n_in, n_out).macs),
         }
+        if net == "critic" and n_in > 64:  # what the trainer runs: dQ/da for one agent's actions, no mask
+            dx_a = K.aligned_zeros((batch, ACT))
+            c0 = n_in - ACT
+            calls[ACTION_COLS] = (lambda L: K.dense_backward_input(dy, w, wt, dx_a, c0, None, 64, 0, 0, L),
+                                  lambda L: loop_in(n, dy, w, wt, dx_a, c0, None, 64, 0, 0, L),
+                                  K.dense_backward_input_nest(batch, n_in, n_out, width=ACT).macs)
         for kname, (call, loop, macs) in calls.items():
             per_round = {L: [] for L in lanes_list}
             in_loop = {L: [] for L in lanes_list}
@@ -413,7 +519,8 @@ def kernel_gflops(batch: int, lanes_list: list[int], repeats: int, rounds: int) 
                     in_loop[L].append(_gflops(loop, L, macs, repeats, n))
             for L in lanes_list:
                 g = per_round[L]
-                rows.append((net, n_in, n_out, kname, L, float(np.median(g)), min(g), max(g), float(np.median(in_loop[L]))))
+                rows.append((net, n_in, n_out, kname, L, float(np.median(g)), min(g), max(g), float(np.median(in_loop[L])),
+                             macs))
     return rows
 
 
@@ -435,13 +542,21 @@ def print_peak(args) -> None:
     for name, g in peaks.items():
         print(f"# FMA throughput, {name} float32 accumulators in registers: {g:.1f} GFLOP/s")
     print(f"# peak (the larger): {peak:.1f} GFLOP/s")
+    bws = bandwidth(max(args.rounds, 3))
+    for name, g in bws.items():
+        print(f"# bandwidth, one thread, {name}: {g:.1f} GB/s")
+    bw_r, bw_w = bws["read 256 KiB"], bws["write 256 KiB"]
     print(f"# GFLOP/s: one call from Python per timing; 'in loop': {LOOP_CALLS} calls from compiled code per "
-          f"timing, as the trainer calls the kernels")
+          f"timing, as the trainer calls the kernels; 'bound': the roofline, the lesser of the peak and the FLOPs "
+          f"per byte moved (each operand read or written once) x the 256 KiB bandwidths; 'of bound': in loop / bound")
     print(f"{'net':<7} {'in':>4} {'out':>4} {'kernel':<24} {'lanes':>5} {'GFLOP/s':>8} {'range':>13} {'of peak':>8} "
-          f"{'in loop':>8} {'of peak':>8}")
-    for net, n_in, n_out, kname, L, g, lo, hi, gl in kernel_gflops(args.batch, lanes_list, args.repeats, args.rounds):
+          f"{'in loop':>8} {'of peak':>8} {'FLOP/B':>7} {'bound':>7} {'of bound':>8}")
+    for net, n_in, n_out, kname, L, g, lo, hi, gl, macs in kernel_gflops(args.batch, lanes_list, args.repeats,
+                                                                          args.rounds):
+        rd, wr = kernel_bytes(kname, args.batch, n_in, n_out)
+        bound = roofline(macs, rd, wr, peak, bw_r, bw_w)
         print(f"{net:<7} {n_in:>4} {n_out:>4} {kname:<24} {L:>5} {g:>8.1f} {lo:>6.1f}-{hi:<6.1f} {g / peak:>7.0%} "
-              f"{gl:>8.1f} {gl / peak:>7.0%}", flush=True)
+              f"{gl:>8.1f} {gl / peak:>7.0%} {2 * macs / (rd + wr):>7.2f} {bound:>7.1f} {gl / bound:>7.0%}", flush=True)
     load1 = os.getloadavg()
     print(f"# load average after: {load1[0]:.2f}")
 

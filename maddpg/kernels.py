@@ -577,86 +577,128 @@ def _aug_x(x, bb, i, n_in):
 
 
 @njit(cache=True, inline="always")
-def _weight_store(dw, db, a, i, o0, cw, n_in, transposed):
-    """Row ``i`` of the augmented gradient ``[dW; db]`` (``db`` at ``n_in``, padding past it);
-    ``transposed``: row ``i`` of ``dW`` transposed, stored as column ``i`` of ``dw`` (its bias row
-    and padding are dropped)."""
+def _weight_store(dw, db, a, i, o0, cw, n_in):
+    """Row ``i`` of the augmented gradient ``[dW; db]`` (``db`` at ``n_in``, padding past it)."""
     if i < n_in:
-        if transposed:
-            for o in range(cw):
-                dw[o0 + o, i] = a[o]
-        else:
-            for o in range(cw):
-                dw[i, o0 + o] = a[o]
-    elif i == n_in and not transposed:
+        for o in range(cw):
+            dw[i, o0 + o] = a[o]
+    elif i == n_in:
         for o in range(cw):
             db[o0 + o] = a[o]
 
 
 @njit(cache=True, inline="always")
-def _weight_blocks(x, dy, dw, db, acc, rb, cw, o_tail, n_ib, transposed):
+def _plain_x(x, bb, i, n_in):
+    """Row ``bb``, column ``i`` of ``x`` (a block of inputs only: :func:`_aug_x`'s counterpart)."""
+    return x[bb, i]
+
+
+@njit(cache=True, inline="always")
+def _weight_fma(x, dy, acc, rb, cw, i0, o0, load):
+    """The weight gradient block's reduction over the whole batch, in order:
+    ``acc[r, o] += load(x, b, i0 + r) * dy[b, o0 + o]`` for rows ``r < rb`` (6 or 4, unrolled
+    by hand) and outputs ``o < cw``. ``load``: :func:`_plain_x` for a block of inputs,
+    :func:`_aug_x` for the block with the bias row of ``[x, 1]`` and padding past it. Each is
+    compiled into its own loop (a function argument is a compile-time constant in Numba), so
+    neither loop tests which block it is on."""
+    a0, a1, a2, a3, a4, a5 = acc[0], acc[1], acc[2], acc[3], acc[4], acc[5]
+    zero = np.float32(0.0)
+    n_in = x.shape[1]
+    for bb in range(x.shape[0]):
+        x0 = load(x, bb, i0, n_in)
+        x1 = load(x, bb, i0 + 1, n_in)
+        x2 = load(x, bb, i0 + 2, n_in)
+        x3 = load(x, bb, i0 + 3, n_in)
+        x4 = load(x, bb, i0 + 4, n_in) if rb > 4 else zero
+        x5 = load(x, bb, i0 + 5, n_in) if rb > 4 else zero
+        for o in range(cw):
+            d = dy[bb, o0 + o]
+            a0[o] += x0 * d
+            a1[o] += x1 * d
+            a2[o] += x2 * d
+            a3[o] += x3 * d
+            if rb > 4:
+                a4[o] += x4 * d
+                a5[o] += x5 * d
+
+
+@njit(cache=True, inline="always")
+def _weight_blocks(x, dy, dw, db, acc, rb, cw, o_tail, n_ib):
     """The blocked weight gradient (outputs ``0 .. o_tail``): rows ``i0 .. i0 + rb`` x outputs
     ``o0 .. o0 + cw`` of the gradient of the augmented weights ``[W; b]`` (input ``[x, 1]``) per
-    block, each accumulating ``x[b, i] * dy[b, o]`` over the whole batch. Row ``n_in`` is the
-    bias row (``x = 1``); rows past it are padding (``x = 0``, not stored). ``transposed``: the
-    caller swapped ``x`` and ``dy`` (a layer with a few outputs: its outputs are the block's rows,
-    its inputs the columns) and the block is stored transposed (:func:`_weight_store`)."""
-    a0, a1, a2, a3, a4, a5 = acc[0], acc[1], acc[2], acc[3], acc[4], acc[5]
+    block, each accumulating ``x[b, i] * dy[b, o]`` over the whole batch (:func:`_weight_fma`).
+    Row ``n_in`` is the bias row (``x = 1``); rows past it are padding (``x = 0``, not stored)."""
     zero = np.float32(0.0)
     n_in = x.shape[1]
     for ob in range(o_tail // cw):
         o0 = ob * cw
         for ib in range(n_ib):
             i0 = ib * rb
-            for o in range(cw):
-                a0[o] = zero
-                a1[o] = zero
-                a2[o] = zero
-                a3[o] = zero
-                if rb > 4:
-                    a4[o] = zero
-                    a5[o] = zero
+            for r in range(rb):
+                for o in range(cw):
+                    acc[r, o] = zero
             if i0 + rb <= n_in:
-                for bb in range(x.shape[0]):
-                    x0 = x[bb, i0]
-                    x1 = x[bb, i0 + 1]
-                    x2 = x[bb, i0 + 2]
-                    x3 = x[bb, i0 + 3]
-                    x4 = x[bb, i0 + 4] if rb > 4 else zero
-                    x5 = x[bb, i0 + 5] if rb > 4 else zero
-                    for o in range(cw):
-                        d = dy[bb, o0 + o]
-                        a0[o] += x0 * d
-                        a1[o] += x1 * d
-                        a2[o] += x2 * d
-                        a3[o] += x3 * d
-                        if rb > 4:
-                            a4[o] += x4 * d
-                            a5[o] += x5 * d
+                _weight_fma(x, dy, acc, rb, cw, i0, o0, _plain_x)
             else:  # the last block: the bias row (x = 1), then padding
-                for bb in range(x.shape[0]):
-                    x0 = _aug_x(x, bb, i0, n_in)
-                    x1 = _aug_x(x, bb, i0 + 1, n_in)
-                    x2 = _aug_x(x, bb, i0 + 2, n_in)
-                    x3 = _aug_x(x, bb, i0 + 3, n_in)
-                    x4 = _aug_x(x, bb, i0 + 4, n_in) if rb > 4 else zero
-                    x5 = _aug_x(x, bb, i0 + 5, n_in) if rb > 4 else zero
-                    for o in range(cw):
-                        d = dy[bb, o0 + o]
-                        a0[o] += x0 * d
-                        a1[o] += x1 * d
-                        a2[o] += x2 * d
-                        a3[o] += x3 * d
-                        if rb > 4:
-                            a4[o] += x4 * d
-                            a5[o] += x5 * d
-            _weight_store(dw, db, a0, i0, o0, cw, n_in, transposed)
-            _weight_store(dw, db, a1, i0 + 1, o0, cw, n_in, transposed)
-            _weight_store(dw, db, a2, i0 + 2, o0, cw, n_in, transposed)
-            _weight_store(dw, db, a3, i0 + 3, o0, cw, n_in, transposed)
-            if rb > 4:
-                _weight_store(dw, db, a4, i0 + 4, o0, cw, n_in, transposed)
-                _weight_store(dw, db, a5, i0 + 5, o0, cw, n_in, transposed)
+                _weight_fma(x, dy, acc, rb, cw, i0, o0, _aug_x)
+            for r in range(rb):
+                _weight_store(dw, db, acc[r], i0 + r, o0, cw, n_in)
+
+
+@njit(cache=True, inline="always")
+def _weight_rows_t(g, x, dw, db, acc, rb, cw, n_cols):
+    """The weight and bias gradients of a layer with a few outputs (``g = dy``, ``g.shape[1]``
+    of them, fewer than ``NARROW_OUT``), its outputs as the block's rows: ``acc[r, c]``
+    accumulates ``g[b, i0 + r] * x[b, c0 + c]`` over the batch in order (``g``'s row broadcast,
+    ``x``'s contiguous row streamed: ``x`` is read once for all outputs), for inputs ``0 ..
+    n_cols`` (whole blocks of ``cw``), and is stored transposed, as ``dw[c0 + c, i0 + r]``; the
+    same loop sums ``g[b, i0 + r]`` over the batch in order into ``db``. A block's rows past the
+    last output repeat it (a plain load: no select in the loop) and are not stored."""
+    a0, a1, a2, a3, a4, a5 = acc[0], acc[1], acc[2], acc[3], acc[4], acc[5]
+    zero = np.float32(0.0)
+    n_rows = g.shape[1]
+    last = n_rows - 1
+    for ib in range((n_rows + rb - 1) // rb):
+        i0 = ib * rb
+        j0, j1, j2, j3 = min(i0, last), min(i0 + 1, last), min(i0 + 2, last), min(i0 + 3, last)
+        j4, j5 = min(i0 + 4, last), min(i0 + 5, last)
+        for cb in range(n_cols // cw):
+            c0 = cb * cw
+            for r in range(rb):
+                for c in range(cw):
+                    acc[r, c] = zero
+            s0 = s1 = s2 = s3 = s4 = s5 = zero
+            for bb in range(g.shape[0]):
+                x0 = g[bb, j0]
+                x1 = g[bb, j1]
+                x2 = g[bb, j2]
+                x3 = g[bb, j3]
+                x4 = g[bb, j4] if rb > 4 else zero
+                x5 = g[bb, j5] if rb > 4 else zero
+                s0 += x0
+                s1 += x1
+                s2 += x2
+                s3 += x3
+                if rb > 4:
+                    s4 += x4
+                    s5 += x5
+                for c in range(cw):
+                    d = x[bb, c0 + c]
+                    a0[c] += x0 * d
+                    a1[c] += x1 * d
+                    a2[c] += x2 * d
+                    a3[c] += x3 * d
+                    if rb > 4:
+                        a4[c] += x4 * d
+                        a5[c] += x5 * d
+            for r in range(rb):
+                if i0 + r < n_rows:
+                    for c in range(cw):
+                        dw[c0 + c, i0 + r] = acc[r, c]
+            if cb == 0:  # every column block sums the same: the first one stores it
+                for r, sr in enumerate((s0, s1, s2, s3, s4, s5)):
+                    if r < rb and i0 + r < n_rows:
+                        db[i0 + r] = sr
 
 
 @njit(cache=True, inline="always")
@@ -713,13 +755,13 @@ def _blocked_kernels(lanes: int):
     def weights(x, dy, dw, db, o_tail, n_ib):
         _wide_vectors()
         acc = carray(_local_f32(n_acc), (RB, cw))
-        _weight_blocks(x, dy, dw, db, acc, rb, cw, o_tail, n_ib, False)
+        _weight_blocks(x, dy, dw, db, acc, rb, cw, o_tail, n_ib)
 
     @njit(**_BKW)
-    def weights_t(dy, x, dw, db, i_tail, n_ob):
+    def weights_t(dy, x, dw, db, n_cols):
         _wide_vectors()
         acc = carray(_local_f32(n_acc), (RB, cw))
-        _weight_blocks(dy, x, dw, db, acc, RB, cw, i_tail, n_ob, True)
+        _weight_rows_t(dy, x, dw, db, acc, rb, cw, n_cols)
 
     @njit(**_BKW)
     def inputs(dy, wt, dx, r0, r1):
@@ -828,19 +870,21 @@ def relu_backward(y, dy, dx, tile_b):
 
 
 @njit(cache=True, inline="always")
-def _weight_column(x, dy, dw, db, o, i_from):
-    """Output column ``o`` unblocked: ``dw[i, o]`` for ``i >= i_from`` and ``db[o]``, each a
-    sum over the batch in order."""
+def _weight_column(x, dy, dw, db, o, i_from, bias):
+    """Output column ``o`` unblocked: ``dw[i, o]`` for ``i >= i_from`` and, if ``bias``,
+    ``db[o]``, each a sum over the batch (in order when ``dy`` has more than one column; a
+    single contiguous column LLVM may sum in vector partial sums, as ``fastmath`` allows)."""
     zero = np.float32(0.0)
     for i in range(i_from, x.shape[1]):
         a = zero
         for bb in range(x.shape[0]):
             a += x[bb, i] * dy[bb, o]
         dw[i, o] = a
-    a = zero
-    for bb in range(x.shape[0]):
-        a += dy[bb, o]
-    db[o] = a
+    if bias:
+        a = zero
+        for bb in range(x.shape[0]):
+            a += dy[bb, o]
+        db[o] = a
 
 
 
@@ -855,11 +899,13 @@ def dense_backward_weights(x, dy, dw, db, q_frac, q_bits, lanes=16):
     streamed); the last block is padded past the bias row. Narrow layers (``n_out < NARROW_OUT``)
     with at least ``NARROW_BLOCK_OUT`` outputs: the same register blocks with the roles swapped,
     the outputs as the block's rows (``dy[b, 0:n_out]`` broadcast, ``x[b, i0:i0+VW]`` streamed:
-    ``x`` is read once for all outputs), stored transposed; narrower ones (a critic's 1-wide
-    head): per output, ``VW`` weight rows at a time accumulate ``dy[b, o] * x[b, i0:i0+VW]``.
-    Past the last full ``VW`` block of inputs, and for the bias, a sum per element. Every element is one accumulator summed over
-    the batch in order: the result does not depend on how blocks are scheduled, nor on
-    ``lanes`` (the CPU's vector width, which sets the register block's columns).
+    ``x`` is read once for all outputs), stored transposed, the bias sums in the same loop;
+    narrower ones (a critic's 1-wide head): per output, ``VW`` weight rows at a time
+    accumulate ``dy[b, o] * x[b, i0:i0+VW]``. Past the last full ``VW`` block of inputs, and
+    for the other biases, a sum per element (:func:`_weight_column`). Every element is one
+    accumulator summed over the batch: the result does not depend on how blocks are
+    scheduled, nor on ``lanes`` (the CPU's vector width, which sets the register block's
+    columns).
     """
     _wide_vectors()
     n_batch = x.shape[0]
@@ -869,11 +915,12 @@ def dense_backward_weights(x, dy, dw, db, q_frac, q_bits, lanes=16):
     acc = carray(_local_f32(_RB_VW), (RB, VW))
     if n_out < NARROW_OUT:
         n_blk = n_in // VW
-        if n_out >= NARROW_BLOCK_OUT and n_blk > 0:  # outputs as block rows: one block of RB rows
+        rows_t = n_out >= NARROW_BLOCK_OUT and n_blk > 0  # outputs as block rows, the bias sums with them
+        if rows_t:
             if lanes == 8:
-                _weight_t_blocked8(dy, x, dw, db, n_blk * VW, n_out // RB + 1)
+                _weight_t_blocked8(dy, x, dw, db, n_blk * VW)
             else:
-                _weight_t_blocked16(dy, x, dw, db, n_blk * VW, n_out // RB + 1)
+                _weight_t_blocked16(dy, x, dw, db, n_blk * VW)
         for o in range(n_out):
             for ib in range(n_blk if n_out < NARROW_BLOCK_OUT else 0):
                 i0 = ib * VW
@@ -885,7 +932,7 @@ def dense_backward_weights(x, dy, dw, db, q_frac, q_bits, lanes=16):
                         acc[0, i] += d * x[bb, i0 + i]
                 for i in range(VW):
                     dw[i0 + i, o] = acc[0, i]
-            _weight_column(x, dy, dw, db, o, n_blk * VW)
+            _weight_column(x, dy, dw, db, o, n_blk * VW, not rows_t)
     else:
         n_blk = n_out // VW
         o_tail = n_blk * VW
@@ -896,7 +943,7 @@ def dense_backward_weights(x, dy, dw, db, q_frac, q_bits, lanes=16):
             else:
                 _weight_blocked16(x, dy, dw, db, o_tail, n_ib)
         for o in range(o_tail, n_out):
-            _weight_column(x, dy, dw, db, o, 0)
+            _weight_column(x, dy, dw, db, o, 0, True)
     if q_bits != 0:
         quantize_rows(dw, q_frac, q_bits)
         for o in range(n_out):

@@ -88,6 +88,26 @@ def test_blocked_outputs_are_in_order_fma_sums(lanes, batch, tile_b, n_in, n_out
     assert np.array_equal(dx, ref)
 
 
+@pytest.mark.parametrize("lanes", [8, 16])
+@pytest.mark.parametrize("batch,n_in,n_out", [(133, 64, 4), (70, 128, 5), (37, 64, 6), (130, 70, 7)])
+def test_narrow_weight_gradients_are_in_order_sums(lanes, batch, n_in, n_out):
+    """A layer with 4 to 7 outputs (its outputs as the block's rows, one or two blocks of them):
+    each weight gradient is its in-order FMA sum over the batch and each bias gradient its
+    in-order float32 sum, on either blocking."""
+    rng = np.random.default_rng(batch * n_out + n_in)
+    x = rng.normal(size=(batch, n_in)).astype(np.float32)
+    dy = rng.normal(size=(batch, n_out)).astype(np.float32)
+    dw, db = np.zeros((n_in, n_out), np.float32), np.zeros(n_out, np.float32)
+    K.dense_backward_weights(x, dy, dw, db, 0, 0, lanes)
+    ref_w = np.zeros((n_in, n_out), np.float32)
+    ref_b = np.zeros(n_out, np.float32)
+    for r in range(batch):
+        ref_w = _fma(ref_w, x[r][:, None], dy[r][None, :])
+        ref_b = ref_b + dy[r]  # float32 + float32: one rounding per term
+    assert np.array_equal(dw, ref_w)
+    assert np.array_equal(db, ref_b)
+
+
 def test_a_training_run_is_the_same_on_both_blockings():
     """64-unit layers (the blocked paths) through whole updates: weights and Adam moments equal."""
     cfg = make_config(env="simple", n_agents=3, seed=2, batch_size=64, hidden_units=64, learning_starts=64,
