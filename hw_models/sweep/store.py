@@ -183,6 +183,9 @@ class SweepStore:
                 raise HwModelsError(f"{what}: cannot make its directory ({exc.strerror or exc})") from None
         else:
             _check_header(self.path, what)
+            if not create and self.path.stat().st_size == 0:  # SQLite would make a store in it: a reader must not
+                raise HwModelsError(f"{what}: an empty file (0 bytes), not a sweep store")
+        self._create = create
         try:
             self.db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
             self.db.text_factory = _text  # a cell of damaged bytes reads (and fails its checksum), not raises
@@ -193,6 +196,13 @@ class SweepStore:
 
     def _set_up(self) -> None:
         db = self.db
+        # another database is refused before anything is written to it (not even its switch to WAL)
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not tables and not self._create:  # a reader never turns an empty database into a store
+            raise HwModelsError(f"{self._what}: an SQLite database with no tables, not a sweep store")
+        if tables and "meta" not in tables:
+            raise HwModelsError(f"{self._what}: an SQLite database, but not a sweep store (its tables: "
+                                f"{', '.join(sorted(tables))})")
         for attempt in range(200):  # another process switching a new store to WAL at the same moment
             try:
                 mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
