@@ -23,6 +23,7 @@ from nic.allreduce import NicConfig
 from nic.collectives import ALGORITHMS, DEFAULT_ALGORITHMS
 from noc.base.config import SEED_RULE, Seed, StrictModel, check_value, finite, finite_rule, read_toml, validate
 from noc.base.errors import ConfigError, HwModelsError
+from noc.base.files import why_missing
 from noc.flit import FlitNetworkConfig
 from noc.routing import ALGORITHMS as ROUTING_ALGORITHMS
 from noc.topology import LINK_BYTES_PER_CYCLE_RANGE, MAX_LINK_LATENCY_CYCLES, parse_spec
@@ -184,7 +185,7 @@ def preset_path(name: str) -> Path:
 def check_config_file(config: Optional[Path]) -> None:
     """``--config`` names a file (when given)."""
     if config is not None and not config.is_file():
-        raise HwModelsError(f"--config {config}: {'is a directory' if config.is_dir() else 'no such file'}")
+        raise HwModelsError(f"--config {config}: {'is a directory' if config.is_dir() else why_missing(config)}")
 
 
 def experiment_data(path: str | Path | None = None, preset: str | None = None) -> tuple[dict, str]:

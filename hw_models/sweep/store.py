@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from noc.base.errors import HwModelsError, HwModelsWarning
+from noc.base.files import blocked_by_a_file, why_missing
 
 SCHEMA_NAME = "hw-models sweep store"
 SCHEMA_VERSION = 2
@@ -174,13 +175,16 @@ class SweepStore:
         self._what = what
         if self.path.is_dir():
             raise HwModelsError(f"{what}: is a directory; give a store file, e.g. results/sweeps/NAME.sqlite")
+        if self.path.is_symlink() and not self.path.exists():
+            raise HwModelsError(f"{what}: {why_missing(self.path)}")
         if not self.path.exists():
             if not create:
-                raise HwModelsError(f"{what}: no such sweep store")
+                raise HwModelsError(f"{what}: {why_missing(self.path, 'no such sweep store')}")
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise HwModelsError(f"{what}: cannot make its directory ({exc.strerror or exc})") from None
+                raise HwModelsError(f"{what}: cannot make its directory "
+                                    f"({blocked_by_a_file(self.path) or exc.strerror or exc})") from None
         else:
             _check_header(self.path, what)
             if not create and self.path.stat().st_size == 0:  # SQLite would make a store in it: a reader must not
