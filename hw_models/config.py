@@ -98,6 +98,14 @@ class AllreduceConfig(StrictModel):
     sizes: str = Field("32KiB..4MiB", description="All-reduce sizes in bytes: '32KiB..64MiB' (doubling) or a list '1MiB,4MiB'.")
     element_bytes: int = Field(4, ge=1, le=16, description="Bytes per element (fp32 = 4).")
 
+    @field_validator("sizes", mode="before")
+    @classmethod
+    def _sizes_text(cls, v):
+        if isinstance(v, list) and all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in v):
+            raise ValueError("must be one string, not a list: a doubling range '32KiB..64MiB' or sizes "
+                             f"separated by commas, e.g. {','.join(str(x) for x in v[:3])!r}")
+        return v
+
     @field_validator("sizes")
     @classmethod
     def _sizes_parse(cls, v: str) -> str:

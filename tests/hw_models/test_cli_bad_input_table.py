@@ -20,7 +20,7 @@ BAD = {
         ["--bogus"], ["--seed", "x"], ["--seed", "4294967296"], ["--nis", "65"], ["-t", "full:①"],
         ["--sizes", "1TiB..2TiB"], ["--model", "spice"], ["--packet-bytes", "99999999999"], ["--config", "CONFIG_BAD"],
         ["--model", "flit", "-s", "1TiB"], ["--variant", "omega"], ["--flow-control", "default"],
-        ["--config", "EMPTY"], ["--config", "LOOP"], ["-o", "UNDER_FILE"], ["-o", "LOOP"],
+        ["--config", "EMPTY"], ["--config", "CONFIG_SIZES_LIST"], ["--config", "LOOP"], ["-o", "UNDER_FILE"], ["-o", "LOOP"],
     ],
     ("demo",): [["--bogus"], ["--out", "/proc/hw-models-demo"]],
     ("topology", "describe"): [[], ["ring:²"], ["torus:４x4"], ["ring:4", "--vcs", "0"], ["ring:4", "--routing", "x"],
@@ -110,6 +110,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch, command
         "BOOKSIM": "topology = mesh;\nk = 2;\nn = 2;\nrouting_function = dor;\nnum_vcs = 4;\n",
         "JSON": '{"params": {"depth": 0}, "trace": [1, 2',
         "EMPTY": "",
+        "CONFIG_SIZES_LIST": '[allreduce]\nsizes = ["4KiB", 8192]\n',
     }
     (tmp_path / "under").write_text("a file")
     (tmp_path / "loop_a").symlink_to(tmp_path / "loop_b")
