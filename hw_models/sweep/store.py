@@ -55,6 +55,9 @@ SCHEMA_NAME = "hw-models sweep store"
 SCHEMA_VERSION = 2
 DAMAGED_LINES = 5  # damaged rows reported one by one; the rest only counted
 BUSY_TIMEOUT_S = 60.0
+# a reader finding an empty file (or a database of no tables) waits this long for a sweep that is making
+# the store there at this moment, before it says the file is no store
+NEW_STORE_WAIT_S = 3.0
 STATUSES = ("done", "failed")
 
 _SCHEMA = """
@@ -187,7 +190,8 @@ class SweepStore:
                                     f"({blocked_by_a_file(self.path) or exc.strerror or exc})") from None
         else:
             _check_header(self.path, what)
-            if not create and self.path.stat().st_size == 0:  # SQLite would make a store in it: a reader must not
+            if not create and not self._made_meanwhile(lambda: self.path.stat().st_size > 0):
+                # SQLite would make a store in it: a reader must not
                 raise HwModelsError(f"{what}: an empty file (0 bytes), not a sweep store")
         self._create = create
         try:
@@ -198,10 +202,25 @@ class SweepStore:
         except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
             raise HwModelsError(f"{what}: cannot open the sweep store ({exc})") from None
 
+    @staticmethod
+    def _made_meanwhile(made) -> bool:
+        """``made()`` turns true within :data:`NEW_STORE_WAIT_S` (another sweep making the store)."""
+        deadline = time.monotonic() + NEW_STORE_WAIT_S
+        while not made():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
     def _set_up(self) -> None:
         db = self.db
         # another database is refused before anything is written to it (not even its switch to WAL)
-        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        def tables_now() -> set:
+            return {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+        tables = tables_now()
+        if not tables and not self._create and self._made_meanwhile(lambda: bool(tables_now())):
+            tables = tables_now()
         if not tables and not self._create:  # a reader never turns an empty database into a store
             raise HwModelsError(f"{self._what}: an SQLite database with no tables, not a sweep store")
         if tables and "meta" not in tables:

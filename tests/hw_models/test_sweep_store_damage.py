@@ -179,7 +179,10 @@ def test_a_reader_refuses_a_file_that_is_no_store_and_leaves_its_bytes(tmp_path,
                                                                        argv):
     """Before, ``sweep status`` of a 0-byte file made a store in it (32 KiB written) and any
     reader switched another SQLite database to WAL (its header rewritten)."""
+    import hw_models.sweep.store as store
+
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(store, "NEW_STORE_WAIT_S", 0.2)  # no sweep makes a store here
     f = tmp_path / "f.db"
     _foreign(kind, f)
     before = f.read_bytes()
@@ -197,3 +200,21 @@ def test_a_sweep_never_rewrites_a_database_of_other_tables(tmp_path):
     with pytest.raises(Exception, match="not a sweep store"):
         SweepStore(f)
     assert f.read_bytes() == before
+
+
+def test_a_reader_waits_for_a_store_another_sweep_is_making(tmp_path):
+    """The empty file a sweep's store starts as is not refused by a reader that comes at that
+    moment (``sweep status`` as the sweep starts): it waits for the store."""
+    import threading
+
+    f = tmp_path / "s.sqlite"
+    f.write_bytes(b"")
+    maker = threading.Timer(0.3, lambda: _store_of(f, 2))
+    maker.start()
+    try:
+        with SweepStore(f, create=False) as st:
+            assert "meta" in {r[0] for r in st.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    finally:
+        maker.join()
+    with SweepStore(f, create=False) as st:
+        assert len(list(st.rows())) == 2
