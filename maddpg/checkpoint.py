@@ -133,7 +133,7 @@ def load_npz(path: str | Path, required: list[str] | None = None,
     """Read a file written by :func:`save_npz_atomic`; return ``(arrays, meta)``."""
     p = Path(path)
     if not p.exists():
-        raise CheckpointError(f"{p}: {why_missing(p, 'no such checkpoint file')} (maddpg train writes one)")
+        raise CheckpointError(f"{p}: {why_missing(p, 'no checkpoint there')} (maddpg train writes one)")
     if p.is_dir():
         raise CheckpointError(f"{p}: is a directory; give the checkpoint file in it ({p / 'checkpoint.npz'})")
     try:
