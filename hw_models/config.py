@@ -23,6 +23,7 @@ from nic.allreduce import NicConfig
 from nic.collectives import ALGORITHMS, DEFAULT_ALGORITHMS
 from noc.base.config import SEED_RULE, Seed, StrictModel, check_value, finite, finite_rule, read_toml, validate
 from noc.base.errors import ConfigError, HwModelsError
+from noc.base.files import why_missing
 from noc.flit import FlitNetworkConfig
 from noc.routing import ALGORITHMS as ROUTING_ALGORITHMS
 from noc.topology import LINK_BYTES_PER_CYCLE_RANGE, MAX_LINK_LATENCY_CYCLES, parse_spec
@@ -96,6 +97,14 @@ class AllreduceConfig(StrictModel):
     )
     sizes: str = Field("32KiB..4MiB", description="All-reduce sizes in bytes: '32KiB..64MiB' (doubling) or a list '1MiB,4MiB'.")
     element_bytes: int = Field(4, ge=1, le=16, description="Bytes per element (fp32 = 4).")
+
+    @field_validator("sizes", mode="before")
+    @classmethod
+    def _sizes_text(cls, v):
+        if isinstance(v, list) and all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in v):
+            raise ValueError("must be one string, not a list: a doubling range '32KiB..64MiB' or sizes "
+                             f"separated by commas, e.g. {','.join(str(x) for x in v[:3])!r}")
+        return v
 
     @field_validator("sizes")
     @classmethod
@@ -184,7 +193,7 @@ def preset_path(name: str) -> Path:
 def check_config_file(config: Optional[Path]) -> None:
     """``--config`` names a file (when given)."""
     if config is not None and not config.is_file():
-        raise HwModelsError(f"--config {config}: {'is a directory' if config.is_dir() else 'no such file'}")
+        raise HwModelsError(f"--config {config}: {'is a directory' if config.is_dir() else why_missing(config)}")
 
 
 def experiment_data(path: str | Path | None = None, preset: str | None = None) -> tuple[dict, str]:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from noc.base.errors import HwModelsError
+from noc.base.files import blocked_by_a_file, why_missing
 from noc.base.files import replace_atomically  # re-exported: hw_models.store.replace_atomically
 
 try:  # POSIX: read-modify-write of outputs takes a lock on the output directory
@@ -41,10 +42,13 @@ def check_output_dir(path: str | Path, named: str = "", files: Iterable[str] = (
     what = f"{named} {p}" if named else str(p)
     if p.exists() and not p.is_dir():
         raise HwModelsError(f"{what}: cannot make the output directory (a file of that name exists)")
+    if p.is_symlink() and not p.exists():
+        raise HwModelsError(f"{what}: cannot make the output directory (it {why_missing(p)})")
     try:
         p.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise HwModelsError(f"{what}: cannot make the output directory ({exc.strerror or exc})") from None
+        raise HwModelsError(f"{what}: cannot make the output directory "
+                            f"({blocked_by_a_file(p) or exc.strerror or exc})") from None
     try:
         with tempfile.TemporaryFile(dir=p):
             pass

@@ -34,7 +34,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError
 
 from noc.base.errors import HwModelsError
-from noc.base.files import replace_atomically
+from noc.base.files import replace_atomically, why_missing
 
 FORMAT = "hw-models/maddpg-checkpoint/2"
 FORMATS_READ = ("hw-models/maddpg-checkpoint/1", FORMAT)
@@ -133,7 +133,7 @@ def load_npz(path: str | Path, required: list[str] | None = None,
     """Read a file written by :func:`save_npz_atomic`; return ``(arrays, meta)``."""
     p = Path(path)
     if not p.exists():
-        raise CheckpointError(f"{p}: no checkpoint to resume from (train without --resume first)")
+        raise CheckpointError(f"{p}: {why_missing(p, 'no checkpoint there')} (maddpg train writes one)")
     if p.is_dir():
         raise CheckpointError(f"{p}: is a directory; give the checkpoint file in it ({p / 'checkpoint.npz'})")
     try:

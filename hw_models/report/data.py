@@ -13,6 +13,7 @@ import csv
 from pathlib import Path
 
 from noc.base.errors import HwModelsError
+from noc.base.files import why_missing
 
 # names a user may type for the columns the commands write
 ALIASES = {"size": "size_bytes", "bus_gbps": "busbw_gbps", "alg_gbps": "algbw_gbps", "cycles": "total_cycles",
@@ -58,7 +59,7 @@ def load_rows(path: str | Path, named: str = "RESULTS") -> list[dict]:
     if p.is_dir():
         raise HwModelsError(f"{what}: is a directory; give a sweep store (.sqlite) or a CSV file")
     if not p.exists():
-        raise HwModelsError(f"{what}: no such file; give a sweep store (.sqlite) or a CSV file")
+        raise HwModelsError(f"{what}: {why_missing(p)}; give a sweep store (.sqlite) or a CSV file")
     from hw_models.sweep.store import SQLITE_HEADER, file_head
 
     if file_head(p, what) == SQLITE_HEADER:

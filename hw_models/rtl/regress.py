@@ -26,6 +26,7 @@ from hw_models.rtl.stimulus import Episode, random_episode
 from hw_models.toolchain import SIMULATORS, ToolchainError, require_simulator, rtl_sources, sim_build_root
 from nic.scheduler import SCALAR_INPUT_NAMES, SchedulerModel, SchedulerParams
 from noc.base.errors import ConfigError, HwModelsError
+from noc.base.files import why_missing
 
 TOPLEVEL = "nic_scheduler"
 REGRESS_MODULE = "hw_models.rtl.cocotb_regress"
@@ -263,7 +264,7 @@ def load_reproducer(path: Path) -> tuple[SchedulerParams, list[dict]]:
         return ReproducerError(f"reproducer {path}: {what}")
 
     if not path.exists():
-        raise bad("does not exist")
+        raise bad(why_missing(path, "does not exist"))
     if path.is_dir():
         raise bad("is a directory, not a reproducer file")
     try:

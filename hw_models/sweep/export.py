@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from hw_models.sweep.store import SweepStore
+from noc.base.files import blocked_by_a_file, why_missing
 from noc.base.errors import HwModelsError
 
 FIXED_COLUMNS = ("key", "kind", "status", "error", "wall_s", "code_version", "finished_utc", "origin", "worker",
@@ -75,10 +76,13 @@ def write_new_file(path: str | Path, write: Callable[[Path], None], *, overwrite
     out, what = output_file(path, named)
     if out.exists() and not overwrite:
         raise HwModelsError(f"{what}: the file exists; give another name, or --overwrite to replace it")
+    if out.is_symlink() and not out.exists():
+        raise HwModelsError(f"{what}: {why_missing(out)}; give another name")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise HwModelsError(f"{what}: cannot make its directory ({exc.strerror or exc})") from None
+        raise HwModelsError(f"{what}: cannot make its directory ({blocked_by_a_file(out) or exc.strerror or exc})") \
+            from None
     tmp = out.with_name(f".{out.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         write(tmp)

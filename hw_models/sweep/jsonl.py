@@ -34,6 +34,7 @@ from pathlib import Path
 
 from hw_models.sweep.store import PointRecord, SweepStore, canonical_json, point_key
 from noc.base.errors import ConfigError, HwModelsError
+from noc.base.files import why_missing
 
 IMPORTED_CODE_VERSION = "unknown (imported from a JSONL store)"
 STORE_FORMAT = 2  # the last format of those stores: every record with store_format and sha256
@@ -263,7 +264,7 @@ def check_jsonl(path: str | Path) -> Path:
     string ``key``); a :class:`noc.base.errors.HwModelsError` saying what it is otherwise."""
     p = Path(path)
     if not p.is_file():
-        raise HwModelsError(f"{p}: {'is a directory' if p.is_dir() else 'no such file'} ({_WHAT})")
+        raise HwModelsError(f"{p}: {'is a directory' if p.is_dir() else why_missing(p)} ({_WHAT})")
     try:
         with p.open("rb") as f:
             first = f.readline()

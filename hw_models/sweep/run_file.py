@@ -39,9 +39,10 @@ def run_sweep_file(console, file: Path, store: Optional[Path], workers: Optional
     from hw_models.sweep.spec import load_sweep, point_count
     from hw_models.sweep.store import SweepStore
     from noc.base.errors import HwModelsError
+    from noc.base.files import why_missing
 
     if not file.is_file():
-        raise HwModelsError(f"{file}: {'is a directory' if file.is_dir() else 'no such sweep file'}")
+        raise HwModelsError(f"{file}: {'is a directory' if file.is_dir() else why_missing(file, 'no such sweep file')}")
     check_backend(workers, dask)
     restore_sigint()  # Ctrl-C stops it even as a script's background job
     spec = load_sweep(file, seed)

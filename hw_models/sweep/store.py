@@ -50,11 +50,15 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from noc.base.errors import HwModelsError, HwModelsWarning
+from noc.base.files import blocked_by_a_file, why_missing
 
 SCHEMA_NAME = "hw-models sweep store"
 SCHEMA_VERSION = 2
 DAMAGED_LINES = 5  # damaged rows reported one by one; the rest only counted
 BUSY_TIMEOUT_S = 60.0
+# a reader finding an empty file (or a database of no tables) waits this long for a sweep that is making
+# the store there at this moment, before it says the file is no store
+NEW_STORE_WAIT_S = 3.0
 STATUSES = ("done", "failed")
 
 _SCHEMA = """
@@ -175,15 +179,22 @@ class SweepStore:
         self._what = what
         if self.path.is_dir():
             raise HwModelsError(f"{what}: is a directory; give a store file, e.g. results/sweeps/NAME.sqlite")
+        if self.path.is_symlink() and not self.path.exists():
+            raise HwModelsError(f"{what}: {why_missing(self.path)}")
         if not self.path.exists():
             if not create:
-                raise HwModelsError(f"{what}: no such sweep store")
+                raise HwModelsError(f"{what}: {why_missing(self.path, 'no such sweep store')}")
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise HwModelsError(f"{what}: cannot make its directory ({exc.strerror or exc})") from None
+                raise HwModelsError(f"{what}: cannot make its directory "
+                                    f"({blocked_by_a_file(self.path) or exc.strerror or exc})") from None
         else:
             _check_header(self.path, what)
+            if not create and not self._made_meanwhile(lambda: self.path.stat().st_size > 0):
+                # SQLite would make a store in it: a reader must not
+                raise HwModelsError(f"{what}: an empty file (0 bytes), not a sweep store")
+        self._create = create
         try:
             self.db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
             self.db.text_factory = _text  # a cell of damaged bytes reads (and fails its checksum), not raises
@@ -192,8 +203,30 @@ class SweepStore:
         except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
             raise HwModelsError(f"{what}: cannot open the sweep store ({exc})") from None
 
+    @staticmethod
+    def _made_meanwhile(made) -> bool:
+        """``made()`` turns true within :data:`NEW_STORE_WAIT_S` (another sweep making the store)."""
+        deadline = time.monotonic() + NEW_STORE_WAIT_S
+        while not made():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
     def _set_up(self) -> None:
         db = self.db
+        # another database is refused before anything is written to it (not even its switch to WAL)
+        def tables_now() -> set:
+            return {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+        tables = tables_now()
+        if not tables and not self._create and self._made_meanwhile(lambda: bool(tables_now())):
+            tables = tables_now()
+        if not tables and not self._create:  # a reader never turns an empty database into a store
+            raise HwModelsError(f"{self._what}: an SQLite database with no tables, not a sweep store")
+        if tables and "meta" not in tables:
+            raise HwModelsError(f"{self._what}: an SQLite database, but not a sweep store (its tables: "
+                                f"{', '.join(sorted(tables))})")
         for attempt in range(200):  # another process switching a new store to WAL at the same moment
             try:
                 mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]

@@ -24,6 +24,7 @@ from typing import Annotated, Any, ClassVar, Mapping, TypeVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from noc.base.errors import ConfigError
+from noc.base.files import why_missing
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -207,9 +208,13 @@ def read_toml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{p}: is a directory, not a config file")
     try:
         with p.open("rb") as f:
-            return tomllib.load(f)
+            raw = f.read()
+        if not raw.strip():  # a truncated or never-written file: not "every default" (leave the file out for that)
+            raise ConfigError(f"{p}: an empty file ({len(raw)} bytes); a config file holds at least one key, "
+                              "or a comment (leave the file out to take every default)")
+        return tomllib.loads(raw.decode("utf-8"))
     except FileNotFoundError:
-        raise ConfigError(f"{p}: no such config file") from None
+        raise ConfigError(f"{p}: {why_missing(p, 'no such config file')}") from None
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read the config file ({exc.strerror or exc})") from None
     except UnicodeDecodeError:

@@ -46,3 +46,31 @@ def replace_atomically(path: str | Path, write: Callable[[Path], None], durable:
             tmp.unlink()
         raise
     return out
+
+
+def why_missing(path: str | Path, default: str = "no such file") -> str:
+    """Why ``path`` does not name a file that exists, in words for an error message: a
+    symbolic link loop, a link to nothing, a file where a directory is on the way, else
+    ``default``."""
+    p = Path(path)
+    try:
+        p.stat()
+    except OSError as exc:
+        import errno  # noqa: PLC0415
+
+        if exc.errno == errno.ELOOP:
+            return "is a symbolic link loop"
+        if exc.errno == errno.ENOTDIR:
+            return blocked_by_a_file(p) or default
+        if p.is_symlink():
+            return f"is a symbolic link to {os.readlink(p)}, which does not exist"
+        return default
+    return default
+
+
+def blocked_by_a_file(path: str | Path) -> str | None:
+    """``'X is a file, not a directory'`` when an ancestor X of ``path`` is a file (None otherwise)."""
+    for parent in Path(path).parents:
+        if parent.exists():
+            return None if parent.is_dir() else f"{parent} is a file, not a directory"
+    return None

@@ -158,3 +158,63 @@ def test_report_skips_damaged_rows(tmp_path, capsys):
         rows = load_rows(path, "--data")
     assert sorted(r["total_cycles"] for r in rows) == [0, 100, 200]
     assert any(keys[3] in str(w.message) for w in caught)
+
+
+def _foreign(kind, path):
+    if kind == "empty file":
+        path.write_bytes(b"")
+    else:
+        db = sqlite3.connect(path)
+        db.execute("PRAGMA user_version = 7" if kind == "database with no tables" else "CREATE TABLE t (x)")
+        db.commit()
+        db.close()
+
+
+@pytest.mark.parametrize("kind, says", [("empty file", "an empty file (0 bytes), not a sweep store"),
+                                        ("database with no tables", "an SQLite database with no tables"),
+                                        ("database of other tables", "not a sweep store (its tables: t)")])
+@pytest.mark.parametrize("argv", [["sweep", "status", "F"], ["sweep", "export", "F", "--csv", "o.csv"],
+                                  ["plot", "F", "--preset", "bandwidth"], ["report", "F"]])
+def test_a_reader_refuses_a_file_that_is_no_store_and_leaves_its_bytes(tmp_path, capsys, monkeypatch, kind, says,
+                                                                       argv):
+    """Before, ``sweep status`` of a 0-byte file made a store in it (32 KiB written) and any
+    reader switched another SQLite database to WAL (its header rewritten)."""
+    import hw_models.sweep.store as store
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(store, "NEW_STORE_WAIT_S", 0.2)  # no sweep makes a store here
+    f = tmp_path / "f.db"
+    _foreign(kind, f)
+    before = f.read_bytes()
+    code, _out, err = run([str(f) if a == "F" else a for a in argv], capsys)
+    if kind == "empty file" and argv[0] in ("plot", "report"):  # not SQLite: read as an empty CSV
+        says = "neither a sweep store (SQLite) nor a .csv file"
+    assert code == 2 and err.count("\n") == 1 and says in err, err
+    assert f.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["f.db"]
+
+
+def test_a_sweep_never_rewrites_a_database_of_other_tables(tmp_path):
+    f = tmp_path / "f.db"
+    _foreign("database of other tables", f)
+    before = f.read_bytes()
+    with pytest.raises(Exception, match="not a sweep store"):
+        SweepStore(f)
+    assert f.read_bytes() == before
+
+
+def test_a_reader_waits_for_a_store_another_sweep_is_making(tmp_path):
+    """The empty file a sweep's store starts as is not refused by a reader that comes at that
+    moment (``sweep status`` as the sweep starts): it waits for the store."""
+    import threading
+
+    f = tmp_path / "s.sqlite"
+    f.write_bytes(b"")
+    maker = threading.Timer(0.3, lambda: _store_of(f, 2))
+    maker.start()
+    try:
+        with SweepStore(f, create=False) as st:
+            assert "meta" in {r[0] for r in st.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    finally:
+        maker.join()
+    with SweepStore(f, create=False) as st:
+        assert len(list(st.rows())) == 2

@@ -373,7 +373,7 @@ def test_noc_cli_bad_output_directory_is_one_line_before_simulating(tmp_path, ca
     else:
         cfg.write_text(body)
         target = a_file if kind == "existing file" else a_file / "sub"
-        why = "a file of that name exists" if kind == "existing file" else "Not a directory"
+        why = "a file of that name exists" if kind == "existing file" else f"{a_file} is a file, not a directory"
         flags, expect = ["--out", str(target)], f"error: --out {target}: cannot make the output directory ({why})"
     with pytest.raises(SystemExit) as exc:
         main(["noc", command, str(cfg), *flags])

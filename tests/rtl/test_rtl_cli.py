@@ -153,7 +153,7 @@ def test_an_unusable_regress_out_is_refused_before_anything_runs(capsys, no_work
     blocker = tmp_path / "file"
     blocker.write_text("x")
     code, _out, err = run(["rtl", "regress", "--seeds", "1", "-t", "none", "--out", str(blocker / "rr")], capsys)
-    one_line_error(code, err, f"--out {blocker / 'rr'}: cannot make the output directory (Not a directory)")
+    one_line_error(code, err, f"--out {blocker / 'rr'}: cannot make the output directory ({blocker} is a file, not a directory)")
     code, _out, err = run(["rtl", "regress", "--seeds", "1", "-t", "none", "--out", str(blocker)], capsys)
     one_line_error(code, err, f"--out {blocker}: cannot make the output directory")
     assert no_work == []
