@@ -9,7 +9,8 @@ bus GB/s and % of the exact throughput optimum; and the forest's synthesis time.
     .venv/bin/python bench/forest_table.py --check [--model message]      # the targets, from the CSV
 
 Each run (co-designed NIC and routers of ``hw-models allreduce``'s defaults: ``NicConfig()``,
-``FlitNetworkConfig()``; verifier seed 1) is appended to ``bench/data/forest_table_<model>.csv``
+``FlitNetworkConfig()``, at flit level flits as wide as a network's widest link where that
+is wider than 16 B: :func:`nic_for`; verifier seed 1) is appended to ``bench/data/forest_table_<model>.csv``
 as soon as it finishes, and a run stored there is not run again, so an interrupted bench
 resumes. ``forest`` is built for each size with that NIC and those routers (below 4 MiB
 the fastest of its candidates; the ``construction`` column names the one taken).
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import math
 import os
 import statistics
 import sys
@@ -113,12 +115,22 @@ def schedule(name: str, t: Topology, algorithm: str, size: int, nic: NicConfig, 
     return build(t, algorithm, **size_options(algorithm, size), **timing_options(algorithm, nic, network))
 
 
+def nic_for(t: Topology, model: str) -> NicConfig:
+    """``NicConfig()``; at flit level on a network with links wider than its flit (the
+    two-box machine's 32 B/cycle), flits as wide as the widest link: the flit level carries
+    at most one flit per link per cycle."""
+    nic = NicConfig()
+    widest = math.ceil(float(t.link_bytes_per_cycle.max()))
+    return nic.model_copy(update={"flit_bytes": widest}) if model == "flit" and widest > nic.flit_bytes else nic
+
+
 def run(args) -> None:
     unexpressed = not_expressible()
     done = {(r["topology"], int(r["size_bytes"]), r["algorithm"]) for r in read_rows(args.model)}
-    nic, network = NicConfig(), FlitNetworkConfig()
+    network = FlitNetworkConfig()
     for name, t in topologies(args.only).items():
         ob = optimal_bound(t)
+        nic = nic_for(t, args.model)
         for a in args.algorithms or ALGORITHMS:
             todo = [kib for kib in args.sizes_kib if (name, kib * 1024, a) not in done]
             for kib in todo:
