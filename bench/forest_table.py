@@ -167,7 +167,7 @@ def check(model: str) -> list[str]:
         big = by.get((name, 64 << 20, "forest"))
         if big is not None:
             pct = float(big["optimum_percent"])
-            out.append(f"{'ok  ' if pct >= TARGETS[model] else 'MISS'} {name} 64 MiB: forest {pct:.1f} % of the "
+            out.append(f"{'ok  ' if pct >= TARGETS[model] else 'MISS'} {name} 64 MiB: forest {pct:.2f} % of the "
                        f"optimum (target >= {TARGETS[model]:g} %)")
         small = by.get((name, 32 << 10, "forest"))
         others = [by[(name, 32 << 10, a)] for a in BASELINES if (name, 32 << 10, a) in by]

@@ -148,7 +148,7 @@ def make(args) -> None:
 
 def not_expressible() -> dict[str, str]:
     """Network name -> why the peer's run on it wrote no program (its failing line)."""
-    return {k: (f"k = {r['forestcoll_k']}: " if r.get("forestcoll_k") else "") + r["reason"]
+    return {k: (f"k = {r['forestcoll_k']} trees per root; " if r.get("forestcoll_k") else "") + r["reason"]
             for k, r in _read_csv(NOT_EXPRESSIBLE).items()}
 
 
