@@ -16,7 +16,9 @@ with each tree of C chunks split into C one-chunk trees (its XML writer takes th
 each path between two compute nodes (through their routers) written as one edge on
 channel 0; GPU ``n`` is our node ``n``. The XML goes to
 ``bench/data/forestcoll_msccl/<topology>.xml`` and the peer's commit, U, k and run time to
-``bench/data/forestcoll_msccl/provenance.csv``. Running them:
+``bench/data/forestcoll_msccl/provenance.csv``; where the peer fails (e.g. its XML writer's
+108 thread blocks a GPU), its failing line, U and k go to ``not_expressible.csv`` there.
+``bench/forest_table.py --algorithms forestcoll`` runs the programs in the docs' table. Running them:
 
     .venv/bin/python bench/forestcoll_msccl.py --run [--sizes-kib 32 1024 65536]
 
