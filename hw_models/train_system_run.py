@@ -82,6 +82,8 @@ def _fmt(v) -> str:
     if isinstance(v, float):
         if v != v:
             return "nan"
+        if abs(v) >= 1e4 and abs(v) != float("inf"):
+            return str(round(v))  # byte and sample counts in full, as the integer columns print
         return f"{v:.4g}"
     return str(v)
 
