@@ -1317,7 +1317,7 @@ def _new_heaps(tr, nt, pg, nd, c, pool):
     return hp
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # it may run beside the verifier (nic.allreduce.simulate_allreduce)
 def run(tr, rt, wh, nt, red, out, pool, hr, work_i8, work_i32, work_f64):
     """The event loop over a pool of ``pool`` slots (a power of two) of ``hr`` rate
     resources each: transfer i's state while it is under way lives in slot ``i & (pool - 1)``,

@@ -87,7 +87,10 @@ def verify(schedule: Schedule, *, num_elements: int | None = None, seed: int = 0
     m = 2 * s.num_flows + 1 if num_elements is None else int(num_elements)
     if m < s.num_flows:
         raise ScheduleError(f"num_elements={m} is smaller than the schedule's {s.num_flows} flows (a flow would be empty)")
-    fault = _fast_fault(s, m, seed, None) if times is None else _fast_fault_timed(s, m, seed, times)
+    if times is None or timed_order_is_stepped(s, times):  # (the same events: a step's starts, then its arrivals)
+        fault = _fast_fault(s, m, seed, None)
+    else:
+        fault = _fast_fault_timed(s, m, seed, times)
     if fault < 0:
         return VerifyReport(num_nodes=s.num_nodes, num_elements=m, transfers=s.num_transfers, steps=s.num_steps,
                             seed=seed)
@@ -129,6 +132,46 @@ def _event_order(s: Schedule, times) -> np.ndarray:
     order = np.lexsort((ids, kind, at))
     ev = ids[order].astype(np.int64)
     return np.where(kind[order] == 1, ev, ~ev)
+
+
+def timed_order_is_stepped(schedule: Schedule, times: tuple[np.ndarray, np.ndarray]) -> bool:
+    """Whether the events of a timed run (``times = (start, arrive)``, as :func:`verify`
+    orders them: by instant; in an instant arrivals, then starts, then a transfer's own
+    arrival in the instant it started; ties by transfer) come in the stepped order: step
+    after step, each step's starts, then its arrivals, each in transfer order. Then the
+    timed replay runs the very events of the stepped one, on the same data (e.g. a lockstep
+    run whose steps do not overlap)."""
+    s = schedule
+    start, arr = _check_times_shape(s, times)
+    starts = np.searchsorted(s.step, np.arange(s.num_steps + 1)).astype(np.int64)
+    return bool(_stepped_keys_increase(starts, _instant(start), _instant(arr)))
+
+
+@njit(cache=True)
+def _stepped_keys_increase(starts, i_start, i_arr):
+    """Whether the events in the stepped order have strictly increasing keys (instant, kind,
+    transfer), kinds 0 (an arrival), 1 (a start), 2 (a transfer's arrival in its own start's
+    instant): then sorting the events by key (the timed order) leaves them in that order."""
+    have = False
+    pt = 0.0
+    pk = 0
+    pi = 0
+    for s in range(starts.shape[0] - 1):
+        for half in range(2):
+            for i in range(starts[s], starts[s + 1]):
+                if half == 0:
+                    t = i_start[i]
+                    k = 1
+                else:
+                    t = i_arr[i]
+                    k = 2 if i_arr[i] <= i_start[i] else 0
+                if have and not (t > pt or (t == pt and (k > pk or (k == pk and i > pi)))):
+                    return False
+                have = True
+                pt = t
+                pk = k
+                pi = i
+    return True
 
 
 def _index_dtype(t: int):

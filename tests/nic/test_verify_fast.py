@@ -83,3 +83,40 @@ def test_a_fault_is_named_by_the_exact_verifier():
     bad = Schedule.from_transfers(s.algorithm, s.topology, s.num_nodes, 1, s.num_flows, arr[1:])
     with pytest.raises(VerificationError, match="flow"):
         verify(bad)
+
+
+def _stepped_events(s: Schedule) -> np.ndarray:
+    """The stepped order as _event_order writes events: each step's starts, then its arrivals (~i)."""
+    st = np.searchsorted(s.step, np.arange(s.num_steps + 1))
+    return np.concatenate([np.r_[np.arange(st[k], st[k + 1]), ~np.arange(st[k], st[k + 1])] for k in range(s.num_steps)])
+
+
+@pytest.mark.parametrize("spec,algorithm", CASES[:3])
+def test_timed_order_is_stepped_matches_the_sorted_events(spec, algorithm):
+    """timed_order_is_stepped against the explicit sort of the events (_event_order): on
+    step-aligned integer times with ties (an arrival in the instant the next step starts, a
+    start in the instant another transfer of its step arrives, a transfer arriving in the
+    instant it started) and on jittered ones; both verdicts occur."""
+    from nic.collectives.verify import timed_order_is_stepped
+
+    s = build(parse_spec(spec), algorithm)
+    rng = np.random.default_rng(5)
+    stepped = _stepped_events(s)
+    verdicts = []
+    for k in range(60):
+        base = 4.0 * s.step
+        start = base + (rng.integers(0, 2, size=base.shape) if k % 3 == 1 else 0)
+        arrive = base + rng.integers(0 if k % 3 == 2 else 1, 5, size=base.shape)
+        if k % 4 == 3:
+            start = start + rng.normal(0, 1.0, size=base.shape)
+        if k % 5 == 0:  # arrivals in transfer order, all in one instant or the next step's first
+            arrive = base + (4.0 if k % 10 == 0 else 1.0 + np.arange(s.num_transfers) / s.num_transfers)
+        want = bool(np.array_equal(_event_order(s, (start, arrive)), stepped))
+        assert timed_order_is_stepped(s, (start, arrive)) == want
+        verdicts.append(want)
+    assert True in verdicts and False in verdicts
+    # and a replay in the stepped order gives the timed replay's verdict (verify takes that path)
+    start, arrive = 4.0 * s.step, 4.0 * s.step + 2
+    assert timed_order_is_stepped(s, (start, arrive))
+    assert _fast_fault(s, 2 * s.num_flows + 1, 3, _event_order(s, (start, arrive))) < 0
+    verify(s, seed=3, times=(start, arrive))
