@@ -9,6 +9,7 @@ whole-chunk transfers. Icarus by default; Verilator with ``-m slow``.
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pytest
@@ -103,12 +104,14 @@ def _check_summary(log, s, case):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", TORUS8_CASES, ids=[_label(c) for c in TORUS8_CASES])
-def test_sixty_four_rtl_nics_all_reduce_an_8x8_torus_on_verilator(case, tmp_path, capsys):
+def test_sixty_four_rtl_nics_all_reduce_an_8x8_torus_on_verilator(case, tmp_path, capsys, monkeypatch):
     """64 NICs (142 table rows a node), MultiTree's 8,064 transfers; prints the simulation speed."""
     s, params, job = allreduce_job(*case, torus="8x8")
     assert params["N"] == 64 and s.num_transfers == 8064 and max(len(t) for t in node_tables(s)) == 142
     params["DEPTH"] = 144  # the table rows, rounded up to 16 (not to a power of two: a smaller build)
-    # the bench reads nic_net's ports only; Verilator's DFG optimiser takes most of an hour on 64 NICs
+    # the bench reads nic_net's ports only; Verilator's DFG optimiser takes most of an hour on 64 NICs, and
+    # g++ -Os on the generated C++ (255 files, the largest 4.5 MB) half an hour: -O0
+    monkeypatch.setenv("MAKEFLAGS", (os.environ.get("MAKEFLAGS", "") + " OPT_FAST=-O0 OPT_SLOW=-O0 OPT_GLOBAL=-O0").strip())
     log = run_bench("verilator", "nic_net", "allreduce_bench", params, job, tmp_path, sources=NET_SOURCES,
                     test_module="allreduce_bench", top_ports_only=True, build_args=["-fno-dfg"])
     summary = _check_summary(log, s, case)
@@ -116,4 +119,4 @@ def test_sixty_four_rtl_nics_all_reduce_an_8x8_torus_on_verilator(case, tmp_path
     with capsys.disabled():
         print(f"\n8x8 torus, 64 RTL NICs, {_label(case)}: {summary['cycles']} cycles in {summary['run_seconds']} s "
               f"of simulation (Verilator + the Python network model): {summary['cycles_per_second']} cycles/s, "
-              f"{summary['cycles_per_second'] * 64:.0f} NIC-cycles/s")
+              f"{summary['cycles_per_second'] * 64:.0f} NIC-cycles/s; summary {json.dumps(summary)}")
