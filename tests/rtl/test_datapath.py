@@ -89,6 +89,7 @@ LINT = [("nic_top", {}), ("nic_top", {"DEPTH": 1, "LANES": 1, "FMT": 0, "BUF_WOR
         ("nic_reduce_add", {"LANES": 1, "FMT": 1}), ("nic_reduce_add", {"LANES": 16, "FMT": 0}),
         ("nic_reduce_add", {"LANES": 2, "FMT": 1, "ADD_LAT": 1}), ("nic_reduce_add", {"LANES": 2, "FMT": 0, "ADD_LAT": 2}),
         ("nic_reduce_add", {"LANES": 2, "FMT": 1, "ADD_LAT": 6}), ("nic_top", {"ADD_LAT": 6, "NIS": 4, "LANES": 4}),
+        ("nic_reduce_add", {"LANES": 2, "FMT": 1, "ADD_LAT": 7}), ("nic_top", {"ADD_LAT": 7, "LANES": 4}),
         ("nic_top", {"ADD_LAT": 2}), ("nic_top", {"ADD_LAT": 1, "FMT": 0, "BUF_WORDS": 2, "LANES": 1}),
         # several NIs: a power of two, an odd count with every width 1, the most
         ("nic_top", {"NIS": 4}), ("nic_top", {"NIS": 3, "DEPTH": 1, "LANES": 1, "BUF_WORDS": 2, "FLOW_W": 1, "NODE_W": 1,
