@@ -37,7 +37,7 @@ module nic_datapath #(
     parameter NODE_W = 8,
     parameter STEP_W = 8,
     parameter LEN_W = 24,
-    // the reduction adder's pipeline registers (0..6; nic_depacketiser.v: receive timing)
+    // the reduction adder's pipeline registers (0..7; nic_depacketiser.v: receive timing)
     parameter ADD_LAT = 0,
     // NIs: transmit and receive streams (1..16)
     parameter NIS = 1,
@@ -99,7 +99,7 @@ initial begin
     if (NODE_W < 1 || NODE_W > 16) $fatal(1, "nic_datapath: NODE_W = %0d out of range 1..16", NODE_W);
     if (STEP_W < 1 || STEP_W > 16) $fatal(1, "nic_datapath: STEP_W = %0d out of range 1..16", STEP_W);
     if (LEN_W < 1 || LEN_W > 32) $fatal(1, "nic_datapath: LEN_W = %0d out of range 1..32", LEN_W);
-    if (ADD_LAT < 0 || ADD_LAT > 6) $fatal(1, "nic_datapath: ADD_LAT = %0d out of range 0..6", ADD_LAT);
+    if (ADD_LAT < 0 || ADD_LAT > 7) $fatal(1, "nic_datapath: ADD_LAT = %0d out of range 0..7", ADD_LAT);
     if (NIS < 1 || NIS > 16) $fatal(1, "nic_datapath: NIS = %0d out of range 1..16", NIS);
     if (NI_W != ((NIS > 1) ? $clog2(NIS) : 1)) $fatal(1, "nic_datapath: NI_W is derived; do not override");
 end

@@ -5,7 +5,7 @@
 // written, recv_valid pulses for one cycle with the message's flow, op and source (the
 // scheduler's receive event: for a REDUCE, the data has been summed).
 //
-// Timing (ADD_LAT, the adder's pipeline registers, 0..6): a beat taken at edge k is in the
+// Timing (ADD_LAT, the adder's pipeline registers, 0..7): a beat taken at edge k is in the
 // apply register during cycle k+1, where its word is read; the sum (or the GATHER data)
 // goes through ADD_LAT stages and is written at edge k+1+ADD_LAT; the receive event is
 // presented during cycle k+2+ADD_LAT. With ADD_LAT = 0 the read-modify-write is within
@@ -29,7 +29,7 @@ module nic_depacketiser #(
     parameter FLOW_W = 8,
     parameter NODE_W = 8,
     parameter STEP_W = 8,
-    // the adder's pipeline registers (0..6)
+    // the adder's pipeline registers (0..7)
     parameter ADD_LAT = 0,
     // derived: buffer word address bits; do not override
     parameter BA_W = $clog2(BUF_WORDS)
@@ -64,7 +64,7 @@ module nic_depacketiser #(
 `ifndef SYNTHESIS
 initial begin
     if (BA_W != $clog2(BUF_WORDS)) $fatal(1, "nic_depacketiser: BA_W is derived; do not override");
-    if (ADD_LAT < 0 || ADD_LAT > 6) $fatal(1, "nic_depacketiser: ADD_LAT = %0d out of range 0..6", ADD_LAT);
+    if (ADD_LAT < 0 || ADD_LAT > 7) $fatal(1, "nic_depacketiser: ADD_LAT = %0d out of range 0..7", ADD_LAT);
 end
 `endif
 

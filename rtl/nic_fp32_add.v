@@ -1,5 +1,5 @@
 // IEEE-754 binary32 addition, round to nearest (ties to even), one lane; combinational
-// (LAT = 0) or pipelined (LAT = 1 to 6 cycles from a, b to y).
+// (LAT = 0) or pipelined (LAT = 1 to 7 cycles from a, b to y).
 //
 //   y = a + b
 //
@@ -17,14 +17,14 @@
 // even on (guard, round | sticky, lsb).
 // Pipeline (LAT): stage 1 decodes the special cases, compares the magnitudes and takes the
 // exponent difference (1a), then aligns and adds/subtracts (1b); stage 2 counts the
-// leading zeros (2a) and normalises (2b); stage 3 rounds and selects. The registers, in
+// leading zeros (2a) and normalises (2b); stage 3 rounds (3a) and selects (3b). The registers, in
 // the order LAT adds them: after stage 1 (LAT >= 1), after stage 2 (LAT >= 2), on the
 // inputs a and b (LAT >= 3: a block RAM's output register when a is read from one),
 // between 1a and 1b (LAT >= 4), between 2a and 2b (LAT >= 5), a second one on the inputs
-// (LAT = 6: when a block RAM's read port takes the first as its read register, this one
-// is its output register or a fabric register after it). The stages run every cycle
-// (no enable): y is the sum of the a, b presented LAT clock edges earlier, the same bits
-// for every LAT.
+// (LAT >= 6: when a block RAM's read port takes the first as its read register, this one
+// is its output register or a fabric register after it), between 3a and 3b (LAT = 7).
+// The stages run every cycle (no enable): y is the sum of the a, b presented LAT clock
+// edges earlier, the same bits for every LAT.
 
 `resetall
 `timescale 1ns / 1ps
@@ -42,7 +42,7 @@ module nic_fp32_add #(
 
 `ifndef SYNTHESIS
 initial begin
-    if (LAT < 0 || LAT > 6) $fatal(1, "nic_fp32_add: LAT = %0d out of range 0..6", LAT);
+    if (LAT < 0 || LAT > 7) $fatal(1, "nic_fp32_add: LAT = %0d out of range 0..7", LAT);
 end
 `endif
 
@@ -202,28 +202,41 @@ wire        zero3 = s2_q[37];
 wire [26:0] m3 = s2_q[36:10];
 wire [9:0]  e3 = s2_q[9:0];
 
-reg         rnd_up;
-reg  [24:0] mant;    // rounded significand (bit 24: rounding carried out)
-reg  [9:0]  er;
+// stage 3a: the rounding increment, the exponent's overflow and underflow compares for
+// both outcomes of the increment (taken beside it, one selected by its carry)
+wire        rnd_up = m3[2] && (m3[1] || m3[0] || m3[3]);
+wire [24:0] mant_r = {1'b0, m3[26:3]} + {24'd0, rnd_up};  // bit 24: rounding carried out
+wire [22:0] frac_r = mant_r[24] ? mant_r[23:1] : mant_r[22:0];
+wire [7:0]  e_r = mant_r[24] ? e3[7:0] + 8'd1 : e3[7:0];
+wire        ovf_r = mant_r[24] ? ($signed(e3) >= 10'sd254) : ($signed(e3) >= 10'sd255);
+wire        unf_r = mant_r[24] ? ($signed(e3) <= -10'sd1) : ($signed(e3) <= 10'sd0);
 
-always @* begin : round
-    rnd_up = m3[2] && (m3[1] || m3[0] || m3[3]);
-    mant = {1'b0, m3[26:3]} + {24'd0, rnd_up};
-    er = e3;
-    if (mant[24]) begin
-        mant = mant >> 1;
-        er = er + 10'd1;
-    end
-    if (spec3) begin
-        y = spec_y3;
-    end else if (zero3) begin
+// stage 3a -> 3b: {spec, spec_y, s_big, cancelled, overflow, underflow, exponent, fraction}
+localparam SC_W = 1 + 32 + 1 + 1 + 1 + 1 + 8 + 23;
+wire [SC_W-1:0] sc_d = {spec3, spec_y3, s_big3, zero3, ovf_r, unf_r, e_r, frac_r};
+wire [SC_W-1:0] sc_q;
+
+// stage 3b: select
+wire        spec4 = sc_q[SC_W-1];
+wire [31:0] spec_y4 = sc_q[SC_W-2 -: 32];
+wire        s_big4 = sc_q[34];
+wire        zero4 = sc_q[33];
+wire        ovf4 = sc_q[32];
+wire        unf4 = sc_q[31];
+wire [7:0]  e4 = sc_q[30:23];
+wire [22:0] frac4 = sc_q[22:0];
+
+always @* begin : select
+    if (spec4) begin
+        y = spec_y4;
+    end else if (zero4) begin
         y = 32'd0;  // exact cancellation: +0
-    end else if ($signed(er) >= 10'sd255) begin
-        y = {s_big3, 8'hFF, 23'd0};  // overflow
-    end else if ($signed(er) <= 10'sd0) begin
-        y = {s_big3, 31'd0};  // below the smallest normal: flushed
+    end else if (ovf4) begin
+        y = {s_big4, 8'hFF, 23'd0};  // overflow
+    end else if (unf4) begin
+        y = {s_big4, 31'd0};  // below the smallest normal: flushed
     end else begin
-        y = {s_big3, er[7:0], mant[22:0]};
+        y = {s_big4, e4, frac4};
     end
 end
 
@@ -257,6 +270,13 @@ generate
         assign sb_q = rb;
     end else begin : g_wb
         assign sb_q = sb_d;
+    end
+    if (LAT >= 7) begin : g_rc
+        reg [SC_W-1:0] rc;
+        always @(posedge clk) rc <= sc_d;
+        assign sc_q = rc;
+    end else begin : g_wc
+        assign sc_q = sc_d;
     end
     if (LAT >= 1) begin : g_r1
         reg [S1_W-1:0] r1;

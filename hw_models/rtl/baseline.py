@@ -77,7 +77,8 @@ GENERIC_CONFIGS = {
 
 #: configurations placed and routed on ECP5 (hw_models.rtl.pnr): minutes each
 ECP5_CONFIGS = ("nic_scheduler DEPTH=16 NIS=1", "nic_scheduler DEPTH=64 NIS=1", "nic_scheduler DEPTH=64 NIS=4",
-                "nic_datapath LANES=4 fp32 BUF_WORDS=64", "nic_datapath LANES=4 fp32 BUF_WORDS=64 ADD_LAT=6")
+                "nic_datapath LANES=4 fp32 BUF_WORDS=64", "nic_datapath LANES=4 fp32 BUF_WORDS=64 ADD_LAT=6",
+                "nic_datapath LANES=4 fp32 BUF_WORDS=64 ADD_LAT=7")
 
 GENERIC_KEYS = ("cells", "flip_flops", "luts", "lut_levels", "fmax_mhz_est")
 ECP5_KEYS = ("lut4", "ccu2c", "flip_flops", "ebr", "dsp", "fmax_mhz")

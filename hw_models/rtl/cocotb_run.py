@@ -48,20 +48,43 @@ def bench_outcomes(results_xml: Path) -> dict[str, str | None]:
 
 
 def build_hdl(sim: str, toplevel: str, sources: Sequence[Path], parameters: Mapping[str, int], build_dir: Path, *,
-              waves: bool = False, build_args: Sequence[str] = (), log_file: Path | None = None):
+              waves: bool = False, build_args: Sequence[str] = (), log_file: Path | None = None,
+              top_ports_only: bool = False):
     """Compile ``toplevel`` from ``sources`` with ``parameters`` into ``build_dir``; return the runner
-    (its ``test`` needs the state ``build`` left on it)."""
+    (its ``test`` needs the state ``build`` left on it).
+
+    ``top_ports_only`` (Verilator): only the top level's signals are visible to the bench
+    (``--public-depth 1`` instead of cocotb's ``--public-flat-rw``), so Verilator may
+    optimise the hierarchy below it; for a bench that drives and reads the top level's
+    ports alone, on designs whose every-signal build is too large (64 NICs)."""
     from cocotb_tools.runner import get_runner
 
     require_simulator(sim)
     build_dir = Path(build_dir)
     runner = get_runner(sim)
+    if top_ports_only and sim == "verilator":
+        _top_ports_only(runner)
     runner.log.setLevel(logging.ERROR)  # "Skipping compilation of ..." is the normal case
     with build_dir_lock(build_dir):
         runner.build(sources=[Path(s) for s in sources], hdl_toplevel=toplevel, parameters=dict(parameters),
                      build_dir=build_dir, waves=waves, build_args=list(build_args),
                      log_file=log_file if log_file is not None else build_dir / "build.log")
     return runner
+
+
+def _top_ports_only(runner) -> None:
+    """Make a cocotb Verilator runner's build mark only the top level public."""
+    build_command = runner._build_command
+
+    def command():
+        cmds = build_command()
+        verilate = cmds[0]
+        assert "--public-flat-rw" in verilate, verilate
+        k = verilate.index("--public-flat-rw")
+        cmds[0] = [*verilate[:k], "--public-depth", "1", *verilate[k + 1:]]
+        return cmds
+
+    runner._build_command = command
 
 
 def run_tests(runner, *, toplevel: str, test_module: str, build_dir: Path, work_dir: Path,

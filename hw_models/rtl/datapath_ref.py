@@ -62,7 +62,7 @@ def packet_plan(beats: int, pkt_beats: int) -> list[tuple[int, int]]:
 
 
 #: the adder latencies (ADD_LAT, pipeline registers) the RTL offers: rtl/nic_fp32_add.v
-ADD_LATS = (0, 1, 2, 3, 4, 5, 6)
+ADD_LATS = (0, 1, 2, 3, 4, 5, 6, 7)
 
 
 class ReceiveTiming:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import heapq
 import json
 import os
+import time
 from collections import Counter
 
 import cocotb
@@ -212,6 +213,7 @@ async def allreduce_bench(dut):
     all_streams = (1 << ns) - 1
     cycle = 0
     quiet = 0
+    t0 = time.perf_counter()
     while True:
         cycle += 1
         assert cycle < j.get("max_cycles", 20000), f"no completion after {cycle} cycles (done={int(dut.done.value):#x})"
@@ -301,6 +303,7 @@ async def allreduce_bench(dut):
         quiet = quiet + 1 if idle else 0
         if quiet > 8:
             break
+    run_seconds = time.perf_counter() - t0
     dut.rx_tvalid.value = 0
     dut.tx_tready.value = 0
     assert int(dut.tx_tvalid.value) == 0, "a NIC sends after the all-reduce is done"
@@ -340,5 +343,6 @@ async def allreduce_bench(dut):
                "packets_per_ni": ni_packets, "packets": packets, "beats": beats_sent, "tx_stall_cycles": stalls,
                "rx_gap_cycles": gaps, "rx_wait_cycles": rx_waits, "words_with_several_reduces": reordered,
                "elements_differing_from_schedule_order": int((canonical != final).sum()),
-               "elements": int(n * m)}
+               "elements": int(n * m), "run_seconds": round(run_seconds, 3),
+               "cycles_per_second": round(cycle / run_seconds, 1)}
     dut._log.info("ALLREDUCE " + json.dumps(summary))

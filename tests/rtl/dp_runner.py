@@ -18,15 +18,17 @@ DP_SOURCES = ["nic_fp32_add.v", "nic_reduce_add.v", "nic_packetiser.v", "nic_dep
 
 
 def run_bench(sim, toplevel, bench, params, job, tmp_path, sources=DP_SOURCES, test_module="datapath_benches",
-              build_tag=None, rtl_dir=None, build_root=None, job_env="HWM_DP_JOB", build_prefix="dp"):
+              build_tag=None, rtl_dir=None, build_root=None, job_env="HWM_DP_JOB", build_prefix="dp",
+              top_ports_only=False, build_args=()):
     """Build ``toplevel`` from ``sources`` (file names in ``rtl_dir``, default rtl/, or paths)
     with ``params`` (once per tag, in ``build_root``, default sim_build/) and run one cocotb
     bench; return the simulation log; fail with its tail when the bench fails."""
-    tag = build_tag or "-".join(f"{k}{v}" for k, v in params.items())
+    tag = (build_tag or "-".join(f"{k}{v}" for k, v in params.items())) + ("-top" if top_ports_only else "")
     build_dir = (build_root or REPO_ROOT / "sim_build") / f"{build_prefix}-{sim}-{toplevel}-{tag}"
     rtl_dir = rtl_dir or RTL_DIR
     runner = build_hdl(sim, toplevel, [rtl_dir / s if isinstance(s, str) else s for s in sources], params, build_dir,
-                       build_args=["-Wno-fatal"] if sim == "verilator" else [])
+                       build_args=["-Wno-fatal", *build_args] if sim == "verilator" else [],
+                       top_ports_only=top_ports_only)
     job_path = tmp_path / "job.json"
     job_path.write_text(json.dumps({**params, **job}))
     outcomes = run_tests(runner, toplevel=toplevel, test_module=test_module, build_dir=build_dir, work_dir=tmp_path,

@@ -17,12 +17,12 @@ from hw_models.toolchain import REPO_ROOT
 
 # (FMT, LANES, ADD_LAT)
 ADDER = [(1, lanes, 0) for lanes in (1, 2, 4, 16)] + [(0, lanes, 0) for lanes in (1, 4)] \
-    + [(1, 2, 1), (1, 2, 2), (0, 4, 1), (0, 4, 2), (1, 2, 3), (1, 2, 4), (1, 2, 5), (1, 2, 6), (0, 4, 6)]
+    + [(1, 2, 1), (1, 2, 2), (0, 4, 1), (0, 4, 2), (1, 2, 3), (1, 2, 4), (1, 2, 5), (1, 2, 6), (0, 4, 6), (1, 2, 7), (0, 4, 7)]
 ADDER_VERILATOR_DEFAULT = {(1, 4, 0), (0, 4, 0)}
 ROUNDTRIP = [{"LANES": 1, "FMT": 0, "BUF_WORDS": 32}, {"LANES": 2, "FMT": 1, "BUF_WORDS": 64},
              {"LANES": 4, "FMT": 1, "BUF_WORDS": 16}, {"LANES": 2, "FMT": 1, "BUF_WORDS": 32, "ADD_LAT": 2}]
 ROUNDTRIP_VERILATOR_DEFAULT = {(2, 0)}
-HAZARD = [{"LANES": 2, "FMT": 1, "BUF_WORDS": 8, "ADD_LAT": lat} for lat in (0, 1, 2, 5, 6)] \
+HAZARD = [{"LANES": 2, "FMT": 1, "BUF_WORDS": 8, "ADD_LAT": lat} for lat in (0, 1, 2, 5, 6, 7)] \
     + [{"LANES": 1, "FMT": 0, "BUF_WORDS": 4, "ADD_LAT": 2}]
 
 
@@ -89,6 +89,7 @@ LINT = [("nic_top", {}), ("nic_top", {"DEPTH": 1, "LANES": 1, "FMT": 0, "BUF_WOR
         ("nic_reduce_add", {"LANES": 1, "FMT": 1}), ("nic_reduce_add", {"LANES": 16, "FMT": 0}),
         ("nic_reduce_add", {"LANES": 2, "FMT": 1, "ADD_LAT": 1}), ("nic_reduce_add", {"LANES": 2, "FMT": 0, "ADD_LAT": 2}),
         ("nic_reduce_add", {"LANES": 2, "FMT": 1, "ADD_LAT": 6}), ("nic_top", {"ADD_LAT": 6, "NIS": 4, "LANES": 4}),
+        ("nic_reduce_add", {"LANES": 2, "FMT": 1, "ADD_LAT": 7}), ("nic_top", {"ADD_LAT": 7, "LANES": 4}),
         ("nic_top", {"ADD_LAT": 2}), ("nic_top", {"ADD_LAT": 1, "FMT": 0, "BUF_WORDS": 2, "LANES": 1}),
         # several NIs: a power of two, an odd count with every width 1, the most
         ("nic_top", {"NIS": 4}), ("nic_top", {"NIS": 3, "DEPTH": 1, "LANES": 1, "BUF_WORDS": 2, "FLOW_W": 1, "NODE_W": 1,

@@ -128,5 +128,5 @@ def test_receive_timing_of_two_beats_to_one_word_derived_from_the_rtl_contract()
 
 
 def test_receive_timing_refuses_an_unknown_latency():
-    with pytest.raises(ValueError, match=r"add_lat = 7: allowed 0\.\.6"):
-        ReceiveTiming(7)
+    with pytest.raises(ValueError, match=r"add_lat = 8: allowed 0\.\.7"):
+        ReceiveTiming(8)

@@ -29,13 +29,13 @@ CASES = [
     ("nic_top", None, "LANES=3", "nic_top: LANES = 3 must be 1, 2, 4, 8 or 16"),
     ("nic_top", None, "FMT=2", "nic_top: FMT = 2 must be 0 (int32) or 1 (fp32)"),
     ("nic_top", None, "BUF_WORDS=64 BA_W=7", "nic_top: BA_W is derived"),
-    ("nic_top", None, "ADD_LAT=7", "nic_top: ADD_LAT = 7 out of range 0..6"),
+    ("nic_top", None, "ADD_LAT=8", "nic_top: ADD_LAT = 8 out of range 0..7"),
     ("nic_top", None, "NIS=17", "nic_top: NIS = 17 out of range 1..16"),
     ("nic_top", None, "NIS=4 NI_W=1", "nic_top: NI_W is derived"),
     ("nic_datapath", None, "NIS=0", "nic_datapath: NIS = 0 out of range 1..16"),
-    ("nic_reduce_add", [RTL_DIR / "nic_fp32_add.v", RTL_DIR / "nic_reduce_add.v"], "ADD_LAT=7",
-     "nic_reduce_add: ADD_LAT = 7 out of range 0..6"),
-    ("nic_fp32_add", [RTL_DIR / "nic_fp32_add.v"], "LAT=7", "nic_fp32_add: LAT = 7 out of range 0..6"),
+    ("nic_reduce_add", [RTL_DIR / "nic_fp32_add.v", RTL_DIR / "nic_reduce_add.v"], "ADD_LAT=8",
+     "nic_reduce_add: ADD_LAT = 8 out of range 0..7"),
+    ("nic_fp32_add", [RTL_DIR / "nic_fp32_add.v"], "LAT=8", "nic_fp32_add: LAT = 8 out of range 0..7"),
 ]
 
 

@@ -237,8 +237,8 @@ def test_synth_refuses_an_unknown_pnr_family_before_synthesising(capsys, no_work
 
 def test_synth_refuses_an_adder_latency_the_rtl_does_not_take(capsys, no_work):
     code, _, err = run(["rtl", "synth", "--depths", "16", "--nis", "1", "-t", "none", "--datapath", "4",
-                        "--add-lat", "0,7", "--pnr", "ecp5"], capsys)
-    one_line_error(code, err, "--add-lat = 7", "0, 1, 2, 3, 4, 5, 6")
+                        "--add-lat", "0,8", "--pnr", "ecp5"], capsys)
+    one_line_error(code, err, "--add-lat = 8", "0, 1, 2, 3, 4, 5, 6, 7")
     assert no_work == []
 
 
