@@ -43,7 +43,7 @@ from noc.flit import (
     new_state, pop_ejected, seed_arbiters, seed_ties, step, stuck,
 )
 from noc.flit_pipeline import FlitCompiler
-from noc.flit_random import random_double, random_int
+from noc.flit_random import failed_trials, random_double, random_int
 from noc.topology import Topology
 
 # Packet sizes in flits (synthetic traffic, BookSim2 files): 65,536 flits, a 1 MiB packet
@@ -261,6 +261,41 @@ def _draw_packet(s, e, rate, fixed_dst, hotspot, hot_nodes, hot_cdf, sizes, cdf,
 A_MEASURED, A_OUTSTANDING, A_LAT_SUM, A_LAT_N, A_DROPPED = range(5)
 
 
+@njit(cache=True, inline="always")
+def _generate(net, st, now, e, rate, a_fail, fixed_dst, hotspot, hot_nodes, hot_cdf, sizes, cdf, self_packets, burst, on,
+              record, hops, m_created, m_hops, m_flits, acc):
+    """This cycle's trials, NI by NI, and the packets they make. Bernoulli trials that
+    certainly fail (:func:`noc.flit_random.failed_trials`, ``a_fail`` its threshold of
+    ``rate``) are stepped over in runs, the generator advanced as their draws would have;
+    the others are drawn in full, so every NI's trial and packet are the same as one
+    ``_draw_packet`` per NI."""
+    cap = m_created.shape[0]
+    no_priority = np.int64(0)  # not a literal 0, which would compile enqueue_packet once more
+    bernoulli = burst[0] < 0.0
+    s = 0
+    while s < e:
+        if bernoulli:
+            s += failed_trials(e - s, a_fail)
+            if s >= e:
+                break
+        nf, d = _draw_packet(s, e, rate, fixed_dst, hotspot, hot_nodes, hot_cdf, sizes, cdf, self_packets, burst, on)
+        if nf != 0:
+            tag = -2 - now
+            if record and acc[A_MEASURED] < cap:
+                tag = acc[A_MEASURED]
+                m_created[tag] = now
+                m_hops[tag] = hops[s, d]
+                m_flits[tag] = nf
+                acc[A_MEASURED] += 1
+                acc[A_OUTSTANDING] += 1
+            if not enqueue_packet(net, st, s, d, nf, no_priority, tag, now):
+                acc[A_DROPPED] += 1
+                if tag >= 0:
+                    acc[A_OUTSTANDING] -= 1
+                    m_created[tag] = -1
+        s += 1
+
+
 @njit(cache=True, pipeline_class=FlitCompiler)
 def _advance(net, st, now, cycles, rate, fixed_dst, hotspot, hot_nodes, hot_cdf, sizes, cdf, self_packets, burst, on,
              generate, record, count_all, stop_when_drained, hops, m_created, m_inj, m_ej, m_hops, m_flits, acc):
@@ -271,30 +306,13 @@ def _advance(net, st, now, cycles, rate, fixed_dst, hotspot, hot_nodes, hot_cdf,
     ``stop_when_drained`` it stops at the first cycle with no measured packet outstanding.
     Returns (the next cycle, 1 if the watchdog fired)."""
     e = fixed_dst.shape[0]
-    cap = m_created.shape[0]
-    no_priority = np.int64(0)  # not a literal 0, which would compile enqueue_packet once more
+    a_fail = np.int64(np.ceil(rate * 134217728.0))  # noc.flit_random.fail_threshold(rate)
     for _ in range(cycles):
         if stop_when_drained and acc[A_OUTSTANDING] == 0:
             break
         if generate:
-            for s in range(e):
-                nf, d = _draw_packet(s, e, rate, fixed_dst, hotspot, hot_nodes, hot_cdf, sizes, cdf, self_packets, burst,
-                                     on)
-                if nf == 0:
-                    continue
-                tag = -2 - now
-                if record and acc[A_MEASURED] < cap:
-                    tag = acc[A_MEASURED]
-                    m_created[tag] = now
-                    m_hops[tag] = hops[s, d]
-                    m_flits[tag] = nf
-                    acc[A_MEASURED] += 1
-                    acc[A_OUTSTANDING] += 1
-                if not enqueue_packet(net, st, s, d, nf, no_priority, tag, now):
-                    acc[A_DROPPED] += 1
-                    if tag >= 0:
-                        acc[A_OUTSTANDING] -= 1
-                        m_created[tag] = -1
+            _generate(net, st, now, e, rate, a_fail, fixed_dst, hotspot, hot_nodes, hot_cdf, sizes, cdf, self_packets,
+                      burst, on, record, hops, m_created, m_hops, m_flits, acc)
         step(net, st, now)
         while True:
             tag, cyc = pop_ejected(st)
