@@ -88,19 +88,19 @@ def _timed_step(net, st, now, tm, k):
 TM = np.zeros(8, np.int64)
 
 
-@njit(pipeline_class=FlitCompiler)
+@njit(error_model="numpy", _nrt=False, pipeline_class=FlitCompiler)
 def _timed_advance(net, st, now, cycles, rate, fixed_dst, hotspot, hot_nodes, hot_cdf, sizes, cdf, self_packets, burst,
                    on, generate, record, count_all, stop_when_drained, hops, m_created, m_inj, m_ej, m_hops, m_flits,
-                   acc, tm):
+                   acc, rs, tm):
     """``noc.flit_traffic._advance``, timed: tm[0] trials, tm[1:5] step's stages, tm[5] the rest."""
     e = fixed_dst.shape[0]
-    a_fail = np.int64(np.ceil(rate * 134217728.0))
+    ft.start_trials(rs, np.int64(np.ceil(rate * 134217728.0)))
     for _ in range(cycles):
         if stop_when_drained and acc[ft.A_OUTSTANDING] == 0:
             break
         t0 = _tsc()
         if generate:
-            ft._generate(net, st, now, e, rate, a_fail, fixed_dst, hotspot, hot_nodes, hot_cdf, sizes, cdf, self_packets,
+            ft._generate(net, st, now, e, rate, rs, fixed_dst, hotspot, hot_nodes, hot_cdf, sizes, cdf, self_packets,
                          burst, on, record, hops, m_created, m_hops, m_flits, acc)
         t1 = _tsc()
         tm[0] += t1 - t0
