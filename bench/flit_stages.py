@@ -1,6 +1,6 @@
 """Where a flit-level run's time goes, stage by stage.
 
-    .venv/bin/python bench/flit_stages.py [--rounds 3]
+    .venv/bin/python bench/flit_stages.py [--rounds 3] [--only NAME ...]
 
 Runs the same simulations as the library, through copies of its driver loops
 (``noc.flit_traffic._advance``, ``nic.flit_cosim_stages.cosim``) that read the CPU's cycle
@@ -88,37 +88,20 @@ def _timed_step(net, st, now, tm, k):
 TM = np.zeros(8, np.int64)
 
 
-@njit(pipeline_class=FlitCompiler)
+@njit(error_model="numpy", _nrt=False, pipeline_class=FlitCompiler)
 def _timed_advance(net, st, now, cycles, rate, fixed_dst, hotspot, hot_nodes, hot_cdf, sizes, cdf, self_packets, burst,
                    on, generate, record, count_all, stop_when_drained, hops, m_created, m_inj, m_ej, m_hops, m_flits,
-                   acc, tm):
+                   acc, rs, tm):
     """``noc.flit_traffic._advance``, timed: tm[0] trials, tm[1:5] step's stages, tm[5] the rest."""
     e = fixed_dst.shape[0]
-    cap = m_created.shape[0]
-    no_priority = np.int64(0)
+    ft.start_trials(rs, np.int64(np.ceil(rate * 134217728.0)))
     for _ in range(cycles):
         if stop_when_drained and acc[ft.A_OUTSTANDING] == 0:
             break
         t0 = _tsc()
         if generate:
-            for s in range(e):
-                nf, d = ft._draw_packet(s, e, rate, fixed_dst, hotspot, hot_nodes, hot_cdf, sizes, cdf, self_packets,
-                                        burst, on)
-                if nf == 0:
-                    continue
-                tag = -2 - now
-                if record and acc[ft.A_MEASURED] < cap:
-                    tag = acc[ft.A_MEASURED]
-                    m_created[tag] = now
-                    m_hops[tag] = hops[s, d]
-                    m_flits[tag] = nf
-                    acc[ft.A_MEASURED] += 1
-                    acc[ft.A_OUTSTANDING] += 1
-                if not fl.enqueue_packet(net, st, s, d, nf, no_priority, tag, now):
-                    acc[ft.A_DROPPED] += 1
-                    if tag >= 0:
-                        acc[ft.A_OUTSTANDING] -= 1
-                        m_created[tag] = -1
+            ft._generate(net, st, now, e, rate, rs, fixed_dst, hotspot, hot_nodes, hot_cdf, sizes, cdf, self_packets,
+                         burst, on, record, hops, m_created, m_hops, m_flits, acc)
         t1 = _tsc()
         tm[0] += t1 - t0
         t4 = _timed_step(net, st, now, tm, 1)
@@ -336,12 +319,15 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--stretches", action="store_true",
                     help="instead: the share of co-simulation cycles a fast-forward could skip")
+    ap.add_argument("--only", nargs="*", default=[], help="run only the cases whose names contain one of these")
     args = ap.parse_args()
     if args.stretches:
         stretches()
         return
     print(f"{args.rounds} rounds per case; share of the run's counter cycles per stage (median), ns per simulated cycle")
     for name, (run, attr, module, timed, stages) in CASES:
+        if args.only and not any(o in name for o in args.only):
+            continue
         want = run()  # untimed, and compiles the library's kernels
         original = getattr(module, attr)
         setattr(module, attr, timed)

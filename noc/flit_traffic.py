@@ -43,7 +43,7 @@ from noc.flit import (
     new_state, pop_ejected, seed_arbiters, seed_ties, step, stuck,
 )
 from noc.flit_pipeline import FlitCompiler
-from noc.flit_random import random_double, random_int
+from noc.flit_random import draw_double, draw_int, skip_failed, start_trials, trial_source
 from noc.topology import Topology
 
 # Packet sizes in flits (synthetic traffic, BookSim2 files): 65,536 flits, a 1 MiB packet
@@ -215,39 +215,40 @@ def destinations(pattern: str, topology: Topology, perm_seed: int = 0) -> np.nda
 
 
 @njit(cache=True, inline="always")
-def _draw_packet(s, e, rate, fixed_dst, hotspot, hot_nodes, hot_cdf, sizes, cdf, self_packets, burst, on):
+def _draw_packet(rs, s, e, rate, fixed_dst, hotspot, hot_nodes, hot_cdf, sizes, cdf, self_packets, burst, on):
     """NI ``s``'s trial of this cycle: (flits, destination), or (0, -1) for no packet (no
     success, or a packet to itself without ``self_packets``). ``burst`` = (alpha, beta, r1)
-    of an on/off source (alpha < 0: Bernoulli at ``rate``), ``on`` its NIs' states."""
+    of an on/off source (alpha < 0: Bernoulli at ``rate``), ``on`` its NIs' states; the
+    draws come from Numba's generator through ``rs`` (noc.flit_random.trial_source)."""
     if burst[0] < 0.0:
-        if random_double() >= rate:
+        if draw_double(rs) >= rate:
             return 0, -1
     else:  # BookSim2's OnOffInjectionProcess::test: advance the state, then try while on
         if on[s]:
-            on[s] = 1 if random_double() >= burst[1] else 0
+            on[s] = 1 if draw_double(rs) >= burst[1] else 0
         else:
-            on[s] = 1 if random_double() < burst[0] else 0
-        if on[s] == 0 or random_double() >= burst[2]:
+            on[s] = 1 if draw_double(rs) < burst[0] else 0
+        if on[s] == 0 or draw_double(rs) >= burst[2]:
             return 0, -1
-    u = random_double()
+    u = draw_double(rs)
     k = 0
     while k < sizes.shape[0] - 1 and u > cdf[k]:
         k += 1
     nf = sizes[k]
     d = fixed_dst[s]
     if d < 0:
-        if hotspot > 0 and random_double() < hotspot:
+        if hotspot > 0 and draw_double(rs) < hotspot:
             d = hot_nodes[0]
             if hot_nodes.shape[0] > 1:
-                u = random_double()
+                u = draw_double(rs)
                 j = 0
                 while j < hot_nodes.shape[0] - 1 and u >= hot_cdf[j]:
                     j += 1
                 d = hot_nodes[j]
         elif self_packets:
-            d = random_int(0, e)
+            d = draw_int(rs, 0, e)
         else:
-            d = random_int(0, e - 1)
+            d = draw_int(rs, 0, e - 1)
             if d >= s:
                 d += 1
     if d == s and not self_packets:
@@ -261,40 +262,60 @@ def _draw_packet(s, e, rate, fixed_dst, hotspot, hot_nodes, hot_cdf, sizes, cdf,
 A_MEASURED, A_OUTSTANDING, A_LAT_SUM, A_LAT_N, A_DROPPED = range(5)
 
 
-@njit(cache=True, pipeline_class=FlitCompiler)
+@njit(cache=True, inline="always")
+def _generate(net, st, now, e, rate, rs, fixed_dst, hotspot, hot_nodes, hot_cdf, sizes, cdf, self_packets, burst, on,
+              record, hops, m_created, m_hops, m_flits, acc):
+    """This cycle's trials, NI by NI, and the packets they make. Bernoulli trials that
+    certainly fail (:func:`noc.flit_random.skip_failed`; ``rs`` its trial source, made for
+    ``rate``) are stepped over in runs, the generator advanced as their draws would have;
+    the others are drawn in full, so every NI's trial and packet are the same as one
+    ``_draw_packet`` per NI."""
+    cap = m_created.shape[0]
+    no_priority = np.int64(0)  # not a literal 0, which would compile enqueue_packet once more
+    bernoulli = burst[0] < 0.0
+    s = 0
+    while s < e:
+        if bernoulli:
+            s += skip_failed(rs, e - s)
+            if s >= e:
+                break
+        nf, d = _draw_packet(rs, s, e, rate, fixed_dst, hotspot, hot_nodes, hot_cdf, sizes, cdf, self_packets, burst, on)
+        if nf != 0:
+            tag = -2 - now
+            if record and acc[A_MEASURED] < cap:
+                tag = acc[A_MEASURED]
+                m_created[tag] = now
+                m_hops[tag] = hops[s, d]
+                m_flits[tag] = nf
+                acc[A_MEASURED] += 1
+                acc[A_OUTSTANDING] += 1
+            if not enqueue_packet(net, st, s, d, nf, no_priority, tag, now):
+                acc[A_DROPPED] += 1
+                if tag >= 0:
+                    acc[A_OUTSTANDING] -= 1
+                    m_created[tag] = -1
+        s += 1
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, pipeline_class=FlitCompiler)
 def _advance(net, st, now, cycles, rate, fixed_dst, hotspot, hot_nodes, hot_cdf, sizes, cdf, self_packets, burst, on,
-             generate, record, count_all, stop_when_drained, hops, m_created, m_inj, m_ej, m_hops, m_flits, acc):
+             generate, record, count_all, stop_when_drained, hops, m_created, m_inj, m_ej, m_hops, m_flits, acc, rs):
     """Simulate up to ``cycles`` cycles from cycle ``now``. With ``generate`` every NI makes
     its Bernoulli trial each cycle; with ``record`` the packets made are measured (their tag
     indexes the m_ arrays), others carry ``-2 - creation cycle``. Delivered measured packets
     (and, with ``count_all``, every packet) add their latency to the since-clear sums. With
     ``stop_when_drained`` it stops at the first cycle with no measured packet outstanding.
-    Returns (the next cycle, 1 if the watchdog fired)."""
+    ``rs`` is scratch for the trial source (noc.flit_random.trial_source). Compiled without
+    reference counting, as noc.flit's kernels (it allocates nothing). Returns (the next
+    cycle, 1 if the watchdog fired)."""
     e = fixed_dst.shape[0]
-    cap = m_created.shape[0]
-    no_priority = np.int64(0)  # not a literal 0, which would compile enqueue_packet once more
+    start_trials(rs, np.int64(np.ceil(rate * 134217728.0)))  # noc.flit_random.fail_threshold(rate)
     for _ in range(cycles):
         if stop_when_drained and acc[A_OUTSTANDING] == 0:
             break
         if generate:
-            for s in range(e):
-                nf, d = _draw_packet(s, e, rate, fixed_dst, hotspot, hot_nodes, hot_cdf, sizes, cdf, self_packets, burst,
-                                     on)
-                if nf == 0:
-                    continue
-                tag = -2 - now
-                if record and acc[A_MEASURED] < cap:
-                    tag = acc[A_MEASURED]
-                    m_created[tag] = now
-                    m_hops[tag] = hops[s, d]
-                    m_flits[tag] = nf
-                    acc[A_MEASURED] += 1
-                    acc[A_OUTSTANDING] += 1
-                if not enqueue_packet(net, st, s, d, nf, no_priority, tag, now):
-                    acc[A_DROPPED] += 1
-                    if tag >= 0:
-                        acc[A_OUTSTANDING] -= 1
-                        m_created[tag] = -1
+            _generate(net, st, now, e, rate, rs, fixed_dst, hotspot, hot_nodes, hot_cdf, sizes, cdf, self_packets,
+                      burst, on, record, hops, m_created, m_hops, m_flits, acc)
         step(net, st, now)
         while True:
             tag, cyc = pop_ejected(st)
@@ -375,6 +396,7 @@ class _TrafficRun:
         self.m_hops = np.zeros(measured, np.int64)
         self.m_flits = np.zeros(measured, np.int64)
         self.acc = np.zeros(5, np.int64)
+        self.rs = trial_source()
         self.sizes, self.cdf = traffic.size_table()
         self.fixed = destinations(traffic.pattern, topology, traffic.perm_seed)
         self.hot = traffic.hotspot_fraction if traffic.pattern == "hotspot" else 0.0
@@ -391,7 +413,8 @@ class _TrafficRun:
         now, dead = _advance(self.net, self.st, now, cycles, self.traffic.rate_packets, self.fixed, self.hot,
                              self.hot_nodes, self.hot_cdf, self.sizes, self.cdf, self.traffic.self_packets, self.burst,
                              self.on, generate, record, count_all, stop_when_drained,
-                             self.hops, self.m_created, self.m_inj, self.m_ej, self.m_hops, self.m_flits, self.acc)
+                             self.hops, self.m_created, self.m_inj, self.m_ej, self.m_hops, self.m_flits, self.acc,
+                             self.rs)
         if dead:
             raise _deadlock(self.cfg, self.net, self.st, self.topology, now)
         return now
