@@ -35,7 +35,7 @@ HDL_PARAMS = {
 }
 
 #: Parameter sets that run only with ``-m slow`` (each is a Verilator build and a minute of benches).
-SLOW_TAGS = {"d8n2wide", "d16n16", "d64n4p1"}
+SLOW_TAGS = {"d8n2wide", "d16n16", "d64n4p1", "d1n1p1"}
 
 
 def tag_params(tags=None):
