@@ -28,7 +28,8 @@ from noc.base.errors import ConfigError
 #    eligible, held until taken.
 SCHEDULER_VERSION = 2
 # (version 2 also gained the expected-source check and the timeout: with both off — every
-# entry's src_chk 0, timeout_cycles 0 — its cycle behaviour is unchanged.)
+# entry's src_chk 0, timeout_cycles 0 — its cycle behaviour is unchanged. The pipeline
+# parameter PIPE, docs/nic_scheduler.md "Pipelined variant", changes nothing at its default 0.)
 
 # ---- op codes ------------------------------------------------------------------------
 OP_REDUCE, OP_GATHER, OP_RECV = 0, 1, 2
@@ -36,7 +37,10 @@ STATE_IDLE, STATE_RUN, STATE_DONE = 0, 1, 2
 
 # ---- table columns -------------------------------------------------------------------
 C_VALID, C_OP, C_FLOW, C_PEER, C_STEP, C_LEN, C_DEP_OP, C_DEP_COUNT, C_COUNT, C_ISSUED, C_SRC, C_SRC_CHK = range(12)
-N_COLS = 12
+# PIPE 1 only: the entry was an eligible REDUCE/GATHER entry during the last cycle (and not
+# loaded at its edge): the registered eligibility the send selection reads
+C_ELIG = 12
+N_COLS = 13
 
 # ---- registers -----------------------------------------------------------------------
 (R_STATE, R_ACTIVE_STEP, R_NI_BUSY, R_ERR, R_ERR_COUNT, R_ERR_SRC, R_ERR_FLOW, R_ERR_SEEN,
@@ -45,12 +49,15 @@ N_COLS = 12
  # the send request register (docs/nic_scheduler.md, "The send request")
  R_OUT_VALID, R_OUT_ENTRY, R_OUT_NI, R_OUT_OP, R_OUT_FLOW, R_OUT_PEER, R_OUT_LEN, R_OUT_STEP,
  # error events of the last edge, the timeout counter, the read port's source fields
- R_EV_UNEXP, R_EV_WRONG_SRC, R_EV_TIMEOUT, R_TMO_CNT, R_RD_SRC, R_RD_SRC_CHK) = range(33)
-N_REGS = 33
+ R_EV_UNEXP, R_EV_WRONG_SRC, R_EV_TIMEOUT, R_TMO_CNT, R_RD_SRC, R_RD_SRC_CHK,
+ # PIPE 1 only: the last edge's receive checks, applied at the next edge (unexpected and
+ # wrong-source messages, the first unexpected one's source and flow, whether there was one)
+ R_RX_UNEXP, R_RX_WRONG, R_RX_SRC, R_RX_FLOW, R_RX_FIRST) = range(38)
+N_REGS = 38
 
 # ---- parameter vector ----------------------------------------------------------------
-(P_DEPTH, P_NIS, P_FLOW_W, P_NODE_W, P_STEP_W, P_LEN_W, P_CNT_W, P_ERR_W, P_ADDR_W, P_TMO_W) = range(10)
-N_PARAMS = 10
+(P_DEPTH, P_NIS, P_FLOW_W, P_NODE_W, P_STEP_W, P_LEN_W, P_CNT_W, P_ERR_W, P_ADDR_W, P_TMO_W, P_PIPE) = range(11)
+N_PARAMS = 11
 
 MAX_NIS = 16  # NIs one scheduler serves (the NIS parameter's range)
 
@@ -94,10 +101,14 @@ class SchedulerParams:
     cnt_w: int = 4
     err_w: int = 16
     tmo_w: int = 16
+    # pipeline registers (docs/nic_scheduler.md, "Pipelined variant"): 0 the contract as
+    # written, 1 registered eligibility (a send one cycle later) and registered receive checks
+    # (their errors one edge later); the RTL's SCHED_PIPE
+    pipe: int = 0
 
     _RANGES = {
         "depth": (1, 4096), "nis": (1, MAX_NIS), "flow_w": (1, 16), "node_w": (1, 16), "step_w": (1, 16),
-        "len_w": (1, 32), "cnt_w": (1, 8), "err_w": (1, 32), "tmo_w": (1, 32),
+        "len_w": (1, 32), "cnt_w": (1, 8), "err_w": (1, 32), "tmo_w": (1, 32), "pipe": (0, 1),
     }
 
     def __post_init__(self) -> None:
@@ -117,14 +128,17 @@ class SchedulerParams:
     def vector(self) -> np.ndarray:
         return np.array(
             [self.depth, self.nis, self.flow_w, self.node_w, self.step_w, self.len_w, self.cnt_w, self.err_w,
-             self.addr_w, self.tmo_w],
+             self.addr_w, self.tmo_w, self.pipe],
             dtype=np.int64,
         )
 
     def verilog_parameters(self) -> dict[str, int]:
-        return {"DEPTH": self.depth, "NIS": self.nis, "FLOW_W": self.flow_w, "NODE_W": self.node_w,
-                "STEP_W": self.step_w, "LEN_W": self.len_w, "CNT_W": self.cnt_w, "ERR_W": self.err_w,
-                "TMO_W": self.tmo_w}
+        hdl = {"DEPTH": self.depth, "NIS": self.nis, "FLOW_W": self.flow_w, "NODE_W": self.node_w,
+               "STEP_W": self.step_w, "LEN_W": self.len_w, "CNT_W": self.cnt_w, "ERR_W": self.err_w,
+               "TMO_W": self.tmo_w}
+        if self.pipe:  # named only when set: the default's builds and synthesis keys stay as they were
+            hdl["SCHED_PIPE"] = self.pipe
+        return hdl
 
 
 def new_state(params: SchedulerParams) -> tuple[np.ndarray, np.ndarray]:
@@ -242,9 +256,10 @@ def _eligible(tab, i, act):
 
 
 @_stage
-def _take(tab, depth, nis, act, busy, held):
+def _take(tab, depth, nis, act, busy, held, pipe):
     """``free_ni`` (the lowest NI neither busy nor held) and ``take_entry`` (the lowest
-    eligible REDUCE/GATHER entry), -1 each when there is none."""
+    eligible REDUCE/GATHER entry; PIPE 1: the lowest not issued whose registered
+    eligibility is set), -1 each when there is none."""
     take_ni = -1
     for i in range(nis):
         if ((busy | held) >> i) & 1 == 0:
@@ -253,7 +268,11 @@ def _take(tab, depth, nis, act, busy, held):
     take_entry = -1
     if take_ni >= 0:
         for i in range(depth):
-            if _eligible(tab, i, act) and tab[i, C_OP] != OP_RECV:
+            if pipe:
+                if tab[i, C_ELIG] == 1 and tab[i, C_ISSUED] == 0:
+                    take_entry = i
+                    break
+            elif _eligible(tab, i, act) and tab[i, C_OP] != OP_RECV:
                 take_entry = i
                 break
     return take_entry, take_ni
@@ -273,7 +292,7 @@ def _sample(tab, regs, params, inp):
     held = (np.int64(1) << regs[R_OUT_NI]) if out_valid == 1 else np.int64(0)
     take_entry, take_ni = -1, -1
     if state == STATE_RUN and (out_valid == 0 or inp[I_SEND_READY] != 0):
-        take_entry, take_ni = _take(tab, depth, params[P_NIS], act, busy, held)
+        take_entry, take_ni = _take(tab, depth, params[P_NIS], act, busy, held, params[P_PIPE])
     return Sampled(state, act, busy, first_pending, active_pending, next_step, out_valid, fire, held, take_entry,
                    take_ni)
 
@@ -304,6 +323,15 @@ def _read_port(tab, regs, params, inp):
             regs[r] = 0
         regs[R_RD_SRC] = 0
         regs[R_RD_SRC_CHK] = 0
+
+
+@_stage
+def _register_eligibility(tab, depth, s):
+    """PIPE 1: every entry's registered eligibility becomes whether it is an eligible
+    REDUCE/GATHER entry during this cycle (a load clears it again: rule 5)."""
+    run = s.state == STATE_RUN
+    for i in range(depth):
+        tab[i, C_ELIG] = 1 if run and _eligible(tab, i, s.active_step) and tab[i, C_OP] != OP_RECV else 0
 
 
 @_stage
@@ -399,17 +427,20 @@ def _count_receives(tab, inp, depth, nis, fw, rv):
 
 @_stage
 def _receives(tab, regs, params, inp):
-    """Rule 4: each valid port's message is checked (unexpected: no entry needs it, the
-    first one since reset recorded in err_src/err_flow; wrong source), then counted.
-    Returns (errors, unexpected messages, wrong-source messages)."""
+    """Rule 4: each valid port's message is checked (unexpected: no entry needs it;
+    wrong source), then counted. Returns (unexpected messages, wrong-source messages,
+    whether there was an unexpected one, the lowest port's source and flow)."""
     depth = params[P_DEPTH]
     nis = params[P_NIS]
     fw = params[P_FLOW_W]
     rv = inp[I_RECV_VALID]
-    if rv & ((np.int64(1) << nis) - 1) == 0:
-        return 0, 0, 0
     n_unexp = 0
     n_wrong = 0
+    first = 0
+    first_src = 0
+    first_flow = 0
+    if rv & ((np.int64(1) << nis) - 1) == 0:
+        return n_unexp, n_wrong, first, first_src, first_flow
     for p in range(nis):
         if (rv >> p) & 1 == 0:
             continue
@@ -420,12 +451,30 @@ def _receives(tab, regs, params, inp):
             n_wrong += 1
         if not _needed(tab, inp, depth, nis, fw, rv, p, f, o):
             n_unexp += 1
-            if regs[R_ERR_SEEN] == 0:
-                regs[R_ERR_SEEN] = 1
-                regs[R_ERR_SRC] = s
-                regs[R_ERR_FLOW] = f
+            if first == 0:
+                first = 1
+                first_src = s
+                first_flow = f
     _count_receives(tab, inp, depth, nis, fw, rv)
-    return n_unexp + n_wrong, n_unexp, n_wrong
+    return n_unexp, n_wrong, first, first_src, first_flow
+
+
+@_stage
+def _receive_errors(regs, pipe, n_unexp, n_wrong, first, first_src, first_flow):
+    """Rule 4's errors as this edge applies them: the receives' own (PIPE 0), or those the
+    last edge registered (PIPE 1, which registers this edge's). The first unexpected message
+    since reset is recorded in err_src/err_flow. Returns (unexpected, wrong source)."""
+    if pipe:
+        n_unexp, regs[R_RX_UNEXP] = regs[R_RX_UNEXP], n_unexp
+        n_wrong, regs[R_RX_WRONG] = regs[R_RX_WRONG], n_wrong
+        first, regs[R_RX_FIRST] = regs[R_RX_FIRST], first
+        first_src, regs[R_RX_SRC] = regs[R_RX_SRC], first_src
+        first_flow, regs[R_RX_FLOW] = regs[R_RX_FLOW], first_flow
+    if first != 0 and regs[R_ERR_SEEN] == 0:
+        regs[R_ERR_SEEN] = 1
+        regs[R_ERR_SRC] = first_src
+        regs[R_ERR_FLOW] = first_flow
+    return n_unexp, n_wrong
 
 
 @_stage
@@ -451,6 +500,7 @@ def _load(tab, params, inp):
     tab[a, C_ISSUED] = 0
     tab[a, C_SRC] = _mask(inp[I_LOAD_SRC], params[P_NODE_W])
     tab[a, C_SRC_CHK] = inp[I_LOAD_SRC_CHK] & 1
+    tab[a, C_ELIG] = 0
     return 0
 
 
@@ -514,11 +564,14 @@ def sched_edge(tab, regs, params, inp, out):
     s = _sample(tab, regs, params, inp)
     depth = params[P_DEPTH]
     _read_port(tab, regs, params, inp)
+    if params[P_PIPE]:
+        _register_eligibility(tab, depth, s)
     _retire_recvs(tab, depth, s)
     busy = _send_request(tab, regs, s)
     errors = _ni_completion(regs, params[P_NIS], inp[I_NI_DONE], busy, s.busy)
-    recv_errors, n_unexp, n_wrong = _receives(tab, regs, params, inp)
-    errors += recv_errors + _load(tab, params, inp)
+    n_unexp, n_wrong, first, first_src, first_flow = _receives(tab, regs, params, inp)
+    n_unexp, n_wrong = _receive_errors(regs, params[P_PIPE], n_unexp, n_wrong, first, first_src, first_flow)
+    errors += n_unexp + n_wrong + _load(tab, params, inp)
     timeout = _timeout(regs, params, inp, s)
     _errors(regs, params, errors + (1 if timeout else 0), n_unexp, n_wrong, timeout)
     _run_state(regs, inp, s)

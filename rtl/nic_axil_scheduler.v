@@ -19,6 +19,7 @@ module nic_axil_scheduler #(
     parameter CNT_W = 4,
     parameter ERR_W = 16,
     parameter TMO_W = 16,
+    parameter SCHED_PIPE = 0,
     // AXI-Lite byte address bits (7..16)
     parameter AXIL_ADDR_W = 8,
     // derived; do not override
@@ -151,7 +152,7 @@ nic_regs #(
 
 nic_scheduler #(
     .DEPTH(DEPTH), .NIS(NIS), .FLOW_W(FLOW_W), .NODE_W(NODE_W), .STEP_W(STEP_W), .LEN_W(LEN_W),
-    .CNT_W(CNT_W), .ERR_W(ERR_W), .TMO_W(TMO_W)
+    .CNT_W(CNT_W), .ERR_W(ERR_W), .TMO_W(TMO_W), .SCHED_PIPE(SCHED_PIPE)
 ) u_sched (
     .clk(clk), .rst(rst), .clear(clear),
     .load_valid(load_valid), .load_addr(load_addr), .load_op(load_op), .load_flow(load_flow),

@@ -27,7 +27,10 @@ module nic_sched_entry #(
     // bits of a dependency count
     parameter CNT_W = 4,
     // bits of a per-port "earlier ports with the same message" count
-    parameter PRIOR_W = 5
+    parameter PRIOR_W = 5,
+    // 1: elig_send is the eligibility of the last cycle, registered (and not issued since);
+    // 0: of this cycle (the scheduler's SCHED_PIPE)
+    parameter PIPE = 0
 ) (
     input  wire                  clk,
     // synchronous reset or clear: the entry becomes invalid with zero fields and state
@@ -66,7 +69,8 @@ module nic_sched_entry #(
     output wire                  pending,
     // pending in the active step
     output wire                  pending_now,
-    // eligible to send (REDUCE or GATHER) during this cycle
+    // eligible to send (REDUCE or GATHER) during this cycle (PIPE 1: during the last cycle,
+    // not loaded at its edge and not issued since)
     output wire                  elig_send,
 
     output reg                   e_valid,
@@ -90,6 +94,7 @@ initial begin
     if (CNT_W < 1 || CNT_W > 8) $fatal(1, "nic_sched_entry: CNT_W = %0d out of range 1..8", CNT_W);
     if (PRIOR_W < 1 || PRIOR_W > 8 || (1 << PRIOR_W) < NIS)
         $fatal(1, "nic_sched_entry: PRIOR_W = %0d out of range 1..8 or cannot count NIS - 1 = %0d ports", PRIOR_W, NIS - 1);
+    if (PIPE < 0 || PIPE > 1) $fatal(1, "nic_sched_entry: PIPE = %0d out of range 0..1", PIPE);
 end
 `endif
 
@@ -101,8 +106,27 @@ assign pending = e_valid && !e_issued;
 assign pending_now = pending && (e_step == active_step);
 
 wire eligible = running && pending_now && (e_count >= e_dep_count);
-assign elig_send = eligible && (e_op != OP_RECV);
+wire elig_send_now = eligible && (e_op != OP_RECV);
 wire retire = eligible && (e_op == OP_RECV);
+
+generate
+    if (PIPE != 0) begin : g_elig_reg
+        // an entry stays eligible until it is issued (counts only grow, and the step moves
+        // on only when no entry of it is pending), so last cycle's eligibility and "not
+        // issued" is this cycle's; a load clears it (the new entry starts unmatched)
+        reg elig_q;
+        always @(posedge clk) begin
+            if (rst || load_we) begin
+                elig_q <= 1'b0;
+            end else begin
+                elig_q <= elig_send_now;
+            end
+        end
+        assign elig_send = elig_q && !e_issued;
+    end else begin : g_elig_now
+        assign elig_send = elig_send_now;
+    end
+endgenerate
 
 // associative match of every receive port against this entry
 reg [NIS-1:0]   match;

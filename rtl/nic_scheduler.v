@@ -35,6 +35,10 @@ module nic_scheduler #(
     parameter ERR_W = 16,
     // bits of the timeout count timeout_cycles (1..32)
     parameter TMO_W = 16,
+    // pipeline registers (0..1; docs/nic_scheduler.md, "Pipelined variant"): 1 registers each
+    // entry's send eligibility (an entry is offered one cycle later) and the receive checks
+    // (a receive's errors count one edge later); 0 is the contract as written
+    parameter SCHED_PIPE = 0,
     // derived: bits of a table address, max(1, ceil(log2(DEPTH))); do not override
     parameter ADDR_W = (DEPTH > 1) ? $clog2(DEPTH) : 1,
     // derived: bits of an NI number, max(1, ceil(log2(NIS))); do not override
@@ -127,6 +131,7 @@ initial begin
     if (CNT_W < 1 || CNT_W > 8) $fatal(1, "nic_scheduler: CNT_W = %0d out of range 1..8", CNT_W);
     if (ERR_W < 1 || ERR_W > 32) $fatal(1, "nic_scheduler: ERR_W = %0d out of range 1..32", ERR_W);
     if (TMO_W < 1 || TMO_W > 32) $fatal(1, "nic_scheduler: TMO_W = %0d out of range 1..32", TMO_W);
+    if (SCHED_PIPE < 0 || SCHED_PIPE > 1) $fatal(1, "nic_scheduler: SCHED_PIPE = %0d out of range 0..1", SCHED_PIPE);
     if (ADDR_W != ((DEPTH > 1) ? $clog2(DEPTH) : 1)) $fatal(1, "nic_scheduler: ADDR_W is derived; do not override");
     if (NI_W != ((NIS > 1) ? $clog2(NIS) : 1)) $fatal(1, "nic_scheduler: NI_W is derived; do not override");
 end
@@ -221,7 +226,8 @@ generate
         wire             chk;
 
         nic_sched_entry #(
-            .NIS(NIS), .FLOW_W(FLOW_W), .NODE_W(NODE_W), .STEP_W(STEP_W), .CNT_W(CNT_W), .PRIOR_W(PRIOR_W)
+            .NIS(NIS), .FLOW_W(FLOW_W), .NODE_W(NODE_W), .STEP_W(STEP_W), .CNT_W(CNT_W), .PRIOR_W(PRIOR_W),
+            .PIPE(SCHED_PIPE)
         ) u_entry (
             .clk(clk),
             .rst(reset_any),
@@ -361,7 +367,50 @@ always @* begin : needed_logic
     end
 end
 
-wire [NIS-1:0] unexpected = recv_valid & ~needed;
+// the receive checks the error logic reads: this cycle's (SCHED_PIPE 0) or the last
+// cycle's, registered (SCHED_PIPE 1)
+wire [NIS-1:0]        rx_valid;
+wire [NIS-1:0]        rx_needed;
+wire [NIS-1:0]        rx_wrong;
+wire [NIS*NODE_W-1:0] rx_src;
+wire [NIS*FLOW_W-1:0] rx_flow;
+
+generate
+    if (SCHED_PIPE != 0) begin : g_rx_reg
+        reg [NIS-1:0]        valid_q;
+        reg [NIS-1:0]        needed_q;
+        reg [NIS-1:0]        wrong_q;
+        reg [NIS*NODE_W-1:0] src_q;
+        reg [NIS*FLOW_W-1:0] flow_q;
+        always @(posedge clk) begin
+            if (reset_any) begin
+                valid_q <= {NIS{1'b0}};
+                needed_q <= {NIS{1'b0}};
+                wrong_q <= {NIS{1'b0}};
+            end else begin
+                valid_q <= recv_valid;
+                needed_q <= needed;
+                wrong_q <= wrong;
+            end
+            // read only with valid_q
+            src_q <= recv_src;
+            flow_q <= recv_flow;
+        end
+        assign rx_valid = valid_q;
+        assign rx_needed = needed_q;
+        assign rx_wrong = wrong_q;
+        assign rx_src = src_q;
+        assign rx_flow = flow_q;
+    end else begin : g_rx_now
+        assign rx_valid = recv_valid;
+        assign rx_needed = needed;
+        assign rx_wrong = wrong;
+        assign rx_src = recv_src;
+        assign rx_flow = recv_flow;
+    end
+endgenerate
+
+wire [NIS-1:0] unexpected = rx_valid & ~rx_needed;
 wire [NIS-1:0] spurious = ni_done & ~ni_busy_reg;
 
 wire [NIS-1:0]  unexp_oh;
@@ -375,11 +424,11 @@ nic_sched_lowest #(.N(NIS), .IDX_W(NI_W)) u_unexp_pick (
 );
 
 nic_sched_mux #(.N(NIS), .W(NODE_W)) u_unexp_src_mux (
-    .data(recv_src), .sel(unexp_oh), .out(unexp_src)
+    .data(rx_src), .sel(unexp_oh), .out(unexp_src)
 );
 
 nic_sched_mux #(.N(NIS), .W(FLOW_W)) u_unexp_flow_mux (
-    .data(recv_flow), .sel(unexp_oh), .out(unexp_flow)
+    .data(rx_flow), .sel(unexp_oh), .out(unexp_flow)
 );
 
 // errors of this cycle and the saturating counter
@@ -400,7 +449,7 @@ always @* begin : err_logic
     n_err = {{(EADD_W-1){1'b0}}, load_bad} + {{(EADD_W-1){1'b0}}, timeout};
     for (p = 0; p < NIS; p = p + 1) begin
         n_err = n_err + {{(EADD_W-1){1'b0}}, unexpected[p]} + {{(EADD_W-1){1'b0}}, spurious[p]}
-            + {{(EADD_W-1){1'b0}}, wrong[p]};
+            + {{(EADD_W-1){1'b0}}, rx_wrong[p]};
     end
     err_sum = {{EADD_W{1'b0}}, err_count_reg} + {{ERR_W{1'b0}}, n_err};
 end
@@ -465,7 +514,7 @@ always @(posedge clk) begin
             err_count_reg <= (err_sum > ERR_MAX) ? {ERR_W{1'b1}} : err_sum[ERR_W-1:0];
         end
         ev_unexp_reg <= unexp_any;
-        ev_wrong_src_reg <= |wrong;
+        ev_wrong_src_reg <= |rx_wrong;
         ev_timeout_reg <= timeout;
         if (tmo_clear) begin
             tmo_cnt_reg <= {TMO_W{1'b0}};

@@ -32,6 +32,8 @@ module nic_top #(
     parameter ADD_LAT = 0,
     // NIs: sends in flight, transmit and receive streams (1..16)
     parameter NIS = 1,
+    // the scheduler's pipeline registers (0..1; nic_scheduler.v)
+    parameter SCHED_PIPE = 0,
     // derived; do not override
     parameter ADDR_W = (DEPTH > 1) ? $clog2(DEPTH) : 1,
     parameter BA_W = $clog2(BUF_WORDS),
@@ -127,6 +129,7 @@ initial begin
     if (BA_W != $clog2(BUF_WORDS)) $fatal(1, "nic_top: BA_W is derived; do not override");
     if (ADD_LAT < 0 || ADD_LAT > 7) $fatal(1, "nic_top: ADD_LAT = %0d out of range 0..7", ADD_LAT);
     if (NIS < 1 || NIS > 16) $fatal(1, "nic_top: NIS = %0d out of range 1..16", NIS);
+    if (SCHED_PIPE < 0 || SCHED_PIPE > 1) $fatal(1, "nic_top: SCHED_PIPE = %0d out of range 0..1", SCHED_PIPE);
     if (NI_W != ((NIS > 1) ? $clog2(NIS) : 1)) $fatal(1, "nic_top: NI_W is derived; do not override");
 end
 `endif
@@ -157,7 +160,7 @@ wire [NIS*NODE_W-1:0] rs_port = {NIS{r_src}};
 
 nic_scheduler #(
     .DEPTH(DEPTH), .NIS(NIS), .FLOW_W(FLOW_W), .NODE_W(NODE_W), .STEP_W(STEP_W), .LEN_W(LEN_W),
-    .CNT_W(CNT_W), .ERR_W(ERR_W), .TMO_W(TMO_W)
+    .CNT_W(CNT_W), .ERR_W(ERR_W), .TMO_W(TMO_W), .SCHED_PIPE(SCHED_PIPE)
 ) u_sched (
     .clk(clk), .rst(rst), .clear(clear),
     .load_valid(load_valid), .load_addr(load_addr), .load_op(load_op), .load_flow(load_flow),

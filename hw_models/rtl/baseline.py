@@ -77,6 +77,7 @@ GENERIC_CONFIGS = {
 
 #: configurations placed and routed on ECP5 (hw_models.rtl.pnr): minutes each
 ECP5_CONFIGS = ("nic_scheduler DEPTH=16 NIS=1", "nic_scheduler DEPTH=64 NIS=1", "nic_scheduler DEPTH=64 NIS=4",
+                "nic_scheduler DEPTH=64 NIS=4 SCHED_PIPE=1",
                 "nic_datapath LANES=4 fp32 BUF_WORDS=64", "nic_datapath LANES=4 fp32 BUF_WORDS=64 ADD_LAT=6",
                 "nic_datapath LANES=4 fp32 BUF_WORDS=64 ADD_LAT=7")
 
@@ -105,6 +106,6 @@ def ecp5_job(name: str):
     top, *params = name.split()
     kv = dict(p.split("=") for p in params if "=" in p)
     if top == "nic_scheduler":
-        return scheduler_job(int(kv["DEPTH"]), int(kv["NIS"]))
+        return scheduler_job(int(kv["DEPTH"]), int(kv["NIS"]), pipe=int(kv.get("SCHED_PIPE", 0)))
     return datapath_job(top, int(kv["LANES"]), int("fp32" in params), buf_words=int(kv["BUF_WORDS"]),
                         add_lat=int(kv.get("ADD_LAT", 0)), nis=int(kv.get("NIS", 1)))

@@ -69,7 +69,8 @@ class Scoreboard:
       than an entry expects, is a wrong-source error; ``timeout_cycles`` consecutive cycles
       of ``running`` without progress (handshake, receive, ``ni_done``) are one timeout
       error; both count in ``err_count``, and ``ev_unexp``/``ev_wrong_src``/``ev_timeout``
-      pulse in the cycle after the edge that saw them;
+      pulse in the cycle after the edge that saw them (with the pipelined variant,
+      ``params.pipe`` 1, a receive's errors count, pulse and are recorded one edge later);
     * when ``done`` rises, every REDUCE/GATHER entry of the table has been sent.
     """
 
@@ -93,6 +94,7 @@ class Scoreboard:
         self.err_first: tuple[int, int] | None = None
         self.events = (0, 0, 0)  # ev_unexp, ev_wrong_src, ev_timeout predicted for this cycle
         self.idle = 0  # consecutive running cycles without progress
+        self.rx_late = (0, 0, None)  # pipe 1: the last edge's receive errors (unexpected, wrong, first)
 
     def _flag(self, what: str) -> None:
         self.violations.append((self.cycle, what))
@@ -169,6 +171,7 @@ class Scoreboard:
         # ---- receives: a message is expected while some entry of its flow and op needs one
         recv = inp.get("recv") or []
         seen: dict[tuple[int, int], int] = {}
+        first = None
         for item in recv:
             if item is None:
                 continue
@@ -176,14 +179,17 @@ class Scoreboard:
             prior = seen.get((f, o), 0)
             needed = any(r[1] == f and r[5] == o and self.count[a] + prior < r[6] for a, r in self.rows.items())
             if any(r[1] == f and r[5] == o and r[8] and r[7] != s for r in self.rows.values()):
-                errors += 1
                 n_wrong += 1
             if not needed:
-                errors += 1
                 n_unexp += 1
-                if self.err_first is None:
-                    self.err_first = (s, f)
+                if first is None:
+                    first = (s, f)
             seen[(f, o)] = prior + 1
+        if p.pipe:  # counted at the next edge
+            (n_unexp, n_wrong, first), self.rx_late = self.rx_late, (n_unexp, n_wrong, first)
+        errors += n_unexp + n_wrong
+        if first is not None and self.err_first is None:
+            self.err_first = first
         for a, r in self.rows.items():
             m = seen.get((r[1], r[5]), 0)
             if m:

@@ -171,9 +171,10 @@ def place_and_route(job: PnrJob, sources: Sequence[Path], *, part: Ecp5Part | No
                   nextpnr=nextpnr_v, seconds=round(time.perf_counter() - t0, 1), parameters=dict(job.parameters))
 
 
-def scheduler_job(depth: int, nis: int, *, top: str = "nic_scheduler") -> PnrJob:
-    """The scheduler (other parameters at their defaults) at DEPTH and NIS."""
-    return PnrJob(top=top, parameters=(("DEPTH", depth), ("NIS", nis)), label=f"DEPTH={depth} NIS={nis}")
+def scheduler_job(depth: int, nis: int, *, top: str = "nic_scheduler", pipe: int = 0) -> PnrJob:
+    """The scheduler (other parameters at their defaults) at DEPTH and NIS, and SCHED_PIPE when set."""
+    params = (("DEPTH", depth), ("NIS", nis)) + ((("SCHED_PIPE", pipe),) if pipe else ())
+    return PnrJob(top=top, parameters=params, label=" ".join(f"{k}={v}" for k, v in params))
 
 
 def datapath_job(module: str, lanes: int, fmt: int, *, buf_words: int = 64, add_lat: int = 0,

@@ -264,3 +264,62 @@ def test_random_tables_keep_the_contract_invariants(seed):
     assert sorted(issued_at) == sends
     assert m.outputs()["err"] == 0
     assert m.tab[: len(rows), 9].all()  # every entry issued or retired
+
+
+# ---- the pipelined variant (PIPE 1, the RTL's SCHED_PIPE): hand-derived against PIPE 0 ----
+
+
+def test_pipe1_offers_a_send_one_cycle_later_and_keeps_full_throughput():
+    """Registered eligibility: the entry is eligible during cycle 2 (running), the request
+    register takes it at the edge after cycle 3 instead of cycle 2; two entries of a step still
+    go out on back-to-back handshakes."""
+    def trace(pipe):
+        m = make(nis=2, pipe=pipe)
+        m.load_table([[OP_REDUCE, 3, 5, 0, 100, 0, 0], [OP_GATHER, 4, 6, 0, 50, 0, 0]])
+        m.tick(start=1)
+        return [m.tick(send_ready=1) for _ in range(6)]
+
+    t0, t1 = trace(0), trace(1)
+    v0 = [o["send_valid"] for o in t0]
+    v1 = [o["send_valid"] for o in t1]
+    assert v0 == [0, 1, 1, 0, 0, 0]  # cycles 2..7: offered in cycles 3 and 4 (entries 0, 1)
+    assert v1 == [0, 0, 1, 1, 0, 0]  # one cycle later, still back to back
+    assert [o["send_entry"] for o in t1[2:4]] == [0, 1] and [o["send_ni"] for o in t1[2:4]] == [0, 1]
+    assert (t1[2]["send_flow"], t1[2]["send_peer"], t1[2]["send_len"]) == (3, 5, 100)
+
+
+def test_pipe1_receive_errors_count_one_edge_later():
+    """An unexpected message in cycle c: err_count/err/err_src and ev_unexp show it in cycle
+    c + 1 at PIPE 0, in cycle c + 2 at PIPE 1; its count toward an entry is not delayed."""
+    def trace(pipe):
+        m = make(nis=2, pipe=pipe)
+        m.load_table([[OP_REDUCE, 7, 1, 0, 8, OP_REDUCE, 1]])
+        m.tick(start=1)
+        m.tick(recv=[None, (9, OP_REDUCE, 4)])  # no entry of flow 9: unexpected (port 1)
+        return [m.outputs()] + [m.tick() for _ in range(2)][1:]
+
+    (a0, b0), (a1, b1) = trace(0), trace(1)
+    assert (a0["err_count"], a0["ev_unexp"], a0["err_src"], a0["err_flow"]) == (1, 1, 4, 9)
+    assert (b0["err_count"], b0["ev_unexp"]) == (1, 0)
+    assert (a1["err_count"], a1["err"], a1["ev_unexp"], a1["err_src"]) == (0, 0, 0, 0)
+    assert (b1["err_count"], b1["err"], b1["ev_unexp"], b1["err_src"], b1["err_flow"]) == (1, 1, 1, 4, 9)
+
+
+def test_pipe1_a_delayed_error_meets_a_bad_load_in_one_saturating_add():
+    """A wrong-source message, then a bad load at the next edge: PIPE 1 counts both at that
+    edge (err_count 0 -> 2 in one add); a clear in between drops the delayed one."""
+    m = make(nis=1, pipe=1, err_w=2)
+    m.load_table([[OP_REDUCE, 7, 1, 0, 8, OP_REDUCE, 2, 3, 1]])  # checks source 3
+    m.tick(recv=[(7, OP_REDUCE, 5)])  # wrong source (and needed: counted)
+    o = m.tick(load_valid=1, load_addr=0, load_op=3)  # bad op: an error at this edge
+    assert o["err_count"] == 0
+    o = m.outputs()
+    assert (o["err_count"], o["ev_wrong_src"]) == (2, 1)
+    m.tick(recv=[(7, OP_REDUCE, 6)])  # wrong source again...
+    m.tick(clear=1)  # ...dropped by the clear before it is counted
+    assert m.outputs()["err_count"] == 0 and m.tick()["err_count"] == 0
+
+
+def test_pipe_out_of_range_is_refused():
+    with pytest.raises(ConfigError, match="PIPE = 2"):
+        SchedulerParams(pipe=2)

@@ -136,7 +136,8 @@ async def allreduce_bench(dut):
     assert max(len(t) for t in tables) <= depth
 
     lock = (_Lockstep(dut, n, SchedulerParams(depth=depth, nis=nis, flow_w=flow_w, node_w=node_w, step_w=step_w,
-                                              len_w=len_w, cnt_w=cnt_w, err_w=j["ERR_W"]))
+                                              len_w=len_w, cnt_w=cnt_w, err_w=j["ERR_W"],
+                                              pipe=j.get("SCHED_PIPE", 0)))
             if j.get("lockstep") else None)
     drive = {"rst": 1, "clear": 0, "start": 0, "load_valid": 0, "load_addr": 0, "load_op": 0, "load_flow": 0,
              "load_peer": 0, "load_step": 0, "load_len": 0, "load_dep_op": 0, "load_dep_count": 0}

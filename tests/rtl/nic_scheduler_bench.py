@@ -66,7 +66,8 @@ async def reset(dut):
                                            {"rst": 1}, {}, {"start": 1}, {"send_ready": 1}, {"clear": 1}, {}]
     r, outs, _ = await _run(dut, p, TraceSource(trace), job["sim"])
     assert all(v == 0 for v in outs[0].values())
-    assert outs[4]["send_valid"] == 1 and outs[6]["err"] == 1 and outs[9]["running"] == 1  # things happened...
+    # (SCHED_PIPE 1: the request is offered a cycle later)
+    assert outs[4 + p.pipe]["send_valid"] == 1 and outs[6]["err"] == 1 and outs[9]["running"] == 1  # things happened...
     for k in (7, 11):  # ...and are gone the cycle after rst / clear
         assert all(v == 0 for v in outs[k].values()), outs[k]
 
@@ -96,19 +97,21 @@ async def load_and_read_back(dut):
 
 @cocotb.test()
 async def single_flow(dut):
-    """The hand-derived trace of tests/nic/test_scheduler_model.py, on the RTL."""
+    """The hand-derived trace of tests/nic/test_scheduler_model.py, on the RTL (SCHED_PIPE 1:
+    the same, one cycle later from the take on)."""
     job, p = _job()
-    trace = [{"rst": 1}] + _load([[OP_REDUCE, 3, 5, 0, 6, 0, 0]]) + [
-        {"start": 1}, {}, {"send_ready": 0}, {"send_ready": 1}, {}, {"ni_done": 1}, {}, {}]
+    d = p.pipe
+    trace = [{"rst": 1}] + _load([[OP_REDUCE, 3, 5, 0, 6, 0, 0]]) + [{"start": 1}, {}] + [{}] * d + [
+        {"send_ready": 0}, {"send_ready": 1}, {}, {"ni_done": 1}, {}, {}]
     r, outs, _ = await _run(dut, p, TraceSource(trace), job["sim"])
-    assert outs[3]["running"] == 1 and outs[3]["send_valid"] == 0  # taken into the request register
-    o = outs[4]  # offered, not taken
+    assert outs[3]["running"] == 1 and outs[3 + d]["send_valid"] == 0  # taken into the request register
+    o = outs[4 + d]  # offered, not taken
     assert o["send_valid"] == 1
     assert (o["send_entry"], o["send_flow"], o["send_peer"], o["send_len"], o["send_op"], o["send_ni"]) == (0, 3, 5, 6, 0, 0)
-    assert outs[5] == o  # held, then the handshake
-    assert outs[6]["send_valid"] == 0 and outs[6]["ni_busy"] == 1
-    assert outs[7]["ni_busy"] == 1 and outs[8]["ni_busy"] == 0 and outs[8]["done"] == 0
-    assert outs[9]["done"] == 1 and outs[9]["running"] == 0 and outs[9]["err"] == 0
+    assert outs[5 + d] == o  # held, then the handshake
+    assert outs[6 + d]["send_valid"] == 0 and outs[6 + d]["ni_busy"] == 1
+    assert outs[7 + d]["ni_busy"] == 1 and outs[8 + d]["ni_busy"] == 0 and outs[8 + d]["done"] == 0
+    assert outs[9 + d]["done"] == 1 and outs[9 + d]["running"] == 0 and outs[9 + d]["err"] == 0
 
 
 @cocotb.test()
@@ -176,10 +179,12 @@ async def simultaneous_receives(dut):
     recv = [(1, OP_REDUCE, (5 + k) % (1 << p.node_w)) for k in range(n)]
     trace = [{"rst": 1}] + _load(rows) + [{"start": 1}, {}, {"recv": recv}, {}, {}, {}]
     r, outs, _ = await _run(dut, p, TraceSource(trace), job["sim"])
-    k = 1 + len(rows) + 3  # the cycle after the receives: the entry is taken into the request register
+    # the cycle after the receives: the entry is taken into the request register (SCHED_PIPE 1:
+    # a cycle later, and the surplus is counted a cycle later)
+    k = 1 + len(rows) + 3 + p.pipe
     assert outs[k + 1]["send_valid"] == 1 and outs[k]["send_valid"] == 0
     surplus = n - cnt
-    assert outs[k]["err_count"] == surplus
+    assert outs[k]["err_count"] == surplus and outs[k - 1]["err_count"] == 0
     if surplus:
         assert (outs[k]["err_src"], outs[k]["err_flow"]) == (recv[cnt][2], 1)
 
@@ -214,13 +219,17 @@ async def unexpected_messages(dut):
     ]
     if p.depth < (1 << p.addr_w):
         trace.insert(-1, {"load_valid": 1, "load_addr": p.depth, "load_op": 0})  # beyond DEPTH
-    trace += [{"recv": [(flow_x, OP_REDUCE, 0)]} for _ in range(10)] + [{}]
+    trace += [{"recv": [(flow_x, OP_REDUCE, 0)]} for _ in range(10)] + [{}] * (1 + p.pipe)
     r, outs, _ = await _run(dut, p, TraceSource(trace), job["sim"])
     base = 1 + len(rows)
-    assert outs[base + 1]["err"] == 0
-    assert outs[base + 2]["err"] == 1 and outs[base + 2]["err_count"] == 1
-    assert (outs[base + 2]["err_src"], outs[base + 2]["err_flow"]) == (src, flow_x)
-    assert outs[base + 3]["err_count"] == 2 and outs[base + 4]["err_count"] == 3 and outs[base + 5]["err_count"] == 4
+    d = p.pipe  # SCHED_PIPE 1: a receive's error counts an edge later (the spurious done and the bad load do not)
+    assert outs[base + 1 + d]["err"] == 0
+    assert outs[base + 2 + d]["err"] == 1 and outs[base + 2 + d]["err_count"] == 1
+    assert (outs[base + 2 + d]["err_src"], outs[base + 2 + d]["err_flow"]) == (src, flow_x)
+    if d:  # the surplus and the spurious done at the same edge
+        assert outs[base + 4]["err_count"] == 3 and outs[base + 5]["err_count"] == 4
+    else:
+        assert outs[base + 3]["err_count"] == 2 and outs[base + 4]["err_count"] == 3 and outs[base + 5]["err_count"] == 4
     assert (outs[-1]["err_src"], outs[-1]["err_flow"]) == (src, flow_x)  # the first one is kept
     total = 4 + (1 if p.depth < (1 << p.addr_w) else 0) + 10
     assert outs[-1]["err_count"] == min(total, (1 << p.err_w) - 1)

@@ -28,10 +28,14 @@ HDL_PARAMS = {
     "d8n2wide": SchedulerParams(depth=8, nis=2, flow_w=16, node_w=16, step_w=16, len_w=32, cnt_w=4, err_w=32),
     # the most NIs (receive ports) one scheduler serves
     "d16n16": SchedulerParams(depth=16, nis=16),
+    # the pipelined variant (SCHED_PIPE 1): registered eligibility and receive checks
+    "d6n3narrowp1": SchedulerParams(depth=6, nis=3, flow_w=3, node_w=3, step_w=4, len_w=6, cnt_w=2, err_w=3, pipe=1),
+    "d64n4p1": SchedulerParams(depth=64, nis=4, pipe=1),
+    "d1n1p1": SchedulerParams(depth=1, nis=1, pipe=1),
 }
 
 #: Parameter sets that run only with ``-m slow`` (each is a Verilator build and a minute of benches).
-SLOW_TAGS = {"d8n2wide", "d16n16"}
+SLOW_TAGS = {"d8n2wide", "d16n16", "d64n4p1", "d1n1p1"}
 
 
 def tag_params(tags=None):

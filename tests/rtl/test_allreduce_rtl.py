@@ -38,6 +38,9 @@ NIS4_CASES = [("multitree", 0, 2, 1, 9, False, 0, 4), ("multitree", 1, 2, 2, 10,
               ("ring", 0, 2, 0, 11, False, 0, 4)]
 # 64 NICs on an 8x8 torus (Verilator, -m slow): MultiTree's 64 flows, one word each
 TORUS8_CASES = [("multitree", 0, 1, 1, 12, False, 0), ("multitree", 1, 1, 1, 13, False, 0)]
+# the scheduler's pipeline registers (SCHED_PIPE 1), four NIs, in lockstep with the model at PIPE 1
+PIPE_CASES = [("multitree", 0, 2, 1, 12, False, 0, 4, 1)]
+SLOW_PIPE_CASES = [("multitree", 1, 2, 2, 13, False, 0, 4, 1)]
 VERILATOR_DEFAULT: set = set()
 
 
@@ -45,7 +48,7 @@ def beats_per_chunk(s) -> int:
     return BEATS_PER_CHUNK if s.num_flows <= 16 else 1
 
 
-def _params(fmt, lanes, add_lat=0, s=None, nis=1):
+def _params(fmt, lanes, add_lat=0, s=None, nis=1, pipe=0):
     """HDL parameters; for schedule ``s``: a buffer word per beat of every flow, and table
     rows (a power of two, 64 at least) for its nodes' tables."""
     flows, rows = (16, 64) if s is None else (s.num_flows, max(len(t) for t in node_tables(s)))
@@ -53,28 +56,31 @@ def _params(fmt, lanes, add_lat=0, s=None, nis=1):
     words = flows * (BEATS_PER_CHUNK if s is None else beats_per_chunk(s))
     return {"N": 16 if s is None else s.num_nodes, "DEPTH": depth, "LANES": lanes, "FMT": fmt, "BUF_WORDS": words, "FLOW_W": 8,
             "NODE_W": 8, "STEP_W": 8, "LEN_W": 16, "CNT_W": 4, "ERR_W": 16, **({"ADD_LAT": add_lat} if add_lat else {}),
-            **({"NIS": nis} if nis > 1 else {})}
+            **({"NIS": nis} if nis > 1 else {}), **({"SCHED_PIPE": pipe} if pipe else {})}
 
 
-def allreduce_job(algo, fmt, lanes, pkt, seed, in_order, add_lat=0, nis=1, torus="4x4"):
+def allreduce_job(algo, fmt, lanes, pkt, seed, in_order, add_lat=0, nis=1, pipe=0, torus="4x4"):
     """(schedule, HDL parameters, job) of one all-reduce case on a ``torus`` (its size); with several NIs,
     the lockstep with the model too."""
     s = build(parse_spec(f"torus:{torus}" if nis == 1 else f"torus:{torus}:c{nis}"), algo)  # the schedule for nis NIs
     job = {"schedule": s.to_json(), "M": s.num_flows * beats_per_chunk(s) * lanes, "seed": seed, "pkt_beats": pkt,
            "max_cycles": 20000 + 20 * s.num_transfers * beats_per_chunk(s) // s.num_nodes,
            "p_ready": 0.6, "p_gap": 0.3, "max_latency": 6, "in_order": in_order, "lockstep": nis > 1}
-    return s, _params(fmt, lanes, add_lat, s, nis), job
+    return s, _params(fmt, lanes, add_lat, s, nis, pipe), job
 
 
 def _label(c):
     return (f"{c[0]}-{('int32', 'fp32')[c[1]]}-lanes{c[2]}-pkt{c[3]}" + ("-schedule_order" if c[5] else "")
-            + (f"-lat{c[6]}" if c[6] else "") + (f"-nis{c[7]}" if len(c) > 7 else ""))
+            + (f"-lat{c[6]}" if c[6] else "") + (f"-nis{c[7]}" if len(c) > 7 else "") + ("-pipe" if len(c) > 8 and c[8] else ""))
 
 
 @pytest.mark.parametrize("sim,case", sim_cases(CASES, VERILATOR_DEFAULT, lambda c: c, _label)
                          + [pytest.param(*p.values, marks=(*p.marks, pytest.mark.slow), id=p.id)
                             for p in sim_cases(SLOW_CASES, set(), lambda c: c, _label)]
-                         + sim_cases(NIS4_CASES, set(), lambda c: c, _label))
+                         + sim_cases(NIS4_CASES, set(), lambda c: c, _label)
+                         + sim_cases(PIPE_CASES, set(), lambda c: c, _label)
+                         + [pytest.param(*p.values, marks=(*p.marks, pytest.mark.slow), id=p.id)
+                            for p in sim_cases(SLOW_PIPE_CASES, set(), lambda c: c, _label)])
 def test_sixteen_rtl_nics_all_reduce_to_the_reference_sums_under_backpressure(sim, case, tmp_path):
     algo, fmt, lanes, pkt, seed, in_order = case[:6]
     s, params, job = allreduce_job(*case)

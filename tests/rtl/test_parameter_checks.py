@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from hw_models.toolchain import RTL_DIR, axil_sources, datapath_sources, have_icarus
+from hw_models.toolchain import RTL_DIR, axil_sources, datapath_sources, have_icarus, rtl_sources
 
 pytestmark = pytest.mark.skipif(not have_icarus(), reason="Icarus Verilog (iverilog) is not installed")
 
@@ -21,6 +21,8 @@ CASES = [
     ("nic_sched_entry", [RTL_DIR / "nic_sched_entry.v"], "FLOW_W=17", "FLOW_W = 17 out of range 1..16"),
     # 16 ports need a 4-bit count of earlier ports (0..15); 3 bits cannot hold it
     ("nic_sched_entry", [RTL_DIR / "nic_sched_entry.v"], "NIS=16 PRIOR_W=3", "PRIOR_W = 3 out of range"),
+    ("nic_sched_entry", [RTL_DIR / "nic_sched_entry.v"], "PIPE=2", "PIPE = 2 out of range 0..1"),
+    ("nic_scheduler", rtl_sources(), "SCHED_PIPE=2", "nic_scheduler: SCHED_PIPE = 2 out of range 0..1"),
     ("nic_sched_mux", [RTL_DIR / "nic_sched_mux.v"], "N=0", "N = 0 must be at least 1"),
     ("nic_sched_ram", [RTL_DIR / "nic_sched_ram.v"], "DEPTH=5 ADDR_W=2", "cannot address DEPTH = 5 words"),
     ("nic_sched_ram", [RTL_DIR / "nic_sched_ram.v"], "DEPTH=4 ADDR_W=17", "ADDR_W = 17 out of range 1..16"),
@@ -32,6 +34,7 @@ CASES = [
     ("nic_top", None, "ADD_LAT=8", "nic_top: ADD_LAT = 8 out of range 0..7"),
     ("nic_top", None, "NIS=17", "nic_top: NIS = 17 out of range 1..16"),
     ("nic_top", None, "NIS=4 NI_W=1", "nic_top: NI_W is derived"),
+    ("nic_top", None, "SCHED_PIPE=2", "nic_top: SCHED_PIPE = 2 out of range 0..1"),
     ("nic_datapath", None, "NIS=0", "nic_datapath: NIS = 0 out of range 1..16"),
     ("nic_reduce_add", [RTL_DIR / "nic_fp32_add.v", RTL_DIR / "nic_reduce_add.v"], "ADD_LAT=8",
      "nic_reduce_add: ADD_LAT = 8 out of range 0..7"),

@@ -20,6 +20,7 @@ from hw_models.rtl.stimulus import (Environment, multitree_node_tables, params_f
                                     table_episodes)
 from hw_models.rtl.lint import lint_warnings
 from hw_models.toolchain import have_icarus, rtl_sources
+from nic.scheduler import SchedulerParams
 
 
 def _assert_clean(r):
@@ -48,6 +49,18 @@ def test_every_4x4_multitree_node_table_matches_the_model(sim, spec, tmp_path):
     _assert_clean(r)
     assert r.schedules == len(tables) == 16
     assert all(e["err_count"] == 0 for e in r.episodes)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sim", SIMS)
+def test_every_4x4_c4_multitree_node_table_matches_the_pipelined_model(sim, tmp_path):
+    """SCHED_PIPE 1 on the 4-NI MultiTree tables: lockstep, and no error."""
+    tables, nis, _src = multitree_node_tables("torus:4x4:c4")
+    params = HDL_PARAMS["d64n4p1"]
+    assert params_for_tables(tables, nis) == SchedulerParams(**{**params.__dict__, "pipe": 0})
+    r = regress(sim, params, table_episodes(tables, "torus:4x4:c4"), out_dir=tmp_path)
+    _assert_clean(r)
+    assert r.schedules == 16 and all(e["err_count"] == 0 for e in r.episodes)
 
 
 @pytest.mark.slow

@@ -36,6 +36,21 @@ def test_the_scoreboard_agrees_with_the_model_on_random_runs_with_errors(params)
     assert sb.sends > 20 and sb.flagged > 0  # it saw sends and predicted errors
 
 
+def test_the_scoreboard_agrees_with_the_pipelined_model_and_knows_its_delay():
+    """PIPE 1 (registered receive checks): a scoreboard of the same variant agrees with the
+    model; one of PIPE 0 fed the same outputs flags the errors as counted an edge late."""
+    eps = [random_episode(s, NARROW, errors=True) for s in range(12)]
+    p1 = SchedulerParams(**{**NARROW.__dict__, "pipe": 1})
+    sb = _run(p1, eps)
+    assert sb.violations == [] and sb.flagged > 0 and sb.sends > 10
+
+    env, m, sb0 = Environment(p1, eps), ModelStepper(p1), Scoreboard(NARROW)
+    while (inp := env.next_inputs(o := m.outputs())) is not None:
+        sb0.feed(o, inp)
+        m.edge(inp)
+    assert any("err_count" in what for _, what in sb0.violations)
+
+
 def _script(params, trace, outs_at):
     """Feed ``trace`` with the model's outputs, except where ``outs_at(cycle, outs)`` changes them."""
     m = ModelStepper(params)

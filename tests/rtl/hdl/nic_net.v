@@ -23,6 +23,7 @@ module nic_net #(
     parameter ERR_W = 16,
     parameter NIS = 1,
     parameter ADD_LAT = 0,
+    parameter SCHED_PIPE = 0,
     parameter ADDR_W = (DEPTH > 1) ? $clog2(DEPTH) : 1,
     parameter BA_W = $clog2(BUF_WORDS),
     parameter DW = LANES * 32,
@@ -71,7 +72,8 @@ generate
     for (i = 0; i < N; i = i + 1) begin : g_node
         nic_top #(
             .DEPTH(DEPTH), .LANES(LANES), .FMT(FMT), .BUF_WORDS(BUF_WORDS), .FLOW_W(FLOW_W), .NODE_W(NODE_W),
-            .STEP_W(STEP_W), .LEN_W(LEN_W), .CNT_W(CNT_W), .ERR_W(ERR_W), .NIS(NIS), .ADD_LAT(ADD_LAT)
+            .STEP_W(STEP_W), .LEN_W(LEN_W), .CNT_W(CNT_W), .ERR_W(ERR_W), .NIS(NIS), .ADD_LAT(ADD_LAT),
+            .SCHED_PIPE(SCHED_PIPE)
         ) u_nic (
             .clk(clk), .rst(rst), .clear(clear), .node_id(i[NODE_W-1:0]), .cfg_pkt_beats(cfg_pkt_beats),
             .load_valid(load_valid[i]), .load_addr(load_addr[i*ADDR_W +: ADDR_W]), .load_op(load_op[i*2 +: 2]),
