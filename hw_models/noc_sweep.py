@@ -1,5 +1,5 @@
 """``hw-models noc sweep-load``: a load-latency sweep whose every point is a point of sweep
-kind ``noc_load``, run one at a time in this process through :mod:`hw_models.sweep.plan`
+kind ``noc_load``, run one at a time (in this process unless ``--workers``/``--dask``) through :mod:`hw_models.sweep.plan`
 into the output directory's sweep store (``<out>/runs.sqlite``), where the next load is
 chosen from the points before it (:func:`noc.flitsim_sweep.sweep_load`). A point the store
 holds finished is reused (a re-run resumes; ``--fresh`` runs every point again); Ctrl-C, a
