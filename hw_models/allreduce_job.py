@@ -194,7 +194,7 @@ def _print_header(con, s: AllreduceSetup) -> None:
 def _run(con, s: AllreduceSetup):
     """(results, runs reused): the plan's points run into the store, a progress bar over them."""
     from hw_models import allreduce_sweep
-    from hw_models.job import run_points
+    from hw_models.job import backend, run_points
     from noc.base.units import format_size_bytes
 
     def describe(point):
@@ -203,7 +203,7 @@ def _run(con, s: AllreduceSetup):
 
     req = s.request
     return run_points(con, len(s.plan.configs), s.store_path, lambda on_event: allreduce_sweep.run_sweep(
-        s.plan, s.store_path, fresh=req.fresh, workers=0 if req.workers is None and req.dask is None else req.workers, dask=req.dask, on_event=on_event), describe)
+        s.plan, s.store_path, fresh=req.fresh, **backend(req.workers, req.dask), on_event=on_event), describe)
 
 
 def _write_rows(con, s: AllreduceSetup, name: str, rows: list[dict], draw=None) -> list[Path]:

@@ -19,6 +19,13 @@ def output_dir(out: Optional[Path], cfg, source: str, command: str) -> tuple[Pat
     return Path(cfg.run.out_dir) / command, f"{source}: run.out_dir = {cfg.run.out_dir!r}: its directory"
 
 
+def backend(workers: Optional[int], dask: Optional[str]) -> dict:
+    """``run_plan``'s ``workers``/``dask`` from a command's ``--workers``/``--dask``: this
+    process (0) unless either is given; both given is refused by the executor, as
+    ``hw-models sweep`` refuses it."""
+    return {"workers": 0 if workers is None and dask is None else workers, "dask": dask}
+
+
 def run_points(con, total: int, store_path: Path, run: Callable, describe: Callable, last: Optional[str] = None):
     """``run(on_event)`` (a run of ``total`` points into the store at ``store_path``, calling
     ``on_event(event, point, outcome)`` after each) under a progress bar whose line

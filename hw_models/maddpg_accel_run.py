@@ -41,6 +41,8 @@ class AccelRequest:
     seed: int
     search: bool
     out: Optional[Path]
+    workers: Optional[int] = None  # 0 (this process) unless dask
+    dask: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -250,7 +252,7 @@ def _run(s: AccelSetup, profiles: dict) -> None:
     from types import SimpleNamespace
 
     from hw_models.console import console
-    from hw_models.job import run_points
+    from hw_models.job import backend, run_points
     from hw_models.report.maddpg_accel import pareto_figure, phase_figure, throughput_cells
     from hw_models.store import STORE_NAME, write_csv_atomic
     from hw_models.sweep.plan import run_plan
@@ -259,7 +261,8 @@ def _run(s: AccelSetup, profiles: dict) -> None:
 
     plan, groups = _plan(s)
     store = s.out_dir / STORE_NAME
-    ran = run_points(console(240), len(plan.configs), store, lambda on_event: run_plan(plan, store, on_event=on_event),
+    ran = run_points(console(240), len(plan.configs), store, lambda on_event: run_plan(
+        plan, store, **backend(s.req.workers, s.req.dask), on_event=on_event),
                      lambda p: f"{p.config['agents']} agents, {p.config['accel']['interconnect']}")
     designs = [_stored(c, m) for c, m in zip(plan.configs, ran.metrics)]
     rows, search_rows, found = [], [], {}

@@ -1,5 +1,5 @@
 """``hw-models noc sweep-load``: a load-latency sweep whose every point is a point of sweep
-kind ``noc_load``, run one at a time in this process through :mod:`hw_models.sweep.plan`
+kind ``noc_load``, run one at a time (in this process unless ``--workers``/``--dask``) through :mod:`hw_models.sweep.plan`
 into the output directory's sweep store (``<out>/runs.sqlite``), where the next load is
 chosen from the points before it (:func:`noc.flitsim_sweep.sweep_load`). A point the store
 holds finished is reused (a re-run resumes; ``--fresh`` runs every point again); Ctrl-C, a
@@ -72,8 +72,8 @@ class StoredPoints:
     unless ``fresh``), its :class:`noc.flit_traffic.RunStats` read back from the stored
     metrics. :meth:`stored` only reads: the sweep as far as the store holds it."""
 
-    def __init__(self, s: LoadSweep, fresh: bool) -> None:
-        self.s, self.fresh = s, fresh
+    def __init__(self, s: LoadSweep, fresh: bool, workers: Optional[int] = None, dask: Optional[str] = None) -> None:
+        self.s, self.fresh, self.workers, self.dask = s, fresh, workers, dask
         self.asked: set[str] = set()  # the keys of the points this sweep asked for
 
     def _points(self, traffic):
@@ -81,11 +81,12 @@ class StoredPoints:
 
     def __call__(self, traffic):
         from hw_models.sweep.kinds.noc_load import stats_from_metrics
+        from hw_models.job import backend
         from hw_models.sweep.plan import run_plan
 
         plan, points = self._points(traffic)
         self.asked.add(points[0].key)
-        ran = run_plan(plan, self.s.store_path, fresh=self.fresh, points=points)
+        ran = run_plan(plan, self.s.store_path, fresh=self.fresh, points=points, **backend(self.workers, self.dask))
         return stats_from_metrics(ran.metrics[0]), ran.summary.done == 0
 
     def stored(self, traffic):
@@ -118,7 +119,8 @@ def _as_stored(s: LoadSweep, points: StoredPoints, partial):
 
 
 def sweep_load(args: list[str] | None, booksim: Optional[Path], pattern: Optional[str], seed: Optional[int],
-               out: Optional[Path], yes: bool, fresh: bool) -> None:
+               out: Optional[Path], yes: bool, fresh: bool, workers: Optional[int] = None,
+               dask: Optional[str] = None) -> None:
     """The whole command: resolve, sweep with a progress bar, print and write (module docstring)."""
     import typer
 
@@ -133,7 +135,7 @@ def sweep_load(args: list[str] | None, booksim: Optional[Path], pattern: Optiona
               f"{router.flow_control}, {router.allocator if router.sw_allocator == 'vc_first' else router.sw_allocator}"
               f"{', BookSim2 semantics and methodology' if s.booksim else ''}; seed {tr.seed}")
     title = f"{t.name}, {tr.pattern} traffic"
-    points = StoredPoints(s, fresh)
+    points = StoredPoints(s, fresh, workers, dask)
     progress = progress_bar(con)
     task = progress.add_task("load points", total=s.sweep.max_points)
 

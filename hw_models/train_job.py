@@ -57,6 +57,8 @@ class TrainRequest:
     yes: bool
     fresh: bool
     export_chakra: Optional[Path] = None
+    workers: Optional[int] = None  # 0 (this process) unless dask
+    dask: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -284,17 +286,19 @@ def _print_header(con, s: TrainSetup) -> None:
 def _run(con, s: TrainSetup):
     """(the runs in the plan's order, runs reused, sizes simulated now per algorithm): the
     plan's points run into the store, a progress bar over them."""
-    from hw_models.job import run_points
+    from hw_models.job import backend, run_points
     from hw_models.sweep.kinds.training import forget_comms, simulations, train_run
     from hw_models.sweep.plan import resolve as resolve_points, run_plan
 
     points = resolve_points(s.plan)
     forget_comms()  # each size this command's runs need is simulated once per algorithm, and counted
     ran = run_points(con, len(points), s.store_path, lambda on_event: run_plan(
-        s.plan, s.store_path, fresh=s.request.fresh, on_event=on_event, points=points),
+        s.plan, s.store_path, fresh=s.request.fresh, **backend(s.request.workers, s.request.dask), on_event=on_event,
+        points=points),
         lambda point: point.values.get("label", ""), last="done")
     runs = [train_run(p.config, m) for p, m in zip(points, ran.metrics)]
-    sims = {a: simulations(points[0].config, a) for a in s.algorithms}
+    here = backend(s.request.workers, s.request.dask)["workers"] == 0  # else the workers simulated, uncounted
+    sims = {a: simulations(points[0].config, a) for a in s.algorithms} if here else None
     return points, runs, len(points) - ran.summary.done, sims
 
 
@@ -318,7 +322,7 @@ def run_train(req: TrainRequest) -> None:
     if s.pick is not None:
         written += _trace(con, s, points)
     done = "; ".join(f"{a}: " + (", ".join(f"{n} {k.replace('_', '-')}" for k, n in c.items() if n) or "none")
-                     for a, c in sims.items())
+                     for a, c in sims.items()) if sims is not None else "not counted (the runs ran on workers)"
     if req.model == "message" and s.exp.nics[s.design].tx_buffer_flits > 0:
         con.print(TX_QUEUE_NOTE, soft_wrap=True)
     con.print(f"{len(runs)} runs" + (f" ({reused} reused from {s.store_path.name})" if reused else "")

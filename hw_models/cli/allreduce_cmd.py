@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from hw_models.cli.options import ConfigFile, Dask, Fresh, Nis, Preset, Topology
+from hw_models.cli.options import ConfigFile, Dask, Fresh, Nis, Preset, Topology, Workers
 from nic.collectives import DEFAULT_ALGORITHMS, algorithm_choices
 from nic.variants import DESIGNS, variant_help
 
@@ -53,8 +53,7 @@ def allreduce(
     trace: Optional[Path] = typer.Option(None, "--trace", help="Also write a Chrome/Perfetto trace JSON of every run "
                                          "to this new file: a track per NI and per busy link, a slice per transfer "
                                          "(docs/reports.md)."),
-    workers: Optional[int] = typer.Option(None, "--workers", "-j", help="Local worker processes for the runs "
-                                          "(default 0: in this process), as `hw-models sweep` runs points."),
+    workers: Workers = None,
     dask: Dask = None,
 ) -> None:
     """Simulate all-reduces and print cycles and time, bus bandwidth, speedup over ring and % of the bound; write CSV and PNG."""

@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from hw_models.cli.options import FixedPoint
+from hw_models.cli.options import Dask, FixedPoint, Workers
 from maddpg.accel.parts import PARTS
 
 
@@ -41,10 +41,12 @@ def accel(
                                 "Pareto front, update time against DSPs (pareto.png)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory (default results/maddpg_accel/"
                                        "<part>_<datapath>); existing outputs are never replaced."),
+    workers: Workers = None,
+    dask: Dask = None,
 ) -> None:
     """Time one MADDPG update on per-agent FPGA engines with an on-chip agent interconnect; print a table by phase,
     write accel.csv and accel.png (and with --search, search.csv and pareto.png)."""
     from hw_models.maddpg_accel_run import AccelRequest, resolve, run
 
     run(resolve(AccelRequest(agents, interconnect, part, env, batch, fixed_point, engine, level, semantics, pcie, config,
-                             cpu, cpu_cache, seed, search, out)))
+                             cpu, cpu_cache, seed, search, out, workers, dask)))

@@ -30,6 +30,7 @@ from typing import Optional
 
 import typer
 
+from hw_models.cli.options import Dask, Workers
 from hw_models.noc_run import ARGS_HELP, BOOKSIM_HELP, SEED_HELP, YES_HELP
 
 app = typer.Typer(help="Flit-level network: synthetic traffic runs and load-latency sweeps.", no_args_is_help=True)
@@ -66,10 +67,12 @@ def sweep_load_cmd(
     yes: bool = typer.Option(False, "--yes", help=YES_HELP),
     fresh: bool = typer.Option(False, "--fresh", help="Simulate again the points already in the output directory's "
                                "sweep store (runs.sqlite); their new rows replace the old (default: reuse them, resume)."),
+    workers: Workers = None,
+    dask: Dask = None,
 ) -> None:
     """Offered load from near zero to saturation: zero-load latency, saturation throughput; table, CSV and PNG.
 
     Every finished point is kept in the output directory's sweep store (runs.sqlite), so an interrupted sweep resumes."""
     from hw_models.noc_sweep import sweep_load
 
-    sweep_load(args, booksim, pattern, seed, out, yes, fresh)
+    sweep_load(args, booksim, pattern, seed, out, yes, fresh, workers, dask)

