@@ -78,23 +78,15 @@ def run_train_system(sysname: str, *, workload, batch, device, topology, nis, al
     console.print(f"wrote {', '.join(str(w) for w in written)}{reused}", soft_wrap=True)
 
 
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        if v != v:
-            return "nan"
-        if abs(v) >= 1e4 and abs(v) != float("inf"):
-            return str(round(v))  # byte and sample counts in full, as the integer columns print
-        return f"{v:.4g}"
-    return str(v)
-
-
 def _table(console, title: str, rows: list[dict]) -> None:
     from rich.table import Table
+
+    from hw_models.report.writer import format_number
 
     table = Table(title=title)
     cols = [c for c in rows[0] if c != "system"]
     for c in cols:
         table.add_column(c.replace("_", " "), justify="left" if c == "run" else "right")
     for r in rows:
-        table.add_row(*[_fmt(r[c]) for c in cols])
+        table.add_row(*[str(r[c]) if r[c] is None else format_number(r[c]) for c in cols])  # None printed as "None"
     console.print(table)
