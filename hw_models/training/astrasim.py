@@ -174,17 +174,13 @@ class AstraAnalytical:
         """The double binary tree all-reduce of ``splits`` chunks of ``chunk`` bytes (module
         docstring): per NPU, when it is done with each chunk on each dimension."""
         e, red = self.endpoint_delay_ns, self.reduce_ns(chunk)
-        strides = [math.prod(self.npus[:d]) for d in range(len(self.npus))]
         done_dim = [0.0] * self.num_workers  # when each NPU is done with the chunk before on dimension d
         done = {}  # (npu, dim) -> when it is done with the chunk before there
         end = 0.0
         for k in range(self.splits):
             for d, n in enumerate(self.npus):
                 root, kids = binary_tree(n, root_max=k % 2 == 0)
-                for base in range(self.num_workers):
-                    if (base // strides[d]) % n:
-                        continue
-                    rank = [base + i * strides[d] for i in range(n)]
+                for rank in _lines(self, d):
                     if self.pipeline:
                         start = [max(done_dim[r] if d else 0.0, done.get((r, d), 0.0)) for r in rank]
                     else:
@@ -222,18 +218,34 @@ class AstraAnalytical:
                     out[c] = got + e
         return out
 
-    def stages_ns(self, kind: str, chunk: float) -> list[float]:
-        """One chunk's time on each dimension, in the order it visits them."""
-        stages = []
+    def dim_chunks(self, kind: str, chunk: float) -> list[float]:
+        """One chunk's bytes on each dimension, in the order it visits them: a reduce-scatter's
+        shrinks by each dimension's NPU count after it, an all-gather's grows before it."""
+        sizes = []
         if kind == "all_gather":
             chunk /= self.num_workers
-        for d, n in enumerate(self.npus):
+        for n in self.npus:
             if kind == "all_gather":
                 chunk *= n
-            stages.append(self.endpoint_delay_ns + self.phase_ns(d, kind, chunk))  # the first bundle's trip
+            sizes.append(chunk)
             if kind == "reduce_scatter":
                 chunk /= n
-        return stages
+        return sizes
+
+    def stages_ns(self, kind: str, chunk: float) -> list[float]:
+        """One chunk's time on each dimension, in the order it visits them."""
+        return [self.endpoint_delay_ns + self.phase_ns(d, kind, c)  # the first bundle's trip
+                for d, c in enumerate(self.dim_chunks(kind, chunk))]
+
+    def chunk_bytes(self, kind: str, nbytes: int) -> int:
+        """The bytes of each of ``splits`` chunks of a collective of ``nbytes`` (an all-gather's
+        size is each NPU's input), as ASTRA-sim cuts it; the double binary tree runs
+        all-reduces only."""
+        if self.algorithm == "doubleBinaryTree" and kind != "allreduce":
+            raise ConfigError(f"collective kind {kind!r}: doubleBinaryTree is an all-reduce only")
+        if kind == "all_gather":
+            return nbytes * self.num_workers // self.splits
+        return max(nbytes // self.splits, self.num_workers)  # ASTRA-sim's smallest chunk: one byte per NPU
 
     def collective_ns(self, kind: str, nbytes: int) -> float:
         """Nanoseconds of one collective of ``kind`` (:data:`COLLECTIVES`) moving ``nbytes``."""
@@ -241,14 +253,8 @@ class AstraAnalytical:
             raise ConfigError(f"collective kind {kind!r}: must be one of {', '.join(COLLECTIVES)}")
         if nbytes <= 0:
             return 0.0
-        if kind == "all_gather":
-            nbytes *= self.num_workers  # ASTRA-sim's all-gather size is each NPU's input
-        chunk = nbytes // self.splits
-        if kind != "all_gather" and chunk < self.num_workers:
-            chunk = self.num_workers  # ASTRA-sim's smallest chunk: one byte per NPU
+        chunk = self.chunk_bytes(kind, nbytes)
         if self.algorithm == "doubleBinaryTree":
-            if kind != "allreduce":
-                raise ConfigError(f"collective kind {kind!r}: doubleBinaryTree is an all-reduce only")
             return self.tree_ns(chunk)
         stages = self.stages_ns(kind, chunk)
         if not self.pipeline:
@@ -437,12 +443,7 @@ def _step_messages(msgs: _Messages, kind: str, chunk: int) -> None:
     stage's start); a dimension takes a chunk once the NPU is done with the chunk before on
     it."""
     model = msgs.model
-    sizes = []  # the chunk's size on each dimension (as stages_ns)
-    c = chunk / model.num_workers if kind == "all_gather" else chunk
-    for n in model.npus:
-        c = c * n if kind == "all_gather" else c
-        sizes.append(c)
-        c = c / n if kind == "reduce_scatter" else c
+    sizes = model.dim_chunks(kind, chunk)
     last_into: dict[tuple, list[int]] = {}  # (node, chunk, dim) -> the last step's messages into it
     for k in range(model.splits):
         for d, n in enumerate(model.npus):
@@ -525,15 +526,9 @@ def message_run(model: AstraAnalytical, kind: str, nbytes: int, congestion: str 
         raise ConfigError(f"collective kind {kind!r}: must be one of {', '.join(COLLECTIVES)}")
     if congestion not in CONGESTION:
         raise ConfigError(f"congestion = {congestion!r}: must be one of {', '.join(CONGESTION)}")
-    if kind == "all_gather":
-        nbytes *= model.num_workers
-    chunk = nbytes // model.splits
-    if kind != "all_gather" and chunk < model.num_workers:
-        chunk = model.num_workers
+    chunk = model.chunk_bytes(kind, nbytes)
     msgs = _Messages(model, congestion)
     if model.algorithm == "doubleBinaryTree":
-        if kind != "allreduce":
-            raise ConfigError(f"collective kind {kind!r}: doubleBinaryTree is an all-reduce only")
         _tree_messages(msgs, chunk)
     else:
         _step_messages(msgs, kind, chunk)
