@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -472,10 +472,6 @@ def _check_value(where: str, key: str, value: Any, rule: str) -> None:
         raise ConfigError(f"{where}.{key} = {value!r}: must be {rule}")
 
 
-def _pair(v: Any) -> Any:
-    return tuple(v) if isinstance(v, list) else v
-
-
 def workload_from_dict(data: dict[str, Any], source: str = "workload") -> Workload:
     """A :class:`Workload` from a layer list as plain data (what a JSON or TOML file holds):
 
@@ -531,12 +527,11 @@ def workload_from_dict(data: dict[str, Any], source: str = "workload") -> Worklo
         v = {key: spec.get(key, default) for key, (_, default) in keys.items()}
         try:
             if kind == "conv":
-                b.conv(name, v["out_channels"], _pair(v["kernel"]), _pair(v["stride"]), _pair(v["padding"]),
-                       v["groups"], v["bias"])
+                b.conv(name, v["out_channels"], v["kernel"], v["stride"], v["padding"], v["groups"], v["bias"])
             elif kind == "linear":
                 b.linear(name, v["out_features"], v["bias"])
             elif kind in ("maxpool", "avgpool"):
-                b.pool(name, kind, _pair(v["kernel"]), _pair(v["stride"]), _pair(v["padding"]), v["ceil_mode"])
+                b.pool(name, kind, v["kernel"], v["stride"], v["padding"], v["ceil_mode"])
             elif kind == "lrn":
                 b.lrn(name, v["size"])
             elif kind == "gemm":
@@ -678,7 +673,7 @@ def from_torch_module(module: Any, input_shape: tuple[int, ...], name: str | Non
             b.dropout(lname)
         elif kind == "Flatten":
             b.reshape(lname, out_shape)
-            b.layers[-1] = _kind(b.layers[-1], "flatten")
+            b.layers[-1] = replace(b.layers[-1], kind="flatten")
         elif kind == "Softmax":
             b.softmax(lname)
         elif kind in ("Sigmoid", "Tanh"):
@@ -705,15 +700,7 @@ def _as_pair(v: Any) -> tuple[int, int]:
 
 
 def _no_params(layer: Layer) -> Layer:
-    from dataclasses import replace  # noqa: PLC0415
-
     return replace(layer, params=0, bwd_flops=layer.fwd_flops if layer.input_grad else 0)
-
-
-def _kind(layer: Layer, kind: str) -> Layer:
-    from dataclasses import replace  # noqa: PLC0415
-
-    return replace(layer, kind=kind)
 
 
 # ---------------------------------------------------------------------------------------
