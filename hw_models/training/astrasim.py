@@ -405,10 +405,14 @@ class _Messages:
         self.deps.append(list(wait))
         return len(self.src) - 1
 
-    def run(self):
+    def run(self, issue_delay_cycles: float | None = None, nis_per_node: int | None = None):
+        """The messages as a TransferRun: each leaves an endpoint delay (default; or
+        ``issue_delay_cycles``) after what it waits for, at most ``nis_per_node`` at once per node
+        (default: as many as ASTRA-sim's dimensions and peers need)."""
         from nic.message_sim import POLICY_BASELINE, TransferRun
 
         m, t = self.model, len(self.src)
+        delay = float(m.endpoint_delay_ns) if issue_delay_cycles is None else float(issue_delay_cycles)
         h = max(len(p) for p in self.paths)
         path_links = np.full((t, h), -1, np.int64)
         for i, p in enumerate(self.paths):
@@ -422,9 +426,9 @@ class _Messages:
             wire_bytes=np.array(self.nb, np.float64), dep_ptr=dep_ptr, dep_idx=dep_idx,
             path_len=np.array([len(p) for p in self.paths], np.int64),
             link_bytes_per_cycle=np.full(len(self.links), m.bytes_per_ns), num_nodes=m.num_workers,
-            nis_per_node=max(m.npus) * len(m.npus) + 2, policy=POLICY_BASELINE,
-            issue_delay_cycles=float(m.endpoint_delay_ns), step_advance_cycles=0.0,
-            first_start_cycles=float(m.endpoint_delay_ns), path_links=path_links,
+            nis_per_node=max(m.npus) * len(m.npus) + 2 if nis_per_node is None else nis_per_node,
+            policy=POLICY_BASELINE, issue_delay_cycles=delay, step_advance_cycles=0.0, first_start_cycles=delay,
+            path_links=path_links,
             path_latency_cycles=np.array(self.lat, np.float64))
 
 
