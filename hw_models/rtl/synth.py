@@ -133,7 +133,8 @@ def synth_one(params: SchedulerParams, *, work_dir: Path | None = None, sources:
         raise ToolchainError(f"{top}.v is not among the sources ({', '.join(names)})")
     chparams = _chparams(params, (work / f"{top}.v").read_text())
     t0 = time.perf_counter()
-    cells, ffs, luts, levels = _generic_synth(names, chparams, top, work, f"yosys failed for {params.verilog_parameters()}")
+    cells, ffs, luts, levels = _generic_synth(names, chparams, top, work,
+                                              f"yosys failed for {params.verilog_parameters()}")
     xc7 = {}
     if xilinx:
         _yosys(f"read_verilog {' '.join(names)}; chparam {chparams} {top}; "

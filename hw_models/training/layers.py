@@ -252,8 +252,8 @@ class NetBuilder:
     def _elementwise(self, name: str, kind: str, flops_per_elem: int, params: int = 0,
                      out_shape: tuple[int, ...] | None = None, bwd_flops: int | None = None) -> tuple[int, ...]:
         out_shape = self.shape if out_shape is None else out_shape
-        layer = elementwise_layer(name, kind, flops_per_elem, math.prod(out_shape), math.prod(self.shape), params=params,
-                                  input_grad=not self._first(), bwd_flops=bwd_flops)
+        layer = elementwise_layer(name, kind, flops_per_elem, math.prod(out_shape), math.prod(self.shape),
+                                  params=params, input_grad=not self._first(), bwd_flops=bwd_flops)
         return self._append(layer, out_shape)
 
     def elementwise(self, name: str, kind: str, inputs: int = 1) -> tuple[int, ...]:
