@@ -47,7 +47,6 @@ def check_seeds(seeds: int, first_seed: int) -> None:
     """Every seed of first_seed .. first_seed + seeds - 1 is a valid seed, and there are at
     most :data:`MAX_REGRESS_SEEDS` of them."""
     from noc.base.config import check_seed
-    from noc.base.errors import ConfigError
 
     if seeds > MAX_REGRESS_SEEDS:
         raise ConfigError(f"--seeds {seeds}: at most {MAX_REGRESS_SEEDS:,} random schedules per run (each is "
