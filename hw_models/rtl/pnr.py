@@ -185,16 +185,13 @@ def datapath_job(module: str, lanes: int, fmt: int, *, buf_words: int = 64, add_
     if module not in ("nic_reduce_add", "nic_datapath"):
         raise ToolchainError(f"module {module!r}: choose nic_reduce_add or nic_datapath")
     params = [("LANES", lanes), ("FMT", fmt)]
-    label = f"LANES={lanes} {('int32', 'fp32')[fmt]}"
     if module == "nic_datapath":
         params.append(("BUF_WORDS", buf_words))
-        label += f" BUF_WORDS={buf_words}"
     if add_lat:
         params.append(("ADD_LAT", add_lat))
-        label += f" ADD_LAT={add_lat}"
     if module == "nic_datapath" and nis != 1:
         params.append(("NIS", nis))
-        label += f" NIS={nis}"
+    label = f"LANES={lanes} {('int32', 'fp32')[fmt]}" + "".join(f" {k}={v}" for k, v in params[2:])  # FMT by name
     return PnrJob(top=module, parameters=tuple(params), label=label)
 
 

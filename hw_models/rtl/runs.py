@@ -47,7 +47,6 @@ def check_seeds(seeds: int, first_seed: int) -> None:
     """Every seed of first_seed .. first_seed + seeds - 1 is a valid seed, and there are at
     most :data:`MAX_REGRESS_SEEDS` of them."""
     from noc.base.config import check_seed
-    from noc.base.errors import ConfigError
 
     if seeds > MAX_REGRESS_SEEDS:
         raise ConfigError(f"--seeds {seeds}: at most {MAX_REGRESS_SEEDS:,} random schedules per run (each is "
@@ -160,40 +159,41 @@ def check_add_lats(lats: list[int]) -> list[int]:
     return lats
 
 
-def synth_table(rows: list, top: str, rev: str | None, delay):
+def _table(title: str, columns, rows):
+    """A rich table of ``rows`` (cells printed with str), every column right-aligned."""
     from rich.table import Table
 
+    table = Table(title=title)
+    for c in columns:
+        table.add_column(c, justify="right")
+    for r in rows:
+        table.add_row(*(str(v) for v in r))
+    return table
+
+
+def synth_table(rows: list, top: str, rev: str | None, delay):
     from hw_models.rtl.synth import fields_of
 
     what = f"rtl/ at {rev}" if rev else "rtl/"
-    table = Table(title=f"{top} ({what}): Yosys synth -flatten; abc -lut 6; ltp -noff (other parameters at "
-                        f"defaults); Fmax estimated as 1000 / ({delay.fixed_ns:g} + {delay.ns_per_level:g} x LUT "
-                        "levels) MHz")
     cols = fields_of(rows)
-    for f in cols:
-        table.add_column(f, justify="right")
-    for r in rows:
-        table.add_row(*(str(getattr(r, f)) for f in cols))
-    return table
+    return _table(f"{top} ({what}): Yosys synth -flatten; abc -lut 6; ltp -noff (other parameters at defaults); Fmax "
+                  f"estimated as 1000 / ({delay.fixed_ns:g} + {delay.ns_per_level:g} x LUT levels) MHz", cols,
+                  [[getattr(r, f) for f in cols] for r in rows])
 
 
 def depth_table(topos: dict):
     """Entries per node of MultiTree's tables on each topology and the DEPTH that holds them."""
-    from rich.table import Table
-
-    t2 = Table(title="MultiTree node tables: entries per node and the DEPTH that holds them")
-    for c in ("topology", "nodes", "NIs/node", "max entries", "DEPTH needed"):
-        t2.add_column(c, justify="right")
-    for spec, (tables, tnis, _src) in topos.items():
+    def row(spec, tables, tnis):
         m = max(len(t) for t in tables)
-        t2.add_row(spec, str(len(tables)), str(tnis), str(m), str(1 << max(0, (m - 1).bit_length())))
-    return t2
+        return spec, len(tables), tnis, m, 1 << max(0, (m - 1).bit_length())
+
+    return _table("MultiTree node tables: entries per node and the DEPTH that holds them",
+                  ("topology", "nodes", "NIs/node", "max entries", "DEPTH needed"),
+                  [row(spec, tables, tnis) for spec, (tables, tnis, _src) in topos.items()])
 
 
 def datapath_table(console, lanes: list[int], delay):
     """Synthesise the reduction adder (fp32, int32) and nic_datapath (fp32) at each LANES."""
-    from rich.table import Table
-
     from hw_models.rtl.synth import synth_datapath_module
 
     dp_rows = []
@@ -202,12 +202,8 @@ def datapath_table(console, lanes: list[int], delay):
             for module, fmt in (("nic_reduce_add", 1), ("nic_reduce_add", 0), ("nic_datapath", 1)):
                 status.update(f"synthesising {module} LANES={n} {('int32', 'fp32')[fmt]}")
                 dp_rows.append(synth_datapath_module(module, n, fmt, delay=delay))
-    t3 = Table(title="Data path (rtl/ working tree): the same Yosys flow and Fmax estimate")
-    for c in dp_rows[0].as_dict():
-        t3.add_column(c, justify="right")
-    for r in dp_rows:
-        t3.add_row(*(str(v) for v in r.as_dict().values()))
-    return t3
+    return _table("Data path (rtl/ working tree): the same Yosys flow and Fmax estimate", dp_rows[0].as_dict(),
+                  [r.as_dict().values() for r in dp_rows])
 
 
 def pnr_markdown(console, depths: list[int], nis: list[int], lanes: list[int], top: str,

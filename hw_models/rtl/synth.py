@@ -99,6 +99,23 @@ def _chparams(params: SchedulerParams, top_text: str) -> str:
                     if re.search(rf"\bparameter\s+{k}\b", top_text))
 
 
+def _yosys(script: str, work: Path, out: str, what: str) -> None:
+    """Run a Yosys ``script`` in ``work``; ``what`` (the error's start) when it fails or writes no ``out``."""
+    p = subprocess.run([*yosys_command(), "-q", "-p", script], cwd=work, capture_output=True, text=True)
+    if p.returncode != 0 or not (work / out).exists():
+        raise ToolchainError(f"{what}: {(p.stderr or p.stdout)[-2000:]}")
+
+
+def _generic_synth(names: Sequence[str], chparams: str, top: str, work: Path, what: str) -> tuple[int, int, int, int]:
+    """``synth -flatten; abc -lut 6; ltp -noff`` of ``top``: (cells, flip-flops, 6-LUTs, LUT levels)."""
+    _yosys(f"read_verilog {' '.join(names)}; chparam {chparams} {top}; synth -flatten -top {top}; "
+           "tee -q -o generic.json stat -json; abc -lut 6; opt_clean; tee -q -o lut6.json stat -json; "
+           "tee -q -o ltp.txt ltp -noff", work, "lut6.json", what)
+    cells, ffs, _ = _count(json.loads((work / "generic.json").read_text()))
+    _, _, luts = _count(json.loads((work / "lut6.json").read_text()))
+    return cells, ffs, luts, lut_levels((work / "ltp.txt").read_text())
+
+
 def synth_one(params: SchedulerParams, *, work_dir: Path | None = None, sources: Sequence[Path] | None = None,
               delay: DelayModel | None = None, xilinx: bool = False, top: str = "nic_scheduler") -> SynthRow:
     """Synthesise one configuration of ``top`` (``sources``: the Verilog files, default rtl/'s); its cost and depth."""
@@ -108,7 +125,6 @@ def synth_one(params: SchedulerParams, *, work_dir: Path | None = None, sources:
         with tempfile.TemporaryDirectory(prefix="hwm-synth-") as tmp:
             return synth_one(params, work_dir=Path(tmp), sources=sources, delay=delay, xilinx=xilinx, top=top)
     delay = delay or DelayModel()
-    cmd = yosys_command()
     work = Path(work_dir)
     if sources is None:
         sources = axil_sources() if top == "nic_axil_scheduler" else rtl_sources()
@@ -116,24 +132,14 @@ def synth_one(params: SchedulerParams, *, work_dir: Path | None = None, sources:
     if f"{top}.v" not in names:
         raise ToolchainError(f"{top}.v is not among the sources ({', '.join(names)})")
     chparams = _chparams(params, (work / f"{top}.v").read_text())
-    script = (f"read_verilog {' '.join(names)}; chparam {chparams} {top}; "
-              f"synth -flatten -top {top}; tee -q -o generic.json stat -json; "
-              "abc -lut 6; opt_clean; tee -q -o lut6.json stat -json; tee -q -o ltp.txt ltp -noff")
     t0 = time.perf_counter()
-    p = subprocess.run([*cmd, "-q", "-p", script], cwd=work, capture_output=True, text=True)
-    if p.returncode != 0 or not (work / "lut6.json").exists():
-        raise ToolchainError(f"yosys failed for {params.verilog_parameters()}: {(p.stderr or p.stdout)[-2000:]}")
-    cells, ffs, _ = _count(json.loads((work / "generic.json").read_text()))
-    _, _, luts = _count(json.loads((work / "lut6.json").read_text()))
-    levels = lut_levels((work / "ltp.txt").read_text())
+    cells, ffs, luts, levels = _generic_synth(names, chparams, top, work,
+                                              f"yosys failed for {params.verilog_parameters()}")
     xc7 = {}
     if xilinx:
-        script = (f"read_verilog {' '.join(names)}; chparam {chparams} {top}; "
-                  f"synth_xilinx -flatten -noiopad -top {top}; tee -q -o xc7.json stat -json")
-        p = subprocess.run([*cmd, "-q", "-p", script], cwd=work, capture_output=True, text=True)
-        if p.returncode != 0 or not (work / "xc7.json").exists():
-            raise ToolchainError(f"yosys synth_xilinx failed for {params.verilog_parameters()}: "
-                                 f"{(p.stderr or p.stdout)[-2000:]}")
+        _yosys(f"read_verilog {' '.join(names)}; chparam {chparams} {top}; "
+               f"synth_xilinx -flatten -noiopad -top {top}; tee -q -o xc7.json stat -json", work, "xc7.json",
+               f"yosys synth_xilinx failed for {params.verilog_parameters()}")
         xc7 = _xc7_counts(json.loads((work / "xc7.json").read_text()))
     return SynthRow(depth=params.depth, nis=params.nis, cells=cells, flip_flops=ffs, luts=luts,
                     ff_bits_per_entry=round(ffs / params.depth, 1), lut_levels=levels,
@@ -207,31 +213,18 @@ def synth_datapath_module(module: str, lanes: int, fmt: int, *, buf_words: int =
                           delay: DelayModel | None = None) -> DatapathSynthRow:
     """Generic synthesis of ``nic_reduce_add`` or ``nic_datapath`` (other parameters at their
     defaults), as :func:`synth_one` does for the scheduler: cells, flip-flops, 6-LUTs, LUT levels."""
-    from hw_models.toolchain import datapath_sources  # noqa: PLC0415
+    from hw_models.rtl.pnr import datapath_job, sources_for  # noqa: PLC0415
 
-    if module not in ("nic_reduce_add", "nic_datapath"):
-        raise ToolchainError(f"module {module!r}: choose nic_reduce_add or nic_datapath")
+    job = datapath_job(module, lanes, fmt, buf_words=buf_words)  # checks the module
     if work_dir is None:
         with tempfile.TemporaryDirectory(prefix="hwm-synth-dp-") as tmp:
             return synth_datapath_module(module, lanes, fmt, buf_words=buf_words, work_dir=Path(tmp), delay=delay)
     delay = delay or DelayModel()
     work = Path(work_dir)
-    names = stage_sources([s for s in datapath_sources() if not (s.name.startswith("nic_sched")
-                                                                 or s.name == "nic_top.v")], work)
-    params = {"LANES": lanes, "FMT": fmt}
-    if module == "nic_datapath":
-        params["BUF_WORDS"] = buf_words
-    chparams = " ".join(f"-set {k} {v}" for k, v in params.items())
-    script = (f"read_verilog {' '.join(names)}; chparam {chparams} {module}; "
-              f"synth -flatten -top {module}; tee -q -o generic.json stat -json; "
-              "abc -lut 6; opt_clean; tee -q -o lut6.json stat -json; tee -q -o ltp.txt ltp -noff")
+    names = stage_sources(sources_for(module), work)
     t0 = time.perf_counter()
-    p = subprocess.run([*yosys_command(), "-q", "-p", script], cwd=work, capture_output=True, text=True)
-    if p.returncode != 0 or not (work / "lut6.json").exists():
-        raise ToolchainError(f"yosys failed for {module} {params}: {(p.stderr or p.stdout)[-2000:]}")
-    cells, ffs, _ = _count(json.loads((work / "generic.json").read_text()))
-    _, _, luts = _count(json.loads((work / "lut6.json").read_text()))
-    levels = lut_levels((work / "ltp.txt").read_text())
+    cells, ffs, luts, levels = _generic_synth(names, " ".join(f"-set {k} {v}" for k, v in job.parameters), module,
+                                              work, f"yosys failed for {module} {dict(job.parameters)}")
     return DatapathSynthRow(module=module, lanes=lanes, fmt=("int32", "fp32")[fmt],
                             buf_words=buf_words if module == "nic_datapath" else 0, cells=cells, flip_flops=ffs,
                             luts=luts, lut_levels=levels, fmax_mhz_est=delay.fmax_mhz(levels),

@@ -174,17 +174,13 @@ class AstraAnalytical:
         """The double binary tree all-reduce of ``splits`` chunks of ``chunk`` bytes (module
         docstring): per NPU, when it is done with each chunk on each dimension."""
         e, red = self.endpoint_delay_ns, self.reduce_ns(chunk)
-        strides = [math.prod(self.npus[:d]) for d in range(len(self.npus))]
         done_dim = [0.0] * self.num_workers  # when each NPU is done with the chunk before on dimension d
         done = {}  # (npu, dim) -> when it is done with the chunk before there
         end = 0.0
         for k in range(self.splits):
             for d, n in enumerate(self.npus):
                 root, kids = binary_tree(n, root_max=k % 2 == 0)
-                for base in range(self.num_workers):
-                    if (base // strides[d]) % n:
-                        continue
-                    rank = [base + i * strides[d] for i in range(n)]
+                for rank in _lines(self, d):
                     if self.pipeline:
                         start = [max(done_dim[r] if d else 0.0, done.get((r, d), 0.0)) for r in rank]
                     else:
@@ -222,18 +218,34 @@ class AstraAnalytical:
                     out[c] = got + e
         return out
 
-    def stages_ns(self, kind: str, chunk: float) -> list[float]:
-        """One chunk's time on each dimension, in the order it visits them."""
-        stages = []
+    def dim_chunks(self, kind: str, chunk: float) -> list[float]:
+        """One chunk's bytes on each dimension, in the order it visits them: a reduce-scatter's
+        shrinks by each dimension's NPU count after it, an all-gather's grows before it."""
+        sizes = []
         if kind == "all_gather":
             chunk /= self.num_workers
-        for d, n in enumerate(self.npus):
+        for n in self.npus:
             if kind == "all_gather":
                 chunk *= n
-            stages.append(self.endpoint_delay_ns + self.phase_ns(d, kind, chunk))  # the first bundle's trip
+            sizes.append(chunk)
             if kind == "reduce_scatter":
                 chunk /= n
-        return stages
+        return sizes
+
+    def stages_ns(self, kind: str, chunk: float) -> list[float]:
+        """One chunk's time on each dimension, in the order it visits them."""
+        return [self.endpoint_delay_ns + self.phase_ns(d, kind, c)  # the first bundle's trip
+                for d, c in enumerate(self.dim_chunks(kind, chunk))]
+
+    def chunk_bytes(self, kind: str, nbytes: int) -> int:
+        """The bytes of each of ``splits`` chunks of a collective of ``nbytes`` (an all-gather's
+        size is each NPU's input), as ASTRA-sim cuts it; the double binary tree runs
+        all-reduces only."""
+        if self.algorithm == "doubleBinaryTree" and kind != "allreduce":
+            raise ConfigError(f"collective kind {kind!r}: doubleBinaryTree is an all-reduce only")
+        if kind == "all_gather":
+            return nbytes * self.num_workers // self.splits
+        return max(nbytes // self.splits, self.num_workers)  # ASTRA-sim's smallest chunk: one byte per NPU
 
     def collective_ns(self, kind: str, nbytes: int) -> float:
         """Nanoseconds of one collective of ``kind`` (:data:`COLLECTIVES`) moving ``nbytes``."""
@@ -241,14 +253,8 @@ class AstraAnalytical:
             raise ConfigError(f"collective kind {kind!r}: must be one of {', '.join(COLLECTIVES)}")
         if nbytes <= 0:
             return 0.0
-        if kind == "all_gather":
-            nbytes *= self.num_workers  # ASTRA-sim's all-gather size is each NPU's input
-        chunk = nbytes // self.splits
-        if kind != "all_gather" and chunk < self.num_workers:
-            chunk = self.num_workers  # ASTRA-sim's smallest chunk: one byte per NPU
+        chunk = self.chunk_bytes(kind, nbytes)
         if self.algorithm == "doubleBinaryTree":
-            if kind != "allreduce":
-                raise ConfigError(f"collective kind {kind!r}: doubleBinaryTree is an all-reduce only")
             return self.tree_ns(chunk)
         stages = self.stages_ns(kind, chunk)
         if not self.pipeline:
@@ -399,10 +405,14 @@ class _Messages:
         self.deps.append(list(wait))
         return len(self.src) - 1
 
-    def run(self):
+    def run(self, issue_delay_cycles: float | None = None, nis_per_node: int | None = None):
+        """The messages as a TransferRun: each leaves an endpoint delay (default; or
+        ``issue_delay_cycles``) after what it waits for, at most ``nis_per_node`` at once per node
+        (default: as many as ASTRA-sim's dimensions and peers need)."""
         from nic.message_sim import POLICY_BASELINE, TransferRun
 
         m, t = self.model, len(self.src)
+        delay = float(m.endpoint_delay_ns) if issue_delay_cycles is None else float(issue_delay_cycles)
         h = max(len(p) for p in self.paths)
         path_links = np.full((t, h), -1, np.int64)
         for i, p in enumerate(self.paths):
@@ -416,9 +426,9 @@ class _Messages:
             wire_bytes=np.array(self.nb, np.float64), dep_ptr=dep_ptr, dep_idx=dep_idx,
             path_len=np.array([len(p) for p in self.paths], np.int64),
             link_bytes_per_cycle=np.full(len(self.links), m.bytes_per_ns), num_nodes=m.num_workers,
-            nis_per_node=max(m.npus) * len(m.npus) + 2, policy=POLICY_BASELINE,
-            issue_delay_cycles=float(m.endpoint_delay_ns), step_advance_cycles=0.0,
-            first_start_cycles=float(m.endpoint_delay_ns), path_links=path_links,
+            nis_per_node=max(m.npus) * len(m.npus) + 2 if nis_per_node is None else nis_per_node,
+            policy=POLICY_BASELINE, issue_delay_cycles=delay, step_advance_cycles=0.0, first_start_cycles=delay,
+            path_links=path_links,
             path_latency_cycles=np.array(self.lat, np.float64))
 
 
@@ -437,12 +447,7 @@ def _step_messages(msgs: _Messages, kind: str, chunk: int) -> None:
     stage's start); a dimension takes a chunk once the NPU is done with the chunk before on
     it."""
     model = msgs.model
-    sizes = []  # the chunk's size on each dimension (as stages_ns)
-    c = chunk / model.num_workers if kind == "all_gather" else chunk
-    for n in model.npus:
-        c = c * n if kind == "all_gather" else c
-        sizes.append(c)
-        c = c / n if kind == "reduce_scatter" else c
+    sizes = model.dim_chunks(kind, chunk)
     last_into: dict[tuple, list[int]] = {}  # (node, chunk, dim) -> the last step's messages into it
     for k in range(model.splits):
         for d, n in enumerate(model.npus):
@@ -525,15 +530,9 @@ def message_run(model: AstraAnalytical, kind: str, nbytes: int, congestion: str 
         raise ConfigError(f"collective kind {kind!r}: must be one of {', '.join(COLLECTIVES)}")
     if congestion not in CONGESTION:
         raise ConfigError(f"congestion = {congestion!r}: must be one of {', '.join(CONGESTION)}")
-    if kind == "all_gather":
-        nbytes *= model.num_workers
-    chunk = nbytes // model.splits
-    if kind != "all_gather" and chunk < model.num_workers:
-        chunk = model.num_workers
+    chunk = model.chunk_bytes(kind, nbytes)
     msgs = _Messages(model, congestion)
     if model.algorithm == "doubleBinaryTree":
-        if kind != "allreduce":
-            raise ConfigError(f"collective kind {kind!r}: doubleBinaryTree is an all-reduce only")
         _tree_messages(msgs, chunk)
     else:
         _step_messages(msgs, kind, chunk)

@@ -30,9 +30,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 
-import numpy as np
-
-from hw_models.training.astrasim import AstraAnalytical
+from hw_models.training.astrasim import AstraAnalytical, _Messages
 from noc.base.errors import ConfigError
 
 CONVERTER_LOCAL_GBPS = 50  # collectiveapi's chakra_converter: HARDCODE_LOCAL_BW
@@ -86,8 +84,6 @@ def msccl_run(xml_text: str, model: AstraAnalytical, nbytes: int, reduce_ns=conv
     """The :class:`nic.message_sim.TransferRun` of the MSCCL program ``xml_text`` moving
     ``nbytes`` on ``model``'s one-dimensional network (module docstring). ``reduce_ns(bytes)``:
     the time of an ``rrc`` step's reduction."""
-    from nic.message_sim import POLICY_BASELINE, TransferRun
-
     if len(model.npus) != 1:
         raise ConfigError(f"npus = {model.npus}: a custom collective here runs on one dimension")
     steps = _steps(xml_text, nbytes)
@@ -104,17 +100,10 @@ def msccl_run(xml_text: str, model: AstraAnalytical, nbytes: int, reduce_ns=conv
             raise ConfigError(f"MSCCL XML: {len(sends[pair])} sends from {pair[0]} to {pair[1]} but "
                               f"{len(recvs[pair])} receives")
     match = {r: s for pair in recvs for s, r in zip(sends[pair], recvs[pair])}
-    src, nb, lat, deps = [], [], [], []
+    msgs = _Messages(model, "unaware")  # every message on a link of its own
+    rank = list(range(model.npus[0]))
     done: dict[tuple, int] = {}  # step -> the transfer (or mark) that is its completion
     send_of: dict[tuple, int] = {}
-
-    def add(u, b, latency, wait):
-        src.append(u)
-        nb.append(float(b))
-        lat.append(float(latency))
-        deps.append(wait)
-        return len(src) - 1
-
     active: set = set()
 
     def visit(k):  # in dependency order; the converter's dependencies point to earlier steps
@@ -128,14 +117,14 @@ def msccl_run(xml_text: str, model: AstraAnalytical, nbytes: int, reduce_ns=conv
             raise ConfigError(f"MSCCL XML step {k}: a step waits for a nop")
         wait = [visit(p) for p in _parents(steps, k) if steps[p]["type"] != "nop"]
         if st["type"] == "s":
-            i = add(k[0], st["bytes"], model.hops(0, st["send"] - k[0]) * model.latency_ns, wait)
+            i = msgs.add(0, rank, k[0], st["send"], float(st["bytes"]), False, wait)
             send_of[k] = i
         else:
             msg = match[k]
             visit(msg)
-            i = add(k[0], 0.0, 0.0, wait + [send_of[msg]])  # the receive: issued and arrived
+            i = msgs.mark(k[0], 0.0, wait + [send_of[msg]])  # the receive: issued and arrived
             if st["type"] == "rrc":
-                i = add(k[0], 0.0, reduce_ns(st["bytes"]), [i])
+                i = msgs.mark(k[0], float(reduce_ns(st["bytes"])), [i])
         done[k] = i
         active.discard(k)
         return i
@@ -143,16 +132,7 @@ def msccl_run(xml_text: str, model: AstraAnalytical, nbytes: int, reduce_ns=conv
     for k in order:
         if steps[k]["type"] != "nop":
             visit(k)
-    t = len(src)
-    dep_ptr = np.zeros(t + 1, np.int64)
-    dep_ptr[1:] = np.cumsum([len(x) for x in deps])
-    return TransferRun(
-        src_node=np.array(src, np.int64), step=np.zeros(t, np.int64), wire_bytes=np.array(nb, np.float64),
-        dep_ptr=dep_ptr, dep_idx=np.array([j for x in deps for j in x], np.int64),
-        path_len=np.ones(t, np.int64), link_bytes_per_cycle=np.full(t, model.bytes_per_ns),
-        num_nodes=model.num_workers, nis_per_node=t, policy=POLICY_BASELINE, issue_delay_cycles=0.0,
-        step_advance_cycles=0.0, first_start_cycles=0.0, path_links=np.arange(t, dtype=np.int64)[:, None],
-        path_latency_cycles=np.array(lat, np.float64))
+    return msgs.run(issue_delay_cycles=0.0, nis_per_node=len(msgs.src))
 
 
 def msccl_ns(xml_text: str, model: AstraAnalytical, nbytes: int, reduce_ns=converter_reduce_ns) -> float:

@@ -37,7 +37,6 @@ fields and ignored, so traces from other writers load.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -323,13 +322,11 @@ def load_trace(prefix: str | Path) -> Trace:
     """Read ``PREFIX.0.et``, ``PREFIX.1.et``, ...; the ranks must hold the same compute
     durations and collective sizes (a data-parallel workload)."""
     prefix = Path(prefix)
-    files = sorted(prefix.parent.glob(prefix.name + ".*.et"),
-                   key=lambda f: int(f.name[len(prefix.name) + 1:-3]) if f.name[len(prefix.name) + 1:-3].isdigit()
-                   else math.inf)
-    files = [f for f in files if f.name[len(prefix.name) + 1:-3].isdigit()]
+    rank_of = {f: f.name[len(prefix.name) + 1:-3] for f in prefix.parent.glob(prefix.name + ".*.et")}
+    files = sorted((f for f, r in rank_of.items() if r.isdigit()), key=lambda f: int(rank_of[f]))
     if not files:
         raise ConfigError(f"trace prefix {str(prefix)!r}: no files {prefix.name}.RANK.et in {prefix.parent}")
-    ranks = [int(f.name[len(prefix.name) + 1:-3]) for f in files]
+    ranks = [int(rank_of[f]) for f in files]
     if ranks != list(range(len(ranks))):
         raise ConfigError(f"trace prefix {str(prefix)!r}: ranks {ranks} are not 0..{len(ranks) - 1}")
     first = read_et(files[0])

@@ -66,14 +66,10 @@ class CommModel(Protocol):
 
 
 def collective_s(comm: CommModel, kind: str, nbytes: int) -> float:
-    """Seconds of one collective of ``kind`` (one of :data:`KINDS`) moving ``nbytes``."""
-    if kind == "allreduce":
-        return float(comm.allreduce_s(nbytes))
-    if kind == "reduce_scatter":
-        return float(comm.reduce_scatter_s(nbytes))
-    if kind == "all_gather":
-        return float(comm.all_gather_s(nbytes))
-    raise ConfigError(f"collective kind {kind!r} is unknown (allowed: {', '.join(KINDS)})")
+    """Seconds of one collective of ``kind`` (one of :data:`KINDS`) moving ``nbytes``: ``comm.<kind>_s``."""
+    if kind not in KINDS:
+        raise ConfigError(f"collective kind {kind!r} is unknown (allowed: {', '.join(KINDS)})")
+    return float(getattr(comm, f"{kind}_s")(nbytes))
 
 
 def describe(comm: CommModel) -> str:

@@ -198,14 +198,9 @@ class LayerCycles:
 
 
 def _runs_cycles(runs: tuple[GemmRun, ...], dev: Systolic, table: dict | None) -> int:
-    total = 0
-    for r in runs:
-        if table is None:
-            c = gemm_cycles(r.m, r.n, r.k, dev.rows, dev.cols, dev.dataflow)
-        else:
-            c = table[(r.m, r.n, r.k)]
-        total += c * r.repeat
-    return total
+    """Cycles of ``runs`` one after another: the closed form, or ``table`` (SCALE-Sim's cycles by GEMM shape)."""
+    return sum((gemm_cycles(r.m, r.n, r.k, dev.rows, dev.cols, dev.dataflow) if table is None
+                else table[(r.m, r.n, r.k)]) * r.repeat for r in runs)
 
 
 def systolic_layer_cycles(workload: Workload, batch: int, device: Systolic,

@@ -71,23 +71,19 @@ def resolve_workloads(spec: str, flag: str = "--workloads") -> tuple[Workload, .
             continue
         if item.lower() == "all":
             found = list(WORKLOADS.values())
-        elif item.startswith("trace:"):
-            from hw_models.training.chakra import trace_workload  # noqa: PLC0415
-
-            try:
-                found = [trace_workload(item)]
-            except ConfigError as exc:
-                raise ConfigError(f"{flag} {item!r}: {exc}") from None
-        elif item.lower().endswith((".json", ".toml")) or "/" in item or Path(item).exists():
-            try:
-                found = [load_workload_file(item)]
-            except ConfigError as exc:
-                raise ConfigError(f"{flag} {item!r}: {exc}") from None
         else:
+            if item.startswith("trace:"):
+                from hw_models.training.chakra import trace_workload as load  # noqa: PLC0415
+
+                where = f"{flag} {item!r}"
+            elif item.lower().endswith((".json", ".toml")) or "/" in item or Path(item).exists():
+                load, where = load_workload_file, f"{flag} {item!r}"
+            else:
+                load, where = get_workload, flag  # its error names the item
             try:
-                found = [get_workload(item)]
+                found = [load(item)]
             except ConfigError as exc:
-                raise ConfigError(f"{flag}: {exc}") from None
+                raise ConfigError(f"{where}: {exc}") from None
         for w in found:
             if w.name in out and out[w.name] is not w:
                 raise ConfigError(f"{flag} {spec!r}: two different workloads are named {w.name!r} (rename one in its "
@@ -192,10 +188,8 @@ class TrainRun:
 
     @classmethod
     def from_result(cls, workload: str, algorithm: str, result: TimelineResult) -> "TrainRun":
-        last = result.iterations[-1]
-        return cls(workload, algorithm, result.policy, result.iteration_s, result.compute_s, result.comm_s,
-                   result.exposed_comm_s, result.overlap_ratio, result.idle_s, last.collectives, last.comm_bytes,
-                   sum(x.grad_bytes for x in result.layers), result.num_workers)
+        steady = {k: v for k, v in result.row().items() if k != "comm"}
+        return cls(workload, algorithm, grad_bytes=sum(x.grad_bytes for x in result.layers), **steady)
 
     def row(self) -> dict:
         return asdict(self)

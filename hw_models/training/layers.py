@@ -163,10 +163,6 @@ def conv_out(size: int, kernel: int, stride: int, pad: int, ceil_mode: bool = Fa
     return span // stride + 1
 
 
-def _prod(shape) -> int:
-    return math.prod(shape)
-
-
 @dataclass
 class NetBuilder:
     """Appends layers while tracking the activation shape of one sample: ``(C, H, W)`` for
@@ -248,7 +244,7 @@ class NetBuilder:
     def gemm(self, name: str, gemm: Gemm, params: int) -> tuple[int, ...]:
         """A layer given by its GEMM directly (per sample); leaves a ``(count * m, n)``
         sequence."""
-        layer = gemm_layer(name, "gemm", (gemm,), params, gemm.m * gemm.n * gemm.count, _prod(self.shape),
+        layer = gemm_layer(name, "gemm", (gemm,), params, gemm.m * gemm.n * gemm.count, math.prod(self.shape),
                            input_grad=not self._first())
         return self._append(layer, (gemm.count * gemm.m, gemm.n))
 
@@ -256,8 +252,8 @@ class NetBuilder:
     def _elementwise(self, name: str, kind: str, flops_per_elem: int, params: int = 0,
                      out_shape: tuple[int, ...] | None = None, bwd_flops: int | None = None) -> tuple[int, ...]:
         out_shape = self.shape if out_shape is None else out_shape
-        layer = elementwise_layer(name, kind, flops_per_elem, _prod(out_shape), _prod(self.shape), params=params,
-                                  input_grad=not self._first(), bwd_flops=bwd_flops)
+        layer = elementwise_layer(name, kind, flops_per_elem, math.prod(out_shape), math.prod(self.shape),
+                                  params=params, input_grad=not self._first(), bwd_flops=bwd_flops)
         return self._append(layer, out_shape)
 
     def elementwise(self, name: str, kind: str, inputs: int = 1) -> tuple[int, ...]:
@@ -266,7 +262,7 @@ class NetBuilder:
         if kind not in ELEMENTWISE_FLOPS:
             raise ConfigError(f"layer {name!r}: element-wise kind {kind!r} is unknown "
                               f"(allowed: {', '.join(sorted(ELEMENTWISE_FLOPS))})")
-        n = _prod(self.shape)
+        n = math.prod(self.shape)
         first = self._first()
         fwd = ELEMENTWISE_FLOPS[kind] * n
         layer = Layer(name=name, kind=kind, params=0, fwd_flops=fwd, bwd_flops=0 if first else fwd * inputs,
@@ -275,7 +271,7 @@ class NetBuilder:
 
     def reshape(self, name: str, shape: tuple[int, ...]) -> tuple[int, ...]:
         """View the activation as ``shape`` (same number of elements): no arithmetic."""
-        if _prod(shape) != _prod(self.shape):
+        if math.prod(shape) != math.prod(self.shape):
             raise ConfigError(f"layer {name!r}: cannot reshape {self.shape} to {tuple(shape)}")
         return self._elementwise(name, "reshape", 0, out_shape=tuple(shape))
 
@@ -323,7 +319,7 @@ class NetBuilder:
 
     def flatten(self, name: str) -> tuple[int, ...]:
         """Reshape to a vector: no arithmetic, recorded so that shapes stay explicit."""
-        return self._elementwise(name, "flatten", 0, out_shape=(_prod(self.shape),))
+        return self._elementwise(name, "flatten", 0, out_shape=(math.prod(self.shape),))
 
     def roialign(self, name: str, rois: int, out_hw: int) -> tuple[int, ...]:
         """Crop ``rois`` regions of ``out_hw x out_hw`` from a feature map (bilinear, as
@@ -347,7 +343,7 @@ class NetBuilder:
     def add(self, name: str, inputs: int = 2) -> tuple[int, ...]:
         """Element-wise sum of ``inputs`` tensors of the current shape (residual joins):
         ``inputs - 1`` FLOPs per element; the gradient passes through unchanged (0)."""
-        n = _prod(self.shape)
+        n = math.prod(self.shape)
         layer = Layer(name=name, kind="add", params=0, fwd_flops=(inputs - 1) * n, bwd_flops=0,
                       activation_elems=n, input_elems=inputs * n, input_grad=not self._first())
         return self._append(layer, self.shape)
@@ -359,7 +355,7 @@ class NetBuilder:
             if len(s) != len(base) or any(a != b for i, (a, b) in enumerate(zip(s, base)) if i != axis):
                 raise ConfigError(f"layer {name!r}: cannot concatenate shapes {shapes} along axis {axis}")
         base[axis] = sum(s[axis] for s in shapes)
-        total_in = sum(_prod(s) for s in shapes)
-        layer = Layer(name=name, kind="concat", params=0, fwd_flops=0, bwd_flops=0, activation_elems=_prod(base),
+        total_in = sum(math.prod(s) for s in shapes)
+        layer = Layer(name=name, kind="concat", params=0, fwd_flops=0, bwd_flops=0, activation_elems=math.prod(base),
                       input_elems=total_in, input_grad=not self._first())
         return self._append(layer, tuple(base))

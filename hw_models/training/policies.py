@@ -424,23 +424,21 @@ class Prophet(Policy):
         if not grads:
             return None
         units = self._units(grads)
-        if math.isinf(view.next_gradient_s):
-            k, n = units[0]
-            return Collective("allreduce", (grads[k].piece(n),))
-        budget = view.next_gradient_s - view.now_s
-        taken: dict[int, int] = {}  # index of the part -> bytes taken from its front (priority order)
-        total = 0
-        for k, n in units:
-            if view.comm.allreduce_s(total + n) > budget:
-                break
-            taken[k] = taken.get(k, 0) + n
-            total += n
-        if not taken:
+        if not math.isinf(view.next_gradient_s):
+            budget = view.next_gradient_s - view.now_s
+            taken: dict[int, int] = {}  # index of the part -> bytes taken from its front (priority order)
+            total = 0
+            for k, n in units:
+                if view.comm.allreduce_s(total + n) > budget:
+                    break
+                taken[k] = taken.get(k, 0) + n
+                total += n
+            if taken:
+                return Collective("allreduce", tuple(grads[k].piece(n) for k, n in taken.items()))
             if self.strict:
                 return None
-            k, n = units[0]
-            return Collective("allreduce", (grads[k].piece(n),))
-        return Collective("allreduce", tuple(grads[k].piece(n) for k, n in taken.items()))
+        k, n = units[0]  # the last gradient has appeared, or not even the first unit fits
+        return Collective("allreduce", (grads[k].piece(n),))
 
 
 class DeAR(_Buckets):

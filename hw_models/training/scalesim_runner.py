@@ -158,6 +158,16 @@ def _run(kind: str, rows: list[str], array: ArrayConfig) -> list[ScaleSimReport]
     return reports
 
 
+def _cached(kind: str, items: Sequence, array: ArrayConfig, row, key=None) -> tuple[ScaleSimReport, ...]:
+    """The report of each of ``items`` on ``array``: cached ones from :data:`_CACHE`, the rest (sorted by
+    ``key``, ``row(i, item)`` each) in one SCALE-Sim invocation."""
+    todo = sorted({x for x in items if (kind, x, array) not in _CACHE}, key=key)
+    if todo:
+        for x, r in zip(todo, _run(kind, [row(i, x) for i, x in enumerate(todo)], array)):
+            _CACHE[(kind, x, array)] = r
+    return tuple(_CACHE[(kind, x, array)] for x in items)
+
+
 def _check_ints(what: str, values: Sequence[int]) -> None:
     for v in values:
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -171,12 +181,7 @@ def run_gemms(shapes: Sequence[tuple[int, int, int]], array: ArrayConfig = Array
     shapes = [tuple(s) for s in shapes]
     for s in shapes:
         _check_ints("GEMM (m, n, k)", s)
-    todo = sorted({s for s in shapes if ("gemm", s, array) not in _CACHE})
-    if todo:
-        reports = _run("gemm", [f"G{i}, {m}, {n}, {k}," for i, (m, n, k) in enumerate(todo)], array)
-        for s, r in zip(todo, reports):
-            _CACHE[("gemm", s, array)] = r
-    return tuple(_CACHE[("gemm", s, array)] for s in shapes)
+    return _cached("gemm", shapes, array, lambda i, s: f"G{i}, {s[0]}, {s[1]}, {s[2]},")
 
 
 def run_convs(convs: Sequence[ConvShape], array: ArrayConfig = ArrayConfig()) -> tuple[ScaleSimReport, ...]:
@@ -186,14 +191,9 @@ def run_convs(convs: Sequence[ConvShape], array: ArrayConfig = ArrayConfig()) ->
                                   c.stride_h, c.stride_w))
         if c.filter_h > c.ifmap_h or c.filter_w > c.ifmap_w:
             raise ConfigError(f"{c}: the filter is larger than the input map")
-    todo = sorted({c for c in convs if ("conv", c, array) not in _CACHE},
-                  key=lambda c: (c.ifmap_h, c.ifmap_w, c.filter_h, c.filter_w, c.channels, c.filters))
-    if todo:
-        rows = [f"C{i}, {c.ifmap_h}, {c.ifmap_w}, {c.filter_h}, {c.filter_w}, {c.channels}, {c.filters}, "
-                f"{c.stride_h}, {c.stride_w}," for i, c in enumerate(todo)]
-        for c, r in zip(todo, _run("conv", rows, array)):
-            _CACHE[("conv", c, array)] = r
-    return tuple(_CACHE[("conv", c, array)] for c in convs)
+    return _cached("conv", convs, array, lambda i, c: f"C{i}, {c.ifmap_h}, {c.ifmap_w}, {c.filter_h}, {c.filter_w}, "
+                   f"{c.channels}, {c.filters}, {c.stride_h}, {c.stride_w},",
+                   key=lambda c: (c.ifmap_h, c.ifmap_w, c.filter_h, c.filter_w, c.channels, c.filters))
 
 
 # ---------------------------------------------------------------------------------------

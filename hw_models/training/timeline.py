@@ -277,17 +277,13 @@ def simulate(layers: Sequence[LayerCost], comm: CommModel, policy: Policy, *, it
     per_iter_count = [0] * iterations
 
     def gate_ok(k: int) -> bool:
+        """A forward op waits for its layer's exchange, an update for the exchange it applies (all layers' for the
+        global update); a backward op waits for nothing."""
         op, it, i, _ = ops[k]
-        if op == "forward":
-            e = exch.needs(it)
-            return e is None or not math.isnan(synced[e][i])
-        if op == "update":
-            e = exch.needs(it + 1)
-            return e is None or not math.isnan(synced[e][i])
-        if op == "global_update":
-            e = exch.needs(it + 1)
-            return e is None or not any(math.isnan(x) for x in synced[e])
-        return True
+        e = None if op == "backward" else exch.needs(it if op == "forward" else it + 1)
+        if e is None:
+            return True
+        return not any(math.isnan(x) for x in synced[e]) if op == "global_update" else not math.isnan(synced[e][i])
 
     def next_gradient_s() -> float:
         """When the next gradient of the running backward pass appears (inf: none will)."""
@@ -310,9 +306,6 @@ def simulate(layers: Sequence[LayerCost], comm: CommModel, policy: Policy, *, it
             if layers[i].grad_bytes > 0:
                 return t
         return math.inf
-
-    def mark_synced(it: int, i: int) -> None:
-        synced[it][i] = now
 
     def take(c: Collective) -> int:
         """Remove the collective's pieces from the waiting parts; the iteration they belong to."""
@@ -350,7 +343,7 @@ def simulate(layers: Sequence[LayerCost], comm: CommModel, policy: Policy, *, it
             else:
                 done_bytes[it][p.layer] += p.nbytes
                 if done_bytes[it][p.layer] == layers[p.layer].grad_bytes:
-                    mark_synced(it, p.layer)
+                    synced[it][p.layer] = now
         net = None
 
     def finish_compute() -> None:
@@ -362,7 +355,7 @@ def simulate(layers: Sequence[LayerCost], comm: CommModel, policy: Policy, *, it
             if layers[i].grad_bytes > 0 and exch.communicates(it):
                 pending.append(_Part(it, i, 0, layers[i].grad_bytes, now, "reduce"))
             else:
-                mark_synced(it, i)
+                synced[it][i] = now
         comp = -1
 
     while True:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -141,33 +141,36 @@ def vgg16() -> Workload:
     return _workload(b, "VGG-16 (configuration D, no batch norm), 224x224x3 input, 1000 classes")
 
 
+def _conv_bn(b: NetBuilder, prefix: str, names: str, out_channels: int, kernel: int, stride: int = 1,
+             padding: int = 0) -> None:
+    """A convolution without bias and its batch norm, then a ReLU when ``names`` (space-separated,
+    each after ``prefix``: conv, batch norm[, ReLU]) has a third."""
+    conv, bn, *relu = (prefix + n for n in names.split())
+    b.conv(conv, out_channels, kernel, stride, padding, bias=False)
+    b.batchnorm(bn)
+    if relu:
+        b.relu(relu[0])
+
+
 def _bottleneck(b: NetBuilder, prefix: str, mid: int, stride: int) -> None:
     """ResNet v1.5 bottleneck: 1x1 (mid), 3x3 (mid, stride), 1x1 (4 mid), batch norm after
     each convolution, a 1x1 projection when the shape changes, the sum, ReLU."""
     x = b.shape
     out = 4 * mid
-    b.conv(f"{prefix}.conv1", mid, 1, bias=False)
-    b.batchnorm(f"{prefix}.bn1")
-    b.relu(f"{prefix}.relu1")
-    b.conv(f"{prefix}.conv2", mid, 3, stride, 1, bias=False)
-    b.batchnorm(f"{prefix}.bn2")
-    b.relu(f"{prefix}.relu2")
-    b.conv(f"{prefix}.conv3", out, 1, bias=False)
-    b.batchnorm(f"{prefix}.bn3")
+    _conv_bn(b, f"{prefix}.", "conv1 bn1 relu1", mid, 1)
+    _conv_bn(b, f"{prefix}.", "conv2 bn2 relu2", mid, 3, stride, 1)
+    _conv_bn(b, f"{prefix}.", "conv3 bn3", out, 1)
     y = b.shape
     if stride != 1 or x[0] != out:
         b.shape = x
-        b.conv(f"{prefix}.downsample", out, 1, stride, bias=False)
-        b.batchnorm(f"{prefix}.downsample_bn")
+        _conv_bn(b, f"{prefix}.", "downsample downsample_bn", out, 1, stride)
         assert b.shape == y
     b.add(f"{prefix}.add")
     b.relu(f"{prefix}.relu3")
 
 
 def _resnet50_stem_and_stages(b: NetBuilder, stages: int) -> None:
-    b.conv("conv1", 64, 7, 2, 3, bias=False)
-    b.batchnorm("bn1")
-    b.relu("relu1")
+    _conv_bn(b, "", "conv1 bn1 relu1", 64, 7, 2, 3)
     b.pool("maxpool", "maxpool", 3, 2, 1)
     for s, (blocks, mid) in enumerate(((3, 64), (4, 128), (6, 256), (3, 512))[:stages], start=1):
         for i in range(blocks):
@@ -230,14 +233,10 @@ def googlenet() -> Workload:
     b.relu("conv2_relu")
     b.lrn("lrn2")
     b.pool("pool2", "maxpool", 3, 2, ceil_mode=True)
-    for name in ("3a", "3b"):
+    for name in GOOGLENET_INCEPTION:  # 3a, 3b, pool3, 4a .. 4e, pool4, 5a, 5b
         _inception(b, f"inception{name}", *GOOGLENET_INCEPTION[name])
-    b.pool("pool3", "maxpool", 3, 2, ceil_mode=True)
-    for name in ("4a", "4b", "4c", "4d", "4e"):
-        _inception(b, f"inception{name}", *GOOGLENET_INCEPTION[name])
-    b.pool("pool4", "maxpool", 3, 2, ceil_mode=True)
-    for name in ("5a", "5b"):
-        _inception(b, f"inception{name}", *GOOGLENET_INCEPTION[name])
+        if name in ("3b", "4e"):
+            b.pool(f"pool{name[0]}", "maxpool", 3, 2, ceil_mode=True)
     b.global_avgpool("avgpool")
     b.dropout("dropout")
     b.linear("fc", 1000)
@@ -333,11 +332,8 @@ def ncf(users: int = 138_493, items: int = 26_744, mf_dim: int = 64, mlp: tuple[
 
 
 def _agz_res_block(b: NetBuilder, prefix: str, ch: int) -> None:
-    b.conv(f"{prefix}.conv1", ch, 3, 1, 1, bias=False)
-    b.batchnorm(f"{prefix}.bn1")
-    b.relu(f"{prefix}.relu1")
-    b.conv(f"{prefix}.conv2", ch, 3, 1, 1, bias=False)
-    b.batchnorm(f"{prefix}.bn2")
+    _conv_bn(b, f"{prefix}.", "conv1 bn1 relu1", ch, 3, 1, 1)
+    _conv_bn(b, f"{prefix}.", "conv2 bn2", ch, 3, 1, 1)
     b.add(f"{prefix}.add")
     b.relu(f"{prefix}.relu2")
 
@@ -349,22 +345,16 @@ def alphago_zero(blocks: int = 19, filters: int = 256, board: int = 19, planes: 
     head (1x1 conv of 1 filter, FC 256, FC 1, tanh). Convolutions without biases (batch
     norm follows), fully connected layers with biases."""
     b = NetBuilder("alphago_zero", (planes, board, board))
-    b.conv("conv", filters, 3, 1, 1, bias=False)
-    b.batchnorm("bn")
-    b.relu("relu")
+    _conv_bn(b, "", "conv bn relu", filters, 3, 1, 1)
     for i in range(blocks):
         _agz_res_block(b, f"res{i}", filters)
     tower = b.shape
-    b.conv("policy.conv", 2, 1, bias=False)
-    b.batchnorm("policy.bn")
-    b.relu("policy.relu")
+    _conv_bn(b, "policy.", "conv bn relu", 2, 1)
     b.flatten("policy.flatten")
     b.linear("policy.fc", board * board + 1)
     b.softmax("policy.softmax")
     b.shape = tower
-    b.conv("value.conv", 1, 1, bias=False)
-    b.batchnorm("value.bn")
-    b.relu("value.relu")
+    _conv_bn(b, "value.", "conv bn relu", 1, 1)
     b.flatten("value.flatten")
     b.linear("value.fc1", 256)
     b.relu("value.fc1_relu")
@@ -472,10 +462,6 @@ def _check_value(where: str, key: str, value: Any, rule: str) -> None:
         raise ConfigError(f"{where}.{key} = {value!r}: must be {rule}")
 
 
-def _pair(v: Any) -> Any:
-    return tuple(v) if isinstance(v, list) else v
-
-
 def workload_from_dict(data: dict[str, Any], source: str = "workload") -> Workload:
     """A :class:`Workload` from a layer list as plain data (what a JSON or TOML file holds):
 
@@ -531,12 +517,11 @@ def workload_from_dict(data: dict[str, Any], source: str = "workload") -> Worklo
         v = {key: spec.get(key, default) for key, (_, default) in keys.items()}
         try:
             if kind == "conv":
-                b.conv(name, v["out_channels"], _pair(v["kernel"]), _pair(v["stride"]), _pair(v["padding"]),
-                       v["groups"], v["bias"])
+                b.conv(name, v["out_channels"], v["kernel"], v["stride"], v["padding"], v["groups"], v["bias"])
             elif kind == "linear":
                 b.linear(name, v["out_features"], v["bias"])
             elif kind in ("maxpool", "avgpool"):
-                b.pool(name, kind, _pair(v["kernel"]), _pair(v["stride"]), _pair(v["padding"]), v["ceil_mode"])
+                b.pool(name, kind, v["kernel"], v["stride"], v["padding"], v["ceil_mode"])
             elif kind == "lrn":
                 b.lrn(name, v["size"])
             elif kind == "gemm":
@@ -678,7 +663,7 @@ def from_torch_module(module: Any, input_shape: tuple[int, ...], name: str | Non
             b.dropout(lname)
         elif kind == "Flatten":
             b.reshape(lname, out_shape)
-            b.layers[-1] = _kind(b.layers[-1], "flatten")
+            b.layers[-1] = replace(b.layers[-1], kind="flatten")
         elif kind == "Softmax":
             b.softmax(lname)
         elif kind in ("Sigmoid", "Tanh"):
@@ -705,15 +690,7 @@ def _as_pair(v: Any) -> tuple[int, int]:
 
 
 def _no_params(layer: Layer) -> Layer:
-    from dataclasses import replace  # noqa: PLC0415
-
     return replace(layer, params=0, bwd_flops=layer.fwd_flops if layer.input_grad else 0)
-
-
-def _kind(layer: Layer, kind: str) -> Layer:
-    from dataclasses import replace  # noqa: PLC0415
-
-    return replace(layer, kind=kind)
 
 
 # ---------------------------------------------------------------------------------------
