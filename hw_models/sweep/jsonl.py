@@ -239,8 +239,9 @@ def _train_point(r: dict, workloads: list[str], digest: str, ring_s: float | Non
     name = r["policy"].split(" ")[0]
     if e2e.make_policies(name)[0].label != r["policy"]:
         return None  # a policy with options: its options are not in the record
-    point = {**_experiment_point(data, r), "training": {"workload": r["workload"], "algorithm": r["algorithm"], "policy": name,
-                                  **{k: r[k] for k in ("batch", "device", "engine", "model", "iterations")}}}
+    point = {**_experiment_point(data, r),
+             "training": {"workload": r["workload"], "algorithm": r["algorithm"], "policy": name,
+                          **{k: r[k] for k in ("batch", "device", "engine", "model", "iterations")}}}
     resolved = validate(point, "imported record")
     cfg = validate_model(resolved["config"], ExperimentConfig, source="imported record")
     exp = resolve_experiment(cfg, "imported record", designs=[r["nic"]], algorithms=[resolved["algorithm"]])

@@ -406,7 +406,8 @@ _PUT = (f"INSERT INTO points ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * le
 
 
 def _values(rec: PointRecord, replace_done: bool, damaged: bool) -> tuple:
-    """The parameters of :data:`_PUT` for ``rec`` (``damaged``: its row, found damaged, is replaced whatever it says)."""
+    """The parameters of :data:`_PUT` for ``rec`` (``damaged``: its row, found damaged, is replaced whatever
+    it says)."""
     if rec.status not in STATUSES:
         raise ValueError(f"status {rec.status!r}: one of {STATUSES}")
     metrics = rec.metrics_json if rec.metrics_json is not None else \
