@@ -10,6 +10,7 @@ has that name. A CSV's cells that read as numbers become numbers.
 from __future__ import annotations
 
 import csv
+from collections import Counter
 from pathlib import Path
 
 from noc.base.errors import HwModelsError
@@ -39,16 +40,12 @@ def _short_names(row: dict) -> dict:
     for k, v in row.items():
         if k.startswith("metrics."):
             out.setdefault(k[len("metrics."):], v)
-    taken_last: dict[str, int] = {}
-    for k in row:
-        if k.startswith("config."):
-            taken_last[k.rsplit(".", 1)[1]] = taken_last.get(k.rsplit(".", 1)[1], 0) + 1
+    taken_last = Counter(k.rsplit(".", 1)[1] for k in row if k.startswith("config."))
     for k, v in row.items():
         if k.startswith("config."):
             out.setdefault(k[len("config."):], v)
-            last = k.rsplit(".", 1)[1]
-            if taken_last[last] == 1:
-                out.setdefault(last, v)
+            if taken_last[k.rsplit(".", 1)[1]] == 1:
+                out.setdefault(k.rsplit(".", 1)[1], v)
     return out
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import html
-from pathlib import Path
 
 from hw_models.report.figures import PRESETS, preset_spec, render, series
 from hw_models.report.writer import format_number
@@ -85,7 +84,3 @@ def page(rows: list[dict], source: str) -> tuple[str, int]:
         parts.append("<tr>" + "".join(f"<td>{html.escape(format_number(r.get(c)))}</td>" for c in cols) + "</tr>")
     parts.append("</tbody></table></body></html>")
     return "\n".join(parts) + "\n", len(figs)
-
-
-def default_name(results: Path) -> Path:
-    return results.with_name(f"{results.stem}_report.html")

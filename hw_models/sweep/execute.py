@@ -62,10 +62,6 @@ class Outcome:
     wall_s: float
     worker: str
 
-    @property
-    def metrics(self) -> dict | None:
-        return None if self.metrics_json is None else json.loads(self.metrics_json)
-
 
 @dataclass
 class Summary:

@@ -49,11 +49,8 @@ def flat_rows(store: SweepStore, kind: str | None = None, status: str | None = N
 
 
 def columns(rows: Iterable[dict]) -> list[str]:
-    seen: dict[str, None] = {}
-    for r in rows:
-        for k in r:
-            seen.setdefault(k, None)
-    return list(seen)
+    """Every key of ``rows``, in order of first appearance."""
+    return list(dict.fromkeys(k for r in rows for k in r))
 
 
 def csv_text(rows: list[dict]) -> str:

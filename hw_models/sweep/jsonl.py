@@ -100,11 +100,28 @@ def _kind_of(record: dict) -> str | None:
 
 # --- imported rows: what a record tells ------------------------------------------------------
 
-def _allreduce_row(record: dict) -> tuple[dict, dict]:
-    from hw_models.sweep.kinds.allreduce import metrics
+def _allreduce_result(record: dict):
+    """The :class:`nic.result.AllreduceResult` an ``allreduce`` record holds."""
     from nic.result import AllreduceResult
 
-    res = AllreduceResult.from_json(json.dumps({k: v for k, v in record.items() if k != "key"}))
+    return AllreduceResult.from_json(json.dumps({k: v for k, v in record.items() if k != "key"}))
+
+
+def _experiment_point(data: dict | None, record: dict) -> dict:
+    """Experiment config data ``data`` (its ``allreduce`` section left out) with the record's
+    topology (the NI count and routing left to it), NIC design and seed."""
+    data = data or {}
+    out = {k: v for k, v in data.items() if k not in ("allreduce", "network", "nic", "run")}
+    net = {k: v for k, v in (data.get("network") or {}).items() if k not in ("nis_per_node", "routing")}
+    return {**out, "network": {**net, "topology": record["topology"]},
+            "nic": {**(data.get("nic") or {}), "design": record["nic"]},
+            "run": {**(data.get("run") or {}), "seed": record["seed"]}}
+
+
+def _allreduce_row(record: dict) -> tuple[dict, dict]:
+    from hw_models.sweep.kinds.allreduce import metrics
+
+    res = _allreduce_result(record)
     config = {"topology": res.topology, "algorithm": res.algorithm, "nic": res.nic, "model": res.model,
               "size_bytes": res.size_bytes, "seed": res.seed, "num_nodes": res.num_nodes,
               "nis_per_node": res.nis_per_node, "clock_ghz": res.clock_ghz}
@@ -135,16 +152,11 @@ def _allreduce_point(record: dict, config: dict | None) -> tuple[dict, dict] | N
     """(the allreduce point of ``record`` on the experiment data ``config``, its metrics), or
     None when the record's old key is not that point's."""
     from hw_models.sweep.kinds.allreduce import metrics, objects, validate
+    from hw_models.sweep.kinds import model_version
     from nic.collectives import schedule_versions
-    from nic.message_sim import MODEL_VERSION as MESSAGE_MODEL_VERSION
-    from nic.result import AllreduceResult
-    from noc.flit import MODEL_VERSION as FLIT_MODEL_VERSION
 
-    data = {k: v for k, v in (config or {}).items() if k not in ("allreduce", "network", "nic", "run")}
-    net = {k: v for k, v in ((config or {}).get("network") or {}).items() if k not in ("nis_per_node", "routing")}
-    data.update(network={**net, "topology": record["topology"]}, nic={**((config or {}).get("nic") or {}),
-                "design": record["nic"]}, run={**((config or {}).get("run") or {}), "seed": record["seed"]},
-                allreduce={"algorithm": record["algorithm"], "size": record["size_bytes"], "model": record["model"]})
+    data = {**_experiment_point(config, record),
+            "allreduce": {"algorithm": record["algorithm"], "size": record["size_bytes"], "model": record["model"]}}
     try:
         resolved = validate(data, "imported record")
     except (ConfigError, HwModelsError):
@@ -153,8 +165,7 @@ def _allreduce_point(record: dict, config: dict | None) -> tuple[dict, dict] | N
     job = {"algorithm": resolved["algorithm"], "size_bytes": resolved["size_bytes"], "nic": record["nic"],
            "model": resolved["model"]}
     fields = {"topology": t.to_dict(), "job": job, "nic": nic.key_fields(), "network": router.key_fields(),
-              f"{resolved['model']}_model_version": MESSAGE_MODEL_VERSION if resolved["model"] == "message"
-              else FLIT_MODEL_VERSION}
+              f"{resolved['model']}_model_version": model_version(f"{resolved['model']}_model")}
     if resolved["schedule_options"]:
         fields["schedule_options"] = {resolved["algorithm"]: resolved["schedule_options"]}
     digests = {hashlib.sha1(json.dumps({**fields, "seed": resolved["seed"], "schedule_version": v},
@@ -162,14 +173,14 @@ def _allreduce_point(record: dict, config: dict | None) -> tuple[dict, dict] | N
                for v in schedule_versions(resolved["algorithm"])}
     if record["key"].rsplit("|", 1)[-1] not in digests:
         return None
-    return resolved, metrics(AllreduceResult.from_json(json.dumps({k: v for k, v in record.items() if k != "key"})))
+    return resolved, metrics(_allreduce_result(record))
 
 
 def _noc_point(record: dict, noc_config: dict | None) -> tuple[dict, dict] | None:
     """(the noc_load point of ``record`` from the TOML data ``noc_config``, its metrics), or
     None when there is no config or the record's old key is not that point's."""
     from hw_models.sweep.kinds.noc_load import metrics, objects, stats_from_metrics, validate
-    from noc.flit import MODEL_VERSION
+    from hw_models.sweep.kinds import model_version
 
     if noc_config is None:
         return None
@@ -181,7 +192,7 @@ def _noc_point(record: dict, noc_config: dict | None) -> tuple[dict, dict] | Non
     except (ConfigError, HwModelsError):
         return None
     fields = {"topology": objects(resolved)[0].to_dict(), "router": resolved["router"],
-              "traffic": resolved["traffic"], "flit_model_version": MODEL_VERSION}
+              "traffic": resolved["traffic"], "flit_model_version": model_version("flit_model")}
     if hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16] != digest:
         return None
     return resolved, metrics(stats_from_metrics(record))
@@ -213,29 +224,24 @@ def _train_point(r: dict, workloads: list[str], digest: str, ring_s: float | Non
     from hw_models.config import experiment_data
     from hw_models.experiment import resolve_experiment
     from hw_models.config import ExperimentConfig
+    from hw_models.sweep.kinds import model_version
     from hw_models.sweep.kinds.training import validate
     from hw_models.training import endtoend as e2e
     from hw_models.training.compute import get_device
-    from nic.message_sim import MODEL_VERSION as MESSAGE_MODEL_VERSION
     from noc.base.config import validate as validate_model
     from nic.collectives import schedule_versions
-    from noc.flit import MODEL_VERSION as FLIT_MODEL_VERSION
 
     if ring_s is None:  # the ring run beside it: the point's baseline
         return None
     source = r["config"]
     preset = source.removeprefix("preset ") if source.startswith("preset ") else None
     data, _ = experiment_data(None if source == "defaults" or preset else Path(source), preset)
-    data = {k: v for k, v in data.items() if k != "allreduce"}
-    data["network"] = {k: v for k, v in (data.get("network") or {}).items() if k not in ("nis_per_node", "routing")}
-    data["network"]["topology"] = r["topology"]
-    data["nic"] = {**(data.get("nic") or {}), "design": r["nic"]}
-    data["run"] = {**(data.get("run") or {}), "seed": r["seed"]}
     name = r["policy"].split(" ")[0]
     if e2e.make_policies(name)[0].label != r["policy"]:
         return None  # a policy with options: its options are not in the record
-    point = {**data, "training": {"workload": r["workload"], "algorithm": r["algorithm"], "policy": name,
-                                  **{k: r[k] for k in ("batch", "device", "engine", "model", "iterations")}}}
+    point = {**_experiment_point(data, r),
+             "training": {"workload": r["workload"], "algorithm": r["algorithm"], "policy": name,
+                          **{k: r[k] for k in ("batch", "device", "engine", "model", "iterations")}}}
     resolved = validate(point, "imported record")
     cfg = validate_model(resolved["config"], ExperimentConfig, source="imported record")
     exp = resolve_experiment(cfg, "imported record", designs=[r["nic"]], algorithms=[resolved["algorithm"]])
@@ -245,7 +251,7 @@ def _train_point(r: dict, workloads: list[str], digest: str, ring_s: float | Non
     fields = {k: r[k] for k in _TRAIN_CONFIG}
     blobs = (json.dumps({**fields, "topology": exp.topology.to_dict(), "nic": exp.nics[r["nic"]].key_fields(),
                          "network": exp.router.key_fields(), "schedule_version": v,
-                         "model_version": MESSAGE_MODEL_VERSION if r["model"] == "message" else FLIT_MODEL_VERSION,
+                         "model_version": model_version(f"{r['model']}_model"),
                          "costs": {w: [[x.name, x.fwd_s, x.bwd_s, x.grad_bytes] for x in layers]
                                    for w, layers in costs.items()}}, sort_keys=True, default=str)
              for v in schedule_versions(resolved["algorithm"]))
@@ -304,14 +310,10 @@ def import_jsonl(path: str | Path, store: SweepStore, config: dict | None = None
         except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:  # e.g. num_nodes 0
             report.skip(f"a {kind} record that does not read back ({type(exc).__name__})")
             continue
-        if found is not None:
-            versions = get_kind(kind).model_versions()
-            rec = PointRecord(point_key(kind, point, versions), kind, "done", point, versions, metrics, None, None,
-                              IMPORTED_CODE_VERSION, f"jsonl {p}", alias=old)
-        else:
-            rec = PointRecord(imported_key(kind, old), kind, "done", point, {}, metrics, None, None,
-                              IMPORTED_CODE_VERSION, f"jsonl {p}", alias=old)
-        if store.put(rec):
+        versions = get_kind(kind).model_versions() if found is not None else {}
+        key = point_key(kind, point, versions) if found is not None else imported_key(kind, old)
+        if store.put(PointRecord(key, kind, "done", point, versions, metrics, None, None, IMPORTED_CODE_VERSION,
+                                 f"jsonl {p}", alias=old)):
             report.imported[kind] = report.imported.get(kind, 0) + 1
             report.matched += found is not None
         else:

@@ -16,17 +16,6 @@ def default_store(file: Path, spec_store: Optional[str]) -> Path:
     return Path(spec_store) if spec_store else Path("results") / "sweeps" / f"{file.stem}.sqlite"
 
 
-class _NoStore:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        pass
-
-    def done_keys(self, keys):
-        return set()
-
-
 def run_sweep_file(console, file: Path, store: Optional[Path], workers: Optional[int], dask: Optional[str],
                    seed: Optional[int], fresh: bool, check: bool) -> int:
     """Run (or with ``check`` validate and count) sweep file ``file``: the exit status, 0 when
@@ -68,8 +57,10 @@ def run_sweep_file(console, file: Path, store: Optional[Path], workers: Optional
         return 2
     named = "--store" if store is not None else (f"{file}: store =" if spec.store else "")
     if check:
-        with SweepStore(store_path, create=False, named=named) if store_path.exists() else _NoStore() as st:
-            finished = len(st.done_keys(points))
+        finished = 0
+        if store_path.exists():
+            with SweepStore(store_path, create=False, named=named) as st:
+                finished = len(st.done_keys(points))
         console.print(f"{len(points)} points valid" + (f" ({duplicates} duplicates of others dropped)" if duplicates
                                                        else "") + f"; {finished} finished in {store_path}")
         return 0

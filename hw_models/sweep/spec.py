@@ -106,12 +106,8 @@ class SweepSpec:
         return None if None in sizes else math.prod(sizes)
 
 
-def _fmt(value: Any) -> str:
-    return repr(value)
-
-
 def _err(path: str, where: str, value: Any, what: str) -> ConfigError:
-    return ConfigError(f"{path}: {where} = {_fmt(value)}: {what}")
+    return ConfigError(f"{path}: {where} = {value!r}: {what}")
 
 
 def _flatten(table: dict, prefix: str = "") -> dict[str, Any]:

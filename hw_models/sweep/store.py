@@ -293,12 +293,12 @@ class SweepStore:
         """Write one point in one transaction. A row already there is replaced unless it is
         finished (``done``): then only a finished record with ``replace_done`` replaces it.
         Returns whether the row was written."""
-        return self.db.execute(_PUT, self._values(rec, replace_done)).rowcount > 0
+        return self.db.execute(_PUT, _values(rec, replace_done, rec.key in self.damaged)).rowcount > 0
 
     def put_many(self, recs: list[PointRecord], replace_done: bool = False) -> None:
         """Write points in one transaction, each as :meth:`put` writes it: all of them or,
         if the process dies before the commit, none. This process's claims on them end."""
-        values = [self._values(rec, replace_done) for rec in recs]
+        values = [_values(rec, replace_done, rec.key in self.damaged) for rec in recs]
         with _immediate(self.db):
             self.db.executemany(_PUT, values)
             if self._claimed:
@@ -317,10 +317,8 @@ class SweepStore:
             done = set() if fresh else set(self._done_cells(keys))
             todo = [k for k in keys if k not in done]
             owners: dict[str, str] = {}
-            for i in range(0, len(todo), 500):
-                chunk = todo[i:i + 500]
-                q = f"SELECT key, owner FROM claims WHERE key IN ({', '.join('?' * len(chunk))})"
-                owners.update(self.db.execute(q, chunk))
+            for chunk, marks in _chunks(todo):
+                owners.update(self.db.execute(f"SELECT key, owner FROM claims WHERE key IN {marks}", chunk))
             alive: dict[str, bool] = {}
             busy = {k for k, o in owners.items()
                     if o != self.owner and alive.setdefault(o, owner_alive(o))}
@@ -346,27 +344,24 @@ class SweepStore:
 
     def _done_cells(self, keys: Iterable[str]) -> dict[str, dict]:
         """The cells of those of ``keys`` whose rows are finished and whole, by key."""
-        try:
-            return self._done_cells_of(keys)
-        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
-            raise self._broken(exc) from None
-
-    def _broken(self, exc: Exception) -> HwModelsError:
-        return HwModelsError(f"{self._what}: the database file is damaged ({exc}); copy what SQLite can read into a "
-                             f"new store with: sqlite3 {self.path} .recover | sqlite3 NEW.sqlite")
-
-    def _done_cells_of(self, keys: Iterable[str]) -> dict[str, dict]:
         out: dict[str, dict] = {}
-        keys = list(keys)
-        for i in range(0, len(keys), 500):
-            chunk = keys[i:i + 500]
-            q = (f"SELECT {', '.join(_CONTENT)}, checksum FROM points WHERE status = 'done' AND key IN "
-                 f"({', '.join('?' * len(chunk))})")
-            for row in self.db.execute(q, chunk):
-                cells = dict(zip(_CONTENT + ("checksum",), row))
-                if not self._damaged(cells):
-                    out[cells["key"]] = cells
+        with self._reading():
+            for chunk, marks in _chunks(list(keys)):
+                q = f"SELECT {', '.join(_CONTENT)}, checksum FROM points WHERE status = 'done' AND key IN {marks}"
+                for row in self.db.execute(q, chunk):
+                    cells = dict(zip(_CONTENT + ("checksum",), row))
+                    if not self._damaged(cells):
+                        out[cells["key"]] = cells
         return out
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Reads in which an SQLite error (a damaged file) is one line saying how to save what can be read."""
+        try:
+            yield
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+            raise HwModelsError(f"{self._what}: the database file is damaged ({exc}); copy what SQLite can read into "
+                                f"a new store with: sqlite3 {self.path} .recover | sqlite3 NEW.sqlite") from None
 
     def metrics_of(self, keys: Iterable[str]) -> dict[str, dict]:
         """The metrics of those of ``keys`` whose points are finished, by key."""
@@ -383,15 +378,11 @@ class SweepStore:
             where.append("status = ?")
             args.append(status)
         q = f"SELECT {', '.join(_COLUMNS)} FROM points" + (f" WHERE {' AND '.join(where)}" if where else "")
-        try:
+        with self._reading():
             cursor = self.db.execute(q + " ORDER BY rowid", args)
-        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
-            raise self._broken(exc) from None
         while True:
-            try:
+            with self._reading():
                 found = cursor.fetchmany(1000)
-            except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
-                raise self._broken(exc) from None
             if not found:
                 return
             for row in found:
@@ -401,15 +392,9 @@ class SweepStore:
 
     def counts(self) -> list[tuple[str, str, int]]:
         """(kind, status, rows) for every kind and status there are."""
-        q = "SELECT kind, status, COUNT(*) FROM points GROUP BY kind, status ORDER BY kind, status"
-        try:
-            return [tuple(r) for r in self.db.execute(q)]
-        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
-            raise self._broken(exc) from None
-
-    def _values(self, rec: PointRecord, replace_done: bool) -> tuple:
-        """:func:`_values`; a row this store found damaged is replaced whatever it says."""
-        return _values(rec, replace_done) + (rec.key in self.damaged,)
+        with self._reading():
+            return [tuple(r) for r in self.db.execute("SELECT kind, status, COUNT(*) FROM points GROUP BY kind, status "
+                                                      "ORDER BY kind, status")]
 
     def integrity_ok(self) -> bool:
         return self.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
@@ -420,8 +405,9 @@ _PUT = (f"INSERT INTO points ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * le
         "WHERE points.status != 'done' OR (excluded.status = 'done' AND ?) OR ?")
 
 
-def _values(rec: PointRecord, replace_done: bool) -> tuple:
-    """The parameters of :data:`_PUT` for ``rec``."""
+def _values(rec: PointRecord, replace_done: bool, damaged: bool) -> tuple:
+    """The parameters of :data:`_PUT` for ``rec`` (``damaged``: its row, found damaged, is replaced whatever
+    it says)."""
     if rec.status not in STATUSES:
         raise ValueError(f"status {rec.status!r}: one of {STATUSES}")
     metrics = rec.metrics_json if rec.metrics_json is not None else \
@@ -430,7 +416,7 @@ def _values(rec: PointRecord, replace_done: bool) -> tuple:
     versions = rec.versions_json if rec.versions_json is not None else canonical_json(rec.model_versions)
     checksum = row_checksum(rec.key, rec.kind, rec.status, config, versions, metrics, rec.error)
     return (rec.key, rec.kind, rec.status, config, versions, metrics, rec.error, rec.wall_s, rec.code_version,
-            rec.finished_utc, rec.origin, rec.alias, rec.worker, checksum, bool(replace_done))
+            rec.finished_utc, rec.origin, rec.alias, rec.worker, checksum, bool(replace_done), damaged)
 
 
 @contextmanager
@@ -444,6 +430,13 @@ def _immediate(db) -> Iterator[None]:
     except BaseException:
         db.execute("ROLLBACK")
         raise
+
+
+def _chunks(keys: list[str], size: int = 500) -> Iterator[tuple[list[str], str]]:
+    """``keys`` in lists of at most ``size`` (SQLite limits the parameters of one statement),
+    each with the placeholders of its ``IN`` list, ``(?, ?, ?)``."""
+    for i in range(0, len(keys), size):
+        yield keys[i:i + size], f"({', '.join('?' * len(keys[i:i + size]))})"
 
 
 def _statements() -> list[str]:

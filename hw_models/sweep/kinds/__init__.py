@@ -82,6 +82,57 @@ def table_of(point: dict, key: str, source: str, allowed: tuple[str, ...]) -> di
     return section
 
 
+def choice_of(value: object, allowed, source: str, key: str):
+    """``value`` if it is one of ``allowed``; else a :class:`ConfigError` naming the key, value and choices."""
+    if value not in allowed:
+        raise ConfigError(f"{source}: key '{key}' = {value!r}: choose one of {', '.join(allowed)}")
+    return value
+
+
+def integer_of(value: object, source: str, key: str, low: int) -> int:
+    """``value`` if it is an integer (not a boolean) >= ``low``; else a :class:`ConfigError`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ConfigError(f"{source}: key '{key}' = {value!r}: must be an integer >= {low}")
+    return value
+
+
+def boolean_of(value: object, source: str, key: str) -> bool:
+    """``value`` if it is true or false; else a :class:`ConfigError`."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"{source}: key '{key}' = {value!r}: must be true or false")
+    return value
+
+
+def size_of(value: object, source: str, key: str, rule: str, zero: bool = False) -> int:
+    """The bytes of ``value`` (an integer or e.g. ``"32KiB"``; with ``zero``, 0 and "0" are 0); else a
+    :class:`ConfigError` naming the key, the value and ``rule`` (what a size is) or why it does not parse."""
+    from noc.base.units import parse_size_bytes
+
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ConfigError(f"{source}: key '{key}' = {value!r}: {rule}")
+    try:
+        return 0 if zero and value in (0, "0") else parse_size_bytes(value)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: key '{key}' = {value!r}: {exc}") from None
+
+
+#: the versions a kind's points may depend on: name in a point's key -> (module, attribute)
+MODEL_VERSIONS = {"message_model": ("nic.message_sim", "MODEL_VERSION"), "flit_model": ("noc.flit", "MODEL_VERSION"),
+                  "schedule": ("nic.collectives", "SCHEDULE_VERSION"),
+                  "scheduler": ("nic.scheduler", "SCHEDULER_VERSION")}
+
+
+def model_version(name: str) -> int:
+    """The version of the model ``name`` of :data:`MODEL_VERSIONS` (e.g. ``message_model``)."""
+    module, attribute = MODEL_VERSIONS[name]
+    return getattr(importlib.import_module(module), attribute)
+
+
+def model_versions_of(*models: str, **own: int) -> dict:
+    """A kind's ``model_versions()``: those of ``models`` (:data:`MODEL_VERSIONS`) and its ``own`` (name -> version)."""
+    return {**own, **{m: model_version(m) for m in models}}
+
+
 def algorithm_of(value: object, source: str, key: str) -> str:
     """The registry's name of the algorithm ``value`` (aliases taken) at dotted key ``key``;
     a :class:`ConfigError` naming ``source``, the key and the value otherwise."""

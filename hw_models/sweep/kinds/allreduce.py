@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
-from hw_models.sweep.kinds import Kind, algorithm_of, table_of
+from hw_models.sweep.kinds import Kind, algorithm_of, choice_of, model_versions_of, size_of, table_of
 from noc.base.errors import ConfigError, HwModelsError
 
 POINT_KEYS = ("algorithm", "size", "model", "tree_order", "element_bytes")
@@ -26,7 +26,6 @@ _POINT_FLAGS = {"allreduce.algorithms": "allreduce.algorithm =", "allreduce.size
 
 
 def validate(point: dict, source: str = "point") -> dict:
-    from noc.base.units import parse_size_bytes
     from nic.allreduce import MODELS
     from nic.preparation import check_size
     from nic.collectives.multitree import TREE_ORDERS
@@ -38,20 +37,9 @@ def validate(point: dict, source: str = "point") -> dict:
                               f"{'algorithm, e.g. ring or multitree' if key == 'algorithm' else 'size, e.g. 1MiB'})")
     algorithm = algorithm_of(ar["algorithm"], source, "allreduce.algorithm")
     size = ar["size"]
-    if isinstance(size, bool) or not isinstance(size, (int, str)):
-        raise ConfigError(f"{source}: key 'allreduce.size' = {size!r}: a size is bytes (an integer) or a string "
-                          "such as '32KiB'")
-    try:
-        size_bytes = parse_size_bytes(size)
-    except ConfigError as exc:
-        raise ConfigError(f"{source}: key 'allreduce.size' = {size!r}: {exc}") from None
-    model = ar.get("model", "message")
-    if model not in MODELS:
-        raise ConfigError(f"{source}: key 'allreduce.model' = {model!r}: choose one of {', '.join(MODELS)}")
-    tree_order = ar.get("tree_order", "ours")
-    if tree_order not in TREE_ORDERS:
-        raise ConfigError(f"{source}: key 'allreduce.tree_order' = {tree_order!r}: choose one of "
-                          f"{', '.join(TREE_ORDERS)}")
+    size_bytes = size_of(size, source, "allreduce.size", "a size is bytes (an integer) or a string such as '32KiB'")
+    model = choice_of(ar.get("model", "message"), MODELS, source, "allreduce.model")
+    tree_order = choice_of(ar.get("tree_order", "ours"), TREE_ORDERS, source, "allreduce.tree_order")
     from nic.collectives import size_options
 
     options = {"tree_order": tree_order} if algorithm == "multitree" and tree_order != "ours" else {}
@@ -168,13 +156,7 @@ def metrics(result) -> dict:
 
 
 def model_versions() -> dict:
-    from nic.collectives import SCHEDULE_VERSION
-    from nic.message_sim import MODEL_VERSION as MESSAGE_MODEL_VERSION
-    from nic.scheduler import SCHEDULER_VERSION
-    from noc.flit import MODEL_VERSION as FLIT_MODEL_VERSION
-
-    return {"message_model": MESSAGE_MODEL_VERSION, "flit_model": FLIT_MODEL_VERSION, "schedule": SCHEDULE_VERSION,
-            "scheduler": SCHEDULER_VERSION}
+    return model_versions_of("message_model", "flit_model", "schedule", "scheduler")
 
 
 KIND = Kind(name="allreduce", summary="one all-reduce: algorithm, size, NIC design and model on one network "

@@ -20,7 +20,7 @@ the part ends.
 
 from __future__ import annotations
 
-from hw_models.sweep.kinds import Kind, table_of
+from hw_models.sweep.kinds import Kind, choice_of, integer_of, model_versions_of, table_of
 from noc.base.errors import ConfigError
 
 POINT_KEYS = ("agents", "env", "batch", "part", "accel")
@@ -44,12 +44,8 @@ def validate(point: dict, source: str = "point") -> dict:
     if "agents" not in point:
         raise ConfigError(f"{source}: missing key 'agents' (the number of agents, e.g. 3)")
     for key, low, default in (("agents", 2, None), ("batch", 1, 1024)):
-        v = point.get(key, default)
-        if isinstance(v, bool) or not isinstance(v, int) or v < low:
-            raise ConfigError(f"{source}: key {key!r} = {v!r}: must be an integer >= {low}")
-    env = point.get("env", "simple_spread")
-    if env not in SCENARIOS:
-        raise ConfigError(f"{source}: key 'env' = {env!r}: choose one of {', '.join(SCENARIOS)}")
+        integer_of(point.get(key, default), source, key, low)
+    env = choice_of(point.get("env", "simple_spread"), SCENARIOS, source, "env")
     try:
         part = get_part(point.get("part", "u250"))
     except ConfigError as exc:
@@ -81,16 +77,12 @@ def design_row(w, cfg, r) -> dict:
         row[f"{res}_pct"] = f"{100.0 * r.resources.amount(res) / max(lim[res], 1):.1f}"
     row["update_cycles"] = f"{r.update_cycles:.0f}"
     row["update_us"] = f"{r.update_s * 1e6:.2f}"
-    for p, v in r.phase_cycles.items():
-        row[f"{p}_cycles"] = f"{v:.0f}"
-    for p, v in r.busy_cycles.items():
-        row[f"{p}_busy_cycles"] = f"{v:.0f}"
-    for k, v in r.exchange.items():
-        row[f"exchange_{k}_cycles"] = f"{v:.0f}"
-    ex = r.busy_cycles["interconnect"]  # how much of the exchange ran under compute
-    row["interconnect_hidden_pct"] = f"{100.0 * (1.0 - r.phase_cycles['interconnect'] / ex):.1f}" if ex > 0 else ""
-    xf = r.busy_cycles["transfer"]
-    row["transfer_hidden_pct"] = f"{100.0 * (1.0 - r.phase_cycles['transfer'] / xf):.1f}" if xf > 0 else ""
+    for name, cycles in (("{}_cycles", r.phase_cycles), ("{}_busy_cycles", r.busy_cycles),
+                         ("exchange_{}_cycles", r.exchange)):
+        row.update({name.format(k): f"{v:.0f}" for k, v in cycles.items()})
+    for p in ("interconnect", "transfer"):  # how much of the exchange and of the transfers ran under compute
+        busy = r.busy_cycles[p]
+        row[f"{p}_hidden_pct"] = f"{100.0 * (1.0 - r.phase_cycles[p] / busy):.1f}" if busy > 0 else ""
     row["samples_per_s"] = f"{r.samples_per_s(w.batch):.0f}"
     return row
 
@@ -125,10 +117,7 @@ def run(resolved: dict) -> dict:
 
 
 def model_versions() -> dict:
-    from nic.message_sim import MODEL_VERSION as MESSAGE_MODEL_VERSION
-    from noc.flit import MODEL_VERSION as FLIT_MODEL_VERSION
-
-    return {"maddpg_accel": 2, "message_model": MESSAGE_MODEL_VERSION, "flit_model": FLIT_MODEL_VERSION}
+    return model_versions_of("message_model", "flit_model", maddpg_accel=2)
 
 
 KIND = Kind(name="maddpg_accel", summary="one MADDPG update on one CPU-FPGA accelerator design: agents, part, "

@@ -18,7 +18,7 @@ import json
 from functools import lru_cache
 from typing import NamedTuple
 
-from hw_models.sweep.kinds import Kind
+from hw_models.sweep.kinds import Kind, model_versions_of
 from noc.base.errors import ConfigError
 
 SECTIONS = ("network", "channels", "router", "traffic")
@@ -48,7 +48,7 @@ def validate(point: dict, source: str = "point") -> dict:
     resolved = {"topology": base.name, "network": network, "channels": latency,
                 "router": router.model_dump(mode="json"), "traffic": cfg.traffic.model_dump(mode="json")}
     t = _topology(json.dumps(network, sort_keys=True), json.dumps(latency, sort_keys=True))
-    _check_fits(t, router, cfg.traffic, json.dumps(resolved, sort_keys=True), source)
+    _check_fits(t, router, cfg.traffic, _fits_key(rest, resolved["traffic"]), source)
     if len(_RESTS) > 256:
         _RESTS.clear()
     _RESTS[rest] = _Rest(resolved["topology"], network, latency, resolved["router"], t, router)
@@ -90,9 +90,14 @@ def _with_traffic(rest: _Rest, rest_key: str, point: dict, source: str) -> dict:
                              source=source).traffic
     resolved = {"topology": rest.topology, "network": rest.network, "channels": rest.channels, "router": rest.router,
                 "traffic": traffic.model_dump(mode="json")}
-    fits = [(k, v) for k, v in resolved["traffic"].items() if k != "rate_packets"]  # in the model's field order
-    _check_fits(rest.t, rest.router_config, traffic, rest_key + repr(fits), source, as_key=True)
+    _check_fits(rest.t, rest.router_config, traffic, _fits_key(rest_key, resolved["traffic"]), source)
     return resolved
+
+
+def _fits_key(rest_key: str, traffic: dict) -> str:
+    """What :func:`_check_fits` keeps its result under: the point's other tables as given
+    (:func:`_rest_key`) and its resolved traffic without the load, in the model's field order."""
+    return rest_key + repr([(k, v) for k, v in traffic.items() if k != "rate_packets"])
 
 
 _BASES: dict[str, object] = {}  # the topologies resolved so far, by their arguments (a sweep repeats them)
@@ -113,22 +118,16 @@ def _base_topology(spec, nis, link_bytes_per_cycle, link_latency_cycles, source)
     return _BASES[key]
 
 
-_FITS: set[str] = set()  # resolved points (without their load) found to fit
+_FITS: set[str] = set()  # points (by _fits_key: without their load) found to fit
 
 
-def _check_fits(t, router, traffic, resolved_json: str, source: str, as_key: bool = False) -> None:
+def _check_fits(t, router, traffic, key: str, source: str) -> None:
     """What ``hw-models noc run`` checks before it runs: the pattern on the topology, the
-    router's VCs on the routing, packets that fit a VC under virtual cut-through
-    (``as_key``: ``resolved_json`` is already the text the result is kept under)."""
+    router's VCs on the routing, packets that fit a VC under virtual cut-through (the
+    result kept under ``key``)."""
     from noc.flit import build_network
     from noc.flit_traffic import destinations
 
-    if as_key:
-        key = resolved_json
-    else:
-        key = json.loads(resolved_json)
-        key["traffic"].pop("rate_packets")
-        key = json.dumps(key, sort_keys=True)
     if key in _FITS:
         return
     try:
@@ -211,9 +210,7 @@ def stats_from_metrics(data: dict):
 
 
 def model_versions() -> dict:
-    from noc.flit import MODEL_VERSION
-
-    return {"flit_model": MODEL_VERSION, "noc_load": 2}  # 2: the whole RunStats in the metrics
+    return model_versions_of("flit_model", noc_load=2)  # 2: the whole RunStats in the metrics
 
 
 KIND = Kind(name="noc_load", summary="one synthetic-traffic run of the flit-level network at one load "

@@ -20,7 +20,7 @@ import dataclasses
 import hashlib
 from functools import lru_cache
 
-from hw_models.sweep.kinds import Kind
+from hw_models.sweep.kinds import Kind, boolean_of, choice_of
 from noc.base.errors import ConfigError, HwModelsError
 
 PARAMETERS = ("depth", "nis", "flow_w", "node_w", "step_w", "len_w", "cnt_w", "err_w")
@@ -41,11 +41,8 @@ def validate(point: dict, source: str = "point") -> dict:
         if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
             raise ConfigError(f"{source}: key {key!r} = {value!r}: must be an integer in {lo}..{hi} "
                               f"(the scheduler's {key.upper()} parameter)")
-    top, xilinx, rev = point.get("top", TOPS[0]), point.get("xilinx", False), point.get("rev")
-    if top not in TOPS:
-        raise ConfigError(f"{source}: key 'top' = {top!r}: choose one of {', '.join(TOPS)}")
-    if not isinstance(xilinx, bool):
-        raise ConfigError(f"{source}: key 'xilinx' = {xilinx!r}: must be true or false")
+    top = choice_of(point.get("top", TOPS[0]), TOPS, source, "top")
+    xilinx, rev = boolean_of(point.get("xilinx", False), source, "xilinx"), point.get("rev")
     if rev is not None and (not isinstance(rev, str) or not rev.strip()):
         raise ConfigError(f"{source}: key 'rev' = {rev!r}: must be a git revision")
     out = dataclasses.asdict(SchedulerParams(**{k: v for k, v in point.items() if k in PARAMETERS}))

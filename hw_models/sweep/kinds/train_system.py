@@ -21,7 +21,7 @@ them back).
 
 from __future__ import annotations
 
-from hw_models.sweep.kinds import Kind
+from hw_models.sweep.kinds import Kind, choice_of, model_versions_of
 from hw_models.training.compute import DEFAULT_DEVICE
 from hw_models.training.systems import SYSTEMS
 from noc.base.errors import ConfigError, HwModelsError
@@ -29,13 +29,12 @@ from noc.base.errors import ConfigError, HwModelsError
 COMMON = {"workload": "resnet50", "batch": 16, "device": DEFAULT_DEVICE, "preset": None, "topology": None,
           "nis": None, "algorithm": None, "task": "logreg", "lr": None, "target": None, "max_iterations": 1500,
           "seed": 0}
-OPTIONS = ("compressors", "fix", "average_every", "servers", "placement", "modes", "stragglers", "delays",
-           "variants", "alpha", "tau", "inverse_efficiency", "links", "techniques", "transfer_every", "mp_keep")
 TYPES = {"workload": str, "batch": int, "device": str, "preset": str, "topology": str, "nis": int, "algorithm": str,
          "task": str, "lr": float, "target": float, "max_iterations": int, "seed": int, "compressors": str,
          "fix": str, "average_every": int, "servers": int, "placement": str, "modes": str, "stragglers": str,
          "delays": str, "variants": str, "alpha": float, "tau": int, "inverse_efficiency": float,
          "links": str, "techniques": str, "transfer_every": int, "mp_keep": float}
+OPTIONS = tuple(k for k in TYPES if k not in COMMON)  # the systems' own options, in system_params' order
 
 
 def _resolve(point: dict, source: str):
@@ -45,9 +44,7 @@ def _resolve(point: dict, source: str):
     for key in point:
         if key not in allowed:
             raise ConfigError(f"{source}: unknown key {key!r} (allowed: {', '.join(allowed)})")
-    system = point.get("system")
-    if system not in SYSTEMS:
-        raise ConfigError(f"{source}: key 'system' = {system!r}: choose one of {', '.join(SYSTEMS)}")
+    system = choice_of(point.get("system"), SYSTEMS, source, "system")
     vals = {**COMMON, **{k: point.get(k) for k in OPTIONS}, **{k: v for k, v in point.items() if k in COMMON}}
     for key, value in vals.items():
         want = TYPES[key]
@@ -132,10 +129,7 @@ def tables(metrics: dict) -> tuple[list[dict], list[dict]]:
 
 
 def model_versions() -> dict:
-    from nic.collectives import SCHEDULE_VERSION
-    from nic.message_sim import MODEL_VERSION
-
-    return {"train_system": 3, "schedule": SCHEDULE_VERSION, "message_model": MODEL_VERSION}
+    return model_versions_of("schedule", "message_model", train_system=3)
 
 
 KIND = Kind(name="train_system", summary=f"one training-communication system ({', '.join(SYSTEMS)}) "

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import hashlib
 
-from hw_models.sweep.kinds import Kind, algorithm_of, table_of
+from hw_models.sweep.kinds import (Kind, algorithm_of, boolean_of, choice_of, integer_of, model_versions_of, size_of,
+                                   table_of)
 from hw_models.training.compute import DEFAULT_DEVICE
 from noc.base.errors import ConfigError, HwModelsError
 
@@ -39,25 +40,12 @@ def _key(name: str) -> str:
 
 def _options(tr: dict, source: str) -> dict:
     """The policy options the point gives, by the policies' own option names (bytes parsed)."""
-    from noc.base.units import parse_size_bytes
-
     out = {}
     for key, opt in OPTION_KEYS.items():
-        if key not in tr:
-            continue
-        value = tr[key]
-        if key in ("strict", "fused"):
-            if not isinstance(value, bool):
-                raise ConfigError(f"{source}: key '{_key(key)}' = {value!r}: must be true or false")
-            out[opt] = value
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, str)):
-            raise ConfigError(f"{source}: key '{_key(key)}' = {value!r}: bytes (an integer) or a string such as "
-                              "'8MiB'")
-        try:
-            out[opt] = 0 if value in (0, "0") else parse_size_bytes(value)
-        except ConfigError as exc:
-            raise ConfigError(f"{source}: key '{_key(key)}' = {value!r}: {exc}") from None
+        if key in ("strict", "fused") and key in tr:
+            out[opt] = boolean_of(tr[key], source, _key(key))
+        elif key in tr:
+            out[opt] = size_of(tr[key], source, _key(key), "bytes (an integer) or a string such as '8MiB'", zero=True)
     return out
 
 
@@ -95,17 +83,13 @@ def validate(point: dict, source: str = "point") -> dict:
     except (ConfigError, HwModelsError) as exc:
         raise ConfigError(f"{source}: {exc}") from None
     for key, low in (("batch", 1), ("iterations", 2)):
-        v = tr[key]
-        if isinstance(v, bool) or not isinstance(v, int) or v < low:
-            raise ConfigError(f"{source}: key '{_key(key)}' = {v!r}: must be an integer >= {low}")
+        integer_of(tr[key], source, _key(key), low)
     try:
         get_device(tr["device"])
     except ConfigError as exc:
         raise ConfigError(f"{source}: key '{_key('device')}' = {tr['device']!r}: {exc}") from None
-    if tr["engine"] not in ENGINES:
-        raise ConfigError(f"{source}: key '{_key('engine')}' = {tr['engine']!r}: choose one of {', '.join(ENGINES)}")
-    if tr["model"] not in MODELS:
-        raise ConfigError(f"{source}: key '{_key('model')}' = {tr['model']!r}: choose one of {', '.join(MODELS)}")
+    choice_of(tr["engine"], ENGINES, source, _key("engine"))
+    choice_of(tr["model"], MODELS, source, _key("model"))
     options = _options(tr, source)
     policy = _policy(tr["policy"], options, source)
     data = {k: v for k, v in point.items() if k != "training"}
@@ -213,12 +197,7 @@ def train_run(resolved: dict, metrics: dict):
 
 
 def model_versions() -> dict:
-    from nic.collectives import SCHEDULE_VERSION
-    from nic.message_sim import MODEL_VERSION as MESSAGE_MODEL_VERSION
-    from noc.flit import MODEL_VERSION as FLIT_MODEL_VERSION
-
-    return {"training": 1, "message_model": MESSAGE_MODEL_VERSION, "flit_model": FLIT_MODEL_VERSION,
-            "schedule": SCHEDULE_VERSION}
+    return model_versions_of("message_model", "flit_model", "schedule", training=1)
 
 
 KIND = Kind(name="training", summary="one training iteration: workload, all-reduce algorithm and scheduling policy "
