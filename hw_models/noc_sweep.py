@@ -47,20 +47,17 @@ def resolve(args: list[str] | None, booksim: Optional[Path], pattern: Optional[s
     from noc.flitsim_sweep import SweepConfig
 
     config, overrides = split_args(args, booksim, {"--pattern": pattern, "--seed": seed})
-    if booksim is not None:
-        run = load_booksim(booksim, overrides)
-        t, router, tr, sweep = run.topology, run.network, run.traffic, SweepConfig()
-        check_time(t, tr, sweep.max_points, yes)
-        name = "sweep_" + booksim_stem(run)
-        out_dir = output_dir(out, None, None, [f"{name}.{ext}" for ext in ("csv", "png")] + [STORE_NAME])
-        return LoadSweep(t, router, tr, sweep, booksim_base(t, router), str(booksim), out_dir, name, True,
-                         out_dir / STORE_NAME)
-    cfg, t = load_noc_experiment(config, pattern, seed)
-    check_time(t, cfg.traffic, cfg.sweep.max_points, yes)
-    name = f"sweep_{stem(t, cfg)}"
+    if booksim is not None:  # cfg None: a BookSim2 file has no out_dir key (results/noc) and no clock (1 GHz)
+        run, cfg = load_booksim(booksim, overrides), None
+        t, router, tr, sweep, name = run.topology, run.network, run.traffic, SweepConfig(), "sweep_" + booksim_stem(run)
+    else:
+        cfg, t = load_noc_experiment(config, pattern, seed)
+        router, tr, sweep, name = cfg.router, cfg.traffic, cfg.sweep, f"sweep_{stem(t, cfg)}"
+    check_time(t, tr, sweep.max_points, yes)
     out_dir = output_dir(out, cfg, config, [f"{name}.{ext}" for ext in ("csv", "png")] + [STORE_NAME])
-    return LoadSweep(t, cfg.router, cfg.traffic, cfg.sweep, toml_base(config), str(config), out_dir, name, False,
-                     out_dir / STORE_NAME, cfg.network.clock_ghz)
+    base = booksim_base(t, router) if cfg is None else toml_base(config)
+    return LoadSweep(t, router, tr, sweep, base, str(booksim or config), out_dir, name, cfg is None,
+                     out_dir / STORE_NAME, cfg.network.clock_ghz if cfg is not None else 1.0)
 
 
 class StoredPoints:
