@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from noc.base.errors import ConfigError, HwModelsError
+from noc.base.errors import HwModelsError
 
 # Printed under message-level results that include the baseline NIC: its per-packet runs are
 # where the message model is least accurate (docs/allreduce.md, "Calibration").
@@ -87,21 +87,11 @@ class AllreduceSetup:
         return self.exp.topology.name.replace(":", "_")
 
 
-def _check_flags(req: AllreduceRequest) -> None:
-    from hw_models.config import check_config_file
-    from hw_models.store import check_new_file
-
-    check_new_file(req.trace, "--trace")
-    check_config_file(req.config)
-
-
 def _check_choices(req: AllreduceRequest) -> list[str]:
-    """The models --model asks for; --tree-order checked."""
+    """The models --model asks for; --tree-order checked (--topology is, by flag_overlay)."""
     from nic.allreduce import MODELS
     from nic.collectives.multitree import TREE_ORDERS
 
-    if req.topology is not None and not req.topology.strip():
-        raise HwModelsError("--topology is empty; give a spec such as torus:4x4")
     if req.model not in (*MODELS, "both"):
         raise HwModelsError(f"--model {req.model!r}: choose one of {', '.join(MODELS)} or both")
     if req.tree_order not in TREE_ORDERS:
@@ -109,37 +99,18 @@ def _check_choices(req: AllreduceRequest) -> list[str]:
     return list(MODELS) if req.model == "both" else [req.model]
 
 
-def _check_models(exp, designs: list[str], models: list[str], source: str) -> None:
-    """A router that does not fit the topology (or, at flit level, a NIC design) fails here, before any run."""
-    from nic.nic_config import check_message_router
-    from nic.flit_cosim import flit_network
-    from nic.scheduler import MAX_NIS as MAX_SCHEDULER_NIS
-
-    t = exp.topology
-    try:
-        for d in designs:
-            if "flit" in models:
-                flit_network(t, exp.nics[d], exp.router)
-            if "message" in models:
-                check_message_router(t, exp.routes, exp.nics[d], exp.router)
-    except ConfigError as exc:
-        raise ConfigError(f"{source} on {t.name}: {exc}") from None
-    if "flit" in models and t.nis_per_node > MAX_SCHEDULER_NIS:
-        raise HwModelsError(f"{t.name}: {t.nis_per_node} NIs per node; the flit level's NIC scheduler serves at most "
-                            f"{MAX_SCHEDULER_NIS} (docs/nic_scheduler.md)")
-
-
 def resolve(req: AllreduceRequest) -> AllreduceSetup:
     """Every check before a run, in the order the command has always made them."""
     from hw_models.allreduce_sweep import allreduce_plan
-    from hw_models.config import experiment_data
+    from hw_models.config import check_config_file, experiment_data
     from hw_models.estimate import check_long_run, flit_allreduce_seconds
-    from hw_models.experiment import config_with_flags, data_with_flags, resolve_experiment
+    from hw_models.experiment import check_model_network, config_with_flags, data_with_flags, resolve_experiment
     from hw_models.flags import flag_overlay
     from hw_models.job import output_dir
-    from hw_models.store import STORE_NAME, check_output_dir
+    from hw_models.store import STORE_NAME, check_new_file, check_output_dir
 
-    _check_flags(req)
+    check_new_file(req.trace, "--trace")
+    check_config_file(req.config)
     data, source = experiment_data(req.config, req.preset)
     models = _check_choices(req)
     design_choice, names, overrides, flags, drop = flag_overlay(
@@ -156,7 +127,9 @@ def resolve(req: AllreduceRequest) -> AllreduceSetup:
     note = ("note: the paper's mesh routers have credit delay 2 (its tori 1): for its meshes use --preset "
             "isca2021_mesh") if req.preset == "isca2021" and t.name.startswith("mesh") else ""
     out_dir, named = output_dir(req.out, cfg, source, "allreduce")
-    _check_models(exp, designs, models, source)
+    for d in designs:  # a router that does not fit the topology (or, at flit level, a NIC design) fails here
+        for m in sorted(models, key="flit".__ne__):  # the flit level's limits first
+            check_model_network(exp, d, m, source)
     algorithms = list(exp.schedules)
     # a flit-level run of a big all-reduce takes hours: estimated first, and run only with --yes
     flit_seconds = 0.0
@@ -214,39 +187,33 @@ def _write_rows(con, s: AllreduceSetup, name: str, rows: list[dict], draw=None) 
 
 def _render(con, s: AllreduceSetup, results: dict) -> list[Path]:
     """The tables, CSV and PNG of every model (and the calibration of one against the other)."""
-    from rich.table import Table
-
     from hw_models.allreduce_sweep import calibration_rows, table_rows
+    from hw_models.console import table
     from hw_models.report.charts import bandwidth_chart
     from noc.base.units import format_seconds, format_size_bytes
 
     from nic.collectives import optimal_bound
 
-    t, written = s.exp.topology, []
+    t, written, left = s.exp.topology, [], ("algorithm", "NIC")
     optimum = optimal_bound(t)
     for m in s.models:
         rows = table_rows(results[m], optimum)
-        table = Table(title=f"all-reduce on {t.name}: {m}-level, clock {s.exp.config.network.clock_ghz:g} GHz")
-        for col in ("size", "algorithm", "NIC", "cycles", "time", "bus GB/s", "vs ring", "% of bound", "% of optimum"):
-            table.add_column(col, justify="left" if col in ("algorithm", "NIC") else "right")
-        for r in rows:
-            table.add_row(format_size_bytes(r["size_bytes"]), r["algorithm"], r["nic"], f"{r['total_cycles']:,.0f}",
-                          format_seconds(r["time_us"] * 1e-6),
-                          f"{r['busbw_gbps']:.2f}", f"{r['speedup_vs_ring']:.2f}x" if r["speedup_vs_ring"] != "" else "-",
-                          f"{r['bound_percent']:.1f}", f"{r['optimum_percent']:.1f}")
-        con.print(table)
+        con.print(table(f"all-reduce on {t.name}: {m}-level, clock {s.exp.config.network.clock_ghz:g} GHz",
+                        ("size", "algorithm", "NIC", "cycles", "time", "bus GB/s", "vs ring", "% of bound",
+                         "% of optimum"),
+                        [(format_size_bytes(r["size_bytes"]), r["algorithm"], r["nic"], f"{r['total_cycles']:,.0f}",
+                          format_seconds(r["time_us"] * 1e-6), f"{r['busbw_gbps']:.2f}",
+                          f"{r['speedup_vs_ring']:.2f}x" if r["speedup_vs_ring"] != "" else "-",
+                          f"{r['bound_percent']:.1f}", f"{r['optimum_percent']:.1f}") for r in rows], left))
         written += _write_rows(con, s, m, rows, lambda p, m=m: bandwidth_chart(
             results[m], p, f"all-reduce on {t.name} ({m}-level model)"))
     if len(s.models) > 1:
         rows = calibration_rows(results["message"] + results["flit"])
-        table = Table(title=f"message level against flit level on {t.name} (negative: the message model is faster)")
-        for col in ("size", "algorithm", "NIC", "flit cycles", "message cycles", "flit time", "message vs flit"):
-            table.add_column(col, justify="left" if col in ("algorithm", "NIC") else "right")
-        for r in rows:
-            table.add_row(format_size_bytes(r["size_bytes"]), r["algorithm"], r["nic"], f"{r['flit_cycles']:,.0f}",
+        con.print(table(f"message level against flit level on {t.name} (negative: the message model is faster)",
+                        ("size", "algorithm", "NIC", "flit cycles", "message cycles", "flit time", "message vs flit"),
+                        [(format_size_bytes(r["size_bytes"]), r["algorithm"], r["nic"], f"{r['flit_cycles']:,.0f}",
                           f"{r['message_cycles']:,.0f}", format_seconds(r["flit_us"] * 1e-6),
-                          f"{r['message_vs_flit_percent']:+.2f} %")
-        con.print(table)
+                          f"{r['message_vs_flit_percent']:+.2f} %") for r in rows], left))
         written += _write_rows(con, s, "calibration", rows)
     return written
 

@@ -24,3 +24,17 @@ def progress_bar(con, *columns, eta: bool = False):
     tail = (TextColumn("ETA"), TimeRemainingColumn()) if eta else ()
     return Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
                     *(TextColumn(c) for c in columns), TimeElapsedColumn(), *tail, console=con)
+
+
+def table(title: str, columns, rows, left=(), **options):
+    """A rich table titled ``title``: a column per name in ``columns`` (right-justified, but
+    those named in ``left``), a row per tuple of cells in ``rows``; ``options`` go to the
+    table (e.g. ``show_header=False``)."""
+    from rich.table import Table
+
+    out = Table(title=title, **options)
+    for col in columns:
+        out.add_column(col, justify="left" if col in left else "right")
+    for cells in rows:
+        out.add_row(*cells)
+    return out

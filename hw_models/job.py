@@ -51,6 +51,17 @@ def run_points(con, total: int, store_path: Path, run: Callable, describe: Calla
     return out
 
 
+def run_plan_points(con, plan, store_path: Path, describe: Callable, *, fresh: bool = False,
+                    workers: Optional[int] = None, dask: Optional[str] = None, points=None, last: Optional[str] = None):
+    """``plan`` (its resolved ``points``, when given) run into the sweep store at
+    ``store_path`` by :func:`hw_models.sweep.plan.run_plan` on the ``--workers``/``--dask``
+    backend (:func:`backend`), under :func:`run_points`' progress bar; the plan's run."""
+    from hw_models.sweep.plan import run_plan
+
+    return run_points(con, len(plan.configs if points is None else points), store_path, lambda on_event: run_plan(
+        plan, store_path, fresh=fresh, **backend(workers, dask), on_event=on_event, points=points), describe, last)
+
+
 def write_rows(con, csv_path: Path, rows: list[dict], kept: str, draw: Optional[Callable] = None,
                held: str = OTHER_RUNS) -> list[Path]:
     """CSV ``csv_path`` of ``rows`` (and, with ``draw``, ``draw(png_path)`` beside it) written

@@ -248,22 +248,25 @@ def _stored(config: dict, m: dict) -> _Stored:
         fits=m["fits"], update_cycles=m["update_cycles"], update_s=m["update_s"], resources=SimpleNamespace(dsp=m["dsp"])))
 
 
+def _row(m: dict) -> dict:
+    """A design's table and CSV row, from its stored metrics."""
+    return {c: m[f"row_{c}"] for c in m["row_columns"].split(",")}
+
+
 def _run(s: AccelSetup, profiles: dict) -> None:
     from types import SimpleNamespace
 
     from hw_models.console import console
-    from hw_models.job import backend, run_points
+    from hw_models.job import run_plan_points
     from hw_models.report.maddpg_accel import pareto_figure, phase_figure, throughput_cells
     from hw_models.store import STORE_NAME, write_csv_atomic
-    from hw_models.sweep.plan import run_plan
     from maddpg.accel.model import throughput
     from maddpg.accel.search import fastest
 
     plan, groups = _plan(s)
     store = s.out_dir / STORE_NAME
-    ran = run_points(console(240), len(plan.configs), store, lambda on_event: run_plan(
-        plan, store, **backend(s.req.workers, s.req.dask), on_event=on_event),
-                     lambda p: f"{p.config['agents']} agents, {p.config['accel']['interconnect']}")
+    ran = run_plan_points(console(240), plan, store, lambda p: f"{p.config['agents']} agents, "
+                          f"{p.config['accel']['interconnect']}", workers=s.req.workers, dask=s.req.dask)
     designs = [_stored(c, m) for c, m in zip(plan.configs, ran.metrics)]
     rows, search_rows, found = [], [], {}
     for (n, ic), at in groups.items():
@@ -276,15 +279,14 @@ def _run(s: AccelSetup, profiles: dict) -> None:
         m = ran.metrics[k]
         if m["misfit"]:
             print(f"warning: {m['misfit']} (its row is marked and kept for comparison)")
-        row = {c: m[f"row_{c}"] for c in m["row_columns"].split(",")}
+        row = _row(m)
         if profiles[n] is not None:
             row.update(throughput_cells(throughput(s.workloads[n], SimpleNamespace(update_s=m["update_s"]), profiles[n]),
                                         profiles[n]))
         rows.append(row)
         searched = at if s.size is None else at[:-1]
         found.setdefault(n, []).extend(designs[i] for i in searched)
-        search_rows += [{c: ran.metrics[i][f"row_{c}"] for c in ran.metrics[i]["row_columns"].split(",")}
-                        for i in searched]
+        search_rows += [_row(ran.metrics[i]) for i in searched]
     _print_table(rows)
     csv_path = write_csv_atomic(s.out_dir / "accel.csv", rows)
     base, part = s.base, s.part
@@ -307,16 +309,15 @@ def _run(s: AccelSetup, profiles: dict) -> None:
 
 def _print_table(rows: list[dict]) -> None:
     from rich.console import Console
-    from rich.table import Table
 
-    t = Table(title="one update, critical path by phase (µs)")
+    from hw_models.console import table
+
     cols = ["agents", "interconnect", "engine", "fits", "DSP %", "update µs", "transfer", "critic", "actor", "targets",
             "interconnect µs", "exchange/bound", "samples/s"]
     thr = "training_speedup" in rows[0]
     if thr:
         cols += ["CPU ms", "speed-up", "env steps/s serial", "overlapped", "e2e speed-up"]
-    for c in cols:
-        t.add_column(c, justify="right")
+    cells = []
     for r in rows:
         us = lambda p: f"{float(r[f'{p}_cycles']) / float(r['clock_mhz']):.1f}"  # noqa: E731
         bound = float(r["exchange_inputs_bound_cycles"]) + float(r["exchange_targets_bound_cycles"])
@@ -328,5 +329,5 @@ def _print_table(rows: list[dict]) -> None:
         if thr:
             vals += [r["cpu_update_ms"], r["training_speedup"] + "x", r["serial_env_steps_per_s"],
                      r["overlapped_env_steps_per_s"], r["overlapped_speedup"] + "x"]
-        t.add_row(*vals)
-    Console(width=240).print(t)
+        cells.append(vals)
+    Console(width=240).print(table("one update, critical path by phase (µs)", cols, cells))

@@ -99,6 +99,15 @@ def load_point(base: dict, traffic, source: str, origin: str, booksim_topology=N
     return plan, points
 
 
+def toml_base(config: Path) -> dict:
+    """The noc_load sections of CONFIG (an experiment TOML): its network, channels and router,
+    as a sweep file's [base] gives them (one key both ways)."""
+    from noc.base.config import read_toml
+
+    data = read_toml(config)
+    return {k: data[k] for k in ("network", "channels", "router") if k in data}
+
+
 def run_stored(con, base: dict, traffic, source: str, out_dir: Path, what: str, booksim_topology=None):
     """(stats, reused): one load (:func:`load_point`) run into the output directory's sweep
     store, or the stored point reused, under a status line ``what``."""
@@ -144,14 +153,9 @@ def check_time(t, traffic, points: int, yes: bool) -> None:
 
 
 def _print_figures(con, title: str, rows: list[tuple[str, str]], first: tuple[str, str] | None = None) -> None:
-    from rich.table import Table
+    from hw_models.console import table
 
-    table = Table(title=title, show_header=False)
-    table.add_column("figure")
-    table.add_column("value", justify="right")
-    for k, v in ([first] if first else []) + rows:
-        table.add_row(k, v)
-    con.print(table)
+    con.print(table(title, ("figure", "value"), ([first] if first else []) + rows, ("figure",), show_header=False))
 
 
 # --- BookSim2 ---------------------------------------------------------------------------------
@@ -210,7 +214,6 @@ def run_point(config: Path, rate: Optional[float], pattern: Optional[str], seed:
     """One load point: warm-up, measurement, drain; table, CSV, per-link CSV and PNG."""
     from hw_models.noc_experiment import load_noc_experiment
     from hw_models.store import STORE_NAME
-    from noc.base.config import read_toml
 
     cfg, t = load_noc_experiment(config, pattern, seed, rate)
     tr = cfg.traffic
@@ -218,10 +221,8 @@ def run_point(config: Path, rate: Optional[float], pattern: Optional[str], seed:
     name = f"run_{stem(t, cfg)}_{tr.rate_packets:g}"
     out_dir = output_dir(out, cfg, config, [f"{name}.csv", f"{name}_links.csv", f"{name}_links.png", STORE_NAME])
     con = console()
-    data = read_toml(config)  # the point's sections as a sweep file's [base] gives them: one key both ways
-    stats, reused = run_stored(con, {k: data[k] for k in ("network", "channels", "router") if k in data}, tr,
-                               str(config), out_dir, f"simulating {t.name}, {tr.pattern} at {tr.rate_packets:g} "
-                               "packets/NI/cycle ...")
+    stats, reused = run_stored(con, toml_base(config), tr, str(config), out_dir, f"simulating {t.name}, "
+                               f"{tr.pattern} at {tr.rate_packets:g} packets/NI/cycle ...")
     _print_figures(con, f"{t.name}, {tr.pattern}, {tr.rate_packets:g} packets/NI/cycle "
                         f"({stats.offered_flits:.4g} flits/NI/cycle), seed {tr.seed}", _point_figures(t, cfg, stats))
     _write_point(con, t, cfg, stats, out_dir, name, f" (the run reused from {STORE_NAME})" if reused else "")

@@ -15,7 +15,7 @@ from typing import Optional
 
 from hw_models.console import console, progress_bar
 from hw_models.noc_run import (booksim_base, booksim_stem, check_time, fmt, load_booksim, load_point, output_dir, stem,
-                               time_columns)
+                               time_columns, toml_base)
 
 ORIGIN = "hw-models noc sweep-load"
 
@@ -44,26 +44,20 @@ def resolve(args: list[str] | None, booksim: Optional[Path], pattern: Optional[s
     from hw_models.noc_experiment import load_noc_experiment
     from hw_models.noc_run import split_args
     from hw_models.store import STORE_NAME
-    from noc.base.config import read_toml
     from noc.flitsim_sweep import SweepConfig
 
     config, overrides = split_args(args, booksim, {"--pattern": pattern, "--seed": seed})
-    if booksim is not None:
-        run = load_booksim(booksim, overrides)
-        t, router, tr, sweep = run.topology, run.network, run.traffic, SweepConfig()
-        check_time(t, tr, sweep.max_points, yes)
-        name = "sweep_" + booksim_stem(run)
-        out_dir = output_dir(out, None, None, [f"{name}.{ext}" for ext in ("csv", "png")] + [STORE_NAME])
-        return LoadSweep(t, router, tr, sweep, booksim_base(t, router), str(booksim), out_dir, name, True,
-                         out_dir / STORE_NAME)
-    cfg, t = load_noc_experiment(config, pattern, seed)
-    check_time(t, cfg.traffic, cfg.sweep.max_points, yes)
-    name = f"sweep_{stem(t, cfg)}"
+    if booksim is not None:  # cfg None: a BookSim2 file has no out_dir key (results/noc) and no clock (1 GHz)
+        run, cfg = load_booksim(booksim, overrides), None
+        t, router, tr, sweep, name = run.topology, run.network, run.traffic, SweepConfig(), "sweep_" + booksim_stem(run)
+    else:
+        cfg, t = load_noc_experiment(config, pattern, seed)
+        router, tr, sweep, name = cfg.router, cfg.traffic, cfg.sweep, f"sweep_{stem(t, cfg)}"
+    check_time(t, tr, sweep.max_points, yes)
     out_dir = output_dir(out, cfg, config, [f"{name}.{ext}" for ext in ("csv", "png")] + [STORE_NAME])
-    data = read_toml(config)  # the point's sections as a sweep file's [base] gives them: one key both ways
-    base = {k: data[k] for k in ("network", "channels", "router") if k in data}
-    return LoadSweep(t, cfg.router, cfg.traffic, cfg.sweep, base, str(config), out_dir, name, False,
-                     out_dir / STORE_NAME, cfg.network.clock_ghz)
+    base = booksim_base(t, router) if cfg is None else toml_base(config)
+    return LoadSweep(t, router, tr, sweep, base, str(booksim or config), out_dir, name, cfg is None,
+                     out_dir / STORE_NAME, cfg.network.clock_ghz if cfg is not None else 1.0)
 
 
 class StoredPoints:
@@ -178,21 +172,20 @@ def sweep_load(args: list[str] | None, booksim: Optional[Path], pattern: Optiona
 def print_sweep(con, t, tr, res, deadlock_flits: float | None = None, clock_ghz: float = 1.0) -> None:
     """The load-latency table of ``res`` (with a last row for a load that deadlocked):
     latencies in cycles and the average in ns at ``clock_ghz``."""
-    from rich.table import Table
+    from hw_models.console import table
 
-    table = Table(title=f"load-latency: {t.name}, {tr.pattern} (cycles; ns at {clock_ghz:g} GHz)")
-    for col in ("offered", "accepted", "lat avg", "lat ns", "p50", "p99", "net lat", "hops", "max link", "verdict"):
-        table.add_column(col, justify="right")
+    rows = []
     for p in res.points:
         st = p.stats
         u = st.link_utilisation[t.is_router_link] if st.link_utilisation.size else st.link_utilisation
-        table.add_row(f"{p.offered_flits:.4f}", fmt(st.accepted_flits, 4), fmt(st.latency_avg, 1),
-                      fmt(st.latency_avg / clock_ghz, 1), fmt(st.latency_p50, 0), fmt(st.latency_p99, 0),
-                      fmt(st.network_latency_avg, 1), fmt(st.hops_avg, 2), fmt(float(u.max()) if u.size else 0.0, 3),
-                      "saturated" if p.saturated else "ok")
+        rows.append((f"{p.offered_flits:.4f}", fmt(st.accepted_flits, 4), fmt(st.latency_avg, 1),
+                     fmt(st.latency_avg / clock_ghz, 1), fmt(st.latency_p50, 0), fmt(st.latency_p99, 0),
+                     fmt(st.network_latency_avg, 1), fmt(st.hops_avg, 2), fmt(float(u.max()) if u.size else 0.0, 3),
+                     "saturated" if p.saturated else "ok"))
     if deadlock_flits is not None:
-        table.add_row(f"{deadlock_flits:.4f}", *["-"] * 8, "DEADLOCK")
-    con.print(table)
+        rows.append((f"{deadlock_flits:.4f}", *["-"] * 8, "DEADLOCK"))
+    con.print(table(f"load-latency: {t.name}, {tr.pattern} (cycles; ns at {clock_ghz:g} GHz)", ("offered", "accepted",
+                    "lat avg", "lat ns", "p50", "p99", "net lat", "hops", "max link", "verdict"), rows))
 
 
 def write_sweep(con, s: LoadSweep, res, title: str, deadlock_flits: float | None = None) -> list[Path]:

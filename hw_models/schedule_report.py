@@ -109,26 +109,21 @@ def print_summary(console, t: Topology, size_bytes: int, rows: list[ScheduleRow]
     """The summary table (each schedule's figures, its ideal time in cycles and in seconds at
     ``clock_ghz``, over the injection bound and as a share of the optimum) and the bounds and
     optimum under it."""
-    from rich.table import Table
-
+    from hw_models.console import table
     from nic.collectives import bounds, optimal_bound
     from noc.base.units import cycles_to_seconds, format_seconds, format_size_bytes
 
     b = bounds(t, size_bytes)
     opt = optimal_bound(t)
     best = float(opt.all_reduce_cycles(size_bytes))
-    summary = Table(title=f"all-reduce of {format_size_bytes(size_bytes)} on {t.name} "
-                          f"({t.num_nodes} nodes, {t.nis_per_node} NI(s) per node), clock {clock_ghz:g} GHz")
-    for col in SUMMARY_COLUMNS:
-        summary.add_column(col, justify="right" if col != "algorithm" else "left")
-    for r in rows:
-        s = r.schedule
-        summary.add_row(s.algorithm, str(s.num_steps), str(s.num_transfers), str(r.messages),
-                        str(r.max_messages_per_link_step), format_size_bytes(r.busiest_link_bytes),
-                        f"{r.ideal_cycles:,.0f}", format_seconds(cycles_to_seconds(r.ideal_cycles, clock_ghz)),
-                        f"{r.ideal_cycles / b.injection_cycles:.2f}" if b.injection_cycles
-                        else "-", f"{100 * best / r.ideal_cycles:.1f}" if r.ideal_cycles else "-")
-    console.print(summary)
+    console.print(table(f"all-reduce of {format_size_bytes(size_bytes)} on {t.name} ({t.num_nodes} nodes, "
+                        f"{t.nis_per_node} NI(s) per node), clock {clock_ghz:g} GHz", SUMMARY_COLUMNS,
+                        [(r.schedule.algorithm, str(r.schedule.num_steps), str(r.schedule.num_transfers),
+                          str(r.messages), str(r.max_messages_per_link_step), format_size_bytes(r.busiest_link_bytes),
+                          f"{r.ideal_cycles:,.0f}", format_seconds(cycles_to_seconds(r.ideal_cycles, clock_ghz)),
+                          f"{r.ideal_cycles / b.injection_cycles:.2f}" if b.injection_cycles else "-",
+                          f"{100 * best / r.ideal_cycles:.1f}" if r.ideal_cycles else "-") for r in rows],
+                        ("algorithm",)))
     console.print("link/step: most messages on one directed link in a step (1 = contention-free); "
                   "link bytes: busiest link over the run; /bound: ideal time over the injection bound; "
                   "% of optimum: the optimum over the ideal time")
@@ -146,16 +141,12 @@ def print_summary(console, t: Topology, size_bytes: int, rows: list[ScheduleRow]
 
 def print_node_tables(console, rows: list[ScheduleRow], size_bytes: int, node: int | None) -> None:
     """Each schedule's table of every node (or of ``node``), as the NIC scheduler loads it."""
-    from rich.table import Table
+    from hw_models.console import table
 
     for r in rows:
         s = r.schedule
         for v in range(s.num_nodes) if node is None else [node]:
-            tab = Table(title=f"{s.algorithm}: node {v}")
-            for col in TABLE_COLUMNS:
-                tab.add_column(col)
-            for e in s.node_table(v, max(1, size_bytes // 4)):
-                kids = ",".join(map(str, e.children)) or "-"
-                tab.add_row(str(e.step), e.op_name, str(e.flow), str(e.peer),
-                            f"{kids} ({'reduce' if e.dep_op == 0 else 'gather'})", str(e.offset), str(e.length))
-            console.print(tab)
+            console.print(table(f"{s.algorithm}: node {v}", TABLE_COLUMNS, [
+                (str(e.step), e.op_name, str(e.flow), str(e.peer), f"{','.join(map(str, e.children)) or '-'} "
+                 f"({'reduce' if e.dep_op == 0 else 'gather'})", str(e.offset), str(e.length))
+                for e in s.node_table(v, max(1, size_bytes // 4))], TABLE_COLUMNS))

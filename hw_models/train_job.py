@@ -286,18 +286,17 @@ def _print_header(con, s: TrainSetup) -> None:
 def _run(con, s: TrainSetup):
     """(the runs in the plan's order, runs reused, sizes simulated now per algorithm): the
     plan's points run into the store, a progress bar over them."""
-    from hw_models.job import backend, run_points
+    from hw_models.job import backend, run_plan_points
     from hw_models.sweep.kinds.training import forget_comms, simulations, train_run
-    from hw_models.sweep.plan import resolve as resolve_points, run_plan
+    from hw_models.sweep.plan import resolve as resolve_points
 
+    req = s.request
     points = resolve_points(s.plan)
     forget_comms()  # each size this command's runs need is simulated once per algorithm, and counted
-    ran = run_points(con, len(points), s.store_path, lambda on_event: run_plan(
-        s.plan, s.store_path, fresh=s.request.fresh, **backend(s.request.workers, s.request.dask), on_event=on_event,
-        points=points),
-        lambda point: point.values.get("label", ""), last="done")
+    ran = run_plan_points(con, s.plan, s.store_path, lambda point: point.values.get("label", ""), fresh=req.fresh,
+                          workers=req.workers, dask=req.dask, points=points, last="done")
     runs = [train_run(p.config, m) for p, m in zip(points, ran.metrics)]
-    here = backend(s.request.workers, s.request.dask)["workers"] == 0  # else the workers simulated, uncounted
+    here = backend(req.workers, req.dask)["workers"] == 0  # else the workers simulated, uncounted
     sims = {a: simulations(points[0].config, a) for a in s.algorithms} if here else None
     return points, runs, len(points) - ran.summary.done, sims
 
@@ -385,25 +384,18 @@ def _pct(x) -> str:
 
 
 def _print_table(con, rows: list[dict], topo: str, policy_baseline: Optional[str]) -> None:
-    from rich.table import Table
-
+    from hw_models.console import table
     from hw_models.training.endtoend import reduction_column
 
-    table = Table(title=f"training iterations on {topo} (steady state; reduction: shorter iteration, in per cent)")
     cols = ["workload", "algorithm", "policy", "iteration ms", "compute ms", "exposed ms", "overlap", "vs ring"]
     pcol = reduction_column(policy_baseline) if policy_baseline else None
     if pcol:
         cols.append(f"vs {policy_baseline}")
-    for c in cols:
-        table.add_column(c, justify="left" if c in ("workload", "algorithm", "policy") else "right")
-    for r in rows:
-        cells = [r["workload"], r["algorithm"], r["policy"], f"{r['iteration_s'] * 1e3:,.3f}",
-                 f"{r['compute_s'] * 1e3:,.3f}", f"{r['exposed_comm_s'] * 1e3:,.3f}", f"{r['overlap_ratio']:.2f}",
-                 _pct(r.get("reduction_vs_ring_percent"))]
-        if pcol:
-            cells.append(_pct(r.get(pcol)))
-        table.add_row(*cells)
-    con.print(table)
+    con.print(table(f"training iterations on {topo} (steady state; reduction: shorter iteration, in per cent)", cols,
+                    [(r["workload"], r["algorithm"], r["policy"], f"{r['iteration_s'] * 1e3:,.3f}",
+                      f"{r['compute_s'] * 1e3:,.3f}", f"{r['exposed_comm_s'] * 1e3:,.3f}", f"{r['overlap_ratio']:.2f}",
+                      _pct(r.get("reduction_vs_ring_percent")), *([_pct(r.get(pcol))] if pcol else []))
+                     for r in rows], ("workload", "algorithm", "policy")))
 
 
 def _summary_lines(runs, algos: list[str], policies) -> list[str]:

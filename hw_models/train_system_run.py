@@ -26,10 +26,10 @@ def run_train_system(sysname: str, *, workload, batch, device, topology, nis, al
     from hw_models.estimate import check_long_run, profiled_seconds
     from hw_models.console import console as make_console
     from hw_models.experiment import config_with_flags
-    from hw_models.job import output_dir, run_points
+    from hw_models.job import output_dir, run_plan_points
     from hw_models.store import STORE_NAME, check_output_dir, write_csv_atomic
     from hw_models.sweep.kinds.train_system import OPTIONS, tables
-    from hw_models.sweep.plan import Plan, run_plan
+    from hw_models.sweep.plan import Plan
     from hw_models.training.systems import SYSTEMS
     from hw_models.training.systems.profiled import TIMING_ITERATIONS
     from hw_models.training.systems.setup import convergence_runs, profiled_configs, resolve_setting, system_params
@@ -64,8 +64,7 @@ def run_train_system(sysname: str, *, workload, batch, device, topology, nis, al
                   + (f" ({st.task.workers} workers, batch {st.task.batch}, lr {st.lr:g}, target {st.target:g})"
                      if st.task is not None else "") + f"; seed {seed}", soft_wrap=True)
     store = out / STORE_NAME
-    ran = run_points(console, 1, store, lambda on_event: run_plan(plan, store, on_event=on_event),
-                     lambda p: sysname)
+    ran = run_plan_points(console, plan, store, lambda p: sysname)
     timing, conv = tables(ran.metrics[0])
     _table(console, f"{sysname}: time per iteration on {st.workload.name}", timing)
     if conv:
@@ -79,14 +78,9 @@ def run_train_system(sysname: str, *, workload, batch, device, topology, nis, al
 
 
 def _table(console, title: str, rows: list[dict]) -> None:
-    from rich.table import Table
-
+    from hw_models.console import table
     from hw_models.report.writer import format_number
 
-    table = Table(title=title)
     cols = [c for c in rows[0] if c != "system"]
-    for c in cols:
-        table.add_column(c.replace("_", " "), justify="left" if c == "run" else "right")
-    for r in rows:
-        table.add_row(*[str(r[c]) if r[c] is None else format_number(r[c]) for c in cols])  # None printed as "None"
-    console.print(table)
+    console.print(table(title, [c.replace("_", " ") for c in cols],  # None printed as "None"
+                        [[str(r[c]) if r[c] is None else format_number(r[c]) for c in cols] for r in rows], ("run",)))

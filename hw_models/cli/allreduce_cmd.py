@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from hw_models.cli.options import ConfigFile, Dask, Fresh, Nis, Preset, Topology, Workers
+from hw_models.cli.options import ConfigFile, ConfigOutDir, Dask, Fresh, Nis, Preset, Seed, Topology, Workers
 from nic.collectives import DEFAULT_ALGORITHMS, algorithm_choices
 from nic.variants import DESIGNS, variant_help
 
@@ -43,11 +43,9 @@ def allreduce(
                               "or both (and the message model's deviation from the flit level)."),
     config: ConfigFile = None,
     preset: Preset = None,
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory (default: the config's run.out_dir/allreduce)."),
+    out: ConfigOutDir("allreduce") = None,
     fresh: Fresh = False,
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the functional verifier's random input "
-                                       "vectors, an integer in [0, 2**32 - 1] (the timing models are deterministic; "
-                                       "default: the config's)."),
+    seed: Seed = None,
     yes: bool = typer.Option(False, "--yes", help="Run flit-level runs estimated to take longer than 10 minutes "
                              "(without it they are refused, with the estimate)."),
     trace: Optional[Path] = typer.Option(None, "--trace", help="Also write a Chrome/Perfetto trace JSON of every run "
@@ -57,8 +55,7 @@ def allreduce(
     dask: Dask = None,
 ) -> None:
     """Simulate all-reduces and print cycles and time, bus bandwidth, speedup over ring and % of the bound; write CSV and PNG."""
+    request = locals()  # the flags, by name: the request's fields
     from hw_models.allreduce_job import AllreduceRequest, run_allreduce
 
-    run_allreduce(AllreduceRequest(topology, nis, algorithms, sizes, nic, variant, lockstep, step_priority,
-                                   flow_control, packet_bytes, tree_order, reduction, model, config, preset, out,
-                                   fresh, seed, yes, trace, workers, dask))
+    run_allreduce(AllreduceRequest(**request))

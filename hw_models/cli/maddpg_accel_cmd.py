@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from hw_models.cli.options import Dask, FixedPoint, Workers
+from hw_models.cli.options import PRECEDENCE, Dask, FixedPoint, Workers
 from maddpg.accel.parts import PARTS
 
 
@@ -31,7 +31,7 @@ def accel(
                                             "default) or sequential (the trainer's agent order)."),
     pcie: Optional[str] = typer.Option(None, "--pcie", help="Host link, genGxL (e.g. gen4x8; default gen3x16)."),
     config: Optional[Path] = typer.Option(None, "--config", help="TOML file of accelerator keys (docs/maddpg_accel.md); "
-                                          "a flag given overrides the file's key, a flag left out never does."),
+                                          f"{PRECEDENCE}."),
     cpu: str = typer.Option("measure", "--cpu", help="CPU baseline: measure (the float32 trainer timed on this machine, "
                             "cached in --cpu-cache), none (no throughput columns), or a profile JSON file."),
     cpu_cache: Path = typer.Option(Path("results/maddpg_accel/cpu"), "--cpu-cache",
@@ -46,7 +46,7 @@ def accel(
 ) -> None:
     """Time one MADDPG update on per-agent FPGA engines with an on-chip agent interconnect; print a table by phase,
     write accel.csv and accel.png (and with --search, search.csv and pareto.png)."""
+    request = locals()  # the flags, by name: the request's fields
     from hw_models.maddpg_accel_run import AccelRequest, resolve, run
 
-    run(resolve(AccelRequest(agents, interconnect, part, env, batch, fixed_point, engine, level, semantics, pcie, config,
-                             cpu, cpu_cache, seed, search, out, workers, dask)))
+    run(resolve(AccelRequest(**request)))

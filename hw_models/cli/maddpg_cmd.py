@@ -122,19 +122,15 @@ def eval_(
     and spread of the episode returns."""
     from hw_models import maddpg_run as run
     from maddpg.evaluate import evaluate, load_policy, render_gif
+    from hw_models.store import check_output_file, write_csv_atomic
     from noc.base.config import SEED_RULE
 
     if not 0 <= seed <= 2**32 - 1:
         raise HwModelsError(f"--seed {seed}: {SEED_RULE}")
     run.check_env_backend(env_backend)
-    if gif is not None:
-        from hw_models.store import check_output_file
-
-        check_output_file(gif, "--gif")
-    if csv is not None:
-        from hw_models.store import check_output_file
-
-        check_output_file(csv, "--csv")
+    for path, flag in ((gif, "--gif"), (csv, "--csv")):
+        if path is not None:
+            check_output_file(path, flag)
     t = load_policy(checkpoint, episodes, env_backend, run.env_factory())
     res = evaluate(t, episodes, seed)
     c = t.cfg
@@ -146,8 +142,6 @@ def eval_(
         a = res.agent_returns[:, i]
         typer.echo(f"  agent {i}: mean {a.mean():.3f}, std {a.std(ddof=1) if a.size > 1 else 0.0:.3f}")
     if csv is not None:
-        from hw_models.store import write_csv_atomic
-
         rows = [{"episode": e, "reward": f"{res.returns[e]:.6f}",
                  **{f"reward_agent{i}": f"{res.agent_returns[e, i]:.6f}" for i in range(t.n)}} for e in range(episodes)]
         typer.echo(f"wrote {write_csv_atomic(csv, rows)}")

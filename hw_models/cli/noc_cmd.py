@@ -30,7 +30,7 @@ from typing import Optional
 
 import typer
 
-from hw_models.cli.options import Dask, Workers
+from hw_models.cli.options import Dask, Fresh, Workers
 from hw_models.noc_run import ARGS_HELP, BOOKSIM_HELP, SEED_HELP, YES_HELP
 
 app = typer.Typer(help="Flit-level network: synthetic traffic runs and load-latency sweeps.", no_args_is_help=True)
@@ -65,8 +65,7 @@ def sweep_load_cmd(
     seed: Optional[int] = typer.Option(None, "--seed", help=SEED_HELP),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help=_OUT_HELP),
     yes: bool = typer.Option(False, "--yes", help=YES_HELP),
-    fresh: bool = typer.Option(False, "--fresh", help="Simulate again the points already in the output directory's "
-                               "sweep store (runs.sqlite); their new rows replace the old (default: reuse them, resume)."),
+    fresh: Fresh = False,
     workers: Workers = None,
     dask: Dask = None,
 ) -> None:

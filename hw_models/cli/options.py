@@ -8,9 +8,11 @@ one command alone takes stays in that command's signature.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, List, Optional
 
 import typer
+
+from hw_models.training.compute import device_choices
 
 Topology = Annotated[Optional[str], typer.Option("--topology", "-t", help="Topology spec (default: the config's, "
                                                  "torus:4x4).")]
@@ -18,6 +20,10 @@ Nis = Annotated[Optional[int], typer.Option("--nis", help="NIs per node on direc
 PRECEDENCE = "a flag given overrides the file's key, a flag left out never does"
 ConfigFile = Annotated[Optional[Path], typer.Option("--config", help="Experiment TOML (see `hw-models config "
                                                     f"show`); {PRECEDENCE}.")]
+Seed = Annotated[Optional[int], typer.Option("--seed", help="Seed of the all-reduce verifier's random input vectors, an "
+                                             "integer in [0, 2**32 - 1] (the timing models are deterministic; "
+                                             "default: the config's).")]
+Device = Annotated[str, typer.Option("--device", help=f"Compute device preset: {device_choices()}.")]
 Preset = Annotated[Optional[str], typer.Option("--preset", help="A named config instead of a file: isca2021.")]
 Workers = Annotated[Optional[int], typer.Option("--workers", "-j", help="Local worker processes for the runs "
                                                 "(default 0: in this process), as `hw-models sweep` runs points.")]
@@ -32,6 +38,17 @@ FixedPoint = Annotated[Optional[str], typer.Option(
     "BITS-bit Q-format with FRAC fraction bits, saturating (e.g. 16.10). Default: float32.")]
 EnvBackend = Annotated[str, typer.Option("--env-backend", help="auto: the scenario's Numba port if it has one "
                                          "(simple_spread, simple), else mpe2; port; mpe2. Same results either way.")]
+Results = Annotated[Path, typer.Argument(help="A sweep store (.sqlite) or a CSV a command wrote.")]
+Where = Annotated[List[str], typer.Option("--where", help="KEY=VALUE: keep only the rows where KEY is VALUE "
+                                          "(repeatable).")]
+Overwrite = Annotated[bool, typer.Option("--overwrite", help="Replace an existing output file.")]
 Simulator = Annotated[str, typer.Option("--sim", help="Simulator: verilator or icarus.")]
 Waves = Annotated[bool, typer.Option("--waves", help="Dump waveforms (FST on Icarus, VCD on Verilator); same as "
                                      "WAVES=1.")]
+
+
+def ConfigOutDir(command: str):  # noqa: N802 (an alias, named as the others)
+    """``--out`` of a command whose output directory is, by default, the config's
+    ``run.out_dir``/``command``."""
+    return Annotated[Optional[Path], typer.Option("--out", "-o", help="Output directory (default: the config's "
+                                                  f"run.out_dir/{command}).")]

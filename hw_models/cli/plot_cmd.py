@@ -3,27 +3,27 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import Optional
 
 import typer
 
+from hw_models.cli.options import Overwrite, Results, Where
 from noc.base.errors import HwModelsError
 
 
 def plot(
-    results: Path = typer.Argument(..., help="A sweep store (.sqlite) or a CSV a command wrote."),
+    results: Results,
     x: Optional[str] = typer.Option(None, "--x", help="Column on the x axis (e.g. size)."),
     y: Optional[str] = typer.Option(None, "--y", help="Column on the y axis (e.g. bus_gbps)."),
     color: Optional[str] = typer.Option(None, "--color", help="Column whose values are the lines."),
     facet: Optional[str] = typer.Option(None, "--facet", help="Column whose values are the panels."),
     preset: Optional[str] = typer.Option(None, "--preset", help="bandwidth, speedup, load-latency or training "
                                          "(instead of --x/--y)."),
-    where: List[str] = typer.Option([], "--where", help="KEY=VALUE: keep only the rows where KEY is VALUE "
-                                     "(repeatable)."),
+    where: Where = [],
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file; .png, .svg or .pdf (default: "
                                        "RESULTS_<what it shows>.<--format> beside RESULTS)."),
     fmt: str = typer.Option("png", "--format", help="png, svg or pdf, for the default output name."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output file."),
+    overwrite: Overwrite = False,
 ) -> None:
     """Plot one column against another (or a preset figure) to PNG, SVG or PDF."""
     from hw_models.report.data import filter_rows, load_rows

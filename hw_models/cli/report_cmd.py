@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import Optional
 
 import typer
 
+from hw_models.cli.options import Overwrite, Results, Where
+
 
 def report(
-    results: Path = typer.Argument(..., help="A sweep store (.sqlite) or a CSV a command wrote."),
-    where: List[str] = typer.Option([], "--where", help="KEY=VALUE: keep only the rows where KEY is VALUE "
-                                     "(repeatable)."),
+    results: Results,
+    where: Where = [],
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output .html (default: RESULTS_report.html beside "
                                        "RESULTS)."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output file."),
+    overwrite: Overwrite = False,
 ) -> None:
     """Write one HTML page with the preset figures (embedded) and a table of the rows."""
     from hw_models.report.data import filter_rows, load_rows

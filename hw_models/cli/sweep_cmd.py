@@ -127,19 +127,13 @@ def status(
     failed: bool = typer.Option(False, "--failed", help="List the failed points and their errors."),
 ) -> None:
     """Points per kind and status; with --failed, the errors."""
-    from rich.table import Table
-
-    from hw_models.console import console as make_console
+    from hw_models.console import console as make_console, table
     from hw_models.sweep.store import SweepStore
 
     console = make_console(highlight=False)
     with SweepStore(store, create=False) as st:
-        table = Table(title=f"sweep store {store}")
-        for c in ("kind", "status", "points"):
-            table.add_column(c, justify="right" if c == "points" else "left")
-        for k, s, n in st.counts():
-            table.add_row(k, s, f"{n:,}")
-        console.print(table)
+        console.print(table(f"sweep store {store}", ("kind", "status", "points"),
+                            [(k, s, f"{n:,}") for k, s, n in st.counts()], ("kind", "status")))
         if failed:
             for r in st.rows(status="failed"):
                 console.print(f"{r['kind']} {r['key'][:12]} {r['finished_utc']}: {r['error']}", soft_wrap=True)

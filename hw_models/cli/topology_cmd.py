@@ -26,8 +26,8 @@ def describe(
 ) -> None:
     """Print a topology's properties (size, degree, diameter, hops, bisection) and its routing's deadlock check."""
     from rich.console import Console
-    from rich.table import Table
 
+    from hw_models.console import table
     from hw_models.topology_report import check_png_size, describe_rows, writable_file, write_json, write_png
     from noc.routing import check_deadlock_free, check_deadlock_size, plan_route, route
     from noc.topology import parse_spec
@@ -44,12 +44,8 @@ def describe(
     check_deadlock_size(t, classes, width)
     routes = route(t, routing)
     report = check_deadlock_free(t, routes, vcs)
-    table = Table(title=f"topology {t.name}", show_header=False)
-    table.add_column("property")
-    table.add_column("value", justify="right")
-    for label, value in describe_rows(t, routes, report):
-        table.add_row(label, value)
-    Console().print(table)
+    Console().print(table(f"topology {t.name}", ("property", "value"), describe_rows(t, routes, report), ("property",),
+                          show_header=False))
     if not report.deadlock_free:
         typer.echo(report.describe(t))
     if json_path is not None:

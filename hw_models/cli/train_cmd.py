@@ -16,8 +16,8 @@ from typing import Optional
 
 import typer
 
-from hw_models.cli.options import ConfigFile, Dask, Fresh, Nis, Preset, Topology, Workers
-from hw_models.training.compute import DEFAULT_DEVICE, ENGINES, device_choices
+from hw_models.cli.options import ConfigFile, ConfigOutDir, Dask, Device, Fresh, Nis, Preset, Seed, Topology, Workers
+from hw_models.training.compute import DEFAULT_DEVICE, ENGINES
 from hw_models.training.policies import POLICIES
 from hw_models.training.workloads import WORKLOADS
 from nic.collectives import algorithm_choices
@@ -31,7 +31,7 @@ def train(
                                   "a .json/.toml layer file (docs/training_workloads.md) or trace:PATH_PREFIX (Chakra ETs "
                                   "PATH_PREFIX.RANK.et)."),
     batch: int = typer.Option(DEFAULT_BATCH, "--batch", "-b", help="Samples per worker per iteration."),
-    device: str = typer.Option(DEFAULT_DEVICE, "--device", help=f"Compute device preset: {device_choices()}."),
+    device: Device = DEFAULT_DEVICE,
     engine: str = typer.Option("closed-form", "--engine", help=f"Systolic-array timing: {' or '.join(ENGINES)} "
                                "(SCALE-Sim itself; slow)."),
     topology: Topology = None,
@@ -63,11 +63,8 @@ def train(
                                    "all but the first)."),
     config: ConfigFile = None,
     preset: Preset = None,
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory (default: the config's "
-                                       "run.out_dir/train)."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the all-reduce verifier's random input vectors, "
-                                       "an integer in [0, 2**32 - 1] (the timing models are deterministic; default: "
-                                       "the config's)."),
+    out: ConfigOutDir("train") = None,
+    seed: Seed = None,
     trace: Optional[Path] = typer.Option(None, "--trace", help="Write the Perfetto/Chrome trace JSON of one run "
                                          "(--trace-run) to this new file."),
     gantt: Optional[Path] = typer.Option(None, "--gantt", help="Write a Gantt PNG of one run (--trace-run) to this "
@@ -85,9 +82,7 @@ def train(
     dask: Dask = None,
 ) -> None:
     """Simulate training iterations: per workload, iteration time and reduction against ring; write CSV and PNG."""
+    request = locals()  # the flags, by name: the request's fields
     from hw_models.train_job import TrainRequest, run_train
 
-    run_train(TrainRequest(workloads, batch, device, engine, topology, nis, algorithms, nic, variant, model, policy,
-                           fusion_threshold, slice_bytes, partition_bytes, strict, dear_threshold, fused, iterations,
-                           config, preset, out, seed, trace, gantt, trace_run, yes, fresh, export_chakra, workers,
-                           dask))
+    run_train(TrainRequest(**request))

@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import functools
 import inspect
-from pathlib import Path
 from typing import Optional, get_args
 
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from hw_models.cli.options import ConfigFile, Nis, Preset, Topology
+from hw_models.cli.options import ConfigFile, ConfigOutDir, Device, Nis, Preset, Topology
 from noc.base.errors import HwModelsError
-from hw_models.training.compute import DEFAULT_DEVICE, device_choices
+from hw_models.training.compute import DEFAULT_DEVICE
 from hw_models.training.systems import SYSTEMS
 from hw_models.training.systems.setup import DEFAULT_COMPRESSORS, OWN, not_for
 from nic.collectives import algorithm_choices
@@ -32,7 +31,7 @@ def train_system(
     workload: str = typer.Option("resnet50", "--workload", "-w", help="One built-in workload or a .json/.toml "
                                  "layer file (docs/training_workloads.md)."),
     batch: int = typer.Option(16, "--batch", "-b", help="Samples per worker per iteration (the workload)."),
-    device: str = typer.Option(DEFAULT_DEVICE, "--device", help=f"{device_choices()}."),
+    device: Device = DEFAULT_DEVICE,
     topology: Topology = None,
     nis: Nis = None,
     algorithm: Optional[str] = typer.Option(None, "--algorithm", "-a", help="The all-reduce of the synchronous "
@@ -49,8 +48,7 @@ def train_system(
                                        "reaching the target (1..100,000)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the task's split, shards and batches, and of the "
                              "stragglers."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory (default: the config's "
-                                       "run.out_dir/train_system)."),
+    out: ConfigOutDir("train_system") = None,
     yes: bool = typer.Option(False, "--yes", help="Run what is estimated to take longer than 10 minutes (the "
                              "convergence runs x --max-iterations)."),
     compressors: Optional[str] = typer.Option(None, "--compressors", help="compression: comma-separated "
@@ -96,16 +94,11 @@ def train_system(
 ) -> None:
     """Time a training system on a workload over the network and check its convergence on a small task
     (the body of every ``hw-models train-system SYSTEM`` command)."""
+    # SYSTEM and the options another system's are checked as the arguments are parsed (_SystemGroup, _SystemCommand)
+    flags = locals()  # every option, by name
     from hw_models.train_system_run import run_train_system
 
-    # SYSTEM and the options another system's are checked as the arguments are parsed (_SystemGroup, _SystemCommand)
-    own = {"compressors": compressors, "fix": fix, "average_every": average_every, "servers": servers,
-           "placement": placement, "modes": modes, "stragglers": stragglers, "delays": delays, "variants": variants,
-           "alpha": alpha, "tau": tau, "inverse_efficiency": inverse_efficiency, "links": links,
-           "techniques": techniques, "transfer_every": transfer_every, "mp_keep": mp_keep}
-    run_train_system(system, workload=workload, batch=batch, device=device, topology=topology, nis=nis,
-                     algorithm=algorithm, config=config, preset=preset, task=task, lr=lr, target=target,
-                     max_iterations=max_iterations, seed=seed, out=out, yes=yes, **own)
+    run_train_system(flags.pop("system"), **flags)
 
 
 # --- one subcommand per system, each with the common options and its own ------------------
