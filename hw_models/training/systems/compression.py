@@ -297,11 +297,6 @@ class CompressionTiming:
     dense_bytes: int
     extra: dict = field(default_factory=dict)
 
-    def row(self) -> dict:
-        return {"label": self.label, "iteration_s": self.iteration_s, "compute_s": self.compute_s,
-                "exposed_comm_s": self.exposed_comm_s, "wire_bytes_per_worker": self.wire_bytes_per_worker,
-                "dense_bytes": self.dense_bytes, **self.extra}
-
 
 def compressed_timeline(layers, comm: CommModel, comp: Compressor, policy, *, mem_bytes_per_s: float,
                         fix: str = "none", average_every: int = 10, iterations: int = 3) -> CompressionTiming:
