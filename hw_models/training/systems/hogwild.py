@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -285,9 +285,9 @@ def replay_easgd(task, run: EASGDRun, lr: float, *, alpha: float, delta: float =
 
     name = label or f"{run.variant} EASGD tau={run.tau}, stragglers {run.stragglers} (event order)"
     res = run_until(name, task, step, target=target, max_iterations=run.iterations, eval_every=eval_every)
-    return type(res)(res.label, res.target, res.iterations_to_target, res.curve, res.final_accuracy,
-                     {"read_versions": tuple(read_versions), "time_per_iteration_s": run.time_per_iteration_s(),
-                      "mean_staleness": run.mean_staleness(), "max_staleness": run.max_staleness()})
+    return replace(res, extra={"read_versions": tuple(read_versions), "time_per_iteration_s":
+                               run.time_per_iteration_s(), "mean_staleness": run.mean_staleness(),
+                               "max_staleness": run.max_staleness()})
 
 
 __all__ = ["EASGDRun", "ExchangeRecord", "READ", "STEP", "WRITE", "replay_easgd", "simulate_easgd"]

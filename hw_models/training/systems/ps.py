@@ -53,7 +53,7 @@ from __future__ import annotations
 import heapq
 from collections import deque
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -346,10 +346,9 @@ def ps_convergence(task, run: PSRun, lr: float, *, staleness_aware: bool = False
     name = label or (f"PS {run.mode}{'' if run.bound is None else ':' + str(run.bound)}"
                      f"{', eager pull' if run.eager else ''}{', staleness-aware lr' if staleness_aware else ''}")
     res = run_until(name, task, step, target=target, max_iterations=max_it, eval_every=eval_every)
-    tt = times[res.iterations_to_target - 1] if res.iterations_to_target else math.nan
-    return type(res)(res.label, res.target, res.iterations_to_target, res.curve, res.final_accuracy,
-                     {"time_to_target_s": tt, "time_per_iteration_s": run.time_per_iteration_s(),
-                      "mean_staleness": run.mean_staleness(), "max_staleness": run.max_staleness()})
+    return replace(res, extra={"time_to_target_s": res.time_at(times), "time_per_iteration_s":
+                               run.time_per_iteration_s(), "mean_staleness": run.mean_staleness(),
+                               "max_staleness": run.max_staleness()})
 
 
 __all__ = ["MODES", "PSRun", "PushPull", "Stragglers", "Update", "parse_mode", "ps_convergence", "ps_schedule",

@@ -11,6 +11,7 @@ every ``eval_every`` iterations and reports the first iteration reaching a targe
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
@@ -209,10 +210,9 @@ class Convergence:
     final_accuracy: float
     extra: dict = field(default_factory=dict)
 
-    def row(self) -> dict:
-        return {"label": self.label, "target_accuracy": self.target,
-                "iterations_to_target": self.iterations_to_target if self.iterations_to_target is not None else "",
-                "final_accuracy": self.final_accuracy, **self.extra}
+    def time_at(self, times) -> float:
+        """Seconds to the target from ``times``, each iteration's end (NaN: never reached)."""
+        return times[self.iterations_to_target - 1] if self.iterations_to_target else math.nan
 
 
 def run_until(label: str, task: Task, step: Callable[[int], np.ndarray], *, target: float,
