@@ -47,6 +47,7 @@ from noc.base.errors import ConfigError
 
 KINDS = ("none", "topk", "randk", "threshold", "onebit", "eightbit")
 FIXES = ("none", "step_ahead", "error_averaging", "both")
+SPECS = ", ".join(("topk:RATIO", "randk:RATIO", "threshold:RATIO[:REFRESH]", "onebit", "eightbit"))  # --compressors'
 INDEX_BYTES = 4
 VALUE_BYTES = 4
 # reads of the dense gradient per compression (selection, packing), error feedback included

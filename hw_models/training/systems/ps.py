@@ -62,7 +62,7 @@ from hw_models.training.policies import Collective, NetworkView, Policy
 from hw_models.training.costs import whole
 from noc.base.errors import ConfigError
 
-MODES = ("sync", "async", "ssp")
+MODES = ("sync", "async", "ssp:BOUND")  # as --modes names them
 
 
 # ---- network ----------------------------------------------------------------------------------
@@ -193,7 +193,7 @@ def parse_mode(mode: str) -> tuple[str, int | None]:
             b = -1
         if b >= 0:
             return "ssp", b
-    raise ConfigError(f"mode = {mode!r}: must be sync, async or ssp:BOUND (BOUND an integer >= 0)")
+    raise ConfigError(f"mode = {mode!r}: must be {', '.join(MODES[:-1])} or {MODES[-1]} (BOUND an integer >= 0)")
 
 
 def simulate_ps(num_workers: int, compute_s: float, push_all_s: float, pull_all_s: float, *, mode: str = "sync",

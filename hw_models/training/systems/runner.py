@@ -144,9 +144,8 @@ class _Profiled:
 
 
 def parse_compressors(spec: str):
-    """``topk:RATIO``, ``randk:RATIO``, ``threshold:RATIO[:REFRESH]``, ``onebit``, ``eightbit``,
-    comma-separated."""
-    from hw_models.training.systems.compression import KINDS, Compressor  # noqa: PLC0415
+    """Comma-separated compressors, each one of :data:`~hw_models.training.systems.compression.SPECS`."""
+    from hw_models.training.systems.compression import KINDS, SPECS, Compressor  # noqa: PLC0415
 
     out = []
     for item in (s.strip() for s in str(spec).split(",")):
@@ -155,8 +154,7 @@ def parse_compressors(spec: str):
         bits = item.lower().split(":")
         kind = bits[0]
         if kind not in KINDS or kind == "none":
-            raise ConfigError(f"--compressors {item!r}: unknown compressor (allowed: topk:RATIO, randk:RATIO, "
-                              "threshold:RATIO[:REFRESH], onebit, eightbit)")
+            raise ConfigError(f"--compressors {item!r}: unknown compressor (allowed: {SPECS})")
         try:
             if kind in ("topk", "randk") and len(bits) == 2:
                 out.append(Compressor(kind, float(bits[1])))
@@ -169,8 +167,7 @@ def parse_compressors(spec: str):
         except ConfigError as exc:
             raise ConfigError(f"--compressors {item!r}: {exc}") from None
         except ValueError:
-            raise ConfigError(f"--compressors {item!r}: malformed (allowed: topk:RATIO, randk:RATIO, "
-                              "threshold:RATIO[:REFRESH], onebit, eightbit)") from None
+            raise ConfigError(f"--compressors {item!r}: malformed (allowed: {SPECS})") from None
     if not out:
         raise ConfigError(f"--compressors {spec!r} names no compressor")
     return out

@@ -231,7 +231,7 @@ def _run_compression(st, seed, comps, f, avg, keep, prof):
 
 
 def _ps(o, n, st) -> dict:
-    from hw_models.training.systems.ps import parse_mode, server_nodes
+    from hw_models.training.systems.ps import MODES, parse_mode, server_nodes
 
     s = 4 if o.servers is None else o.servers
     try:
@@ -240,7 +240,7 @@ def _ps(o, n, st) -> dict:
         raise HwModelsError(f"{'--servers' if 'servers =' in str(exc) else '--placement'}: {exc}") from None
     mlist = [x.strip() for x in _given("--modes", o.modes, "sync,async,ssp:2").split(",") if x.strip()]
     if not mlist:
-        raise HwModelsError(f"--modes {o.modes!r} names no mode (allowed: sync, async, ssp:BOUND)")
+        raise HwModelsError(f"--modes {o.modes!r} names no mode (allowed: {', '.join(MODES)})")
     try:
         for m in mlist:
             parse_mode(m)
