@@ -12,13 +12,16 @@ from typing import Annotated, Optional
 
 import typer
 
+from hw_models.presets import PRESETS
+
 Topology = Annotated[Optional[str], typer.Option("--topology", "-t", help="Topology spec (default: the config's, "
                                                  "torus:4x4).")]
 Nis = Annotated[Optional[int], typer.Option("--nis", help="NIs per node on direct networks (default: the config's).")]
 PRECEDENCE = "a flag given overrides the file's key, a flag left out never does"
 ConfigFile = Annotated[Optional[Path], typer.Option("--config", help="Experiment TOML (see `hw-models config "
                                                     f"show`); {PRECEDENCE}.")]
-Preset = Annotated[Optional[str], typer.Option("--preset", help="A named config instead of a file: isca2021.")]
+Preset = Annotated[Optional[str], typer.Option("--preset", help=f"A named config instead of a file: "
+                                                f"{', '.join(PRESETS)}.")]
 Workers = Annotated[Optional[int], typer.Option("--workers", "-j", help="Local worker processes for the runs "
                                                 "(default 0: in this process), as `hw-models sweep` runs points.")]
 Dask = Annotated[Optional[str], typer.Option("--dask", help="Run on an existing Dask distributed cluster: its "

@@ -7,6 +7,7 @@ from typing import List, Optional
 
 import typer
 
+from hw_models.report.figures import FORMATS, PRESETS
 from noc.base.errors import HwModelsError
 
 
@@ -16,13 +17,14 @@ def plot(
     y: Optional[str] = typer.Option(None, "--y", help="Column on the y axis (e.g. bus_gbps)."),
     color: Optional[str] = typer.Option(None, "--color", help="Column whose values are the lines."),
     facet: Optional[str] = typer.Option(None, "--facet", help="Column whose values are the panels."),
-    preset: Optional[str] = typer.Option(None, "--preset", help="bandwidth, speedup, load-latency or training "
+    preset: Optional[str] = typer.Option(None, "--preset", help=f"{', '.join(PRESETS[:-1])} or {PRESETS[-1]} "
                                          "(instead of --x/--y)."),
     where: List[str] = typer.Option([], "--where", help="KEY=VALUE: keep only the rows where KEY is VALUE "
                                      "(repeatable)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file; .png, .svg or .pdf (default: "
                                        "RESULTS_<what it shows>.<--format> beside RESULTS)."),
-    fmt: str = typer.Option("png", "--format", help="png, svg or pdf, for the default output name."),
+    fmt: str = typer.Option("png", "--format", help=f"{', '.join(FORMATS[:-1])} or {FORMATS[-1]}, for the default "
+                            "output name."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output file."),
 ) -> None:
     """Plot one column against another (or a preset figure) to PNG, SVG or PDF."""

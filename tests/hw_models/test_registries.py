@@ -281,6 +281,30 @@ def test_a_registered_task_fix_variant_mode_and_technique_are_in_help_and_errors
     assert "--task 'nope': choose one of logreg, mlp, dummy_task, none" in p.stderr and "EXIT 2" in p.stdout
 
 
+REGISTER_LISTS = ("import hw_models.presets as m; m.PRESETS += ('dummy_preset',)\n"
+                  "import hw_models.report.figures as m; m.PRESETS += ('dummy_figure',)\n"
+                  "import maddpg.accel as m; m.INTERCONNECTS += ('dummy_ic',)\n")
+
+
+def test_a_registered_preset_figure_and_interconnect_are_in_the_help():
+    """Registered before the commands are imported: ``--preset``'s help (the configs), ``plot
+    --preset``'s (the figures) and ``maddpg accel --interconnect``'s name them."""
+    code = (REGISTER_LISTS + "from hw_models.cli import main\n"
+            "for argv in (['train'], ['plot'], ['maddpg', 'accel']):\n"
+            "    print('HELP', argv[0])\n"
+            "    try:\n"
+            "        main([*argv, '--help'])\n"
+            "    except SystemExit as exc:\n"
+            "        assert exc.code in (0, None), exc.code\n")
+    env = {**os.environ, "COLUMNS": "400", "TERMINAL_WIDTH": "400", "NO_COLOR": "1"}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    helps = dict(part.split("\n", 1) for part in p.stdout.split("HELP ")[1:])
+    assert "A named config instead of a file: isca2021, isca2021_mesh, dummy_preset." in helps["train"]
+    assert "bandwidth, speedup, load-latency, training or dummy_figure (instead of --x/--y)" in helps["plot"]
+    assert "comma-separated: ring, mesh, crossbar, dummy_ic or any noc topology spec" in helps["maddpg"]
+
+
 # ---- no hand-written list of a registry's names that misses some -------------------------
 
 def _registries() -> dict[str, list[str]]:
