@@ -48,7 +48,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from hw_models.training.systems.easgd import _check, local_step
-from hw_models.training.systems.ps import Stragglers
+from hw_models.training.systems.ps import Stragglers, check_seconds
 from hw_models.training.costs import whole
 from noc.base.errors import ConfigError
 
@@ -109,10 +109,7 @@ def simulate_easgd(variant: str, tau: int, num_workers: int, compute_s: float, *
     node) times ``allreduce_s``."""
     _check(variant, tau, 0.5)
     n = whole("num_workers", num_workers)
-    for key, v in (("compute_s", compute_s), ("exchange_s", exchange_s), ("update_s", update_s),
-                   ("allreduce_s", allreduce_s)):
-        if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
-            raise ConfigError(f"{key} = {v!r}: must be a finite number of seconds >= 0")
+    check_seconds(compute_s=compute_s, exchange_s=exchange_s, update_s=update_s, allreduce_s=allreduce_s)
     strag = stragglers or Stragglers()
     rngs = [np.random.default_rng([seed, 11, i]) for i in range(n)]
     whole("iterations", iterations, 2)

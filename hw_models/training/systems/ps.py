@@ -182,6 +182,13 @@ class PSRun:
         return max((x for u in self.updates for x in u.staleness()), default=0)
 
 
+def check_seconds(**values) -> None:
+    """Each of ``values`` a finite number of seconds >= 0, else a ConfigError naming it."""
+    for key, v in values.items():
+        if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+            raise ConfigError(f"{key} = {v!r}: must be a finite number of seconds >= 0")
+
+
 def parse_mode(mode: str) -> tuple[str, int | None]:
     m = str(mode).strip().lower()
     if m in ("sync", "async"):
@@ -207,9 +214,7 @@ def simulate_ps(num_workers: int, compute_s: float, push_all_s: float, pull_all_
     worker's iteration ``t``."""
     kind, bound = parse_mode(mode)
     n = whole("num_workers", num_workers)
-    for key, v in (("compute_s", compute_s), ("push_all_s", push_all_s), ("pull_all_s", pull_all_s)):
-        if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
-            raise ConfigError(f"{key} = {v!r}: must be a finite number of seconds >= 0")
+    check_seconds(compute_s=compute_s, push_all_s=push_all_s, pull_all_s=pull_all_s)
     strag = stragglers or Stragglers()
     rngs = [np.random.default_rng([seed, 7, i]) for i in range(n)]
     s_push, s_pull = push_all_s / n, pull_all_s / n

@@ -26,14 +26,6 @@ DEFAULT_TARGET = {"logreg": 0.95, "mlp": 0.95}
 DEFAULT_LR = {"logreg": 0.1, "mlp": 0.2}
 
 
-def load_digits_split(seed: int, test_fraction: float = 0.2):
-    """Digits standardised with the training split's statistics: ``(Xtr, ytr, Xte, yte)``,
-    read-only arrays. The images are parsed once per process (a sweep validates thousands of
-    points, and scikit-learn parses its CSV each time it is asked), the split once per
-    (seed, fraction)."""
-    return _digits_split(int(seed), float(test_fraction))
-
-
 @lru_cache(maxsize=1)
 def _digits():
     try:
@@ -49,7 +41,11 @@ def _digits():
 
 
 @lru_cache(maxsize=16)
-def _digits_split(seed: int, test_fraction: float):
+def load_digits_split(seed: int, test_fraction: float = 0.2):
+    """Digits standardised with the training split's statistics: ``(Xtr, ytr, Xte, yte)``,
+    read-only arrays. The images are parsed once per process (a sweep validates thousands of
+    points, and scikit-learn parses its CSV each time it is asked), the split once per
+    (seed, fraction)."""
     X, y = _digits()
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(y))
