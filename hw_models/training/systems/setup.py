@@ -11,6 +11,7 @@ import re
 from types import SimpleNamespace
 from typing import Callable, NamedTuple
 
+from hw_models.training.systems import SYSTEMS
 from noc.base.errors import ConfigError, HwModelsError
 
 DEFAULT_COMPRESSORS = "topk:0.01,randk:0.01,threshold:0.01:50,onebit,eightbit"
@@ -18,9 +19,9 @@ DEFAULT_DLION_WORKERS = "slow:2:3+walk:0.1"  # two slow workers, every worker's 
 DEFAULT_DLION_LINKS = "slow:4:8+walk:0.1"  # four nodes on slow links, every link drifting
 # options that belong to some systems (flag -> the systems)
 OWN = {"--compressors": ("compression",), "--fix": ("compression",), "--average-every": ("compression",),
-       "--servers": ("ps",), "--placement": ("ps",), "--modes": ("ps",), "--stragglers": ("compression", "ps", "ssd", "easgd", "kfac", "dlion"),
+       "--servers": ("ps",), "--placement": ("ps",), "--modes": ("ps",), "--stragglers": tuple(SYSTEMS),
        "--delays": ("ssd",), "--variants": ("easgd",), "--alpha": ("easgd",), "--tau": ("easgd",),
-       "--inverse-efficiency": ("kfac",), "--links": ("compression", "ps", "ssd", "easgd", "kfac", "dlion"), "--techniques": ("dlion",),
+       "--inverse-efficiency": ("kfac",), "--links": tuple(SYSTEMS), "--techniques": ("dlion",),
        "--transfer-every": ("dlion",), "--mp-keep": ("compression",)}
 OPTIONS = tuple(flag[2:].replace("-", "_") for flag in OWN)  # the systems' options, as system_params takes them
 
