@@ -27,8 +27,7 @@ from noc.base.files import why_missing
 from noc.flit import FlitNetworkConfig
 from noc.routing import ALGORITHMS as ROUTING_ALGORITHMS
 from noc.topology import LINK_BYTES_PER_CYCLE_RANGE, MAX_LINK_LATENCY_CYCLES, parse_spec
-
-PRESETS = ("isca2021", "isca2021_mesh")
+from hw_models.presets import PRESETS
 MAX_NIS_PER_NODE = 64
 CLOCK_GHZ_RANGE = (1e-3, 100.0)  # 1 MHz .. 100 GHz
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, get_args
 
+from maddpg.accel import INTERCONNECTS
 from noc.base.errors import ConfigError, HwModelsError
 
 ORIGIN = "hw-models maddpg accel"
@@ -78,7 +79,7 @@ def _pcie(text: str) -> tuple[int, int]:
 
 
 #: the interconnects compared when neither --interconnect nor the --config file names one
-DEFAULT_INTERCONNECTS = "ring,mesh,crossbar"
+DEFAULT_INTERCONNECTS = ",".join(INTERCONNECTS)
 
 
 def resolve(req: AccelRequest) -> AccelSetup:

@@ -11,15 +11,17 @@ from typing import Optional
 import typer
 
 from hw_models.cli.options import PRECEDENCE, Dask, FixedPoint, Workers
+from hw_models.maddpg_accel_run import DEFAULT_INTERCONNECTS
+from maddpg.accel import INTERCONNECTS
 from maddpg.accel.parts import PARTS
 
 
 def accel(
     agents: str = typer.Option("3,6,12", "--agents", help="Agent counts, comma-separated (2..64)."),
     interconnect: str = typer.Option(None, "--interconnect",
-                                     help="Agent interconnects, comma-separated: ring, mesh, crossbar or any noc "
+                                     help=f"Agent interconnects, comma-separated: {', '.join(INTERCONNECTS)} or any noc "
                                           "topology spec with enough endpoints (torus:2x2, fattree:k4:l2, ...) [default: the --config file's interconnect, else "
-                                          "ring,mesh,crossbar]."),
+                                          f"{DEFAULT_INTERCONNECTS}]."),
     part: str = typer.Option("u250", "--part", help=f"FPGA part: {', '.join(PARTS)}."),
     env: str = typer.Option("simple_spread", "--env", help="MPE scenario whose shapes are trained."),
     batch: int = typer.Option(1024, "--batch", help="Minibatch size (1..65536)."),

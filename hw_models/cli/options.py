@@ -12,6 +12,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
+from hw_models.presets import PRESETS
 from hw_models.training.compute import device_choices
 
 Topology = Annotated[Optional[str], typer.Option("--topology", "-t", help="Topology spec (default: the config's, "
@@ -24,7 +25,8 @@ Seed = Annotated[Optional[int], typer.Option("--seed", help="Seed of the all-red
                                              "integer in [0, 2**32 - 1] (the timing models are deterministic; "
                                              "default: the config's).")]
 Device = Annotated[str, typer.Option("--device", help=f"Compute device preset: {device_choices()}.")]
-Preset = Annotated[Optional[str], typer.Option("--preset", help="A named config instead of a file: isca2021.")]
+Preset = Annotated[Optional[str], typer.Option("--preset", help=f"A named config instead of a file: "
+                                                f"{', '.join(PRESETS)}.")]
 Workers = Annotated[Optional[int], typer.Option("--workers", "-j", help="Local worker processes for the runs "
                                                 "(default 0: in this process), as `hw-models sweep` runs points.")]
 Dask = Annotated[Optional[str], typer.Option("--dask", help="Run on an existing Dask distributed cluster: its "

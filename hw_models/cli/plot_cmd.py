@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from hw_models.cli.options import Overwrite, Results, Where
+from hw_models.report.figures import FORMATS, PRESETS
 from noc.base.errors import HwModelsError
 
 
@@ -17,12 +18,13 @@ def plot(
     y: Optional[str] = typer.Option(None, "--y", help="Column on the y axis (e.g. bus_gbps)."),
     color: Optional[str] = typer.Option(None, "--color", help="Column whose values are the lines."),
     facet: Optional[str] = typer.Option(None, "--facet", help="Column whose values are the panels."),
-    preset: Optional[str] = typer.Option(None, "--preset", help="bandwidth, speedup, load-latency or training "
+    preset: Optional[str] = typer.Option(None, "--preset", help=f"{', '.join(PRESETS[:-1])} or {PRESETS[-1]} "
                                          "(instead of --x/--y)."),
     where: Where = [],
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file; .png, .svg or .pdf (default: "
                                        "RESULTS_<what it shows>.<--format> beside RESULTS)."),
-    fmt: str = typer.Option("png", "--format", help="png, svg or pdf, for the default output name."),
+    fmt: str = typer.Option("png", "--format", help=f"{', '.join(FORMATS[:-1])} or {FORMATS[-1]}, for the default "
+                            "output name."),
     overwrite: Overwrite = False,
 ) -> None:
     """Plot one column against another (or a preset figure) to PNG, SVG or PDF."""

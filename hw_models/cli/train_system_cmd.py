@@ -22,7 +22,13 @@ from hw_models.cli.options import ConfigFile, ConfigOutDir, Device, Nis, Preset,
 from noc.base.errors import HwModelsError
 from hw_models.training.compute import DEFAULT_DEVICE
 from hw_models.training.systems import SYSTEMS
+from hw_models.training.systems.compression import FIXES, SPECS
+from hw_models.training.systems.dlion import TECHNIQUES
+from hw_models.training.systems.easgd import VARIANTS
+from hw_models.training.systems.ps import MODES
 from hw_models.training.systems.setup import DEFAULT_COMPRESSORS, OWN, not_for
+from hw_models.training.systems.ssd import MAX_DELAY
+from hw_models.training.systems.tasks import MODELS
 from nic.collectives import algorithm_choices
 
 
@@ -39,7 +45,7 @@ def train_system(
                                             "allreduce.algorithms, ring)."),
     config: ConfigFile = None,
     preset: Preset = None,
-    task: str = typer.Option("logreg", "--task", help="Convergence task on digits: logreg, mlp, or none "
+    task: str = typer.Option("logreg", "--task", help=f"Convergence task on digits: {', '.join(MODELS)}, or none "
                              "(timing only)."),
     lr: Optional[float] = typer.Option(None, "--lr", help="Learning rate of the task (default: 0.1 logreg, 0.2 "
                                        "mlp)."),
@@ -52,16 +58,15 @@ def train_system(
     yes: bool = typer.Option(False, "--yes", help="Run what is estimated to take longer than 10 minutes (the "
                              "convergence runs x --max-iterations)."),
     compressors: Optional[str] = typer.Option(None, "--compressors", help="compression: comma-separated "
-                                              f"topk:RATIO, randk:RATIO, threshold:RATIO[:REFRESH], onebit, "
-                                              f"eightbit (default {DEFAULT_COMPRESSORS})."),
-    fix: Optional[str] = typer.Option(None, "--fix", help="compression: none, step_ahead, error_averaging, both "
-                                      "(also run with this fix)."),
+                                              f"{SPECS} (default {DEFAULT_COMPRESSORS})."),
+    fix: Optional[str] = typer.Option(None, "--fix", help=f"compression: {', '.join(FIXES)} (also run with this "
+                                      "fix)."),
     average_every: Optional[int] = typer.Option(None, "--average-every", help="compression: error averaging "
                                                 "period in iterations (default 10)."),
     servers: Optional[int] = typer.Option(None, "--servers", help="ps: number of servers (default 4)."),
     placement: Optional[str] = typer.Option(None, "--placement", help="ps: spread, first, or node indices "
                                             "'0,5,10' (default spread)."),
-    modes: Optional[str] = typer.Option(None, "--modes", help="ps: comma-separated sync, async, ssp:BOUND "
+    modes: Optional[str] = typer.Option(None, "--modes", help=f"ps: comma-separated {', '.join(MODES)} "
                                         "(default sync,async,ssp:2)."),
     stragglers: Optional[str] = typer.Option(None, "--stragglers", help="Every system: per-worker "
                                              "slowdowns: none, slow:COUNT:FACTOR (the last COUNT workers FACTOR times "
@@ -70,10 +75,10 @@ def train_system(
                                              "combined with + (default: ps slow:2:3; easgd none, which skips the event "
                                              "simulation; dlion slow:2:3+walk:0.1; compression, ssd, kfac none: "
                                              "with a profile, rows timed iteration by iteration on it)."),
-    delays: Optional[str] = typer.Option(None, "--delays", help="ssd: comma-separated delays k, each 1..1000 (default "
-                                         "1,2,4,8)."),
-    variants: Optional[str] = typer.Option(None, "--variants", help="easgd: comma-separated sync, async, "
-                                           "measgd, hogwild (default all)."),
+    delays: Optional[str] = typer.Option(None, "--delays", help=f"ssd: comma-separated delays k, each 1..{MAX_DELAY} "
+                                         "(default 1,2,4,8)."),
+    variants: Optional[str] = typer.Option(None, "--variants", help=f"easgd: comma-separated {', '.join(VARIANTS)} "
+                                           "(default all)."),
     alpha: Optional[float] = typer.Option(None, "--alpha", help="easgd: elastic moving rate (default 0.9 / "
                                           "workers)."),
     tau: Optional[int] = typer.Option(None, "--tau", help="easgd: local steps between exchanges (default 1)."),
@@ -84,7 +89,7 @@ def train_system(
                                         "--stragglers profiles (a link as slow as its slower end; default: dlion "
                                         "slow:4:8+walk:0.1, the others none)."),
     techniques: Optional[str] = typer.Option(None, "--techniques", help="dlion: all (none, each alone, all "
-                                             "together), or comma-separated sets of batching, priority, transfer "
+                                             f"together), or comma-separated sets of {', '.join(TECHNIQUES)} "
                                              "joined with + (default all)."),
     transfer_every: Optional[int] = typer.Option(None, "--transfer-every", help="dlion: rounds between knowledge "
                                                  "transfers (default 20)."),

@@ -20,3 +20,7 @@ One job per module:
 
 Imports ``noc`` (never ``nic``).
 """
+
+INTERCONNECTS = ("ring", "mesh", "crossbar")  # or any noc topology spec (torus:2x2, fattree:k2:l2, full:4, ...)
+"""The named agent interconnects (:func:`maddpg.accel.interconnect.build_topology`); here, light
+to import, for the command's help."""

@@ -13,9 +13,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from maddpg.accel import INTERCONNECTS  # noqa: F401 (the interconnects' names, read here by build_topology)
 from noc.base.config import StrictModel, finite
-
-INTERCONNECTS = ("ring", "mesh", "crossbar")  # or any noc topology spec (torus:2x2, fattree:k2:l2, full:4, ...)
 
 
 class AccelConfig(StrictModel):

@@ -230,6 +230,81 @@ def test_a_registered_training_system_is_a_subcommand_a_sweep_kind_value_and_est
     assert "ESTIMATE 8.0" in p.stdout  # 0.004 s x 5 runs x 200 iterations x 32/16 workers
 
 
+REGISTER_SYSTEM_CHOICES = (
+    "import hw_models.training.systems.tasks as m; m.MODELS += ('dummy_task',)\n"
+    "import hw_models.training.systems.compression as m; m.FIXES += ('dummy_fix',)\n"
+    "import hw_models.training.systems.easgd as m; m.VARIANTS += ('dummy_variant',)\n"
+    "import hw_models.training.systems.ps as m; m.MODES += ('dummy_mode',)\n"
+    "import hw_models.training.systems.dlion as m; m.TECHNIQUES += ('dummy_technique',)\n")
+_CHECK_SYSTEM_CHOICES = """
+from hw_models.cli import main
+from hw_models.training.systems.setup import OPTIONS, system_params
+for system in ('compression', 'ps', 'easgd', 'dlion'):
+    print('HELP', system)
+    try:
+        main(['train-system', system, '--help'])
+    except SystemExit as exc:
+        assert exc.code in (0, None), exc.code
+for system, key in (('compression', 'fix'), ('easgd', 'variants'), ('ps', 'modes'), ('dlion', 'techniques')):
+    try:
+        system_params(system, 4, *('nope' if k == key else None for k in OPTIONS))
+    except Exception as exc:
+        print('ERROR', exc)
+try:
+    main(['train-system', 'ssd', '--task', 'nope'])
+except SystemExit as exc:
+    print('EXIT', exc.code)
+"""
+
+
+def test_a_registered_task_fix_variant_mode_and_technique_are_in_help_and_errors():
+    """Each registered before the commands are imported: ``train-system``'s help of the
+    systems that take it names it (--task, --fix, --variants, --modes, --techniques), and so
+    does the error refusing an unknown value."""
+    env = {**os.environ, "COLUMNS": "400", "TERMINAL_WIDTH": "400", "NO_COLOR": "1"}
+    p = subprocess.run([sys.executable, "-c", REGISTER_SYSTEM_CHOICES + _CHECK_SYSTEM_CHOICES], capture_output=True,
+                       text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    helps = dict(part.split("\n", 1) for part in p.stdout.split("HELP ")[1:])
+    for system, text in helps.items():
+        assert "Convergence task on digits: logreg, mlp, dummy_task, or none" in text, (system, text)
+    assert "compression: none, step_ahead, error_averaging, both, dummy_fix (also run" in helps["compression"]
+    assert "ps: comma-separated sync, async, ssp:BOUND, dummy_mode (default" in helps["ps"]
+    assert "easgd: comma-separated sync, async, measgd, hogwild, dummy_variant (default" in helps["easgd"]
+    assert "sets of batching, priority, transfer, dummy_technique joined" in helps["dlion"]
+    errors = [line[6:] for line in p.stdout.splitlines() if line.startswith("ERROR ")]
+    assert errors == ["--fix 'nope': choose one of none, step_ahead, error_averaging, both, dummy_fix",
+                      "--variants 'nope': allowed sync, async, measgd, hogwild, dummy_variant",
+                      "--modes: mode = 'nope': must be sync, async, ssp:BOUND or dummy_mode (BOUND an integer >= 0)",
+                      "--techniques: techniques = 'nope': 'nope' unknown (allowed: all, none, or batching, priority, "
+                      "transfer, dummy_technique joined with +, sets separated by commas)"]
+    assert "--task 'nope': choose one of logreg, mlp, dummy_task, none" in p.stderr and "EXIT 2" in p.stdout
+
+
+REGISTER_LISTS = ("import hw_models.presets as m; m.PRESETS += ('dummy_preset',)\n"
+                  "import hw_models.report.figures as m; m.PRESETS += ('dummy_figure',)\n"
+                  "import maddpg.accel as m; m.INTERCONNECTS += ('dummy_ic',)\n")
+
+
+def test_a_registered_preset_figure_and_interconnect_are_in_the_help():
+    """Registered before the commands are imported: ``--preset``'s help (the configs), ``plot
+    --preset``'s (the figures) and ``maddpg accel --interconnect``'s name them."""
+    code = (REGISTER_LISTS + "from hw_models.cli import main\n"
+            "for argv in (['train'], ['plot'], ['maddpg', 'accel']):\n"
+            "    print('HELP', argv[0])\n"
+            "    try:\n"
+            "        main([*argv, '--help'])\n"
+            "    except SystemExit as exc:\n"
+            "        assert exc.code in (0, None), exc.code\n")
+    env = {**os.environ, "COLUMNS": "400", "TERMINAL_WIDTH": "400", "NO_COLOR": "1"}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    helps = dict(part.split("\n", 1) for part in p.stdout.split("HELP ")[1:])
+    assert "A named config instead of a file: isca2021, isca2021_mesh, dummy_preset." in helps["train"]
+    assert "bandwidth, speedup, load-latency, training or dummy_figure (instead of --x/--y)" in helps["plot"]
+    assert "comma-separated: ring, mesh, crossbar, dummy_ic or any noc topology spec" in helps["maddpg"]
+
+
 # ---- no hand-written list of a registry's names that misses some -------------------------
 
 def _registries() -> dict[str, list[str]]:

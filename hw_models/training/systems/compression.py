@@ -47,6 +47,7 @@ from noc.base.errors import ConfigError
 
 KINDS = ("none", "topk", "randk", "threshold", "onebit", "eightbit")
 FIXES = ("none", "step_ahead", "error_averaging", "both")
+SPECS = ", ".join(("topk:RATIO", "randk:RATIO", "threshold:RATIO[:REFRESH]", "onebit", "eightbit"))  # --compressors'
 INDEX_BYTES = 4
 VALUE_BYTES = 4
 # reads of the dense gradient per compression (selection, packing), error feedback included
@@ -296,11 +297,6 @@ class CompressionTiming:
     wire_bytes_per_worker: int
     dense_bytes: int
     extra: dict = field(default_factory=dict)
-
-    def row(self) -> dict:
-        return {"label": self.label, "iteration_s": self.iteration_s, "compute_s": self.compute_s,
-                "exposed_comm_s": self.exposed_comm_s, "wire_bytes_per_worker": self.wire_bytes_per_worker,
-                "dense_bytes": self.dense_bytes, **self.extra}
 
 
 def compressed_timeline(layers, comm: CommModel, comp: Compressor, policy, *, mem_bytes_per_s: float,

@@ -57,11 +57,12 @@ partial-model (per-layer) priorities, the compute of top-k selection, GPU conten
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
 
+from hw_models.training.systems.compression import topk
 from noc.base.errors import ConfigError
 
 TECHNIQUES = ("batching", "priority", "transfer")
@@ -126,17 +127,6 @@ def link_entries(num_params: int, link_bytes_per_s: float, budget_s: float) -> i
     return int(min(num_params, math.floor(link_bytes_per_s * budget_s / ENTRY_BYTES)))
 
 
-def topk(v: np.ndarray, k: int) -> np.ndarray:
-    """``v`` with all but its ``k`` largest-magnitude entries zeroed (ties: lowest index)."""
-    out = np.zeros_like(v)
-    if k >= len(v):
-        return v.copy()
-    if k > 0:
-        idx = np.argsort(-np.abs(v), kind="stable")[:k]
-        out[idx] = v[idx]
-    return out
-
-
 @dataclass(frozen=True)
 class Net:
     """What a round's time needs: ``compute_s`` (a worker's passes for the task batch ``B`` at
@@ -196,14 +186,13 @@ class _TimedRounds:
         self._cache: dict = {}
 
     def __call__(self, cs: float, xs: float) -> float:
-        from hw_models.training.costs import LayerCost  # noqa: PLC0415
+        from hw_models.training.systems.profiled import scaled_layers  # noqa: PLC0415
         from hw_models.training.timeline import simulate  # noqa: PLC0415
 
         key = (cs, xs)
         if key not in self._cache:
-            layers = tuple(LayerCost(x.name, x.fwd_s * cs, x.bwd_s * cs, x.grad_bytes) for x in self.net.layers)
-            self._cache[key] = simulate(layers, LinkExchange(self.link, xs, self.n), self.policy,
-                                        iterations=2).iteration_s
+            self._cache[key] = simulate(scaled_layers(self.net.layers, cs), LinkExchange(self.link, xs, self.n),
+                                        self.policy, iterations=2).iteration_s
         return self._cache[key]
 
 
@@ -281,11 +270,10 @@ def dlion(task, techs: tuple[str, ...], net: Net, workers, links, lr: float, *, 
         return x.mean(axis=0)
 
     r = run_until(label(techs), task, step, target=target, max_iterations=max_iterations, eval_every=eval_every)
-    tt = times[r.iterations_to_target - 1] if r.iterations_to_target else math.nan
     rounds = len(times)
-    return type(r)(r.label, r.target, r.iterations_to_target, r.curve, r.final_accuracy,
-                   {"time_to_target_s": tt, "seconds": clock["t"], "mean_round_s": clock["t"] / rounds,
-                    "bytes_per_round": clock["bytes"] / rounds, "round_s": _rounds(times)})
+    return replace(r, extra={"time_to_target_s": r.time_at(times), "seconds": clock["t"],
+                             "mean_round_s": clock["t"] / rounds, "bytes_per_round": clock["bytes"] / rounds,
+                             "round_s": _rounds(times)})
 
 
 def allreduce_baseline(task, net: Net, workers, links, lr: float, *, target: float, max_iterations: int,
@@ -305,10 +293,9 @@ def allreduce_baseline(task, net: Net, workers, links, lr: float, *, target: flo
     r = sync_sgd(task, lr, target=target, max_iterations=max_iterations, eval_every=eval_every,
                  label="sync all-reduce SGD")
     rounds = r.iterations_to_target or max_iterations
-    tt = times[r.iterations_to_target - 1] if r.iterations_to_target else math.nan
-    return type(r)(r.label, r.target, r.iterations_to_target, r.curve, r.final_accuracy,
-                   {"time_to_target_s": tt, "seconds": times[rounds - 1], "mean_round_s": times[rounds - 1] / rounds,
-                    "bytes_per_round": 2 * (n - 1) / n * net.model_bytes * n, "round_s": _rounds(times)})
+    return replace(r, extra={"time_to_target_s": r.time_at(times), "seconds": times[rounds - 1],
+                             "mean_round_s": times[rounds - 1] / rounds,
+                             "bytes_per_round": 2 * (n - 1) / n * net.model_bytes * n, "round_s": _rounds(times)})
 
 
 def _rounds(times) -> tuple[float, ...]:

@@ -43,12 +43,12 @@ from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from hw_models.training.systems.easgd import _check, local_step
-from hw_models.training.systems.ps import Stragglers
+from hw_models.training.systems.ps import Stragglers, check_seconds
 from hw_models.training.costs import whole
 from noc.base.errors import ConfigError
 
@@ -109,10 +109,7 @@ def simulate_easgd(variant: str, tau: int, num_workers: int, compute_s: float, *
     node) times ``allreduce_s``."""
     _check(variant, tau, 0.5)
     n = whole("num_workers", num_workers)
-    for key, v in (("compute_s", compute_s), ("exchange_s", exchange_s), ("update_s", update_s),
-                   ("allreduce_s", allreduce_s)):
-        if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
-            raise ConfigError(f"{key} = {v!r}: must be a finite number of seconds >= 0")
+    check_seconds(compute_s=compute_s, exchange_s=exchange_s, update_s=update_s, allreduce_s=allreduce_s)
     strag = stragglers or Stragglers()
     rngs = [np.random.default_rng([seed, 11, i]) for i in range(n)]
     whole("iterations", iterations, 2)
@@ -285,9 +282,9 @@ def replay_easgd(task, run: EASGDRun, lr: float, *, alpha: float, delta: float =
 
     name = label or f"{run.variant} EASGD tau={run.tau}, stragglers {run.stragglers} (event order)"
     res = run_until(name, task, step, target=target, max_iterations=run.iterations, eval_every=eval_every)
-    return type(res)(res.label, res.target, res.iterations_to_target, res.curve, res.final_accuracy,
-                     {"read_versions": tuple(read_versions), "time_per_iteration_s": run.time_per_iteration_s(),
-                      "mean_staleness": run.mean_staleness(), "max_staleness": run.max_staleness()})
+    return replace(res, extra={"read_versions": tuple(read_versions), "time_per_iteration_s":
+                               run.time_per_iteration_s(), "mean_staleness": run.mean_staleness(),
+                               "max_staleness": run.max_staleness()})
 
 
 __all__ = ["EASGDRun", "ExchangeRecord", "READ", "STEP", "WRITE", "replay_easgd", "simulate_easgd"]

@@ -123,9 +123,6 @@ class KfacTiming:
     factor_bytes: int
     num_factors: int
 
-    def row(self) -> dict:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
-
 
 def kfac_timeline(workload, batch: int, layers, comm, peak_flops: float, *, scheme: str = "pipelined",
                   placement: str = "balanced", inverse_efficiency: float = DEFAULT_INVERSE_EFFICIENCY,
@@ -162,9 +159,6 @@ def kfac_timeline(workload, batch: int, layers, comm, peak_flops: float, *, sche
     inverse_s = float(load.max())
     gather_s = float(comm.all_gather_s(int(n * share.max()))) if n > 1 else 0.0
     pre_flops = 0.0
-    dims: dict[int, dict[str, int]] = {}
-    for f in fs:
-        dims.setdefault(f.layer, {}).setdefault(f.kind, f.dim)
     for f in fs:
         if f.kind == "A":
             a, g = f.dim, next(x.dim for x in fs if x.layer == f.layer and x.kind == "G")

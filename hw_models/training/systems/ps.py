@@ -53,7 +53,7 @@ from __future__ import annotations
 import heapq
 from collections import deque
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -62,7 +62,7 @@ from hw_models.training.policies import Collective, NetworkView, Policy
 from hw_models.training.costs import whole
 from noc.base.errors import ConfigError
 
-MODES = ("sync", "async", "ssp")
+MODES = ("sync", "async", "ssp:BOUND")  # as --modes names them
 
 
 # ---- network ----------------------------------------------------------------------------------
@@ -182,6 +182,13 @@ class PSRun:
         return max((x for u in self.updates for x in u.staleness()), default=0)
 
 
+def check_seconds(**values) -> None:
+    """Each of ``values`` a finite number of seconds >= 0, else a ConfigError naming it."""
+    for key, v in values.items():
+        if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+            raise ConfigError(f"{key} = {v!r}: must be a finite number of seconds >= 0")
+
+
 def parse_mode(mode: str) -> tuple[str, int | None]:
     m = str(mode).strip().lower()
     if m in ("sync", "async"):
@@ -193,7 +200,7 @@ def parse_mode(mode: str) -> tuple[str, int | None]:
             b = -1
         if b >= 0:
             return "ssp", b
-    raise ConfigError(f"mode = {mode!r}: must be sync, async or ssp:BOUND (BOUND an integer >= 0)")
+    raise ConfigError(f"mode = {mode!r}: must be {', '.join(MODES[:-1])} or {MODES[-1]} (BOUND an integer >= 0)")
 
 
 def simulate_ps(num_workers: int, compute_s: float, push_all_s: float, pull_all_s: float, *, mode: str = "sync",
@@ -207,9 +214,7 @@ def simulate_ps(num_workers: int, compute_s: float, push_all_s: float, pull_all_
     worker's iteration ``t``."""
     kind, bound = parse_mode(mode)
     n = whole("num_workers", num_workers)
-    for key, v in (("compute_s", compute_s), ("push_all_s", push_all_s), ("pull_all_s", pull_all_s)):
-        if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
-            raise ConfigError(f"{key} = {v!r}: must be a finite number of seconds >= 0")
+    check_seconds(compute_s=compute_s, push_all_s=push_all_s, pull_all_s=pull_all_s)
     strag = stragglers or Stragglers()
     rngs = [np.random.default_rng([seed, 7, i]) for i in range(n)]
     s_push, s_pull = push_all_s / n, pull_all_s / n
@@ -346,10 +351,9 @@ def ps_convergence(task, run: PSRun, lr: float, *, staleness_aware: bool = False
     name = label or (f"PS {run.mode}{'' if run.bound is None else ':' + str(run.bound)}"
                      f"{', eager pull' if run.eager else ''}{', staleness-aware lr' if staleness_aware else ''}")
     res = run_until(name, task, step, target=target, max_iterations=max_it, eval_every=eval_every)
-    tt = times[res.iterations_to_target - 1] if res.iterations_to_target else math.nan
-    return type(res)(res.label, res.target, res.iterations_to_target, res.curve, res.final_accuracy,
-                     {"time_to_target_s": tt, "time_per_iteration_s": run.time_per_iteration_s(),
-                      "mean_staleness": run.mean_staleness(), "max_staleness": run.max_staleness()})
+    return replace(res, extra={"time_to_target_s": res.time_at(times), "time_per_iteration_s":
+                               run.time_per_iteration_s(), "mean_staleness": run.mean_staleness(),
+                               "max_staleness": run.max_staleness()})
 
 
 __all__ = ["MODES", "PSRun", "PushPull", "Stragglers", "Update", "parse_mode", "ps_convergence", "ps_schedule",

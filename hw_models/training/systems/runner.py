@@ -11,7 +11,7 @@ convergence on, or ``None``) and returns ``(timing_rows, convergence_rows)``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from hw_models.training.costs import LayerCost
@@ -131,19 +131,21 @@ class _Profiled:
             rows.append(row)
         return rows
 
-    def conv(self, row: dict, key, ref_iterations, ref_key="base") -> dict:
+    def conv(self, system: str, r, ref, key, iteration_s=None, ref_iteration_s=None, ref_key="base", **extra) -> dict:
+        """``r``'s convergence row against the reference run ``ref`` (:func:`_conv_row`), with
+        its times under the profiles (``key``'s configuration against ``ref_key``'s)."""
+        row = _conv_row(system, r, ref.iterations_to_target, iteration_s, ref_iteration_s, **extra)
         if self.p is None:
             return row
-        return profile_conv(row, self.runs[key][2], self.runs[ref_key][2], ref_iterations, self.its, self.p)
+        return profile_conv(row, self.runs[key][2], self.runs[ref_key][2], ref.iterations_to_target, self.its, self.p)
 
 
 # ---- compression -----------------------------------------------------------------------------
 
 
 def parse_compressors(spec: str):
-    """``topk:RATIO``, ``randk:RATIO``, ``threshold:RATIO[:REFRESH]``, ``onebit``, ``eightbit``,
-    comma-separated."""
-    from hw_models.training.systems.compression import KINDS, Compressor  # noqa: PLC0415
+    """Comma-separated compressors, each one of :data:`~hw_models.training.systems.compression.SPECS`."""
+    from hw_models.training.systems.compression import KINDS, SPECS, Compressor  # noqa: PLC0415
 
     out = []
     for item in (s.strip() for s in str(spec).split(",")):
@@ -152,8 +154,7 @@ def parse_compressors(spec: str):
         bits = item.lower().split(":")
         kind = bits[0]
         if kind not in KINDS or kind == "none":
-            raise ConfigError(f"--compressors {item!r}: unknown compressor (allowed: topk:RATIO, randk:RATIO, "
-                              "threshold:RATIO[:REFRESH], onebit, eightbit)")
+            raise ConfigError(f"--compressors {item!r}: unknown compressor (allowed: {SPECS})")
         try:
             if kind in ("topk", "randk") and len(bits) == 2:
                 out.append(Compressor(kind, float(bits[1])))
@@ -166,8 +167,7 @@ def parse_compressors(spec: str):
         except ConfigError as exc:
             raise ConfigError(f"--compressors {item!r}: {exc}") from None
         except ValueError:
-            raise ConfigError(f"--compressors {item!r}: malformed (allowed: topk:RATIO, randk:RATIO, "
-                              "threshold:RATIO[:REFRESH], onebit, eightbit)") from None
+            raise ConfigError(f"--compressors {item!r}: malformed (allowed: {SPECS})") from None
     if not out:
         raise ConfigError(f"--compressors {spec!r} names no compressor")
     return out
@@ -201,26 +201,33 @@ def run_compression(st: Setting, compressors, fix: str = "none", average_every: 
             timing.append({"system": "compression", "run": t.label, "iteration_s": t.iteration_s,
                            "reduction_percent": 100 * (1 - t.iteration_s / base_s),
                            "wire_bytes_per_worker": t.wire_bytes_per_worker,
-                           "compression_s": t.compute_s - sum(x.fwd_s + x.bwd_s for x in st.layers)})
+                           "compression_s": t.compute_s - st.compute_s})
     conv = []
     if st.task is not None:
         ref = st.reference()
-        conv.append(prof.conv(_conv_row("compression", ref, ref.iterations_to_target, base_s, base_s), "base",
-                              ref.iterations_to_target))
+        conv.append(prof.conv("compression", ref, ref, "base", base_s, base_s))
         for c in compressors:
             runs = [(False, "none"), (True, "none")] + ([(True, fix)] if fix != "none" else [])
             for ef, f in runs:
                 r = ef_sgd(st.task, c, st.lr, error_feedback=ef, fix=f, average_every=average_every,
                            target=st.target, max_iterations=st.max_iterations)
-                conv.append(prof.conv(_conv_row("compression", r, ref.iterations_to_target, times[(c.label, f)],
-                                                base_s,
-                                                bytes_per_worker_iteration=round(r.extra["bytes_per_worker_iteration"],
-                                                                                 1)),
-                                      (c.label, f), ref.iterations_to_target))
+                conv.append(prof.conv("compression", r, ref, (c.label, f), times[(c.label, f)], base_s,
+                                      bytes_per_worker_iteration=round(r.extra["bytes_per_worker_iteration"], 1)))
     return timing + prof.timing("compression", "reduction_percent", "base"), conv
 
 
 # ---- parameter server --------------------------------------------------------------------------
+
+
+def _event_profiles(stragglers_spec: str, links_spec: str, n: int, seed: int):
+    """The event simulations' workers, links (seeded ``seed + 1``, as DLion's; None: all 1) and
+    the rows' words for them."""
+    from hw_models.training.hetero import Profile  # noqa: PLC0415
+
+    strag = Profile.parse(stragglers_spec, n, seed=seed)
+    lp = Profile.parse(links_spec, n, seed=seed + 1, what="links")
+    links = lp if lp.label != "none" else None
+    return strag, links, f"stragglers {strag.label}" + (f", links {lp.label}" if links else "")
 
 
 def _check_one_shard_per_worker(st: Setting, n: int) -> None:
@@ -237,8 +244,7 @@ def run_ps(st: Setting, servers: tuple[int, ...], modes, stragglers_spec: str, *
     doubled (up to the task's ``max_iterations``) while a replay has not reached the target.
     ``links_spec``: the nodes' link profile (seeded ``seed + 1``, as DLion's) the simulation's
     pushes and pulls are slowed by."""
-    from hw_models.training.hetero import Profile  # noqa: PLC0415
-    from hw_models.training.systems.ps import Stragglers, ps_convergence  # noqa: PLC0415
+    from hw_models.training.systems.ps import ps_convergence  # noqa: PLC0415
     from hw_models.training.systems.ps_layers import simulate_ps_layers  # noqa: PLC0415
 
     if st.ps_comm is None:
@@ -255,9 +261,7 @@ def run_ps(st: Setting, servers: tuple[int, ...], modes, stragglers_spec: str, *
                        "reduction_percent": 100 * (1 - r.iteration_s / base_s)})
     push = [pc.reduce_scatter_s(x.grad_bytes) if x.grad_bytes else 0.0 for x in st.layers]
     pull = [pc.all_gather_s(x.grad_bytes) if x.grad_bytes else 0.0 for x in st.layers]
-    strag = Stragglers.parse(stragglers_spec, n, seed=seed)
-    lp = Profile.parse(links_spec, n, seed=seed + 1, what="links")
-    links = lp if lp.label != "none" else None
+    strag, links, on = _event_profiles(stragglers_spec, links_spec, n, seed)
     _check_one_shard_per_worker(st, n)
     runs, convs = {}, {}
     for mode in modes:
@@ -279,9 +283,7 @@ def run_ps(st: Setting, servers: tuple[int, ...], modes, stragglers_spec: str, *
     ref_s = runs[sync_key].time_per_iteration_s() if sync_key else None
     for (mode, eager), run in runs.items():
         t = run.time_per_iteration_s()
-        timing.append({"system": "ps", "run": f"PS {mode}{', eager pull' if eager else ''}, stragglers {strag.label}"
-                       + (f", links {lp.label}" if links else ""),
-                       "iteration_s": t, "reduction_percent": 100 * (1 - t / ref_s) if ref_s else "",
+        timing.append({"system": "ps", "run": f"PS {mode}{', eager pull' if eager else ''}, {on}", "iteration_s": t, "reduction_percent": 100 * (1 - t / ref_s) if ref_s else "",
                        "mean_staleness": round(run.mean_staleness(), 3), "max_staleness": run.max_staleness()})
     conv = []
     ref = None
@@ -324,12 +326,10 @@ def run_ssd(st: Setting, delays, profiles=None):
     conv = []
     if st.task is not None:
         ref = st.reference()
-        conv.append(prof.conv(_conv_row("ssd", ref, ref.iterations_to_target, base_s, base_s), "base",
-                              ref.iterations_to_target))
+        conv.append(prof.conv("ssd", ref, ref, "base", base_s, base_s))
         for k in delays:
             r = ssd_sgd(st.task, st.lr, k, target=st.target, max_iterations=st.max_iterations)
-            conv.append(prof.conv(_conv_row("ssd", r, ref.iterations_to_target, times[k], base_s), k,
-                                  ref.iterations_to_target))
+            conv.append(prof.conv("ssd", r, ref, k, times[k], base_s))
     return timing + prof.timing("ssd", "speedup", "base"), conv
 
 
@@ -342,10 +342,8 @@ def run_easgd(st: Setting, variants, alpha: float | None, tau: int, stragglers_s
     stragglers or slow links (``links_spec``, seeded ``seed + 1`` as DLion's) also the event
     simulation of every worker's exchanges (:mod:`hw_models.training.systems.hogwild`), whose
     updates the convergence rows then replay in event order."""
-    from hw_models.training.hetero import Profile  # noqa: PLC0415
     from hw_models.training.systems.easgd import easgd, easgd_round_s, easgd_timeline  # noqa: PLC0415
     from hw_models.training.systems.hogwild import replay_easgd, simulate_easgd  # noqa: PLC0415
-    from hw_models.training.systems.ps import Stragglers  # noqa: PLC0415
 
     if st.ps_comm is None:
         raise ConfigError("EASGD's master needs a network model (ps_comm)")
@@ -360,9 +358,7 @@ def run_easgd(st: Setting, variants, alpha: float | None, tau: int, stragglers_s
     ref_v = "async" if "async" in per_step else variants[0]
     timing = [{"system": "easgd", "run": f"{v} EASGD tau={tau}", "iteration_s": per_step[v],
                f"speedup_vs_{ref_v}": per_step[ref_v] / per_step[v], "closed_form_s": closed[v]} for v in variants]
-    strag = Stragglers.parse(stragglers_spec, n, seed=seed)
-    lp = Profile.parse(links_spec, n, seed=seed + 1, what="links")
-    links = lp if lp.label != "none" else None
+    strag, links, on = _event_profiles(stragglers_spec, links_spec, n, seed)
     runs = {}
     if strag.label != "none" or links:
         _check_one_shard_per_worker(st, n)
@@ -373,8 +369,8 @@ def run_easgd(st: Setting, variants, alpha: float | None, tau: int, stragglers_s
         ref_t = runs[ref_v].time_per_iteration_s()
         for v, run in runs.items():
             t = run.time_per_iteration_s()
-            timing.append({"system": "easgd", "run": f"{v} EASGD tau={tau}, stragglers {strag.label}"
-                           + (f", links {lp.label}" if links else "") + " (event simulation)", "iteration_s": t, f"speedup_vs_{ref_v}": ref_t / t,
+            timing.append({"system": "easgd", "run": f"{v} EASGD tau={tau}, {on} (event simulation)", "iteration_s": t,
+                           f"speedup_vs_{ref_v}": ref_t / t,
                            "mean_staleness": round(run.mean_staleness(), 3), "max_staleness": run.max_staleness()})
     conv = []
     if st.task is not None:
@@ -424,11 +420,10 @@ def run_kfac(st: Setting, inverse_efficiency: float, kfac_lr: float = 0.1, dampi
     conv = []
     if st.task is not None:
         ref = st.reference()
-        conv.append(prof.conv(_conv_row("kfac", ref, ref.iterations_to_target), "sgd", ref.iterations_to_target,
-                              ref_key="sgd"))
+        conv.append(prof.conv("kfac", ref, ref, "sgd", ref_key="sgd"))
         r = kfac_sgd(st.task, kfac_lr, damping=damping, target=st.target, max_iterations=st.max_iterations)
-        conv.append(prof.conv(_conv_row("kfac", r, ref.iterations_to_target, timing[-2]["iteration_s"], sgd_s),
-                              (SCHEMES[-1], PLACEMENTS[-1]), ref.iterations_to_target, ref_key="sgd"))
+        conv.append(prof.conv("kfac", r, ref, (SCHEMES[-1], PLACEMENTS[-1]), timing[-2]["iteration_s"], sgd_s,
+                              ref_key="sgd"))
     return timing + prof.timing("kfac", "reduction_percent", (SCHEMES[0], PLACEMENTS[0])), conv
 
 
@@ -513,9 +508,8 @@ TECHNIQUE_ALL = "batching+priority+transfer"
 
 def _as_round(r, time_to_target_s: float, mean_round_s: float, bytes_per_round: float):
     """A baseline's convergence result with the extras DLion's rows read."""
-    return type(r)(r.label, r.target, r.iterations_to_target, r.curve, r.final_accuracy,
-                   {"time_to_target_s": time_to_target_s, "mean_round_s": mean_round_s,
-                    "bytes_per_round": bytes_per_round})
+    return replace(r, extra={"time_to_target_s": time_to_target_s, "mean_round_s": mean_round_s,
+                             "bytes_per_round": bytes_per_round})
 
 
 # ---- DCT's model-parallel half ---------------------------------------------------------------

@@ -8,7 +8,10 @@ file's keys."""
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
+from typing import Callable, NamedTuple
 
+from hw_models.training.systems import SYSTEMS
 from noc.base.errors import ConfigError, HwModelsError
 
 DEFAULT_COMPRESSORS = "topk:0.01,randk:0.01,threshold:0.01:50,onebit,eightbit"
@@ -16,10 +19,11 @@ DEFAULT_DLION_WORKERS = "slow:2:3+walk:0.1"  # two slow workers, every worker's 
 DEFAULT_DLION_LINKS = "slow:4:8+walk:0.1"  # four nodes on slow links, every link drifting
 # options that belong to some systems (flag -> the systems)
 OWN = {"--compressors": ("compression",), "--fix": ("compression",), "--average-every": ("compression",),
-       "--servers": ("ps",), "--placement": ("ps",), "--modes": ("ps",), "--stragglers": ("compression", "ps", "ssd", "easgd", "kfac", "dlion"),
+       "--servers": ("ps",), "--placement": ("ps",), "--modes": ("ps",), "--stragglers": tuple(SYSTEMS),
        "--delays": ("ssd",), "--variants": ("easgd",), "--alpha": ("easgd",), "--tau": ("easgd",),
-       "--inverse-efficiency": ("kfac",), "--links": ("compression", "ps", "ssd", "easgd", "kfac", "dlion"), "--techniques": ("dlion",),
+       "--inverse-efficiency": ("kfac",), "--links": tuple(SYSTEMS), "--techniques": ("dlion",),
        "--transfer-every": ("dlion",), "--mp-keep": ("compression",)}
+OPTIONS = tuple(flag[2:].replace("-", "_") for flag in OWN)  # the systems' options, as system_params takes them
 
 
 def not_for(flag: str, system: str) -> str | None:
@@ -141,111 +145,17 @@ def _profiles(stragglers, links, n: int) -> dict:
     return out
 
 
-def system_params(sysname, n, compressors, fix, average_every, servers, placement, modes, stragglers, delays,
-                   variants, alpha, tau, inverse_efficiency, links=None, techniques=None, transfer_every=None,
-                   mp_keep=None, st=None) -> dict:
-    from hw_models.training.systems.compression import FIXES
-    from hw_models.training.systems.easgd import VARIANTS
-    from hw_models.training.systems.ps import parse_mode, server_nodes
-    from hw_models.training.systems.runner import parse_compressors
-
-    if sysname == "compression":
-        comps = parse_compressors(_given("--compressors", compressors, DEFAULT_COMPRESSORS))
-        f = _given("--fix", fix, "none").strip().lower()
-        if f not in FIXES:
-            raise HwModelsError(f"--fix {fix!r}: choose one of {', '.join(FIXES)}")
-        avg = 10 if average_every is None else average_every
-        if avg < 1:
-            raise HwModelsError(f"--average-every {avg}: must be an integer >= 1")
-        if mp_keep is not None and not 0 < mp_keep <= 1:
-            raise HwModelsError(f"--mp-keep {mp_keep}: must be a share in (0, 1] (of the boundary's values)")
-        if mp_keep is not None and st is not None and st.workload.name != "ncf":
-            raise HwModelsError(f"--mp-keep: workload {st.workload.name!r} has no embedding/MLP model-parallel "
-                                "boundary (use -w ncf)")
-        prof = _profiles(stragglers, links, n)
-        return {"compressors": [c.label for c in comps], "fix": f, "average_every": avg,
-                **({"mp_keep": mp_keep} if mp_keep is not None else {}), **prof,
-                "objects": (comps, f, avg, mp_keep, prof)}
-    if sysname == "ps":
-        s = 4 if servers is None else servers
-        try:
-            nodes = server_nodes(_given("--placement", placement, "spread"), n, s)
-        except ConfigError as exc:
-            raise HwModelsError(f"{'--servers' if 'servers =' in str(exc) else '--placement'}: {exc}") from None
-        mlist = [x.strip() for x in _given("--modes", modes, "sync,async,ssp:2").split(",") if x.strip()]
-        if not mlist:
-            raise HwModelsError(f"--modes {modes!r} names no mode (allowed: sync, async, ssp:BOUND)")
-        try:
-            for m in mlist:
-                parse_mode(m)
-        except ConfigError as exc:
-            raise HwModelsError(f"--modes: {exc}") from None
-        strag = _stragglers(stragglers if stragglers is not None else "slow:2:3", n)
-        lk = _profiles(None, links, n)  # {"links": ...} only for links not all 1: older points keep their keys
-        return {"servers": list(nodes), "modes": mlist, "stragglers": strag, **lk,
-                "objects": (nodes, mlist, strag, lk.get("links", "none"))}
-    if sysname == "ssd":
-        from hw_models.flags import parse_int_list  # noqa: PLC0415
-        from hw_models.training.systems.ssd import MAX_DELAY  # noqa: PLC0415
-
-        ks = parse_int_list(_given("--delays", delays, "1,2,4,8"), "--delays", 1, MAX_DELAY)
-        prof = _profiles(stragglers, links, n)
-        return {"delays": ks, **prof, "objects": (ks, prof)}
-    if sysname == "easgd":
-        vs = [v.strip().lower() for v in _given("--variants", variants, ",".join(VARIANTS)).split(",") if v.strip()]
-        bad = [v for v in vs if v not in VARIANTS]
-        if bad or not vs:
-            raise HwModelsError(f"--variants {variants!r}: allowed {', '.join(VARIANTS)}")
-        t = 1 if tau is None else tau
-        if t < 1:
-            raise HwModelsError(f"--tau {t}: must be an integer >= 1")
-        if alpha is not None and not 0 < alpha < 1:
-            raise HwModelsError(f"--alpha {alpha}: the elastic moving rate must be in (0, 1)")
-        strag = _stragglers("none" if stragglers is None else stragglers, n)
-        lk = _profiles(None, links, n)
-        return {"variants": vs, "alpha": alpha, "tau": t, "stragglers": strag, **lk,
-                "objects": (vs, alpha, t, strag, lk.get("links", "none"))}
-    if sysname == "dlion":
-        from hw_models.training.systems.dlion import parse_techniques  # noqa: PLC0415
-
-        try:
-            techs = parse_techniques(_given("--techniques", techniques, "all"))
-        except ConfigError as exc:
-            raise HwModelsError(f"--techniques: {exc}") from None
-        every = 20 if transfer_every is None else transfer_every
-        if every < 1:
-            raise HwModelsError(f"--transfer-every {every}: must be an integer >= 1 (rounds between transfers)")
-        strag = _stragglers(_given("--stragglers", stragglers, DEFAULT_DLION_WORKERS), n)
-        lk = _stragglers(_given("--links", links, DEFAULT_DLION_LINKS), n, "--links", "links")
-        return {"techniques": ["+".join(t) or "none" for t in techs], "stragglers": strag, "links": lk,
-                "transfer_every": every, "objects": (techs, strag, lk, every)}
-    if sysname != "kfac":  # a system in the registry (hw_models.training.systems.SYSTEMS) without its code here
-        raise HwModelsError(f"system {sysname!r} has no options, runs or runner in {__name__}")
-    eff = 0.05 if inverse_efficiency is None else inverse_efficiency
-    if not 0 < eff <= 1:
-        raise HwModelsError(f"--inverse-efficiency {eff}: must be in (0, 1]")
-    prof = _profiles(stragglers, links, n)
-    return {"inverse_efficiency": eff, **prof, "objects": (eff, prof)}
+def system_params(sysname, n, *values, st=None) -> dict:
+    """``sysname``'s options checked for ``n`` workers: ``values`` are :data:`OPTIONS` in order
+    (None: not given; the other systems' options are ignored), ``st`` the :class:`Setting` when
+    resolved. The settings that name its run, and ``objects``: the arguments of its run."""
+    return _code(sysname).params(SimpleNamespace(**dict(zip(OPTIONS, values, strict=True))), n, st)
 
 
 def convergence_runs(sysname: str, params: dict, task: str) -> int:
     """How many convergence runs on the task (each up to ``--max-iterations``) ``sysname``
     makes with ``params`` (:func:`system_params`); 0 with ``--task none``."""
-    if task == "none":
-        return 0
-    if sysname == "compression":  # the reference, each compressor without and with error feedback (and the fix)
-        n = 1 + len(params["compressors"]) * (2 + (params["fix"] != "none"))
-        return n + (2 if "mp_keep" in params and task == "mlp" else 0)
-    if sysname == "ps":  # a replay per mode; asynchronous ones coupled and eager, each plain and staleness-aware
-        return sum(1 if m.strip().lower() == "sync" else 4 for m in params["modes"])
-    if sysname == "ssd":
-        return 1 + len(params["delays"])
-    if sysname == "easgd":  # the event simulation's replays with stragglers or slow links
-        unequal = params["stragglers"].strip().lower() != "none" or "links" in params
-        return 1 + len(params["variants"]) * (2 if unequal else 1)
-    if sysname == "dlion":  # the all-reduce baseline, each technique set, the PS and EASGD baselines
-        return 3 + len(params["techniques"])
-    return 2  # kfac: SGD and K-FAC
+    return 0 if task == "none" else _code(sysname).runs(params, task)
 
 
 def profiled_configs(sysname: str, params: dict, n: int) -> tuple[int, int]:
@@ -255,17 +165,17 @@ def profiled_configs(sysname: str, params: dict, n: int) -> tuple[int, int]:
     its profiles are constant or scheduled (a timeline per distinct set of factors: few)."""
     from hw_models.training.hetero import Profile
 
-    if sysname not in ("compression", "ssd", "kfac"):
+    code = _code(sysname)
+    if code.profiled is None:
         return 0, 0
     drift = [Profile.parse(params[k], n) for k in ("stragglers", "links") if k in params]
-    if not any(p.walk or p.sigma for p in drift):
-        return 0, 0
-    if sysname == "compression":  # synchronous SGD, each compressor (and with the fix); DCT's three
-        n_fix = 1 + (params["fix"] != "none")
-        return 1 + len(params["compressors"]) * n_fix + (3 if "mp_keep" in params else 0), 0
-    if sysname == "ssd":
-        return 1, len(params["delays"])
-    return 5, 0  # kfac: two schemes x two placements, and SGD
+    return code.profiled(params) if any(p.walk or p.sigma for p in drift) else (0, 0)
+
+
+def run_system(sysname, st, obj, seed):
+    """``sysname``'s ``(timing_rows, convergence_rows)`` on ``st`` with ``obj`` (the
+    ``objects`` of :func:`system_params`)."""
+    return _code(sysname).run(st, seed, *obj)
 
 
 def _stragglers(text: str, n: int, flag: str = "--stragglers", what: str = "stragglers") -> str:
@@ -288,25 +198,159 @@ def _run_profiles(st, prof: dict, seed: int):
     return Profiles(prof.get("stragglers", "none"), prof.get("links", "none"), st.comm.num_workers, seed)
 
 
-def run_system(sysname, st, obj, seed):
-    from hw_models.training.systems import runner
+# ---- each system's options, runs and runner -----------------------------------------------------
 
-    if sysname == "compression":
-        comps, f, avg, keep, prof = obj
-        timing, conv = runner.run_compression(st, comps, f, avg, profiles=_run_profiles(st, prof, seed))
-        if keep is not None:
-            t2, c2 = runner.run_dct_mp(st, keep, profiles=_run_profiles(st, prof, seed))
-            timing, conv = timing + t2, conv + c2
-        return timing, conv
-    if sysname == "ps":
-        nodes, mlist, strag, lk = obj
-        return runner.run_ps(st, nodes, mlist, strag, seed=seed, links_spec=lk)
-    if sysname == "ssd":
-        return runner.run_ssd(st, obj[0], profiles=_run_profiles(st, obj[1], seed))
-    if sysname == "easgd":
-        vs, a, t, strag, lk = obj
-        return runner.run_easgd(st, vs, a, t, strag, seed=seed, links_spec=lk)
-    if sysname == "dlion":
-        techs, strag, lk, every = obj
-        return runner.run_dlion(st, techs, strag, lk, every, seed=seed)
-    return runner.run_kfac(st, obj[0], profiles=_run_profiles(st, obj[1], seed))
+
+def _compression(o, n, st) -> dict:
+    from hw_models.training.systems.compression import FIXES
+    from hw_models.training.systems.runner import parse_compressors
+
+    comps = parse_compressors(_given("--compressors", o.compressors, DEFAULT_COMPRESSORS))
+    f = _given("--fix", o.fix, "none").strip().lower()
+    if f not in FIXES:
+        raise HwModelsError(f"--fix {o.fix!r}: choose one of {', '.join(FIXES)}")
+    avg = 10 if o.average_every is None else o.average_every
+    if avg < 1:
+        raise HwModelsError(f"--average-every {avg}: must be an integer >= 1")
+    keep = o.mp_keep
+    if keep is not None and not 0 < keep <= 1:
+        raise HwModelsError(f"--mp-keep {keep}: must be a share in (0, 1] (of the boundary's values)")
+    if keep is not None and st is not None and st.workload.name != "ncf":
+        raise HwModelsError(f"--mp-keep: workload {st.workload.name!r} has no embedding/MLP model-parallel "
+                            "boundary (use -w ncf)")
+    prof = _profiles(o.stragglers, o.links, n)
+    return {"compressors": [c.label for c in comps], "fix": f, "average_every": avg,
+            **({"mp_keep": keep} if keep is not None else {}), **prof, "objects": (comps, f, avg, keep, prof)}
+
+
+def _run_compression(st, seed, comps, f, avg, keep, prof):
+    timing, conv = _runner().run_compression(st, comps, f, avg, profiles=_run_profiles(st, prof, seed))
+    if keep is not None:
+        t2, c2 = _runner().run_dct_mp(st, keep, profiles=_run_profiles(st, prof, seed))
+        timing, conv = timing + t2, conv + c2
+    return timing, conv
+
+
+def _ps(o, n, st) -> dict:
+    from hw_models.training.systems.ps import MODES, parse_mode, server_nodes
+
+    s = 4 if o.servers is None else o.servers
+    try:
+        nodes = server_nodes(_given("--placement", o.placement, "spread"), n, s)
+    except ConfigError as exc:
+        raise HwModelsError(f"{'--servers' if 'servers =' in str(exc) else '--placement'}: {exc}") from None
+    mlist = [x.strip() for x in _given("--modes", o.modes, "sync,async,ssp:2").split(",") if x.strip()]
+    if not mlist:
+        raise HwModelsError(f"--modes {o.modes!r} names no mode (allowed: {', '.join(MODES)})")
+    try:
+        for m in mlist:
+            parse_mode(m)
+    except ConfigError as exc:
+        raise HwModelsError(f"--modes: {exc}") from None
+    strag = _stragglers(o.stragglers if o.stragglers is not None else "slow:2:3", n)
+    lk = _profiles(None, o.links, n)  # {"links": ...} only for links not all 1: older points keep their keys
+    return {"servers": list(nodes), "modes": mlist, "stragglers": strag, **lk,
+            "objects": (nodes, mlist, strag, lk.get("links", "none"))}
+
+
+def _ssd(o, n, st) -> dict:
+    from hw_models.flags import parse_int_list
+    from hw_models.training.systems.ssd import MAX_DELAY
+
+    ks = parse_int_list(_given("--delays", o.delays, "1,2,4,8"), "--delays", 1, MAX_DELAY)
+    prof = _profiles(o.stragglers, o.links, n)
+    return {"delays": ks, **prof, "objects": (ks, prof)}
+
+
+def _easgd(o, n, st) -> dict:
+    from hw_models.training.systems.easgd import VARIANTS
+
+    vs = [v.strip().lower() for v in _given("--variants", o.variants, ",".join(VARIANTS)).split(",") if v.strip()]
+    bad = [v for v in vs if v not in VARIANTS]
+    if bad or not vs:
+        raise HwModelsError(f"--variants {o.variants!r}: allowed {', '.join(VARIANTS)}")
+    t = 1 if o.tau is None else o.tau
+    if t < 1:
+        raise HwModelsError(f"--tau {t}: must be an integer >= 1")
+    if o.alpha is not None and not 0 < o.alpha < 1:
+        raise HwModelsError(f"--alpha {o.alpha}: the elastic moving rate must be in (0, 1)")
+    strag = _stragglers("none" if o.stragglers is None else o.stragglers, n)
+    lk = _profiles(None, o.links, n)
+    return {"variants": vs, "alpha": o.alpha, "tau": t, "stragglers": strag, **lk,
+            "objects": (vs, o.alpha, t, strag, lk.get("links", "none"))}
+
+
+def _kfac(o, n, st) -> dict:
+    eff = 0.05 if o.inverse_efficiency is None else o.inverse_efficiency
+    if not 0 < eff <= 1:
+        raise HwModelsError(f"--inverse-efficiency {eff}: must be in (0, 1]")
+    prof = _profiles(o.stragglers, o.links, n)
+    return {"inverse_efficiency": eff, **prof, "objects": (eff, prof)}
+
+
+def _dlion(o, n, st) -> dict:
+    from hw_models.training.systems.dlion import parse_techniques
+
+    try:
+        techs = parse_techniques(_given("--techniques", o.techniques, "all"))
+    except ConfigError as exc:
+        raise HwModelsError(f"--techniques: {exc}") from None
+    every = 20 if o.transfer_every is None else o.transfer_every
+    if every < 1:
+        raise HwModelsError(f"--transfer-every {every}: must be an integer >= 1 (rounds between transfers)")
+    strag = _stragglers(_given("--stragglers", o.stragglers, DEFAULT_DLION_WORKERS), n)
+    lk = _stragglers(_given("--links", o.links, DEFAULT_DLION_LINKS), n, "--links", "links")
+    return {"techniques": ["+".join(t) or "none" for t in techs], "stragglers": strag, "links": lk,
+            "transfer_every": every, "objects": (techs, strag, lk, every)}
+
+
+class Code(NamedTuple):
+    """A system's code here: ``params(options, n, st)`` (:func:`system_params`); ``runs(params,
+    task)`` its convergence runs on a task; ``run(st, seed, *objects)`` its rows; ``profiled(params)``
+    its configurations timed iteration by iteration on drifting profiles (None: it times none so)."""
+
+    params: Callable
+    runs: Callable
+    run: Callable
+    profiled: Callable | None = None
+
+
+CODE = {
+    # the reference, each compressor without and with error feedback (and the fix); DCT's mlp runs
+    "compression": Code(_compression, lambda p, task: 1 + len(p["compressors"]) * (2 + (p["fix"] != "none"))
+                        + (2 if "mp_keep" in p and task == "mlp" else 0), _run_compression,
+                        # synchronous SGD, each compressor (and with the fix); DCT's three
+                        lambda p: (1 + len(p["compressors"]) * (1 + (p["fix"] != "none"))
+                                   + (3 if "mp_keep" in p else 0), 0)),
+    # a replay per mode; asynchronous ones coupled and eager, each plain and staleness-aware
+    "ps": Code(_ps, lambda p, task: sum(1 if m.strip().lower() == "sync" else 4 for m in p["modes"]),
+               lambda st, seed, nodes, ml, strag, lk: _runner().run_ps(st, nodes, ml, strag, seed=seed, links_spec=lk)),
+    "ssd": Code(_ssd, lambda p, task: 1 + len(p["delays"]),
+                lambda st, seed, ks, prof: _runner().run_ssd(st, ks, profiles=_run_profiles(st, prof, seed)),
+                lambda p: (1, len(p["delays"]))),
+    # the event simulation's replays with stragglers or slow links
+    "easgd": Code(_easgd, lambda p, task: 1 + len(p["variants"]) * (
+        2 if p["stragglers"].strip().lower() != "none" or "links" in p else 1),
+        lambda st, seed, vs, a, t, strag, lk: _runner().run_easgd(st, vs, a, t, strag, seed=seed, links_spec=lk)),
+    # SGD and K-FAC; profiled: two schemes x two placements, and SGD
+    "kfac": Code(_kfac, lambda p, task: 2,
+                 lambda st, seed, eff, prof: _runner().run_kfac(st, eff, profiles=_run_profiles(st, prof, seed)),
+                 lambda p: (5, 0)),
+    # the all-reduce baseline, each technique set, the PS and EASGD baselines
+    "dlion": Code(_dlion, lambda p, task: 3 + len(p["techniques"]),
+                  lambda st, seed, techs, strag, lk, every: _runner().run_dlion(st, techs, strag, lk, every,
+                                                                                seed=seed)),
+}
+"""Each system's :class:`Code`, by its name in :data:`hw_models.training.systems.SYSTEMS`."""
+
+
+def _runner():
+    from hw_models.training.systems import runner  # noqa: PLC0415 (heavy: not at the commands' import)
+
+    return runner
+
+
+def _code(sysname: str) -> Code:
+    if sysname not in CODE:  # a system in the registry (hw_models.training.systems.SYSTEMS) without its code here
+        raise HwModelsError(f"system {sysname!r} has no options, runs or runner in {__name__}")
+    return CODE[sysname]

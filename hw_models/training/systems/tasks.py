@@ -11,6 +11,7 @@ every ``eval_every`` iterations and reports the first iteration reaching a targe
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
@@ -23,14 +24,6 @@ from noc.base.errors import ConfigError
 MODELS = ("logreg", "mlp")
 DEFAULT_TARGET = {"logreg": 0.95, "mlp": 0.95}
 DEFAULT_LR = {"logreg": 0.1, "mlp": 0.2}
-
-
-def load_digits_split(seed: int, test_fraction: float = 0.2):
-    """Digits standardised with the training split's statistics: ``(Xtr, ytr, Xte, yte)``,
-    read-only arrays. The images are parsed once per process (a sweep validates thousands of
-    points, and scikit-learn parses its CSV each time it is asked), the split once per
-    (seed, fraction)."""
-    return _digits_split(int(seed), float(test_fraction))
 
 
 @lru_cache(maxsize=1)
@@ -48,7 +41,11 @@ def _digits():
 
 
 @lru_cache(maxsize=16)
-def _digits_split(seed: int, test_fraction: float):
+def load_digits_split(seed: int, test_fraction: float = 0.2):
+    """Digits standardised with the training split's statistics: ``(Xtr, ytr, Xte, yte)``,
+    read-only arrays. The images are parsed once per process (a sweep validates thousands of
+    points, and scikit-learn parses its CSV each time it is asked), the split once per
+    (seed, fraction)."""
     X, y = _digits()
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(y))
@@ -209,10 +206,9 @@ class Convergence:
     final_accuracy: float
     extra: dict = field(default_factory=dict)
 
-    def row(self) -> dict:
-        return {"label": self.label, "target_accuracy": self.target,
-                "iterations_to_target": self.iterations_to_target if self.iterations_to_target is not None else "",
-                "final_accuracy": self.final_accuracy, **self.extra}
+    def time_at(self, times) -> float:
+        """Seconds to the target from ``times``, each iteration's end (NaN: never reached)."""
+        return times[self.iterations_to_target - 1] if self.iterations_to_target else math.nan
 
 
 def run_until(label: str, task: Task, step: Callable[[int], np.ndarray], *, target: float,
