@@ -211,6 +211,12 @@ State = namedtuple("State", [
     # stages visit only their set bits, lowest first, so in the order a loop over every
     # router or NI would, and skip the idle ones without looking at them.
     "r_active", "ep_active",
+    # per router, a cycle no later than the earliest at which its switch allocation can find a
+    # request (an input VC owning an output VC, with a flit, ready, and a downstream credit):
+    # switch allocation skips a router before it. Lowered where a VC gets its output VC
+    # (_grant_vc), where a flit reaches an empty VC that owns one (_buffer) and where a credit
+    # ends a wait for one (_credit_arrivals); switch allocation sets it from what it saw.
+    "r_sa_wake",
 ])
 
 # vc_state values
@@ -432,6 +438,7 @@ def _new_state(net, max_packets):
         np.zeros(nl, np.int64),
         np.zeros(max(net.num_routers, 1), np.int64), np.full(max(net.num_routers, 1), _NEVER, np.int64),
         np.zeros(_words(net.num_routers), np.int64), np.zeros(_words(e), np.int64),
+        np.full(max(net.num_routers, 1), _NEVER, np.int64),
     )
 
 
@@ -697,6 +704,8 @@ def _buffer(net, st, l, v, pkt, seq, hop, now):
         st.vc_busy[l] |= _bit(v)
         if st.vc_active[l] & _bit(v) == 0:  # a new head at the front: its route computation starts now
             _head_at_front(net, st, r, l, v, pkt, hop, now)
+        elif now < st.r_sa_wake[r]:  # a flit for a VC that owns its output VC: it may go now
+            st.r_sa_wake[r] = now
     if st.r_flits[r] == 0:
         _set_member(st.r_active, r)
     st.r_flits[r] += 1
@@ -749,6 +758,9 @@ def _credit_arrivals(net, st, cslot):
         st.cp_vc[l, cslot] = -1
         if not net.is_eject[l]:
             st.credit[l, v] += 1
+            rs = net.link_src_router[l]
+            if st.credit[l, v] == 1 and rs >= 0:  # the upstream router's VC waiting for it may go now
+                st.r_sa_wake[rs] = 0
         if net.tail_credit and st.tail_pend[l] & _bit(v) and (net.is_eject[l] or st.credit[l, v] == net.D):
             st.tail_pend[l] &= ~_bit(v)
             st.owner[l, v] = -1
@@ -815,6 +827,8 @@ def _grant_vc(net, st, r, li, v, lo, ov, now):
     st.r_heads[r] -= 1
     st.r_waiting[r] -= 1
     st.vc_ready[li, v] = now + net.va_delay
+    if now + net.va_delay < st.r_sa_wake[r]:
+        st.r_sa_wake[r] = now + net.va_delay
 
 
 @_stage
@@ -1023,6 +1037,7 @@ def _pick_input_vcs(net, st, r, now):
     link, priority)."""
     V = net.V
     n_req = 0
+    wake = _NEVER
     for k in range(net.rin_off[r], net.rin_off[r + 1]):
         li = net.rin_links[k]
         cand = st.vc_busy[li] & st.vc_active[li]
@@ -1031,8 +1046,14 @@ def _pick_input_vcs(net, st, r, now):
         while cand != 0:
             v = trailing_zeros(cand)
             cand &= cand - 1
-            if st.vc_ready[li, v] > now or st.credit[st.vc_out[li, v], st.vc_outvc[li, v]] <= 0:
+            ready = st.vc_ready[li, v]
+            if ready > now:
+                if ready < wake:
+                    wake = ready
                 continue
+            if st.credit[st.vc_out[li, v], st.vc_outvc[li, v]] <= 0:
+                continue  # _credit_arrivals wakes the router
+            wake = now + 1
             if _link_busy(net, st, st.vc_out[li, v], now):
                 continue  # the output link is still serialising its previous flit
             prio = st.p_prio[st.buf_pkt[li, v, st.buf_head[li, v]]]
@@ -1045,6 +1066,7 @@ def _pick_input_vcs(net, st, r, now):
             st.req_out[n_req] = st.vc_out[li, best]
             st.req_prio[n_req] = best_prio
             n_req += 1
+    st.r_sa_wake[r] = wake
     return n_req
 
 
@@ -1122,6 +1144,7 @@ def _request_outputs(net, st, r, now):
     are contiguous; returns their number (req_in/req_vc/req_out/req_prio)."""
     V = net.V
     n_req = 0
+    wake = _NEVER
     for k in range(net.rin_off[r], net.rin_off[r + 1]):
         li = net.rin_links[k]
         first = n_req
@@ -1130,7 +1153,15 @@ def _request_outputs(net, st, r, now):
             v = trailing_zeros(cand)
             cand &= cand - 1
             lo = st.vc_out[li, v]
-            if st.vc_ready[li, v] > now or st.credit[lo, st.vc_outvc[li, v]] <= 0 or _link_busy(net, st, lo, now):
+            ready = st.vc_ready[li, v]
+            if ready > now:
+                if ready < wake:
+                    wake = ready
+                continue
+            if st.credit[lo, st.vc_outvc[li, v]] <= 0:
+                continue  # _credit_arrivals wakes the router
+            wake = now + 1
+            if _link_busy(net, st, lo, now):
                 continue
             prio = st.p_prio[st.buf_pkt[li, v, st.buf_head[li, v]]]
             j = first
@@ -1145,6 +1176,7 @@ def _request_outputs(net, st, r, now):
             elif _better(prio, v, st.req_prio[j], st.req_vc[j], st.sa_in_ptr[li], V):
                 st.req_vc[j] = v
                 st.req_prio[j] = prio
+    st.r_sa_wake[r] = wake
     return n_req
 
 
@@ -1259,7 +1291,8 @@ def _routers(net, st, slot, cslot, now):
             bits &= bits - 1
             if st.r_heads[r] != 0 and (st.r_waiting[r] != 0 or st.r_wake[r] <= now):
                 _route_and_allocate_vcs(net, st, r, now)
-            _allocate_switch(net, st, r, slot, cslot, now)
+            if st.r_sa_wake[r] <= now:
+                _allocate_switch(net, st, r, slot, cslot, now)
 
 
 # ---- 5. NI injection
@@ -1368,6 +1401,24 @@ def _check_invariants(net, st):
             st.counters[C_ERR] += 1  # the active-NI set disagrees with the source queue
 
 
+@_stage
+def _check_sa_wakes(net, st, now):
+    """Debug mode, at the end of cycle ``now``: no router's switch-allocation wake-up cycle
+    (r_sa_wake) is later than a cycle in which one of its VCs could request the switch (a
+    VC owning an output VC, holding a flit and a credit for it, ready then); each violation
+    counts in C_ERR."""
+    for r in range(net.num_routers):
+        for k in range(net.rin_off[r], net.rin_off[r + 1]):
+            li = net.rin_links[k]
+            cand = st.vc_busy[li] & st.vc_active[li]
+            while cand != 0:
+                v = trailing_zeros(cand)
+                cand &= cand - 1
+                if st.credit[st.vc_out[li, v], st.vc_outvc[li, v]] > 0 and \
+                        st.r_sa_wake[r] > max(st.vc_ready[li, v], now + 1):
+                    st.counters[C_ERR] += 1
+
+
 @_kernel
 def step(net, st, now):
     """Advance the network by one cycle (``now`` is the current cycle)."""
@@ -1381,6 +1432,7 @@ def step(net, st, now):
     # ---- 6. invariants and watchdog
     if net.debug:
         _check_invariants(net, st)
+        _check_sa_wakes(net, st, now)
     if st.counters[C_MOVED] == moved_before and st.counters[C_IN_FLIGHT] > 0:
         st.counters[C_IDLE] += 1
     else:
