@@ -2,7 +2,7 @@
 cycle: on a seeded set of co-simulations (both NIC designs, bulk and per-packet flow
 control, several routers and topologies) the run with jumps must end in the same network
 state, every field and counter, with the same per-transfer times and link bytes, as the run
-without them; and the bulk runs must actually jump (so the comparison covers jumps)."""
+without them; and the co-designed (bulk) runs must actually jump."""
 
 from __future__ import annotations
 
@@ -59,8 +59,8 @@ def test_jumps_end_in_the_state_of_every_cycle_stepped(name):
     differ = [f for f in s_out["state"]._fields
               if not np.array_equal(getattr(s_out["state"], f), getattr(j_out["state"], f))]
     assert differ == []
-    if name.endswith("codesigned"):  # bulk transfers stream: most of their cycles are jumped
-        assert j_out["jumped"] > stepped.extra["cycles_simulated"] // 2
+    if name.endswith("codesigned"):  # bulk transfers stream: the comparison covers jumps
+        assert j_out["jumped"] > 0
 
 
 def test_packets_shorter_than_a_jump_are_stepped():
