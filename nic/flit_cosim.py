@@ -18,7 +18,10 @@ One Numba loop advances, every cycle, the NIC of every node and then the network
   schedule order) whose inputs have all arrived (and been summed), ``issue_delay_cycles``
   after the last of them; packets have no priority (unless ``step_priority`` is on).
 
-Times are integer cycles; the result is checked like the message-level one. The loop, its
+Stretches in which the network only streams (every packet on an allocated route, a flit per
+cycle, no NIC event due) are jumped to the state stepping would reach
+(``nic.flit_cosim_forward``). Times are integer cycles; the result is checked like the
+message-level one. The loop, its
 state values and its stages are in ``nic.flit_cosim_stages``; this module checks the
 configs, builds the state and reads the times out.
 """

@@ -1,6 +1,8 @@
 """The co-simulation's Numba loop (``nic.flit_cosim``): state values and one stage per mechanism.
 
-Every cycle the driver :func:`cosim` runs, in this order:
+Every cycle the driver :func:`cosim` runs, in this order (unless, with
+``Params.fast_forward``, :func:`_fast_forward` finds that the cycles from this one on only
+stream and jumps all but the last of them, ``nic.flit_cosim_forward``):
 
 1. per node: :func:`_summed_receives` (a REDUCE the reduction unit has summed becomes a
    receive event), then the NIC — :func:`_codesigned_edge` (the scheduler cycle model:
