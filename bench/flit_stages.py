@@ -167,7 +167,7 @@ def _timed_cosim(net, st, tr, nodes, prm, sch, nis, rx, wait, times, tm):
 
 
 def _cosim(*args):
-    return _timed_cosim(*args, TM)
+    return _timed_cosim(*args[:10], TM)  # stepping every cycle: the fast-forward's scratch (args[10]) unused
 
 
 # --stretches: ST[0] cycles, ST[1] cycles that only stream, ST[2] stretches of such cycles,
@@ -243,7 +243,7 @@ def _stretch_cosim(net, st, tr, nodes, prm, sch, nis, rx, wait, times, sm, prev,
 
 def _stretches(net, st, *args):
     nl = st.link_flits.shape[0]
-    return _stretch_cosim(net, st, *args, ST, np.full(nl, -1, np.int64), np.zeros(nl, np.int64))
+    return _stretch_cosim(net, st, *args[:8], ST, np.full(nl, -1, np.int64), np.zeros(nl, np.int64))
 
 
 def traffic_case(spec, router, traffic):

@@ -6,7 +6,9 @@ is estimated from the work it will do:
 * an all-reduce (``hw-models allreduce --model flit|both``): the flits every transfer puts
   on the wire (whole packets, head flits included, as the NIC packetises them) times the
   links of its route, injection and ejection included (:func:`allreduce_flit_hops`), at
-  :data:`SECONDS_PER_FLIT_HOP`;
+  :data:`SECONDS_PER_FLIT_HOP` (a bulk transfer's flits beyond
+  :data:`STEPPED_FLITS_PER_BULK_PACKET` left out: the co-simulation jumps the stretches in
+  which every packet only streams);
 * synthetic traffic (``hw-models noc run`` and ``noc sweep-load``): every link for every
   simulated cycle, at :data:`SECONDS_PER_LINK_CYCLE`, for the most cycles the run may take
   (:func:`traffic_cycles`).
@@ -29,6 +31,9 @@ from noc.base.errors import HwModelsError
 
 SECONDS_PER_FLIT_HOP = 150e-9
 SECONDS_PER_LINK_CYCLE = 300e-9
+# a bulk packet's flits the co-simulation steps (its route filling and draining, and the
+# checks before a jump; nic.flit_cosim_forward); the rest of it is jumped
+STEPPED_FLITS_PER_BULK_PACKET = 512
 LONG_RUN_SECONDS = 600.0  # 10 minutes
 # ``hw-models train``: one simulated iteration of one run (workload x algorithm x policy) of
 # the default workloads took about 29 ms at the message level (3 against 300 iterations of
@@ -69,10 +74,30 @@ def allreduce_flit_hops(topology, routes, schedule, nic, size_bytes: int) -> flo
     return float((flits * paths.length).sum())
 
 
+def _stepped_flit_hops(topology, routes, schedule, nic, size_bytes: int) -> float:
+    """:func:`allreduce_flit_hops` of the cycles the co-simulation steps: with bulk
+    transfers (one packet per transfer) on links at least a flit wide it jumps the stretches
+    in which every packet only streams (``nic.flit_cosim_forward``), so a packet counts at
+    most :data:`STEPPED_FLITS_PER_BULK_PACKET` flits."""
+    import numpy as np  # noqa: PLC0415
+
+    from nic.preparation import prepare, transfer_routes  # noqa: PLC0415
+    from noc.routing import RouteTable  # noqa: PLC0415
+
+    narrow = bool(np.any(topology.link_bytes_per_cycle < nic.flit_bytes))
+    if not nic.bulk or narrow or getattr(routes, "debug", False):
+        return allreduce_flit_hops(topology, routes, schedule, nic, size_bytes)
+    prep = prepare(topology, schedule, nic, int(size_bytes))
+    flits = np.minimum(prep.wire_bytes / nic.flit_bytes, STEPPED_FLITS_PER_BULK_PACKET)
+    table = isinstance(routes, RouteTable)
+    paths = transfer_routes(topology, prep, None if table else routes, routes if table else None)
+    return float((flits * paths.length).sum())
+
+
 def flit_allreduce_seconds(topology, routes, runs) -> float:
     """Estimated seconds of the flit-level all-reduces ``runs``: (schedule, NicConfig, size
-    in bytes) triples on ``topology``."""
-    return SECONDS_PER_FLIT_HOP * sum(allreduce_flit_hops(topology, routes, s, nic, size) for s, nic, size in runs)
+    in bytes) triples on ``topology`` (the cycles the co-simulation steps, not those it jumps)."""
+    return SECONDS_PER_FLIT_HOP * sum(_stepped_flit_hops(topology, routes, s, nic, size) for s, nic, size in runs)
 
 
 def traffic_cycles(traffic) -> int:

@@ -18,7 +18,10 @@ One Numba loop advances, every cycle, the NIC of every node and then the network
   schedule order) whose inputs have all arrived (and been summed), ``issue_delay_cycles``
   after the last of them; packets have no priority (unless ``step_priority`` is on).
 
-Times are integer cycles; the result is checked like the message-level one. The loop, its
+Stretches in which the network only streams (every packet on an allocated route, a flit per
+cycle, no NIC event due) are jumped to the state stepping would reach
+(``nic.flit_cosim_forward``). Times are integer cycles; the result is checked like the
+message-level one. The loop, its
 state values and its stages are in ``nic.flit_cosim_stages``; this module checks the
 configs, builds the state and reads the times out.
 """
@@ -31,6 +34,7 @@ import numpy as np
 
 from nic.flit_cosim_stages import (ARRIVED, OUT_OF_SLOTS, STUCK, Nis, Nodes, Params, Schedulers, Times, Transfers,
                                    cosim, new_receives, new_waiting)
+from nic.flit_cosim_forward import MIN_JUMP, new_forward
 from nic.nic_config import check_cut_through, check_router_flit_bytes
 from nic.nic_table import node_tables_with_transfers
 from nic.reduction import MODES as REDUCTION_MODES
@@ -73,8 +77,11 @@ def flit_network(topology: Topology, nic, network: FlitNetworkConfig | None):
 
 
 def run_flit(topology: Topology, schedule, prep, nic, network: FlitNetworkConfig | None, *,
-             max_cycles: int = 2_000_000_000) -> FlitTiming:
-    """Co-simulate ``schedule`` (laid out by ``nic.preparation.prepare``) at flit level."""
+             max_cycles: int = 2_000_000_000, fast_forward: bool = True, state_out: dict | None = None) -> FlitTiming:
+    """Co-simulate ``schedule`` (laid out by ``nic.preparation.prepare``) at flit level.
+    ``fast_forward``: jump the stretches that only stream (``nic.flit_cosim_forward``; the
+    same result to the cycle as stepping every cycle, which False does). ``state_out``: a dict
+    that receives the network state at the end (``state``) and the cycles jumped (``jumped``)."""
     net = flit_network(topology, nic, network)
     cfg = FlitNetworkConfig() if network is None else network
     flit_bytes = nic.flit_bytes
@@ -94,7 +101,9 @@ def run_flit(topology: Topology, schedule, prep, nic, network: FlitNetworkConfig
                  packet_bytes=int(nic.packet_bytes), prio_on=bool(nic.prioritised),
                  issue_delay=int(nic.issue_delay_cycles), tx_buffer_flits=int(nic.tx_buffer_flits),
                  reduce_latency=int(nic.reduce_latency_cycles), reduce_mode=int(REDUCTION_MODES[nic.reduction]),
-                 max_cycles=int(max_cycles))
+                 max_cycles=int(max_cycles),
+                 fast_forward=bool(fast_forward) and net.ser is None and not net.debug,
+                 min_jump=max(MIN_JUMP, 2 * int(net.ring), 2 * int(net.cring), int(net.D) + 1))
     nis_state = Nis(transfer=np.full(topology.num_endpoints, -1, np.int64),
                     left_bytes=np.zeros(topology.num_endpoints, np.int64), done_next=np.zeros(n, np.int64))
     packets = np.ones(t_count, np.int64) if nic.bulk else np.maximum(
@@ -105,7 +114,10 @@ def run_flit(topology: Topology, schedule, prep, nic, network: FlitNetworkConfig
     flits_max = int(net.num_links * (net.V * net.D + net.ring) + 4 * topology.num_endpoints + 64)
     st = new_state(net, flits_max)
     seed_arbiters(net, st, cfg.arbiter_seed)
-    cycles, status = cosim(net, st, tr, nodes, prm, sch, nis_state, rx, wait, times)
+    ff = new_forward(net)
+    cycles, status = cosim(net, st, tr, nodes, prm, sch, nis_state, rx, wait, times, ff)
+    if state_out is not None:
+        state_out.update(state=st, jumped=int(ff.stats[1]), jumps=int(ff.stats[0]))
     arrived = int(times.counts[ARRIVED])
     if status == STUCK:
         raise DeadlockError(f"all-reduce co-simulation deadlocked at cycle {cycles}: {describe_stuck(net, st, topology)}")

@@ -1,6 +1,8 @@
 """The co-simulation's Numba loop (``nic.flit_cosim``): state values and one stage per mechanism.
 
-Every cycle the driver :func:`cosim` runs, in this order:
+Every cycle the driver :func:`cosim` runs, in this order (unless, with
+``Params.fast_forward``, :func:`_fast_forward` finds that the cycles from this one on only
+stream and jumps all but the last of them, ``nic.flit_cosim_forward``):
 
 1. per node: :func:`_summed_receives` (a REDUCE the reduction unit has summed becomes a
    receive event), then the NIC — :func:`_codesigned_edge` (the scheduler cycle model:
@@ -33,6 +35,7 @@ from numba import njit
 from nic.reduction import reduce_done
 from nic.scheduler import (C_ISSUED, I_NI_DONE, I_RECV_VALID, I_SEND_READY, I_START, N_IN_HEADER, O_DONE, O_ERR,
                            O_SEND_ENTRY, O_SEND_NI, O_SEND_VALID, sched_edge, sched_outputs)
+from nic.flit_cosim_forward import MAX_GAP, jump, stream_window
 from noc.flit import enqueue_packet, pop_ejected, step, stuck
 
 # ---- what the loop reads
@@ -47,10 +50,11 @@ Transfers = namedtuple("Transfers", [
 Nodes = namedtuple("Nodes", ["node_eps", "ep_node", "ep_port"])
 # the NIC: design, flow control (bulk: one packet per transfer, else packet_bytes each), flit
 # size, step priority, the baseline NIC's issue delay, transmit queue (flits), the reduction
-# unit's latency and mode; the cycle limit
+# unit's latency and mode; the cycle limit; whether stretches that only stream are
+# fast-forwarded (nic.flit_cosim_forward), and the shortest jump
 Params = namedtuple("Params", [
     "codesigned", "bulk", "flit_bytes", "packet_bytes", "prio_on", "issue_delay", "tx_buffer_flits",
-    "reduce_latency", "reduce_mode", "max_cycles"])
+    "reduce_latency", "reduce_mode", "max_cycles", "fast_forward", "min_jump"])
 
 # ---- what the loop changes
 # co-designed NIC: each node's table and registers (nic.scheduler), the table row's transfer,
@@ -315,15 +319,40 @@ def _schedulers_done(sch):
     return True
 
 
+@_stage
+def _fast_forward(net, st, ff, nodes, prm, sch, nis, rx, wait, times, now):
+    """Cycles jumped from the start of cycle ``now`` (``nic.flit_cosim_forward``): all but
+    the last of a stretch that only streams (that one is stepped), or 0. After a failed
+    check the next is ``ff.gap`` cycles later, the gap doubling up to ``MAX_GAP``."""
+    if now < ff.next_try[0]:
+        return 0
+    k = stream_window(net, st, ff, nodes, prm, sch, nis, rx, wait, times, now)
+    if k - 1 >= prm.min_jump:
+        jump(net, st, ff, now, k - 1)
+        ff.gap[0] = 1
+        return k - 1
+    ff.next_try[0] = now + ff.gap[0]
+    if ff.gap[0] < MAX_GAP:
+        ff.gap[0] *= 2
+    return 0
+
+
 @njit(cache=True, _nrt=False)
-def cosim(net, st, tr, nodes, prm, sch, nis, rx, wait, times):
+def cosim(net, st, tr, nodes, prm, sch, nis, rx, wait, times, ff):
     """Run the co-simulation until every transfer arrived (and, co-designed, every scheduler
     is done), the network is stuck, or ``prm.max_cycles``. Returns the cycle it stopped at
-    and a status: the scheduler error cycles counted, :data:`STUCK` or :data:`OUT_OF_SLOTS`."""
+    and a status: the scheduler error cycles counted, :data:`STUCK` or :data:`OUT_OF_SLOTS`.
+    With ``prm.fast_forward``, stretches that only stream are jumped (``ff``: the scratch of
+    ``nic.flit_cosim_forward``) to the state the cycles would reach."""
     n_nodes = nodes.node_eps.shape[0]
     n_t = tr.src_node.shape[0]
     now = np.int64(0)  # not the literal 0: a literal first type compiles step twice
     while now < prm.max_cycles:
+        if prm.fast_forward:
+            skipped = _fast_forward(net, st, ff, nodes, prm, sch, nis, rx, wait, times, now)
+            if skipped > 0:
+                now += skipped
+                continue
         for v in range(n_nodes):
             _summed_receives(tr, nodes, rx, times, v, now)
             if prm.codesigned:

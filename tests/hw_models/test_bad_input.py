@@ -346,6 +346,11 @@ def test_the_flit_hop_count_of_a_ring(capsys):
     packets = 24 * (16384 // 256) * (1 + 256 // 16) * 3  # a head flit per 256 B packet
     assert allreduce_flit_hops(t, r, s, NicConfig(), 65536) == bulk
     assert allreduce_flit_hops(t, r, s, NicConfig(design="baseline"), 65536) == packets
+    # the time estimate counts the flits the co-simulation steps: a bulk transfer's first 512
+    from hw_models.estimate import SECONDS_PER_FLIT_HOP, flit_allreduce_seconds
+
+    stepped = flit_allreduce_seconds(t, r, [(s, NicConfig(), 65536), (s, NicConfig(design="baseline"), 65536)])
+    assert stepped == pytest.approx(SECONDS_PER_FLIT_HOP * (24 * 512 * 3 + packets), rel=1e-12)
 
 
 def test_a_flit_level_terabyte_is_refused_with_its_estimate(tmp_path, capsys, monkeypatch):
@@ -355,7 +360,9 @@ def test_a_flit_level_terabyte_is_refused_with_its_estimate(tmp_path, capsys, mo
         raise AssertionError("a run started")
 
     monkeypatch.setattr(sweep, "run_sweep", no_run)
-    code, out, err = run(["allreduce", "--model", "flit", "-s", "1TiB", "--out", str(tmp_path / "o")], capsys)
+    # the baseline NIC's packets are stepped cycle by cycle (a co-designed bulk run's streams are jumped)
+    code, out, err = run(["allreduce", "--model", "flit", "--nic", "baseline", "-s", "1TiB", "--out",
+                          str(tmp_path / "o")], capsys)
     one_line_error(code, err, "the flit-level runs would take about", "days on this machine", "add --yes")
     assert not (tmp_path / "o").exists()
     monkeypatch.undo()
@@ -372,7 +379,8 @@ def test_yes_starts_a_long_flit_level_run(tmp_path, capsys, monkeypatch):
         raise HwModelsError("started")
 
     monkeypatch.setattr(sweep, "run_sweep", started)
-    argv = ["allreduce", "--model", "flit", "-s", "8GiB", "-t", "ring:4", "-a", "ring", "--out", str(tmp_path / "o")]
+    argv = ["allreduce", "--model", "flit", "--nic", "baseline", "-s", "8GiB", "-t", "ring:4", "-a", "ring", "--out",
+            str(tmp_path / "o")]
     code, out, err = run(argv, capsys)
     one_line_error(code, err, "would take about", "add --yes")
     code, out, err = run([*argv, "--yes"], capsys)
