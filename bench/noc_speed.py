@@ -248,8 +248,9 @@ def main() -> None:
 
 def _processes(binary: str, rounds: int) -> None:
     path = _write(TORUS88 + "sample_period = 3334;\n")
-    cli = [str(ROOT / ".venv" / "bin" / "hw-models"), "noc", "run", "--booksim", path, "--out",
-           tempfile.mkdtemp(prefix="noc_speed_")]
+    script = ROOT / ".venv" / "bin" / "hw-models"  # a checkout's own environment, else this interpreter's
+    cli = [*([str(script)] if script.is_file() else [sys.executable, "-m", "hw_models"]), "noc", "run", "--booksim",
+           path, "--out", tempfile.mkdtemp(prefix="noc_speed_")]
     ours, theirs = [], []
     try:
         for _ in range(rounds):
