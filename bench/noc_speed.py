@@ -1,6 +1,6 @@
 """Speed of the flit level (noc.flit) against BookSim2, measured side by side.
 
-    .venv/bin/python bench/noc_speed.py [--booksim PATH/TO/booksim] [--rounds 5] [--baseline DIR]
+    .venv/bin/python bench/noc_speed.py [--booksim PATH/TO/booksim] [--rounds 5] [--baseline DIR] [--process]
 
 Both simulators run the same BookSim2 configurations (the 8x8 mesh and torus points of
 bench/booksim_validate.py's matrix that BookSim2 runs to the end, and BookSim2's own
@@ -8,15 +8,33 @@ examples/torus88), BookSim2 from its binary, this package through noc.booksim_co
 BookSim2's semantics and methodology. The rounds interleave the two (one BookSim2 run,
 then ours, per case and round), both single-threaded; each prints the median and the
 spread (min..max) of simulated cycles per second over the rounds, and the ratio of the
-medians. BookSim2's figure is its simulated cycles ("Time taken") over its own run time
-("Total run time", the simulation without process start-up); ours is run_traffic's
-simulated cycles over its wall time, after a first untimed run that loads or compiles the
-kernels.
+medians.
+
+What each figure times:
+
+* BookSim2: its simulated cycles ("Time taken") over its own "Total run time". Its
+  src/main.cpp takes the wall time (gettimeofday) around ``trafficManager->Run()`` alone:
+  the warm-up, the sample periods (their statistics printed), the drain and the final
+  statistics. Reading the configuration, building the network (routers, channels, their
+  buffers and allocators) and the traffic manager (sources, queues, statistics), and
+  process start-up are not in it.
+* ours, "sim": the same scope, ``PreparedTraffic.run()`` (noc.flit_traffic): the warm-up,
+  sample periods, drain and final statistics. Reading the configuration, building the
+  topology, the network's arrays (route tables included) and the state
+  (``PreparedTraffic(...)``) are not in it. The ratio "sim" compares these two.
+* ours, "with set-up": from reading the configuration file to the statistics (the
+  set-up above and the run), so nothing is left out. The route tables are built once per
+  process per network (noc.topology_cache): the first run on a network builds them, later
+  rounds reuse them, as a sweep does. The line before the table gives one point's set-up
+  cold (nothing cached) and cached.
+
+Ours are timed after a first untimed run that loads or compiles the kernels.
 
 ``--baseline DIR`` also runs the flit level of another source tree (a checkout of an
 earlier commit, its ``noc`` and ``nic`` imported from DIR) in a second process, kept
 warm, in the same interleaved rounds: BookSim2, this tree, DIR, per case and round. Its
-column and the ratio ``ours / DIR`` compare two versions of the kernel side by side.
+column is timed with set-up (an earlier tree may have no PreparedTraffic to split it by),
+and ``ours/base`` is the ratio of the two trees' with-set-up medians.
 
 ``--process`` also times whole processes on one 20,000-cycle point (torus88 with
 sample_period 3334): ``booksim FILE`` against ``hw-models noc run --booksim FILE``, start-up,
@@ -24,7 +42,6 @@ imports and kernel loading included, interleaved over the rounds.
 
 Without ``--booksim`` it says so and prints ours only.
 """
-
 from __future__ import annotations
 
 import argparse
@@ -74,18 +91,40 @@ def run_booksim(binary: str, path: str) -> tuple[int, float]:
     return cycles, float(took[-1])
 
 
-def run_ours(path: str) -> tuple[int, float]:
+def run_ours(path: str) -> tuple[int, float, float]:
+    """(simulated cycles, seconds simulating, seconds from reading ``path`` to the statistics)."""
     from noc.booksim_config import from_booksim, read_booksim
-    from noc.flit_traffic import run_traffic
+    from noc.flit_traffic import PreparedTraffic
 
-    run = from_booksim(read_booksim(path), path)
     t0 = time.perf_counter()
-    stats = run_traffic(run.topology, run.network, run.traffic)
-    return stats.cycles, time.perf_counter() - t0
+    run = from_booksim(read_booksim(path), path)
+    point = PreparedTraffic(run.topology, run.network, run.traffic)
+    t1 = time.perf_counter()
+    stats = point.run()
+    t2 = time.perf_counter()
+    return stats.cycles, t2 - t1, t2 - t0
 
 
-# The --baseline worker: run_ours of another tree, one BookSim2 config path per input line,
-# answering "cycles seconds" (after an untimed first run on the first path)
+def setup_seconds(path: str) -> tuple[float, float]:
+    """One point's set-up (config read, topology, network arrays, state), in seconds: with
+    nothing cached, then with its route tables cached."""
+    from noc import topology_cache
+    from noc.booksim_config import from_booksim, read_booksim
+    from noc.flit_traffic import PreparedTraffic
+
+    out = []
+    topology_cache.clear()
+    for _ in range(2):
+        t0 = time.perf_counter()
+        run = from_booksim(read_booksim(path), path)
+        PreparedTraffic(run.topology, run.network, run.traffic)
+        out.append(time.perf_counter() - t0)
+    return out[0], out[1]
+
+
+# The --baseline worker: the flit level of another tree, one BookSim2 config path per input
+# line, answering "cycles seconds" timed from reading the config to the statistics (after an
+# untimed first run on the first path)
 _WORKER = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
@@ -93,8 +132,8 @@ from noc.booksim_config import from_booksim, read_booksim
 from noc.flit_traffic import run_traffic
 for line in sys.stdin:
     path = line.strip()
-    run = from_booksim(read_booksim(path), path)
     t0 = time.perf_counter()
+    run = from_booksim(read_booksim(path), path)
     stats = run_traffic(run.topology, run.network, run.traffic)
     print(stats.cycles, time.perf_counter() - t0, flush=True)
 """
@@ -147,24 +186,32 @@ def main() -> None:
     if base:
         base.run(warm)
     print(f"kernel load/compile: {time.perf_counter() - t0:.1f} s")
-    head = f"{'case':<30}{'ours cycles/s':>26}"
+    name, text = cases()[-4]  # torus8x8 uniform 4f 0.02
+    path = _write(text)
+    cold, cached = zip(*(setup_seconds(path) for _ in range(max(args.rounds, 3))))
+    os.unlink(path)
+    print(f"set-up of one point ({name}: config read, topology, network arrays, state), median: "
+          f"{1e3 * statistics.median(cold):.1f} ms with nothing cached, {1e3 * statistics.median(cached):.1f} ms "
+          "with its route tables cached")
+    head = f"{'case':<30}{'ours sim, cycles/s':>28}{'ours with set-up':>28}"
     if binary:
-        head += f"{'BookSim2 cycles/s':>26}{'ratio':>8}"
+        head += f"{'BookSim2 cycles/s':>26}{'ratio sim':>11}{'with set-up':>13}"
     if base:
-        head += f"{'baseline cycles/s':>26}{'ours/base':>10}"
+        head += f"{'baseline with set-up':>28}{'ours/base':>10}"
     print(head)
-    ratios, speedups = [], []
+    ratios, ratios_setup, speedups = [], [], []
     for name, text in cases():
         path = _write(text)
-        ours, theirs, before = [], [], []
+        ours, ours_setup, theirs, before = [], [], [], []
         cycles = set()
         try:
             for _ in range(args.rounds):
                 if binary:
                     c, s = run_booksim(binary, path)
                     theirs.append(c / s)
-                c, s = run_ours(path)
+                c, s, s_setup = run_ours(path)
                 ours.append(c / s)
+                ours_setup.append(c / s_setup)
                 cycles.add(c)
                 if base:
                     c, s = base.run(path)
@@ -174,31 +221,36 @@ def main() -> None:
             os.unlink(path)
         if len(cycles) > 1:
             raise SystemExit(f"{name}: the two trees simulated different cycle counts {sorted(cycles)}")
-        line = f"{name:<30}{_summary(ours):>26}"
+        line = f"{name:<30}{_summary(ours):>28}{_summary(ours_setup):>28}"
         if binary:
             ratio = statistics.median(ours) / statistics.median(theirs)
+            ratio_setup = statistics.median(ours_setup) / statistics.median(theirs)
             ratios.append(ratio)
-            line += f"{_summary(theirs):>26}{ratio:>7.1f}x"
+            ratios_setup.append(ratio_setup)
+            line += f"{_summary(theirs):>26}{ratio:>10.1f}x{ratio_setup:>12.1f}x"
         if base:
-            speedup = statistics.median(ours) / statistics.median(before)
+            speedup = statistics.median(ours_setup) / statistics.median(before)
             speedups.append(speedup)
-            line += f"{_summary(before):>26}{speedup:>9.2f}x"
+            line += f"{_summary(before):>28}{speedup:>9.2f}x"
         print(line, flush=True)
     os.unlink(warm)
     if base:
         base.close()
     if ratios:
-        print(f"ratio of medians over the cases: {min(ratios):.1f}x .. {max(ratios):.1f}x")
+        print(f"ratio of medians over the cases, sim: {min(ratios):.1f}x .. {max(ratios):.1f}x; with set-up: "
+              f"{min(ratios_setup):.1f}x .. {max(ratios_setup):.1f}x")
     if speedups:
-        print(f"ours / baseline, ratio of medians over the cases: {min(speedups):.2f}x .. {max(speedups):.2f}x")
+        print(f"ours / baseline with set-up, ratio of medians over the cases: {min(speedups):.2f}x .. "
+              f"{max(speedups):.2f}x")
     if args.process:
         _processes(binary, args.rounds)
 
 
 def _processes(binary: str, rounds: int) -> None:
     path = _write(TORUS88 + "sample_period = 3334;\n")
-    cli = [str(ROOT / ".venv" / "bin" / "hw-models"), "noc", "run", "--booksim", path, "--out",
-           tempfile.mkdtemp(prefix="noc_speed_")]
+    script = ROOT / ".venv" / "bin" / "hw-models"  # a checkout's own environment, else this interpreter's
+    cli = [*([str(script)] if script.is_file() else [sys.executable, "-m", "hw_models"]), "noc", "run", "--booksim",
+           path, "--out", tempfile.mkdtemp(prefix="noc_speed_")]
     ours, theirs = [], []
     try:
         for _ in range(rounds):

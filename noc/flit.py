@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 from fractions import Fraction
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -61,6 +61,7 @@ from noc.flit_pipeline import FlitCompiler
 from noc.base.interrupts import interrupts_deferred
 from noc.routing import check_vc_classes, nca_up_variants, route, tie_variants
 from noc.topology import Topology
+from noc.topology_cache import cached
 
 
 class FlitNetworkConfig(StrictModel):
@@ -279,10 +280,11 @@ def build_network(topology: Topology, config: FlitNetworkConfig | None = None) -
         raise ConfigError(f"watchdog_cycles = {cfg.watchdog_cycles}: a flit takes up to {ser_max} cycles on the "
                           f"narrowest link (flit_bytes = {cfg.flit_bytes} over {float(topology.link_bytes_per_cycle.min())!r} "
                           f"B/cycle); watchdog_cycles must be larger")
-    routes = route(topology, cfg.routing, dateline=cfg.dateline, vc_rule=cfg.vc_class_rule)
+    # the route rows, once per process per topology and routing keys (noc.topology_cache)
+    routes = cached("flit.route_rows", topology, tuple(getattr(cfg, k) for k in ROUTE_KEY_FIELDS),
+                    lambda: _route_rows(topology, cfg))
     check_vc_classes(topology, routes, cfg.num_vcs)
     classes = routes.num_vc_classes
-    links, vc_class, length = _route_rows(topology, cfg, routes)
     vpc = cfg.num_vcs // classes
     cls_mask = np.array([((1 << vpc) - 1) << (c * vpc) for c in range(classes)] + [(1 << cfg.num_vcs) - 1],
                         dtype=np.uint64).view(np.int64)
@@ -317,11 +319,7 @@ def build_network(topology: Topology, config: FlitNetworkConfig | None = None) -
         link_latency=topology.link_latency_cycles.astype(np.int64), is_eject=is_eject, is_inject=is_inject,
         inject_link=topology.inject_link.astype(np.int64), eject_link=topology.eject_link.astype(np.int64),
         rin_off=rin_off, rin_links=rin_links, rout_off=rout_off, rout_links=rout_links,
-        # the route tables are read at every head's route computation, at random (src, dst):
-        # the narrowest types keep them in cache (an 8x8 mesh's were 1 MB as int64)
-        route_links=links.astype(np.int16 if nl < (1 << 15) else np.int32),
-        route_class=vc_class.astype(np.int8),
-        route_len=length.astype(np.int64),
+        route_links=routes.links.copy(), route_class=routes.vc_class.copy(), route_len=routes.length.copy(),
         rc_delay=cfg.routing_delay_cycles, va_delay=cfg.vc_alloc_delay_cycles, sa_delay=cfg.sw_alloc_delay_cycles,
         st_delay=cfg.st_delay_cycles, vct=cfg.flow_control == "vct",
         islip=cfg.allocator == "islip", watchdog=cfg.watchdog_cycles, debug=cfg.debug,
@@ -330,7 +328,8 @@ def build_network(topology: Topology, config: FlitNetworkConfig | None = None) -
         cring=int(credit_lat.max(initial=cfg.credit_delay_cycles)) + 1,
         ser=np.stack([ser_num, ser_den]) if narrow else None,
         va_kind=_VA_KINDS.index(cfg.vc_allocator), sa_kind=_SA_KINDS.index(cfg.sw_allocator),
-        cls_mask=cls_mask, any_cls=classes, n_rows=links.shape[0] // max(e, 1), out_port=out_port, credit_lat=credit_lat,
+        cls_mask=cls_mask, any_cls=classes, n_rows=routes.links.shape[0] // max(e, 1), out_port=out_port,
+        credit_lat=credit_lat,
         tail_credit=cfg.vc_release == "tail_credit",
     )
 
@@ -339,13 +338,28 @@ _VA_KINDS = ("lowest_free", "separable_input_first", "islip")
 _SA_KINDS = ("vc_first", "separable_input_first", "islip")
 
 
-def _route_rows(topology: Topology, cfg: FlitNetworkConfig, routes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+# the router keys the source routes depend on (with the topology): their cache key
+ROUTE_KEY_FIELDS = ("routing", "dateline", "vc_class_rule", "tie_break")
+
+
+class _SourceRoutes(NamedTuple):
+    algorithm: str
+    num_vc_classes: int
+    links: np.ndarray  # int16 (int32 from 2**15 links)[rows, E, H]
+    vc_class: np.ndarray  # int8[rows, E, H]
+    length: np.ndarray  # int64[rows, E]
+
+
+def _route_rows(topology: Topology, cfg: FlitNetworkConfig) -> _SourceRoutes:
     """The source routes the kernel reads, ``[rows, E, H]`` with row = variant * E + src:
-    variant 0 is ``routes``; with ``tie_break = "random"`` on a torus with even rings, one
-    more table per other tie direction (:func:`noc.routing.tie_variants`). Every source
+    variant 0 is the routing's table (:func:`noc.routing.route`); with ``tie_break =
+    "random"`` on a torus with even rings, one more table per other tie direction
+    (:func:`noc.routing.tie_variants`). Every source
     also gets a path to itself (its injection link, then its ejection link), for traffic
     that sends packets to their own source. Under ``vc_class_rule = "booksim"`` the
-    injection and ejection links take the class ``any`` (index = number of classes)."""
+    injection and ejection links take the class ``any`` (index = number of classes). They
+    depend on ``cfg``'s :data:`ROUTE_KEY_FIELDS` only."""
+    routes = route(topology, cfg.routing, dateline=cfg.dateline, vc_rule=cfg.vc_class_rule)
     tables = [routes]
     if cfg.tie_break == "random" and routes.algorithm.startswith("dor"):
         for signs in tie_variants(topology)[1:]:
@@ -376,7 +390,10 @@ def _route_rows(topology: Topology, cfg: FlitNetworkConfig, routes) -> tuple[np.
         vc_class[:, :, 0] = any_cls
         last = np.maximum(length - 1, 0)
         vc_class[rows_all, np.arange(e)[None, :], last] = any_cls
-    return links, vc_class, length
+    # read at every head's route computation, at random (src, dst): the narrowest types keep
+    # them in cache (an 8x8 mesh's were 1 MB as int64)
+    return _SourceRoutes(routes.algorithm, routes.num_vc_classes,
+                         links.astype(np.int16 if topology.num_links < (1 << 15) else np.int32), vc_class, length)
 
 
 @njit(cache=True, inline="always")

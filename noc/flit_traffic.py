@@ -390,7 +390,6 @@ class _TrafficRun:
         self.st = new_state(net, slots)
         seed_arbiters(net, self.st, cfg.arbiter_seed)
         seed_ties(self.st, traffic.seed)
-        _seed_numba(traffic.seed)  # the kernels draw from Numba's own generator
         self.hops = np.maximum(net.route_len - 2, 0)
         self.m_created, self.m_inj, self.m_ej = (np.full(measured, -1, np.int64) for _ in range(3))
         self.m_hops = np.zeros(measured, np.int64)
@@ -407,6 +406,11 @@ class _TrafficRun:
         self.burst = traffic.burst_table()
         # on_off: every NI starts on or off with probability 1/2 (BookSim2's RandomInt(1) per node)
         self.on = np.random.default_rng([traffic.seed, 0x0FF]).integers(0, 2, e).astype(np.int8)
+
+    def start(self) -> None:
+        """Seed Numba's own generator, which the kernels draw from: just before the first
+        advance, so that runs prepared together each start from their own seed."""
+        _seed_numba(self.traffic.seed)
 
     def advance(self, now: int, cycles: int, generate: bool, record: bool, count_all: bool = False,
                 stop_when_drained: bool = False) -> int:
@@ -450,19 +454,54 @@ def _deadlock(cfg: FlitNetworkConfig, net, st, topology: Topology, cycles: int) 
 
 def run_traffic(topology: Topology, network: FlitNetworkConfig | None, traffic: TrafficConfig) -> RunStats:
     """One load point: warm-up, measurement, drain (``traffic.methodology``). Same seed,
-    same result."""
-    cfg = FlitNetworkConfig() if network is None else network
-    net = build_network(topology, cfg)
-    sizes, cdf = traffic.size_table()
-    if cfg.flow_control == "vct" and sizes.max() > cfg.vc_depth_flits:
-        raise ConfigError(f"virtual cut-through needs packets (max {int(sizes.max())} flits) to fit a VC "
-                          f"(vc_depth_flits = {cfg.vc_depth_flits})")
-    e = topology.num_endpoints
-    if traffic.methodology == "booksim":
-        return _run_booksim(topology, cfg, traffic, net)
-    slots = int(traffic.rate_packets * e * (traffic.warmup_cycles + traffic.measure_cycles) * 1.5) + 1024
-    run = _TrafficRun(topology, cfg, traffic, net, slots, slots)
-    st = run.st
+    same result. :class:`PreparedTraffic` is the same in two steps."""
+    return PreparedTraffic(topology, network, traffic).run()
+
+
+class PreparedTraffic:
+    """One load point set up and not yet simulated: the network's arrays
+    (:func:`noc.flit.build_network`; its route tables are built once per process per network,
+    :mod:`noc.topology_cache`), the checks of the configuration, the network state and the
+    traffic source. :meth:`run` simulates it, once. ``run_traffic`` is the two together; the
+    split lets a caller time the simulation alone, as BookSim2 times its own (its "Total run
+    time" leaves out building its network and traffic manager; bench/noc_speed.py)."""
+
+    def __init__(self, topology: Topology, network: FlitNetworkConfig | None, traffic: TrafficConfig) -> None:
+        cfg = FlitNetworkConfig() if network is None else network
+        net = build_network(topology, cfg)
+        sizes, _ = traffic.size_table()
+        if cfg.flow_control == "vct" and sizes.max() > cfg.vc_depth_flits:
+            raise ConfigError(f"virtual cut-through needs packets (max {int(sizes.max())} flits) to fit a VC "
+                              f"(vc_depth_flits = {cfg.vc_depth_flits})")
+        e = topology.num_endpoints
+        if traffic.methodology == "booksim":
+            # packet slots for what is queued or in flight at once: by Little's law rate x NIs x
+            # latency, and a stable run's latency stays below latency_thres_cycles (4x for
+            # transients; running out ends the run as unstable, with its reason); measured packets
+            # are the ones created in at most max_samples - warmup_periods periods
+            slots = int(traffic.rate_packets * e * 4 * traffic.latency_thres_cycles) + 4096
+            cap = int(traffic.rate_packets * e * max(traffic.max_samples - traffic.warmup_periods, 1)
+                      * traffic.sample_period_cycles * 1.2) + 1024
+            self._run = _TrafficRun(topology, cfg, traffic, net, min(slots, 4_000_000), cap)
+        else:
+            slots = int(traffic.rate_packets * e * (traffic.warmup_cycles + traffic.measure_cycles) * 1.5) + 1024
+            self._run = _TrafficRun(topology, cfg, traffic, net, slots, slots)
+        self._ran = False
+
+    def run(self) -> RunStats:
+        """Simulate the point: the statistics ``run_traffic`` returns. A second call is an error
+        (the state has moved on; prepare the point again)."""
+        if self._ran:
+            raise RuntimeError("a PreparedTraffic runs once; prepare the point again")
+        self._ran = True
+        self._run.start()
+        return _run_booksim(self._run) if self._run.traffic.methodology == "booksim" else _run_window(self._run)
+
+
+def _run_window(run: _TrafficRun) -> RunStats:
+    """The window methodology: warm-up, one measurement window, drain."""
+    traffic, st = run.traffic, run.st
+    e = run.topology.num_endpoints
     now = run.advance(0, traffic.warmup_cycles, True, False)
     link0, ej0 = st.link_flits.copy(), int(st.counters[C_EJECTED_FLITS])
     now = run.advance(now, traffic.measure_cycles, True, True)
@@ -491,7 +530,7 @@ def run_traffic(topology: Topology, network: FlitNetworkConfig | None, traffic: 
     )
 
 
-def _run_booksim(topology: Topology, cfg: FlitNetworkConfig, traffic: TrafficConfig, net) -> RunStats:
+def _run_booksim(run: _TrafficRun) -> RunStats:
     """BookSim2's run methodology (its TrafficManager, ``sim_type = latency``): sample periods
     of ``sample_period_cycles``; ``warmup_periods`` of warm-up (0: until the latency and
     throughput changes fall below ``warmup_thres`` / ``acc_warmup_thres``), statistics
@@ -503,15 +542,9 @@ def _run_booksim(topology: Topology, cfg: FlitNetworkConfig, traffic: TrafficCon
     in flight (its age) above ``latency_thres_cycles`` makes the run unstable. The figures
     are BookSim's final ones: latency over the measured packets (those created after the
     warm-up), rates over the cycles from the warm-up's end to the drain's start."""
-    e = topology.num_endpoints
+    traffic = run.traffic
+    e = run.topology.num_endpoints
     period = traffic.sample_period_cycles
-    # packet slots for what is queued or in flight at once: by Little's law rate x NIs x
-    # latency, and a stable run's latency stays below latency_thres_cycles (4x for transients;
-    # running out ends the run as unstable, with its reason); measured packets are the ones
-    # created in at most max_samples - warmup_periods periods
-    slots = int(traffic.rate_packets * e * 4 * traffic.latency_thres_cycles) + 4096
-    cap = int(traffic.rate_packets * e * max(traffic.max_samples - traffic.warmup_periods, 1) * period * 1.2) + 1024
-    run = _TrafficRun(topology, cfg, traffic, net, min(slots, 4_000_000), cap)
     st, acc, advance = run.st, run.acc, run.advance
 
     def too_slow(now) -> bool:
