@@ -97,7 +97,7 @@ def resolve(req: AccelRequest) -> AccelSetup:
         ic_text, ic_flag = data["interconnect"], f"{req.config}: interconnect"
     ics = [s.strip() for s in ic_text.split(",") if s.strip()]
     if not ics:
-        raise HwModelsError(f"{ic_flag} {ic_text!r}: allowed: ring, mesh, crossbar or noc specs, "
+        raise HwModelsError(f"{ic_flag} {ic_text!r}: allowed: {', '.join(INTERCONNECTS)} or noc specs, "
                             "comma-separated")
     try:
         the_part = get_part(req.part)
