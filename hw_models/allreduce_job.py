@@ -103,7 +103,7 @@ def resolve(req: AllreduceRequest) -> AllreduceSetup:
     """Every check before a run, in the order the command has always made them."""
     from hw_models.allreduce_sweep import allreduce_plan
     from hw_models.config import check_config_file, experiment_data
-    from hw_models.estimate import check_long_run, flit_allreduce_seconds
+    from hw_models.estimate import check_flit_cycles, check_long_run, flit_allreduce_seconds
     from hw_models.experiment import check_model_network, config_with_flags, data_with_flags, resolve_experiment
     from hw_models.flags import flag_overlay
     from hw_models.job import output_dir
@@ -134,9 +134,10 @@ def resolve(req: AllreduceRequest) -> AllreduceSetup:
     # a flit-level run of a big all-reduce takes hours: estimated first, and run only with --yes
     flit_seconds = 0.0
     if "flit" in models:
-        flit_seconds = flit_allreduce_seconds(t, exp.router, [(exp.schedules[a], exp.nics[d], s) for d in designs
-                                                              for s in exp.sizes_bytes for a in algorithms])
+        runs = [(exp.schedules[a], exp.nics[d], s) for d in designs for s in exp.sizes_bytes for a in algorithms]
+        flit_seconds = flit_allreduce_seconds(t, exp.router, runs)
         check_long_run(flit_seconds, "the flit-level runs", req.yes, "--model message, or smaller --sizes")
+        check_flit_cycles(t, runs)
     # the output files, before the runs: not after them
     stem = t.name.replace(":", "_")
     check_output_dir(out_dir, named, [STORE_NAME] + [f"{stem}_{m}.{ext}" for m in models for ext in ("csv", "png")]

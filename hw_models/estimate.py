@@ -94,6 +94,20 @@ def _stepped_flit_hops(topology, routes, schedule, nic, size_bytes: int) -> floa
     return float((flits * paths.length).sum())
 
 
+def check_flit_cycles(topology, runs) -> None:
+    """Refuse the flit-level all-reduces ``runs`` (as :func:`flit_allreduce_seconds` takes them)
+    when one transfer alone needs more cycles (one flit a cycle) than a co-simulation runs
+    (``nic.flit_cosim.MAX_CYCLES``)."""
+    from nic.flit_cosim import MAX_CYCLES  # noqa: PLC0415
+    from nic.preparation import prepare  # noqa: PLC0415
+
+    for schedule, nic, size_bytes in runs:
+        flits = -(-int(prepare(topology, schedule, nic, int(size_bytes)).wire_bytes.max()) // int(nic.flit_bytes))
+        if flits > MAX_CYCLES:
+            raise HwModelsError(f"size {size_bytes:,} B: one transfer is {flits:,} flits, more cycles than the "
+                                f"flit level runs ({MAX_CYCLES:,}); use --model message for this size")
+
+
 def flit_allreduce_seconds(topology, routes, runs) -> float:
     """Estimated seconds of the flit-level all-reduces ``runs``: (schedule, NicConfig, size
     in bytes) triples on ``topology`` (the cycles the co-simulation steps, not those it jumps)."""

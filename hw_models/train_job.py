@@ -203,15 +203,16 @@ def workload_specs(spec: str) -> list[tuple[str, object]]:
 
 
 def _check_flit_time(req: TrainRequest, exp, design: str, algos: list, works: list, dev) -> None:
-    from hw_models.estimate import check_long_run, flit_allreduce_seconds
+    from hw_models.estimate import check_flit_cycles, check_long_run, flit_allreduce_seconds
     from hw_models.training import endtoend as e2e
 
     costs = e2e.workload_costs(works, req.batch, dev, req.engine)
     sizes = sorted({x.grad_bytes for layers in costs.values() for x in layers if x.grad_bytes > 0})
-    secs = flit_allreduce_seconds(exp.topology, exp.router, [(exp.schedules[a], exp.nics[design], s) for a in algos
-                                                             for s in sizes])
+    runs = [(exp.schedules[a], exp.nics[design], s) for a in algos for s in sizes]
+    secs = flit_allreduce_seconds(exp.topology, exp.router, runs)
     check_long_run(secs, "the flit-level all-reduces (one per layer gradient size, at least)", req.yes,
                    "--model message, or fewer or smaller workloads")
+    check_flit_cycles(exp.topology, runs)
 
 
 def _plan(req: TrainRequest, data: dict, design: str, works, algos, policies, options: dict, source: str):

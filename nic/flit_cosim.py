@@ -76,8 +76,11 @@ def flit_network(topology: Topology, nic, network: FlitNetworkConfig | None):
     return build_network(topology, cfg)
 
 
+MAX_CYCLES = 2_000_000_000  # a co-simulation stops here (hw_models.estimate refuses runs that need more)
+
+
 def run_flit(topology: Topology, schedule, prep, nic, network: FlitNetworkConfig | None, *,
-             max_cycles: int = 2_000_000_000, fast_forward: bool = True, state_out: dict | None = None) -> FlitTiming:
+             max_cycles: int = MAX_CYCLES, fast_forward: bool = True, state_out: dict | None = None) -> FlitTiming:
     """Co-simulate ``schedule`` (laid out by ``nic.preparation.prepare``) at flit level.
     ``fast_forward``: jump the stretches that only stream (``nic.flit_cosim_forward``; the
     same result to the cycle as stepping every cycle, which False does). ``state_out``: a dict

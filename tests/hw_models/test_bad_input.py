@@ -372,6 +372,20 @@ def test_a_flit_level_terabyte_is_refused_with_its_estimate(tmp_path, capsys, mo
     assert code == 0, err
 
 
+def test_a_flit_level_run_past_the_cycle_limit_is_refused_even_with_yes(tmp_path, capsys, monkeypatch):
+    import hw_models.allreduce_sweep as sweep
+
+    def no_run(*a, **k):
+        raise AssertionError("a run started")
+
+    monkeypatch.setattr(sweep, "run_sweep", no_run)
+    # the default ring on 16 nodes: a transfer is 1 TiB / 16 = 2**32 flits of 16 B, plus its head flit
+    code, out, err = run(["allreduce", "--model", "flit", "-a", "ring", "-s", "1TiB", "--yes", "--out",
+                          str(tmp_path / "o")], capsys)
+    one_line_error(code, err, f"one transfer is {2**32 + 1:,} flits", "(2,000,000,000)", "--model message")
+    assert not (tmp_path / "o").exists()
+
+
 def test_yes_starts_a_long_flit_level_run(tmp_path, capsys, monkeypatch):
     import hw_models.allreduce_sweep as sweep
 
