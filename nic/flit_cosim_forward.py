@@ -72,8 +72,9 @@ def new_forward(net) -> "Forward":
 
 
 @_stage
-def _unsent(st, ep):
-    """Flits queued at NI ``ep`` not yet in the network."""
+def unsent_flits(st, ep):
+    """Flits queued at NI ``ep`` that have not entered the network yet (the packetiser's
+    check too, ``nic.flit_cosim_stages``)."""
     n = 0
     p = st.q_head[ep]
     while p >= 0:
@@ -112,7 +113,7 @@ def _nic_window(st, nodes, prm, sch, nis, rx, wait, times, now):
             if st.q_head[ep] < 0:
                 return 0
         else:  # the NI is sent once its queue is down to the transmit queue (it drains a flit a cycle)
-            u = _unsent(st, ep) - prm.tx_buffer_flits
+            u = unsent_flits(st, ep) - prm.tx_buffer_flits
             if u <= 0:
                 return 0
             if u < k:

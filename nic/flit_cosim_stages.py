@@ -35,7 +35,7 @@ from numba import njit
 from nic.reduction import reduce_done
 from nic.scheduler import (C_ISSUED, I_NI_DONE, I_RECV_VALID, I_SEND_READY, I_START, N_IN_HEADER, O_DONE, O_ERR,
                            O_SEND_ENTRY, O_SEND_NI, O_SEND_VALID, sched_edge, sched_outputs)
-from nic.flit_cosim_forward import MAX_GAP, jump, stream_window
+from nic.flit_cosim_forward import MAX_GAP, jump, stream_window, unsent_flits
 from noc.flit import enqueue_packet, pop_ejected, step, stuck
 
 # ---- what the loop reads
@@ -213,17 +213,6 @@ def _send_when_ready(tr, nodes, prm, nis, wait, times, v, now):
 
 
 @_stage
-def _unsent_flits(st, ep):
-    """Flits queued at NI ``ep`` that have not entered the network yet."""
-    n = 0
-    p = st.q_head[ep]
-    while p >= 0:
-        n += st.p_flits[p] - st.p_sent[p]
-        p = st.p_next[p]
-    return n
-
-
-@_stage
 def _packetise(net, st, tr, nodes, prm, nis, wait, times, ep, now):
     """NI ``ep``'s packetiser: while its source queue holds at most ``tx_buffer_flits`` flits
     not yet sent (0: into an empty queue only, one packet at a time), its next packet goes in
@@ -237,7 +226,7 @@ def _packetise(net, st, tr, nodes, prm, nis, wait, times, ep, now):
     if prm.tx_buffer_flits == 0:
         if st.q_head[ep] >= 0:
             return True
-    elif _unsent_flits(st, ep) > prm.tx_buffer_flits:
+    elif unsent_flits(st, ep) > prm.tx_buffer_flits:
         return True
     if nis.left_bytes[ep] < 0:
         times.sent[t] = now
