@@ -335,3 +335,13 @@ def test_maddpg_accel_points_give_what_the_accelerator_model_gives(tmp_path, cap
         with pytest.raises(ConfigError) as info:
             kind.validate(point, "p")
         assert message in str(info.value) and str(info.value).startswith("p"), (point, str(info.value))
+
+
+@pytest.mark.parametrize("value", [[], {}, ["ring"], None, 3])
+def test_a_choice_that_is_not_a_name_is_a_config_error(value):
+    from hw_models.sweep.kinds import choice_of
+    from noc.base.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"point: key 'system' = .*: choose one of a, b"):
+        choice_of(value, {"a": 1, "b": 2}, "point", "system")
+    assert choice_of("b", {"a": 1, "b": 2}, "point", "system") == "b"

@@ -84,7 +84,11 @@ def table_of(point: dict, key: str, source: str, allowed: tuple[str, ...]) -> di
 
 def choice_of(value: object, allowed, source: str, key: str):
     """``value`` if it is one of ``allowed``; else a :class:`ConfigError` naming the key, value and choices."""
-    if value not in allowed:
+    try:
+        known = value in allowed
+    except TypeError:  # a list or table where a name belongs: not hashable, so not a choice
+        known = False
+    if not known:
         raise ConfigError(f"{source}: key '{key}' = {value!r}: choose one of {', '.join(allowed)}")
     return value
 
