@@ -72,6 +72,21 @@ def new_forward(net) -> "Forward":
 
 
 @_stage
+def _fill_ring(ff, order, m, ring, end, lat, links, counts):
+    """One event ring (link arrivals or credits) after a jump to ``end``: every slot lists the
+    ``m`` stream links in ``order``, its first entries those whose latency reaches past it."""
+    for s in range(ring):
+        t = end + (s - end) % ring
+        c = 0
+        for i in range(m):
+            k = order[i]
+            links[s, i] = ff.s_link[k]
+            if lat[k] > t - end:
+                c += 1
+        counts[s] = c
+
+
+@_stage
 def unsent_flits(st, ep):
     """Flits queued at NI ``ep`` that have not entered the network yet (the packetiser's
     check too, ``nic.flit_cosim_stages``)."""
@@ -314,26 +329,10 @@ def jump(net, st, ff, now, J):
             st.p_sent[ff.s_pkt[n]] += J
     # the arrival and credit lists: every slot's list is the stream links in send order (its
     # in-flight entries a prefix of it, the rest left from the slot's previous turn)
-    m = _sort_by(ff, ff.arr_order, n_links, False)
-    for s in range(net.ring):
-        t = end + (s - end) % net.ring
-        c = 0
-        for i in range(m):
-            k = ff.arr_order[i]
-            st.arr_links[s, i] = ff.s_link[k]
-            if ff.s_delay[k] > t - end:
-                c += 1
-        st.arr_n[s] = c
-    m = _sort_by(ff, ff.cr_order, n_links, True)
-    for s in range(net.cring):
-        t = end + (s - end) % net.cring
-        c = 0
-        for i in range(m):
-            k = ff.cr_order[i]
-            st.cr_links[s, i] = ff.s_link[k]
-            if ff.s_clat[k] > t - end:
-                c += 1
-        st.cr_n[s] = c
+    _fill_ring(ff, ff.arr_order, _sort_by(ff, ff.arr_order, n_links, False), net.ring, end, ff.s_delay,
+               st.arr_links, st.arr_n)
+    _fill_ring(ff, ff.cr_order, _sort_by(ff, ff.cr_order, n_links, True), net.cring, end, ff.s_clat,
+               st.cr_links, st.cr_n)
     st.counters[C_MOVED] += J * n_links  # a flit per stream link per cycle
     st.counters[C_INJECTED_FLITS] += J * n_streams
     st.counters[C_EJECTED_FLITS] += J * n_streams
